@@ -1,0 +1,95 @@
+//! `xq-engine`: speaks UCI on stdin when run without arguments; `perft` counts moves.
+
+mod uci;
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use xq_engine::xiangqi::{Position, fen, perft};
+
+#[derive(Parser)]
+#[command(
+    name = "xq-engine",
+    version,
+    about = "Xiangqi engine: UCI on stdin without a command"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Counts the leaf nodes of the legal move tree (bulk-counted perft).
+    Perft {
+        /// The position (default: the start position). Unreachable but playable
+        /// positions are accepted with a warning.
+        #[arg(long)]
+        fen: Option<String>,
+        /// Plies to count.
+        #[arg(long)]
+        depth: u32,
+        /// Print the count below each root move first, as `move: count`.
+        #[arg(long)]
+        divide: bool,
+    },
+    /// Speaks UCI on stdin and stdout (the default).
+    Uci,
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("xq-engine: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        None | Some(Command::Uci) => uci::run(std::io::stdin().lock(), std::io::stdout().lock()),
+        Some(Command::Perft { fen, depth, divide }) => run_perft(fen.as_deref(), depth, divide),
+    }
+}
+
+/// Reads a position for a study tool: playable positions are accepted, with a warning
+/// on stderr for what makes them unreachable.
+pub(crate) fn composed_position(text: &str) -> Result<Position, fen::FenError> {
+    let (position, warnings) = fen::parse_composed(text)?;
+    for warning in warnings {
+        eprintln!("warning: unreachable position: {warning}");
+    }
+    Ok(position)
+}
+
+fn run_perft(fen_text: Option<&str>, depth: u32, divide: bool) -> anyhow::Result<()> {
+    let mut position = match fen_text {
+        Some(text) => composed_position(text).with_context(|| format!("invalid FEN '{text}'"))?,
+        None => Position::startpos(),
+    };
+    let mut out = std::io::stdout().lock();
+    let start = Instant::now();
+    let nodes = if divide {
+        let split = perft::divide(&mut position, depth);
+        for (mv, count) in &split {
+            writeln!(out, "{mv}: {count}")?;
+        }
+        writeln!(out)?;
+        split.iter().map(|(_, count)| count).sum()
+    } else {
+        perft::perft(&mut position, depth)
+    };
+    let elapsed = start.elapsed();
+    eprintln!(
+        "time {} ms, {:.0} nodes/s",
+        elapsed.as_millis(),
+        nodes as f64 / elapsed.as_secs_f64().max(1e-9)
+    );
+    writeln!(out, "Nodes searched: {nodes}")?;
+    Ok(())
+}

@@ -1,0 +1,49 @@
+//! Zobrist keys for hashing Xiangqi positions, generated at compile time.
+
+use super::{Piece, Square};
+
+const fn splitmix64(state: u64) -> (u64, u64) {
+    let state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (state, z ^ (z >> 31))
+}
+
+struct Keys {
+    pieces: [[u64; 90]; Piece::COUNT],
+    black_to_move: u64,
+}
+
+static KEYS: Keys = {
+    let mut pieces = [[0; 90]; Piece::COUNT];
+    let mut state = 0x5851_F42D_4C95_7F2D;
+    let mut p = 0;
+    while p < Piece::COUNT {
+        let mut sq = 0;
+        while sq < 90 {
+            let (next, key) = splitmix64(state);
+            state = next;
+            pieces[p][sq] = key;
+            sq += 1;
+        }
+        p += 1;
+    }
+    let (_, black_to_move) = splitmix64(state);
+    Keys {
+        pieces,
+        black_to_move,
+    }
+};
+
+/// The key of `piece` standing on `sq`.
+#[inline]
+pub fn piece_key(piece: Piece, sq: Square) -> u64 {
+    KEYS.pieces[piece.index()][sq.index()]
+}
+
+/// The key added when Black is to move.
+#[inline]
+pub fn black_to_move_key() -> u64 {
+    KEYS.black_to_move
+}
