@@ -1,0 +1,61 @@
+//! Helpers shared by the integration tests.
+
+use std::path::PathBuf;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use xq_engine::xiangqi::{Position, fen, movegen};
+
+/// The perft data file, one position a line: `FEN ;D1 n ;D2 n ...`.
+pub fn perft_cases() -> Vec<(String, Vec<(u32, u64)>)> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/perft.epd");
+    let text = std::fs::read_to_string(&path).expect("perft data file");
+    text.lines()
+        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .map(|line| {
+            let mut parts = line.split(';');
+            let fen = parts.next().expect("a FEN").trim().to_owned();
+            let counts = parts
+                .map(|part| {
+                    let (depth, nodes) = part.trim().split_once(' ').expect("D<depth> <nodes>");
+                    (depth[1..].parse().expect("depth"), nodes.parse().expect("nodes"))
+                })
+                .collect();
+            (fen, counts)
+        })
+        .collect()
+}
+
+/// Positions met in random games from the start position and from the perft
+/// positions, with captures preferred so that middle games and endings appear.
+pub fn random_positions(seed: u64, games: usize, max_plies: usize) -> Vec<Position> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let starts: Vec<Position> = perft_cases()
+        .iter()
+        .map(|(text, _)| fen::parse_composed(text).expect("perft FEN").0)
+        .collect();
+    let mut positions = Vec::new();
+    for game in 0..games {
+        let mut position = starts[game % starts.len()].clone();
+        for _ in 0..max_plies {
+            positions.push(position.clone());
+            let moves = movegen::legal_moves(&position);
+            if moves.is_empty() {
+                break;
+            }
+            let captures: Vec<_> = moves.iter().filter(|mv| position.piece_at(mv.to()).is_some()).collect();
+            let mv = if !captures.is_empty() && rng.random_bool(0.4) {
+                *captures[rng.random_range(0..captures.len())]
+            } else {
+                moves[rng.random_range(0..moves.len())]
+            };
+            position.make_move(mv);
+        }
+    }
+    positions
+}
+
+/// The `xq-engine` binary built for these tests.
+pub fn engine_binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_xq-engine"))
+}

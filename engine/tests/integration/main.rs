@@ -1,0 +1,8 @@
+//! Integration tests of the engine library and the `xq-engine` binary.
+
+mod common;
+mod fairy_stockfish;
+mod perft;
+mod properties;
+mod pyffish;
+mod uci;

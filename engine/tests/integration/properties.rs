@@ -1,0 +1,112 @@
+//! Property tests: what must hold in every position.
+
+use proptest::prelude::*;
+use xq_engine::xiangqi::movegen::{self, MoveList, Selection};
+use xq_engine::xiangqi::notation::{Dialect, format_iccs, format_uci, format_wxf, parse_iccs, parse_uci, parse_wxf};
+use xq_engine::xiangqi::{Position, fen, perft};
+
+use crate::common::random_positions;
+
+fn positions_from(seed: u64) -> Vec<Position> {
+    random_positions(seed, 2, 80)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn fen_round_trips(seed in any::<u64>()) {
+        for position in positions_from(seed) {
+            let text = fen::to_fen(&position);
+            let (parsed, _) = fen::parse_composed(&text).unwrap();
+            prop_assert_eq!(&parsed, &position);
+            prop_assert_eq!(fen::to_fen(&parsed), text);
+        }
+    }
+
+    #[test]
+    fn make_unmake_restores_everything_and_hash_stays_exact(seed in any::<u64>()) {
+        for mut position in positions_from(seed) {
+            let before = position.clone();
+            prop_assert_eq!(position.hash(), position.hash_from_scratch());
+            for &mv in movegen::legal_moves(&before).iter() {
+                let undo = position.make_move(mv);
+                prop_assert_eq!(position.hash(), position.hash_from_scratch(), "after {}", mv);
+                prop_assert!(!position.is_king_attacked(!position.side_to_move()), "{} leaves the king attacked", mv);
+                position.unmake_move(undo);
+                prop_assert_eq!(&position, &before);
+            }
+        }
+    }
+
+    #[test]
+    fn captures_and_quiets_partition_the_legal_moves(seed in any::<u64>()) {
+        for position in positions_from(seed) {
+            let all = movegen::legal_moves(&position);
+            let (mut captures, mut quiets) = (MoveList::new(), MoveList::new());
+            movegen::generate_into(&position, Selection::Captures, &mut captures);
+            movegen::generate_into(&position, Selection::Quiets, &mut quiets);
+            prop_assert!(captures.iter().all(|mv| position.piece_at(mv.to()).is_some()));
+            prop_assert!(quiets.iter().all(|mv| position.piece_at(mv.to()).is_none()));
+            let mut split: Vec<_> = captures.iter().chain(quiets.iter()).map(|mv| mv.to_string()).collect();
+            let mut whole: Vec<_> = all.iter().map(|mv| mv.to_string()).collect();
+            split.sort();
+            whole.sort();
+            prop_assert_eq!(split, whole);
+            prop_assert_eq!(movegen::count_legal(&position), all.len() as u64);
+        }
+    }
+
+    #[test]
+    fn gives_check_and_checkers_agree_with_the_position_after_the_move(seed in any::<u64>()) {
+        for mut position in positions_from(seed) {
+            for &mv in movegen::legal_moves(&position.clone()).iter() {
+                let predicted = position.gives_check(mv);
+                let undo = position.make_move(mv);
+                prop_assert_eq!(predicted, position.in_check(), "{} {}", position, mv);
+                let king = position.king(position.side_to_move());
+                let attackers = position.attackers_to(king, !position.side_to_move());
+                prop_assert_eq!(position.checkers(), attackers, "{}", position);
+                position.unmake_move(undo);
+            }
+        }
+    }
+
+    #[test]
+    fn every_notation_round_trips(seed in any::<u64>()) {
+        for position in positions_from(seed) {
+            for &mv in movegen::legal_moves(&position).iter() {
+                for dialect in [Dialect::ZeroBased, Dialect::OneBased] {
+                    prop_assert_eq!(parse_uci(&position, &format_uci(mv, dialect), dialect).unwrap(), mv);
+                }
+                prop_assert_eq!(parse_iccs(&position, &format_iccs(mv)).unwrap(), mv);
+                let wxf = format_wxf(&position, mv).unwrap();
+                prop_assert_eq!(parse_wxf(&position, &wxf).unwrap(), mv, "{} {}", position, wxf);
+            }
+        }
+    }
+
+    #[test]
+    fn mirrored_and_colour_flipped_positions_have_the_same_tree(seed in any::<u64>()) {
+        for mut position in positions_from(seed).into_iter().step_by(8) {
+            let count = perft::perft(&mut position, 2);
+            prop_assert_eq!(perft::perft(&mut position.mirrored(), 2), count);
+            prop_assert_eq!(perft::perft(&mut position.color_flipped(), 2), count);
+        }
+    }
+
+    #[test]
+    fn parsers_never_panic_on_arbitrary_text(text in "\\PC{0,90}") {
+        let position = Position::startpos();
+        let _ = fen::parse_composed(&text);
+        let _ = parse_uci(&position, &text, Dialect::ZeroBased);
+        let _ = parse_uci(&position, &text, Dialect::OneBased);
+        let _ = parse_iccs(&position, &text);
+        let _ = parse_wxf(&position, &text);
+    }
+
+    #[test]
+    fn fen_parser_never_panics_on_fen_like_text(text in "[rnbakcpRNBAKCPHEhe1-9/]{0,70} [wbrx] (- - )?[0-9]{0,3} ?[0-9]{0,3}") {
+        let _ = fen::parse_composed(&text);
+    }
+}
