@@ -270,17 +270,18 @@ impl Position {
     /// attacks the points next to it in its palace, and the enemy king when they face).
     pub fn attackers_to(&self, sq: Square, by: Color) -> Bitboard {
         let occ = &self.occupancy;
-        let kings = self.pieces(by, PieceKind::King);
-        let facing = if self.piece_at(sq) == Some(Piece::new(!by, PieceKind::King)) {
-            rook_attacks(sq, occ) & kings
-        } else {
-            Bitboard::EMPTY
-        };
-        self.king_attackers(sq, by, occ, |kind| self.pieces(by, kind)) - kings
-            | facing
-            | (king_attacks(sq) & kings)
-            | (advisor_attacks(sq) & self.pieces(by, PieceKind::Advisor))
-            | (elephant_attacks(sq, occ.squares()) & self.pieces(by, PieceKind::Elephant))
+        let pieces = |kind| self.pieces(by, kind);
+        let mut along_lines = pieces(PieceKind::Rook);
+        if self.piece_at(sq) == Some(Piece::new(!by, PieceKind::King)) {
+            along_lines |= pieces(PieceKind::King);
+        }
+        (rook_attacks(sq, occ) & along_lines)
+            | (cannon_attacks(sq, occ) & pieces(PieceKind::Cannon))
+            | (horse_attackers_from(sq, occ.squares()) & pieces(PieceKind::Horse))
+            | (pawn_attackers_from(by, sq) & pieces(PieceKind::Pawn))
+            | (king_attacks(sq) & pieces(PieceKind::King))
+            | (advisor_attacks(sq) & pieces(PieceKind::Advisor))
+            | (elephant_attacks(sq, occ.squares()) & pieces(PieceKind::Elephant))
     }
 
     /// The pieces `pieces(kind)` of `by` attacking a king on `ksq` under occupancy
