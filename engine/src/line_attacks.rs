@@ -144,6 +144,14 @@ impl LineGeometry for crate::geometry::XiangqiBoard {
     }
 }
 
+static XIONGQI_LINES: LineTables = LineTables::build(8, 8);
+
+impl LineGeometry for crate::geometry::XiongqiBoard {
+    fn line_tables() -> &'static LineTables {
+        &XIONGQI_LINES
+    }
+}
+
 /// The occupied squares of a board, in both bit orders.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct Occupancy<G: Geometry> {
@@ -222,14 +230,11 @@ impl<G: LineGeometry> Occupancy<G> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::geometry::XiangqiBoard;
-
-    type Sq = Square<XiangqiBoard>;
-    type Bb = Bitboard<XiangqiBoard>;
+    use crate::geometry::{XiangqiBoard, XiongqiBoard};
 
     /// The definition, walked point by point: the independent reference for the tables.
-    fn walk(occ: Bb, from: Sq, jump: bool) -> Bb {
-        let mut reach = Bb::EMPTY;
+    fn walk<G: Geometry>(occ: Bitboard<G>, from: Square<G>, jump: bool) -> Bitboard<G> {
+        let mut reach = Bitboard::EMPTY;
         for (df, dr) in [(1, 0), (-1, 0), (0, 1), (0, -1)] {
             let mut screened = false;
             let mut sq = from;
@@ -253,25 +258,36 @@ mod tests {
         reach
     }
 
-    #[test]
-    fn tables_match_a_point_by_point_walk_on_random_boards() {
+    fn tables_match_walk<G: LineGeometry>() {
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
         for _ in 0..20_000 {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            let a = seed;
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            let bits = (a as u128) << 64 | seed as u128;
-            let density = bits & bits.rotate_left(37);
-            let occ_bb = Bb::from_bits(density);
+            let (a, b) = (next(), next());
+            let bits = (a as u128) << 64 | b as u128;
+            let occ_bb = Bitboard::<G>::from_bits(bits & bits.rotate_left(37));
             let occ = Occupancy::from_squares(occ_bb);
-            let from = Sq::from_index((a % 90) as u8).unwrap();
+            let from = Square::<G>::from_index((a % G::SQUARES as u64) as u8).unwrap();
             assert_eq!(occ.slide_attacks(from), walk(occ_bb, from, false), "{from}");
-            let jump = occ.jump_attacks(from) & occ_bb;
-            assert_eq!(jump, walk(occ_bb, from, true), "{from}");
+            assert_eq!(
+                occ.jump_attacks(from) & occ_bb,
+                walk(occ_bb, from, true),
+                "{from}"
+            );
         }
+    }
+
+    #[test]
+    fn xiangqi_tables_match_a_point_by_point_walk() {
+        tables_match_walk::<XiangqiBoard>();
+    }
+
+    #[test]
+    fn xiongqi_tables_match_a_point_by_point_walk() {
+        tables_match_walk::<XiongqiBoard>();
     }
 }

@@ -7,6 +7,7 @@ pub mod notation;
 pub mod perft;
 mod piece;
 mod position;
+pub mod rules;
 mod zobrist;
 
 use crate::geometry::XiangqiBoard;

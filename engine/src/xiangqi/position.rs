@@ -487,6 +487,16 @@ impl Position {
         Ok(self.make_move(mv))
     }
 
+    /// The same pieces with the other side to move. The arbiter asks with it what the
+    /// side that just moved threatens; the result may have the side not to move in
+    /// check, so it is for such questions only.
+    pub(crate) fn with_other_side_to_move(&self) -> Position {
+        let mut flipped = self.clone();
+        flipped.side_to_move = !flipped.side_to_move;
+        flipped.hash ^= black_to_move_key();
+        flipped
+    }
+
     /// The position with colours swapped and the board turned half a turn: the same
     /// game seen from the other side. Move counters are kept.
     pub fn color_flipped(&self) -> Position {

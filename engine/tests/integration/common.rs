@@ -18,7 +18,10 @@ pub fn perft_cases() -> Vec<(String, Vec<(u32, u64)>)> {
             let counts = parts
                 .map(|part| {
                     let (depth, nodes) = part.trim().split_once(' ').expect("D<depth> <nodes>");
-                    (depth[1..].parse().expect("depth"), nodes.parse().expect("nodes"))
+                    (
+                        depth[1..].parse().expect("depth"),
+                        nodes.parse().expect("nodes"),
+                    )
                 })
                 .collect();
             (fen, counts)
@@ -43,7 +46,10 @@ pub fn random_positions(seed: u64, games: usize, max_plies: usize) -> Vec<Positi
             if moves.is_empty() {
                 break;
             }
-            let captures: Vec<_> = moves.iter().filter(|mv| position.piece_at(mv.to()).is_some()).collect();
+            let captures: Vec<_> = moves
+                .iter()
+                .filter(|mv| position.piece_at(mv.to()).is_some())
+                .collect();
             let mv = if !captures.is_empty() && rng.random_bool(0.4) {
                 *captures[rng.random_range(0..captures.len())]
             } else {

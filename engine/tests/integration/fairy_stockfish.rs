@@ -33,7 +33,11 @@ impl FairyStockfish {
             .expect("start fairy-stockfish");
         let stdin = child.stdin.take().expect("stdin");
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut engine = FairyStockfish { child, stdin, stdout };
+        let mut engine = FairyStockfish {
+            child,
+            stdin,
+            stdout,
+        };
         engine.send("uci\nsetoption name UCI_Variant value xiangqi\nisready");
         engine.read_until(|line| line == "readyok");
         engine
@@ -48,7 +52,10 @@ impl FairyStockfish {
         let mut lines = Vec::new();
         loop {
             let mut line = String::new();
-            let n = self.stdout.read_line(&mut line).expect("read from fairy-stockfish");
+            let n = self
+                .stdout
+                .read_line(&mut line)
+                .expect("read from fairy-stockfish");
             assert!(n > 0, "fairy-stockfish closed its output");
             let line = line.trim().to_owned();
             if done(&line) {
@@ -66,7 +73,10 @@ impl FairyStockfish {
             .iter()
             .filter_map(|line| line.split_once(':').map(|(mv, _)| mv))
             .map(|mv| {
-                let split = mv[1..].find(|c: char| c.is_ascii_alphabetic()).expect("two squares") + 1;
+                let split = mv[1..]
+                    .find(|c: char| c.is_ascii_alphabetic())
+                    .expect("two squares")
+                    + 1;
                 let from = Square::parse_with_label(&mv[..split], 1).expect("from square");
                 let to = Square::parse_with_label(&mv[split..], 1).expect("to square");
                 format!("{from}{to}")

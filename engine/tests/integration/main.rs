@@ -5,4 +5,5 @@ mod fairy_stockfish;
 mod perft;
 mod properties;
 mod pyffish;
+mod rules;
 mod uci;

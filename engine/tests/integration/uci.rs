@@ -14,7 +14,12 @@ fn converse(input: &str) -> String {
         .stdout(Stdio::piped())
         .spawn()
         .expect("start xq-engine");
-    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write");
     let output = child.wait_with_output().expect("xq-engine output");
     assert!(output.status.success());
     String::from_utf8(output.stdout).expect("utf-8")
@@ -22,7 +27,9 @@ fn converse(input: &str) -> String {
 
 #[test]
 fn handshake_and_perft_through_uci() {
-    let out = converse("uci\nisready\nsetoption name UCI_Variant value xiangqi\nposition startpos moves h2e2 h9g7\ngo perft 2\nquit\n");
+    let out = converse(
+        "uci\nisready\nsetoption name UCI_Variant value xiangqi\nposition startpos moves h2e2 h9g7\ngo perft 2\nquit\n",
+    );
     assert!(out.contains("uciok"));
     assert!(out.contains("readyok"));
     let mut position = Position::startpos();
@@ -38,7 +45,9 @@ fn handshake_and_perft_through_uci() {
 
 #[test]
 fn garbage_gets_info_string_and_the_engine_carries_on() {
-    let out = converse("bogus\nposition fen 9/9 w\nposition startpos moves e2e9\nsetoption name Foo value 1\ngo perft x\nisready\n");
+    let out = converse(
+        "bogus\nposition fen 9/9 w\nposition startpos moves e2e9\nsetoption name Foo value 1\ngo perft x\nisready\n",
+    );
     let infos = out.lines().filter(|l| l.starts_with("info string")).count();
     assert_eq!(infos, 5, "{out}");
     assert!(out.contains("unknown command 'bogus'"));
@@ -55,9 +64,21 @@ fn perft_command_prints_divide_then_total() {
     let text = String::from_utf8(output.stdout).expect("utf-8");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.last(), Some(&"Nodes searched: 79666"));
-    assert_eq!(lines.iter().filter(|l| l.contains(": ") && !l.starts_with("Nodes")).count(), 44);
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.contains(": ") && !l.starts_with("Nodes"))
+            .count(),
+        44
+    );
     let bad = Command::new(engine_binary())
-        .args(["perft", "--depth", "1", "--fen", "4k4/9/9/9/9/9/9/9/9/4K4 w"])
+        .args([
+            "perft",
+            "--depth",
+            "1",
+            "--fen",
+            "4k4/9/9/9/9/9/9/9/9/4K4 w",
+        ])
         .output()
         .expect("run perft");
     assert!(!bad.status.success());

@@ -1,5 +1,6 @@
 //! `xq-engine`: speaks UCI on stdin when run without arguments; `perft` counts moves.
 
+mod judge;
 mod uci;
 
 use std::io::Write;
@@ -8,6 +9,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use xq_engine::xiangqi::rules::RuleSet;
 use xq_engine::xiangqi::{Position, fen, perft};
 
 #[derive(Parser)]
@@ -36,6 +38,23 @@ enum Command {
         #[arg(long)]
         divide: bool,
     },
+    /// Rules a game under the tournament rules and prints it as one JSON line: the
+    /// cycle its last move closed, or any other ruling it reached.
+    Judge {
+        /// Rule set: wxf, asian or computer.
+        #[arg(long, default_value = "wxf")]
+        rules: RuleSet,
+        /// Start position (default: the start position); unreachable but playable
+        /// positions are accepted with a warning.
+        #[arg(long)]
+        fen: Option<String>,
+        /// The moves, in UCI coordinates, separated by spaces.
+        #[arg(long, default_value = "")]
+        moves: String,
+        /// Read games as JSON lines {"fen": ..., "moves": [...], "rules": ...} on stdin.
+        #[arg(long, conflicts_with_all = ["fen", "moves"])]
+        batch: bool,
+    },
     /// Speaks UCI on stdin and stdout (the default).
     Uci,
 }
@@ -54,6 +73,27 @@ fn run() -> anyhow::Result<()> {
     match Cli::parse().command {
         None | Some(Command::Uci) => uci::run(std::io::stdin().lock(), std::io::stdout().lock()),
         Some(Command::Perft { fen, depth, divide }) => run_perft(fen.as_deref(), depth, divide),
+        Some(Command::Judge {
+            rules,
+            fen,
+            moves,
+            batch,
+        }) => {
+            if batch {
+                return judge::judge_batch(
+                    std::io::stdin().lock(),
+                    std::io::stdout().lock(),
+                    rules,
+                );
+            }
+            let game = judge::Game {
+                fen,
+                moves: moves.split_whitespace().map(str::to_owned).collect(),
+                rules,
+            };
+            println!("{}", judge::judge(&game)?);
+            Ok(())
+        }
     }
 }
 

@@ -1,0 +1,458 @@
+//! The tournament rules arbiter: classifies moves (check, chase) and rules games:
+//! checkmate and stalemate, repetitions (perpetual check and chase), and the draw by the
+//! natural move count.
+//!
+//! # Reading of the rule books
+//! - A repetition is a position recurring with the same side to move. The moves between
+//!   its last two occurrences form the cycle; each side's moves in it are judged
+//!   (WXF 19.8-19.10, Article 20):
+//!   - every move a check: perpetual check, which loses under all circumstances (20.1),
+//!     also against a perpetual chase (3.1.H); both sides checking perpetually draw;
+//!   - every move chasing one and the same enemy piece (see [`nature`]): a perpetual
+//!     chase, forbidden (20.3), unless on some move only a king or pawn chases it
+//!     (20.9; Section 25: a king or pawn helped by another piece on every move is a
+//!     combined chase and forbidden);
+//!     chasing different pieces on different moves is allowed (20.4); a check among
+//!     the moves breaks the chase (20.2: alternate check and chase is allowed);
+//!   - the sole violator loses; both violating alike draw (3.2.C); no violation is a
+//!     draw by repetition (3.2.B).
+//! - When: a forbidden perpetual is ruled at the third occurrence of the position
+//!   (3.1.C, 19.8: "a threefold repetition"), a repetition without violation is drawn
+//!   at the fourth (3.2.B). Both are settings of [`Referee`]; the judge command and the
+//!   search rule any repetition at once.
+//! - Natural move count (Article 8, 3.2.D): a draw after 100 plies (50 moves by each
+//!   side) without a capture, where each side's checks beyond its tenth in that span are
+//!   not counted. Article 8 says "one hundred moves by both players" and 3.2.D "50
+//!   moves by both players": read together, 100 plies. The limit is a setting.
+//!
+//! # Rule sets
+//! - `wxf`: the World Xiangqi Rules 2018, as above (the default).
+//! - `asian`: the older HKCCA text. Its four principles rule repetitions as WXF does
+//!   (sole violator loses; mutual violations draw; check against chase, the checker
+//!   loses; no violation, a draw); its chase definition is ruled by the same code. The
+//!   differences in the texts in shared/rules: the Asian rules class an attack by the
+//!   king or a pawn as allowed outright and say nothing of a cannon or horse chasing a
+//!   protected chariot as an exception, which this arbiter still applies; they are
+//!   otherwise read as WXF.
+//! - `computer`: only perpetual check loses; any other repetition is a draw. For
+//!   comparisons with engines that implement no chase rule.
+
+pub mod identity;
+pub mod nature;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
+
+use identity::{Identities, PieceId};
+use nature::{Nature, classify};
+
+use super::movegen::has_legal_move;
+use super::position::IllegalMove;
+use super::{Move, PieceKind, Position, Undo};
+use crate::color::Color;
+
+/// A named set of tournament rules.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RuleSet {
+    /// World Xiangqi Rules 2018.
+    #[default]
+    Wxf,
+    /// The Asian (HKCCA) rules.
+    Asian,
+    /// Only perpetual check is forbidden.
+    Computer,
+}
+
+impl RuleSet {
+    /// The name used on command lines and in options.
+    pub fn name(self) -> &'static str {
+        match self {
+            RuleSet::Wxf => "wxf",
+            RuleSet::Asian => "asian",
+            RuleSet::Computer => "computer",
+        }
+    }
+
+    fn article(self, wxf: &'static str, asian: &'static str) -> &'static str {
+        match self {
+            RuleSet::Asian => asian,
+            _ => wxf,
+        }
+    }
+}
+
+/// The rule set name was not recognised.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown rule set '{0}': expected wxf, asian or computer")]
+pub struct UnknownRuleSet(String);
+
+impl FromStr for RuleSet {
+    type Err = UnknownRuleSet;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "wxf" => Ok(RuleSet::Wxf),
+            "asian" => Ok(RuleSet::Asian),
+            "computer" => Ok(RuleSet::Computer),
+            _ => Err(UnknownRuleSet(s.to_owned())),
+        }
+    }
+}
+
+/// Who won.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// This side won.
+    Win(Color),
+    /// Nobody won.
+    Draw,
+}
+
+impl Outcome {
+    /// The PGN result: `1-0` (Red wins), `0-1`, `1/2-1/2`.
+    pub fn pgn(self) -> &'static str {
+        match self {
+            Outcome::Win(Color::Red) => "1-0",
+            Outcome::Win(Color::Black) => "0-1",
+            Outcome::Draw => "1/2-1/2",
+        }
+    }
+
+    fn loss_of(loser: Color) -> Outcome {
+        Outcome::Win(!loser)
+    }
+}
+
+/// Why a game ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// The side to move is checkmated.
+    Checkmate,
+    /// The side to move has no legal move and is not in check.
+    Stalemate,
+    /// One side checked on every move of a repetition.
+    PerpetualCheck,
+    /// Both sides checked on every move of a repetition.
+    MutualPerpetualCheck,
+    /// One side chased the same piece on every move of a repetition.
+    PerpetualChase,
+    /// Both sides chased perpetually.
+    MutualPerpetualChase,
+    /// A repetition without a forbidden perpetual.
+    Repetition,
+    /// The natural move count ran out.
+    NaturalMoveCount,
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Reason::Checkmate => "checkmate",
+            Reason::Stalemate => "stalemate",
+            Reason::PerpetualCheck => "perpetual check",
+            Reason::MutualPerpetualCheck => "perpetual check by both sides",
+            Reason::PerpetualChase => "perpetual chase",
+            Reason::MutualPerpetualChase => "perpetual chase by both sides",
+            Reason::Repetition => "repetition draw",
+            Reason::NaturalMoveCount => "natural move count",
+        })
+    }
+}
+
+/// A ruling on a game.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Ruling {
+    /// The result.
+    pub outcome: Outcome,
+    /// Why.
+    pub reason: Reason,
+    /// The article applied, e.g. `WXF 20.1`.
+    pub article: &'static str,
+}
+
+/// What one side did over a repetition cycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Conduct {
+    PerpetualCheck,
+    ForbiddenChase,
+    Allowed,
+}
+
+fn conduct(natures: &[&Nature], rules: RuleSet) -> Conduct {
+    let Some(first) = natures.first() else {
+        return Conduct::Allowed;
+    };
+    if natures.iter().all(|n| n.check) {
+        return Conduct::PerpetualCheck;
+    }
+    if rules == RuleSet::Computer {
+        return Conduct::Allowed;
+    }
+    let mut targets: Vec<PieceId> = first.chases.iter().map(|t| t.target).collect();
+    targets.dedup();
+    for target in targets {
+        if !natures.iter().all(|n| n.chases(target)) {
+            continue;
+        }
+        // A king or pawn may chase perpetually, also with help on some moves; a chase in
+        // which another piece takes part on every move is forbidden (20.9, Section 25).
+        let helped_every_move = natures.iter().all(|n| {
+            n.chases.iter().any(|t| {
+                t.target == target && !matches!(t.attacker_kind, PieceKind::King | PieceKind::Pawn)
+            })
+        });
+        if helped_every_move {
+            return Conduct::ForbiddenChase;
+        }
+    }
+    Conduct::Allowed
+}
+
+/// Rules the cycle of `moves` from `start`, which must lead back to `start`'s
+/// position; returns the ruling and each move's nature.
+pub fn rule_cycle(start: &Position, moves: &[Move], rules: RuleSet) -> (Ruling, Vec<Nature>) {
+    let mut ids = Identities::new(start);
+    let mut position = start.clone();
+    let mut natures = Vec::with_capacity(moves.len());
+    for &mv in moves {
+        natures.push(classify(&position, &ids, mv));
+        ids.apply(mv);
+        position.make_move(mv);
+    }
+    let first = start.side_to_move();
+    let of_side = |side: Color| -> Vec<&Nature> {
+        let offset = usize::from(side != first);
+        natures.iter().skip(offset).step_by(2).collect()
+    };
+    let red = conduct(&of_side(Color::Red), rules);
+    let black = conduct(&of_side(Color::Black), rules);
+    let check_article = rules.article("WXF 20.1", "Asian 4.1");
+    let chase_article = rules.article("WXF 20.3", "Asian 4.1");
+    let ruling = match (red, black) {
+        (Conduct::PerpetualCheck, Conduct::PerpetualCheck) => Ruling {
+            outcome: Outcome::Draw,
+            reason: Reason::MutualPerpetualCheck,
+            article: check_article,
+        },
+        (Conduct::PerpetualCheck, _) | (_, Conduct::PerpetualCheck) => Ruling {
+            outcome: Outcome::loss_of(if red == Conduct::PerpetualCheck {
+                Color::Red
+            } else {
+                Color::Black
+            }),
+            reason: Reason::PerpetualCheck,
+            article: check_article,
+        },
+        (Conduct::ForbiddenChase, Conduct::ForbiddenChase) => Ruling {
+            outcome: Outcome::Draw,
+            reason: Reason::MutualPerpetualChase,
+            article: rules.article("WXF 3.2.C", "Asian 4.1"),
+        },
+        (Conduct::ForbiddenChase, _) | (_, Conduct::ForbiddenChase) => Ruling {
+            outcome: Outcome::loss_of(if red == Conduct::ForbiddenChase {
+                Color::Red
+            } else {
+                Color::Black
+            }),
+            reason: Reason::PerpetualChase,
+            article: chase_article,
+        },
+        _ => Ruling {
+            outcome: Outcome::Draw,
+            reason: Reason::Repetition,
+            article: rules.article("WXF 3.2.B", "Asian 4.1"),
+        },
+    };
+    (ruling, natures)
+}
+
+/// When the referee rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefereeConfig {
+    /// The rule set.
+    pub rules: RuleSet,
+    /// Occurrences of a position at which a forbidden perpetual is ruled (default 3).
+    pub violation_occurrences: u32,
+    /// Occurrences at which a repetition without violation is drawn (default 4).
+    pub draw_occurrences: u32,
+    /// Plies without capture that draw the game (default 100); `None` for no limit.
+    pub natural_move_plies: Option<u32>,
+    /// Checks per side that count towards the natural move count (default 10).
+    pub counted_checks: u32,
+}
+
+impl Default for RefereeConfig {
+    fn default() -> Self {
+        RefereeConfig {
+            rules: RuleSet::Wxf,
+            violation_occurrences: 3,
+            draw_occurrences: 4,
+            natural_move_plies: Some(100),
+            counted_checks: 10,
+        }
+    }
+}
+
+/// Rules a whole game, fed one move at a time. Its bookkeeping per ply is constant:
+/// a hash-count update and the natural move counter; the cycle is classified only when
+/// a position recurs.
+#[derive(Clone, Debug)]
+pub struct Referee {
+    config: RefereeConfig,
+    position: Position,
+    undos: Vec<Undo>,
+    /// Hash of the position before each ply, then the current one last.
+    hashes: Vec<u64>,
+    occurrences: HashMap<u64, u32>,
+    natural: NaturalMoveCount,
+    ruling: Option<Ruling>,
+}
+
+/// The natural move count: plies since the last capture, not counting each side's
+/// checks beyond the allowed number.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct NaturalMoveCount {
+    counted_plies: u32,
+    checks: [u32; 2],
+}
+
+impl Referee {
+    /// A referee for the game starting at `start`.
+    pub fn new(start: Position, config: RefereeConfig) -> Self {
+        let hash = start.hash();
+        let mut referee = Referee {
+            config,
+            position: start,
+            undos: Vec::new(),
+            hashes: vec![hash],
+            occurrences: HashMap::from([(hash, 1)]),
+            natural: NaturalMoveCount::default(),
+            ruling: None,
+        };
+        referee.ruling = referee.terminal_ruling();
+        referee
+    }
+
+    /// The current position.
+    pub fn position(&self) -> &Position {
+        &self.position
+    }
+
+    /// The ruling, once the game has ended.
+    pub fn ruling(&self) -> Option<Ruling> {
+        self.ruling
+    }
+
+    /// The moves played.
+    pub fn moves(&self) -> impl Iterator<Item = Move> + '_ {
+        self.undos.iter().map(|u| u.mv())
+    }
+
+    /// Plays `mv` and returns the ruling if the game has now ended. Moves after the
+    /// end are refused as illegal only if they are; the first ruling stands.
+    pub fn play(&mut self, mv: Move) -> Result<Option<Ruling>, IllegalMove> {
+        self.position.check_move(mv)?;
+        let mover = self.position.side_to_move();
+        let undo = self.position.make_move(mv);
+        let hash = self.position.hash();
+        self.undos.push(undo);
+        self.hashes.push(hash);
+        let count = self.occurrences.entry(hash).or_insert(0);
+        *count += 1;
+        let count = *count;
+        self.count_natural_move(mover, undo.captured().is_some());
+        if self.ruling.is_none() {
+            self.ruling = self
+                .terminal_ruling()
+                .or_else(|| self.repetition_ruling(count))
+                .or_else(|| self.natural_move_ruling());
+        }
+        Ok(self.ruling)
+    }
+
+    fn count_natural_move(&mut self, mover: Color, capture: bool) {
+        if capture {
+            self.natural = NaturalMoveCount::default();
+            return;
+        }
+        if self.position.in_check() {
+            self.natural.checks[mover.index()] += 1;
+            if self.natural.checks[mover.index()] > self.config.counted_checks {
+                return;
+            }
+        }
+        self.natural.counted_plies += 1;
+    }
+
+    fn terminal_ruling(&self) -> Option<Ruling> {
+        if has_legal_move(&self.position) {
+            return None;
+        }
+        let loser = self.position.side_to_move();
+        let reason = if self.position.in_check() {
+            Reason::Checkmate
+        } else {
+            Reason::Stalemate
+        };
+        Some(Ruling {
+            outcome: Outcome::loss_of(loser),
+            reason,
+            article: "WXF 3.1.A",
+        })
+    }
+
+    fn repetition_ruling(&self, occurrences: u32) -> Option<Ruling> {
+        if occurrences
+            < self
+                .config
+                .violation_occurrences
+                .min(self.config.draw_occurrences)
+        {
+            return None;
+        }
+        let ruling = self.rule_last_cycle()?;
+        let violation = matches!(
+            ruling.reason,
+            Reason::PerpetualCheck | Reason::PerpetualChase
+        );
+        let threshold = if violation {
+            self.config.violation_occurrences
+        } else {
+            self.config.draw_occurrences
+        };
+        (occurrences >= threshold).then_some(ruling)
+    }
+
+    fn natural_move_ruling(&self) -> Option<Ruling> {
+        let limit = self.config.natural_move_plies?;
+        (self.natural.counted_plies >= limit).then_some(Ruling {
+            outcome: Outcome::Draw,
+            reason: Reason::NaturalMoveCount,
+            article: "WXF 8",
+        })
+    }
+
+    /// The cycle the last move closed, if the current position occurred before: its
+    /// start position and moves.
+    pub fn last_cycle(&self) -> Option<(Position, Vec<Move>)> {
+        let current = *self.hashes.last()?;
+        let plies = self.undos.len();
+        let earlier = (0..=plies)
+            .rev()
+            .step_by(2)
+            .skip(1)
+            .find(|&i| self.hashes[i] == current)?;
+        let mut start = self.position.clone();
+        for undo in self.undos[earlier..].iter().rev() {
+            start.unmake_move(*undo);
+        }
+        let moves = self.undos[earlier..].iter().map(|u| u.mv()).collect();
+        Some((start, moves))
+    }
+
+    /// Rules the cycle the last move closed, whatever the number of occurrences.
+    pub fn rule_last_cycle(&self) -> Option<Ruling> {
+        let (start, moves) = self.last_cycle()?;
+        Some(rule_cycle(&start, &moves, self.config.rules).0)
+    }
+}
