@@ -5,6 +5,7 @@ pub mod fen;
 pub mod movegen;
 pub mod notation;
 pub mod perft;
+pub mod pgn;
 mod piece;
 mod position;
 pub mod rules;

@@ -2,6 +2,7 @@
 
 mod common;
 mod fairy_stockfish;
+mod judge;
 mod perft;
 mod properties;
 mod pyffish;

@@ -150,3 +150,116 @@ fn rulings_do_not_change_when_the_board_is_mirrored_or_the_colours_swapped() {
         );
     }
 }
+
+fn play_all(referee: &mut Referee, moves: &str) -> Vec<Option<xq_engine::xiangqi::rules::Ruling>> {
+    moves
+        .split_whitespace()
+        .map(|text| {
+            let mv = parse_uci(referee.position(), text, Dialect::ZeroBased).expect("legal move");
+            referee.play(mv).expect("legal move")
+        })
+        .collect()
+}
+
+#[test]
+fn wxf_3_1_a_checkmate_and_stalemate_lose() {
+    use xq_engine::color::Color;
+    use xq_engine::xiangqi::rules::Reason;
+    let start = Position::from_fen("3k5/2R6/9/9/9/9/9/9/9/R3K4 w").unwrap();
+    let mut referee = Referee::new(start, RefereeConfig::default());
+    let ruling = play_all(&mut referee, "a0a9").pop().unwrap().expect("mate");
+    assert_eq!(
+        (ruling.outcome, ruling.reason, ruling.article),
+        (Outcome::Win(Color::Red), Reason::Checkmate, "WXF 3.1.A")
+    );
+
+    let stalemate = Position::from_fen("3k5/2R6/9/9/9/9/9/9/9/4K4 b").unwrap();
+    let ruling = Referee::new(stalemate, RefereeConfig::default())
+        .ruling()
+        .expect("stalemate");
+    assert_eq!(
+        (ruling.outcome, ruling.reason),
+        (Outcome::Win(Color::Red), Reason::Stalemate)
+    );
+}
+
+#[test]
+fn wxf_3_1_c_perpetual_check_is_ruled_at_the_third_occurrence() {
+    use xq_engine::color::Color;
+    use xq_engine::xiangqi::rules::Reason;
+    let start = Position::from_fen("c2a1k3/2c1a2R1/b6P1/8p/9/9/9/9/4K4/9 w - - 0 1").unwrap();
+    let mut referee = Referee::new(start, RefereeConfig::default());
+    let cycle = "h8h9 f9f8 h9h8 f8f9 ";
+    let rulings = play_all(&mut referee, cycle);
+    assert!(
+        rulings.iter().all(Option::is_none),
+        "two occurrences are not yet ruled"
+    );
+    let ruling = referee
+        .rule_last_cycle()
+        .expect("a cycle to rule on request");
+    assert_eq!(
+        (ruling.outcome, ruling.reason, ruling.article),
+        (
+            Outcome::Win(Color::Black),
+            Reason::PerpetualCheck,
+            "WXF 20.1"
+        )
+    );
+    assert_eq!(
+        play_all(&mut referee, "h8h9 f9f8 h9h8").pop().unwrap(),
+        None
+    );
+    assert_eq!(
+        play_all(&mut referee, "f8f9").pop().unwrap(),
+        Some(ruling),
+        "third occurrence"
+    );
+}
+
+#[test]
+fn wxf_3_2_b_a_repetition_without_violation_is_drawn_at_the_fourth_occurrence() {
+    use xq_engine::xiangqi::rules::Reason;
+    let start = Position::from_fen("4k4/9/9/9/9/9/9/9/9/3K5 w").unwrap();
+    let mut referee = Referee::new(start, RefereeConfig::default());
+    let rulings = play_all(&mut referee, &"d0d1 e9e8 d1d0 e8e9 ".repeat(3));
+    assert!(rulings[..11].iter().all(Option::is_none));
+    let ruling = rulings[11].expect("fourth occurrence");
+    assert_eq!(
+        (ruling.outcome, ruling.reason, ruling.article),
+        (Outcome::Draw, Reason::Repetition, "WXF 3.2.B")
+    );
+}
+
+fn no_repetition_rulings() -> RefereeConfig {
+    RefereeConfig {
+        violation_occurrences: u32::MAX,
+        draw_occurrences: u32::MAX,
+        ..RefereeConfig::default()
+    }
+}
+
+#[test]
+fn wxf_8_natural_move_count_draws_after_100_plies_without_capture() {
+    use xq_engine::xiangqi::rules::Reason;
+    let start = Position::from_fen("4k4/9/9/9/9/R8/9/9/9/3K5 w").unwrap();
+    let mut referee = Referee::new(start, no_repetition_rulings());
+    let rulings = play_all(&mut referee, &"a4a5 e9e8 a5a4 e8e9 ".repeat(25));
+    assert!(rulings[..99].iter().all(Option::is_none));
+    let ruling = rulings[99].expect("100th ply");
+    assert_eq!(
+        (ruling.outcome, ruling.reason, ruling.article),
+        (Outcome::Draw, Reason::NaturalMoveCount, "WXF 8")
+    );
+}
+
+#[test]
+fn wxf_8_checks_beyond_ten_per_side_do_not_count() {
+    // Red checks on every move: 10 of its checks count, so 90 black plies are needed
+    // besides them, 180 plies in all.
+    let start = Position::from_fen("4k4/9/9/9/9/3R5/9/9/9/5K3 w").unwrap();
+    let mut referee = Referee::new(start, no_repetition_rulings());
+    let rulings = play_all(&mut referee, &"d4e4 e9d9 e4d4 d9e9 ".repeat(45));
+    assert!(rulings[..179].iter().all(Option::is_none));
+    assert!(rulings[179].is_some());
+}

@@ -10,6 +10,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use xq_engine::xiangqi::rules::RuleSet;
+use xq_engine::xiangqi::rules::judge::JudgeRequest;
 use xq_engine::xiangqi::{Position, fen, perft};
 
 #[derive(Parser)]
@@ -51,8 +52,11 @@ enum Command {
         /// The moves, in UCI coordinates, separated by spaces.
         #[arg(long, default_value = "")]
         moves: String,
-        /// Read games as JSON lines {"fen": ..., "moves": [...], "rules": ...} on stdin.
+        /// Rule every game of a PGN file (moves in UCI coordinates, `[FEN]` tag).
         #[arg(long, conflicts_with_all = ["fen", "moves"])]
+        pgn: Option<std::path::PathBuf>,
+        /// Read games as JSON lines {"fen": ..., "moves": [...], "rules": ...} on stdin.
+        #[arg(long, conflicts_with_all = ["fen", "moves", "pgn"])]
         batch: bool,
     },
     /// Speaks UCI on stdin and stdout (the default).
@@ -77,22 +81,18 @@ fn run() -> anyhow::Result<()> {
             rules,
             fen,
             moves,
+            pgn,
             batch,
         }) => {
+            let mut out = std::io::stdout().lock();
             if batch {
-                return judge::judge_batch(
-                    std::io::stdin().lock(),
-                    std::io::stdout().lock(),
-                    rules,
-                );
+                return judge::judge_batch(std::io::stdin().lock(), &mut out, rules);
             }
-            let game = judge::Game {
-                fen,
-                moves: moves.split_whitespace().map(str::to_owned).collect(),
-                rules,
-            };
-            println!("{}", judge::judge(&game)?);
-            Ok(())
+            if let Some(path) = pgn {
+                return judge::judge_pgn(&path, rules, &mut out);
+            }
+            let moves = moves.split_whitespace().map(str::to_owned).collect();
+            judge::judge_one(&JudgeRequest { fen, moves, rules }, &mut out)
         }
     }
 }

@@ -38,6 +38,7 @@
 //!   comparisons with engines that implement no chase rule.
 
 pub mod identity;
+pub mod judge;
 pub mod nature;
 
 use std::collections::HashMap;

@@ -1,0 +1,161 @@
+//! The judge: rules a game given as a start position and moves, and describes the
+//! ruling and each ply's nature as JSON, for people and scripts (`xq-engine judge`).
+
+use serde_json::{Value, json};
+
+use super::identity::Identities;
+use super::nature::{Nature, classify};
+use super::{Referee, RefereeConfig, RuleSet, UnknownRuleSet};
+use crate::xiangqi::fen::{self, FenError, PositionError};
+use crate::xiangqi::notation::{Dialect, MoveTextError, parse_uci};
+use crate::xiangqi::pgn::PgnGame;
+use crate::xiangqi::{Move, Position};
+
+/// A game to rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JudgeRequest {
+    /// The start position; the standard one when absent.
+    pub fen: Option<String>,
+    /// The moves in UCI coordinates (ranks 0..9).
+    pub moves: Vec<String>,
+    /// The rule set.
+    pub rules: RuleSet,
+}
+
+/// Why a game could not be ruled.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum JudgeError {
+    /// The request is not a JSON object of the expected shape.
+    #[error("bad request: {0}")]
+    Request(String),
+    /// The start position is not a playable FEN.
+    #[error("invalid FEN: {0}")]
+    Fen(#[from] FenError),
+    /// A move cannot be played.
+    #[error("ply {ply} ({text}): {error}")]
+    Move {
+        /// 1-based ply number.
+        ply: usize,
+        /// The move as given.
+        text: String,
+        /// Why it cannot be played.
+        error: MoveTextError,
+    },
+}
+
+impl From<UnknownRuleSet> for JudgeError {
+    fn from(error: UnknownRuleSet) -> Self {
+        JudgeError::Request(error.to_string())
+    }
+}
+
+impl JudgeRequest {
+    /// Reads `{"fen": ..., "moves": [...] or "m1 m2", "rules": ...}`; absent fields
+    /// take the start position, no moves and `default_rules`.
+    pub fn from_json(line: &str, default_rules: RuleSet) -> Result<Self, JudgeError> {
+        let value: Value = serde_json::from_str(line)
+            .map_err(|e| JudgeError::Request(format!("not JSON: {e}")))?;
+        if !value.is_object() {
+            return Err(JudgeError::Request("expected a JSON object".to_owned()));
+        }
+        let fen = match &value["fen"] {
+            Value::Null => None,
+            Value::String(text) => Some(text.clone()),
+            _ => return Err(JudgeError::Request("\"fen\" must be a string".to_owned())),
+        };
+        let moves = match &value["moves"] {
+            Value::Null => Vec::new(),
+            Value::String(text) => text.split_whitespace().map(str::to_owned).collect(),
+            Value::Array(items) => items
+                .iter()
+                .map(|m| m.as_str().map(str::to_owned))
+                .collect::<Option<_>>()
+                .ok_or_else(|| JudgeError::Request("\"moves\" must hold strings".to_owned()))?,
+            _ => {
+                return Err(JudgeError::Request(
+                    "\"moves\" must be a list of strings".to_owned(),
+                ));
+            }
+        };
+        let rules = match &value["rules"] {
+            Value::Null => default_rules,
+            Value::String(name) => name.parse()?,
+            _ => return Err(JudgeError::Request("\"rules\" must be a string".to_owned())),
+        };
+        Ok(JudgeRequest { fen, moves, rules })
+    }
+
+    /// A game read from PGN: its `[FEN]` tag and moves.
+    pub fn from_pgn(game: &PgnGame, rules: RuleSet) -> Self {
+        JudgeRequest {
+            fen: game.tag("FEN").map(str::to_owned),
+            moves: game.moves.clone(),
+            rules,
+        }
+    }
+}
+
+/// Rules the game: the cycle its last move closed, if any, whatever the number of
+/// occurrences; otherwise any other ruling it reached (checkmate, stalemate, the
+/// natural move count). Returns the JSON description and what makes the start
+/// position unreachable, if anything.
+pub fn judge(request: &JudgeRequest) -> Result<(Value, Vec<PositionError>), JudgeError> {
+    let (start, warnings) = match &request.fen {
+        Some(text) => fen::parse_composed(text)?,
+        None => (Position::startpos(), Vec::new()),
+    };
+    let config = RefereeConfig {
+        rules: request.rules,
+        ..RefereeConfig::default()
+    };
+    let mut referee = Referee::new(start.clone(), config);
+    let mut ids = Identities::new(&start);
+    let mut plies = Vec::with_capacity(request.moves.len());
+    for (index, text) in request.moves.iter().enumerate() {
+        let before = referee.position().clone();
+        let mv =
+            parse_uci(&before, text, Dialect::ZeroBased).map_err(|error| JudgeError::Move {
+                ply: index + 1,
+                text: text.clone(),
+                error,
+            })?;
+        plies.push(ply_json(&classify(&before, &ids, mv), mv));
+        ids.apply(mv);
+        referee.play(mv).expect("a parsed move is legal");
+    }
+    let ruling = referee.rule_last_cycle().or(referee.ruling());
+    let verdict = json!({
+        "result": ruling.map_or("*", |r| r.outcome.pgn()),
+        "reason": ruling.map(|r| r.reason.to_string()),
+        "article": ruling.map(|r| r.article),
+        "plies": plies,
+    });
+    Ok((verdict, warnings))
+}
+
+fn ply_json(nature: &Nature, mv: Move) -> Value {
+    let kind = match (nature.check, nature.chases.is_empty()) {
+        (true, _) => "check",
+        (false, false) => "chase",
+        (false, true) => "idle",
+    };
+    let mut targets: Vec<_> = nature
+        .chases
+        .iter()
+        .map(|t| (t.target_square, t.target_kind))
+        .collect();
+    targets.dedup();
+    let chases: Vec<Value> = targets
+        .into_iter()
+        .map(|(square, kind)| {
+            let by: Vec<String> = nature
+                .chases
+                .iter()
+                .filter(|t| t.target_square == square)
+                .map(|t| format!("{} {}", t.attacker_kind.name(), t.attacker_square))
+                .collect();
+            json!({"target": format!("{} {square}", kind.name()), "by": by})
+        })
+        .collect();
+    json!({"move": mv.to_string(), "nature": kind, "chases": chases})
+}

@@ -1,0 +1,132 @@
+//! `xq-engine judge` through its command line.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::common::engine_binary;
+
+fn judge(args: &[&str], stdin: &str) -> (bool, Vec<Value>, String) {
+    let mut child = Command::new(engine_binary())
+        .arg("judge")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start xq-engine judge");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write");
+    let output = child.wait_with_output().expect("judge output");
+    let lines = String::from_utf8(output.stdout)
+        .expect("utf-8")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON object per line"))
+        .collect();
+    (
+        output.status.success(),
+        lines,
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+const PERPETUAL_CHECK_FEN: &str = "c2a1k3/2c1a2R1/b6P1/8p/9/9/9/9/4K4/9 w - - 0 1";
+
+#[test]
+fn rules_a_perpetual_check_with_its_article_and_each_ply() {
+    let (ok, lines, _) = judge(
+        &[
+            "--fen",
+            PERPETUAL_CHECK_FEN,
+            "--moves",
+            "h8h9 f9f8 h9h8 f8f9 h8h9 f9f8",
+        ],
+        "",
+    );
+    assert!(ok);
+    let verdict = &lines[0];
+    assert_eq!(verdict["result"], "0-1");
+    assert_eq!(verdict["reason"], "perpetual check");
+    assert_eq!(verdict["article"], "WXF 20.1");
+    let natures: Vec<&str> = verdict["plies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["nature"].as_str().unwrap())
+        .collect();
+    assert!(
+        natures.iter().step_by(2).all(|&n| n == "check"),
+        "{natures:?}"
+    );
+    assert!(
+        natures.iter().skip(1).step_by(2).all(|&n| n != "check"),
+        "{natures:?}"
+    );
+}
+
+#[test]
+fn computer_rules_ignore_chases() {
+    // Case #25 of the rule cases: Red chases perpetually and loses under WXF rules.
+    let fen = "2c1kab2/4a4/4b4/9/9/9/P1p5P/2r1N1cC1/4A4/3ACK3 w - - 0 1";
+    let moves = "e2d4 c2c1 h2h1 g2g1 e1d2 g1g0 d2e1 g0g1 e1d2 g1g0 d2e1";
+    let (_, wxf, _) = judge(&["--fen", fen, "--moves", moves], "");
+    let (_, computer, _) = judge(&["--rules", "computer", "--fen", fen, "--moves", moves], "");
+    assert_eq!(wxf[0]["result"], "0-1");
+    assert_eq!(wxf[0]["reason"], "perpetual chase");
+    assert_eq!(computer[0]["result"], "1/2-1/2");
+    assert_eq!(computer[0]["reason"], "repetition draw");
+}
+
+#[test]
+fn an_illegal_move_fails_naming_the_ply_and_the_move() {
+    let (ok, lines, stderr) = judge(&["--moves", "h2e2 h9g7 e2e9"], "");
+    assert!(!ok);
+    assert!(lines.is_empty());
+    assert!(stderr.contains("ply 3 (e2e9)"), "{stderr}");
+}
+
+#[test]
+fn nothing_to_rule_is_a_star() {
+    let (ok, lines, _) = judge(&["--moves", "h2e2 h9g7"], "");
+    assert!(ok);
+    assert_eq!(lines[0]["result"], "*");
+    assert!(lines[0]["reason"].is_null());
+}
+
+#[test]
+fn batch_rules_each_line_and_reports_bad_lines_in_place() {
+    let input = format!(
+        "{{\"fen\": \"{PERPETUAL_CHECK_FEN}\", \"moves\": [\"h8h9\", \"f9f8\", \"h9h8\", \"f8f9\"]}}\nnot json\n{{\"moves\": \"h2e2\", \"rules\": \"nonsense\"}}\n"
+    );
+    let (ok, lines, _) = judge(&["--batch"], &input);
+    assert!(ok);
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["result"], "0-1");
+    assert!(lines[1]["error"].as_str().unwrap().starts_with("line 2"));
+    assert!(
+        lines[2]["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown rule set 'nonsense'")
+    );
+}
+
+#[test]
+fn pgn_games_are_ruled_from_their_fen_tag() {
+    let path = std::env::temp_dir().join(format!("xq-judge-{}.pgn", std::process::id()));
+    let pgn = format!(
+        "[Variant \"xiangqi\"]\n[FEN \"{PERPETUAL_CHECK_FEN}\"]\n\n1. h8h9 f9f8 2. h9h8 f8f9 *\n\n[Variant \"xiangqi\"]\n\n1. h2e2 h9g7 *\n"
+    );
+    std::fs::write(&path, pgn).expect("write PGN");
+    let (ok, lines, _) = judge(&["--pgn", path.to_str().unwrap()], "");
+    std::fs::remove_file(&path).ok();
+    assert!(ok);
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["reason"], "perpetual check");
+    assert_eq!(lines[1]["result"], "*");
+}
