@@ -263,3 +263,49 @@ fn wxf_8_checks_beyond_ten_per_side_do_not_count() {
     assert!(rulings[..179].iter().all(Option::is_none));
     assert!(rulings[179].is_some());
 }
+
+fn cxq() -> RefereeConfig {
+    RefereeConfig {
+        rules: xq_engine::xiangqi::rules::RuleSet::Cxq,
+        ..RefereeConfig::default()
+    }
+}
+
+#[test]
+fn cxq_the_seventh_consecutive_check_with_one_piece_loses() {
+    use xq_engine::color::Color;
+    use xq_engine::xiangqi::rules::Reason;
+    let start = Position::from_fen("c2a1k3/2c1a2R1/b6P1/8p/9/9/9/9/4K4/9 w - - 0 1").unwrap();
+    let mut referee = Referee::new(start, cxq());
+    let rulings = play_all(&mut referee, &"h8h9 f9f8 h9h8 f8f9 ".repeat(4));
+    assert!(
+        rulings[..12].iter().all(Option::is_none),
+        "six checks are allowed, repetitions are not ruled"
+    );
+    let ruling = rulings[12].expect("the seventh check");
+    assert_eq!(
+        (ruling.outcome, ruling.reason),
+        (Outcome::Win(Color::Black), Reason::PerpetualCheck)
+    );
+    assert_eq!(ruling.article, "CXQ Advanced Rules");
+}
+
+#[test]
+fn cxq_thirty_moves_each_without_progress_draw() {
+    use xq_engine::xiangqi::rules::Reason;
+    let start = Position::from_fen("4k4/9/9/9/9/R8/9/9/9/3K5 w").unwrap();
+    let mut referee = Referee::new(start, cxq());
+    let rulings = play_all(&mut referee, &"a4a5 e9e8 a5a4 e8e9 ".repeat(15));
+    assert!(rulings[..59].iter().all(Option::is_none));
+    assert_eq!(rulings[59].map(|r| r.reason), Some(Reason::CxqNoProgress));
+}
+
+#[test]
+fn cxq_three_hundred_moves_each_draw() {
+    use xq_engine::xiangqi::rules::Reason;
+    let start = Position::from_fen("4k4/9/9/9/9/R8/9/9/9/3K5 w - - 0 300").unwrap();
+    let mut referee = Referee::new(start, cxq());
+    let rulings = play_all(&mut referee, "a4a5 e9e8");
+    assert_eq!(rulings[0], None);
+    assert_eq!(rulings[1].map(|r| r.reason), Some(Reason::CxqMoveLimit));
+}

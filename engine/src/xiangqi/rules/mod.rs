@@ -34,9 +34,13 @@
 //!   king or a pawn as allowed outright and say nothing of a cannon or horse chasing a
 //!   protected chariot as an exception, which this arbiter still applies; they are
 //!   otherwise read as WXF.
+//! - `cxq`: the CXQ rules, see [`cxq`]: consecutive checks and chases are counted
+//!   instead of repetitions ruled (a repetition alone is no draw), and the automatic
+//!   draws replace the natural move count.
 //! - `computer`: only perpetual check loses; any other repetition is a draw. For
 //!   comparisons with engines that implement no chase rule.
 
+pub mod cxq;
 pub mod identity;
 pub mod judge;
 pub mod nature;
@@ -61,6 +65,8 @@ pub enum RuleSet {
     Wxf,
     /// The Asian (HKCCA) rules.
     Asian,
+    /// The CXQ rules: counted consecutive checks and chases, automatic draws.
+    Cxq,
     /// Only perpetual check is forbidden.
     Computer,
 }
@@ -71,6 +77,7 @@ impl RuleSet {
         match self {
             RuleSet::Wxf => "wxf",
             RuleSet::Asian => "asian",
+            RuleSet::Cxq => "cxq",
             RuleSet::Computer => "computer",
         }
     }
@@ -85,7 +92,7 @@ impl RuleSet {
 
 /// The rule set name was not recognised.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown rule set '{0}': expected wxf, asian or computer")]
+#[error("unknown rule set '{0}': expected wxf, asian, cxq or computer")]
 pub struct UnknownRuleSet(String);
 
 impl FromStr for RuleSet {
@@ -94,6 +101,7 @@ impl FromStr for RuleSet {
         match s.to_ascii_lowercase().as_str() {
             "wxf" => Ok(RuleSet::Wxf),
             "asian" => Ok(RuleSet::Asian),
+            "cxq" => Ok(RuleSet::Cxq),
             "computer" => Ok(RuleSet::Computer),
             _ => Err(UnknownRuleSet(s.to_owned())),
         }
@@ -143,6 +151,12 @@ pub enum Reason {
     Repetition,
     /// The natural move count ran out.
     NaturalMoveCount,
+    /// CXQ: 300 moves by each side.
+    CxqMoveLimit,
+    /// CXQ: 120 effective moves by each side.
+    CxqEffectiveMoves,
+    /// CXQ: 30 moves by each side without progress.
+    CxqNoProgress,
 }
 
 impl fmt::Display for Reason {
@@ -156,6 +170,9 @@ impl fmt::Display for Reason {
             Reason::MutualPerpetualChase => "perpetual chase by both sides",
             Reason::Repetition => "repetition draw",
             Reason::NaturalMoveCount => "natural move count",
+            Reason::CxqMoveLimit => "300 moves by each side (CXQ)",
+            Reason::CxqEffectiveMoves => "120 effective moves by each side (CXQ)",
+            Reason::CxqNoProgress => "30 moves by each side without progress (CXQ)",
         })
     }
 }
@@ -306,6 +323,8 @@ pub struct Referee {
     hashes: Vec<u64>,
     occurrences: HashMap<u64, u32>,
     natural: NaturalMoveCount,
+    /// Pieces followed from the start, and the CXQ counters, for the `cxq` rule set.
+    cxq: Option<(Identities, cxq::CxqCounters)>,
     ruling: Option<Ruling>,
 }
 
@@ -323,11 +342,13 @@ impl Referee {
         let hash = start.hash();
         let mut referee = Referee {
             config,
-            position: start,
+            position: start.clone(),
             undos: Vec::new(),
             hashes: vec![hash],
             occurrences: HashMap::from([(hash, 1)]),
             natural: NaturalMoveCount::default(),
+            cxq: (config.rules == RuleSet::Cxq)
+                .then(|| (Identities::new(&start), cxq::CxqCounters::new(&start))),
             ruling: None,
         };
         referee.ruling = referee.terminal_ruling();
@@ -354,6 +375,7 @@ impl Referee {
     pub fn play(&mut self, mv: Move) -> Result<Option<Ruling>, IllegalMove> {
         self.position.check_move(mv)?;
         let mover = self.position.side_to_move();
+        let before = self.cxq.is_some().then(|| self.position.clone());
         let undo = self.position.make_move(mv);
         let hash = self.position.hash();
         self.undos.push(undo);
@@ -362,11 +384,27 @@ impl Referee {
         *count += 1;
         let count = *count;
         self.count_natural_move(mover, undo.captured().is_some());
+        let cxq_ruling = match (&mut self.cxq, before) {
+            (Some((ids, counters)), Some(before)) => {
+                let nature = classify(&before, ids, mv);
+                ids.apply(mv);
+                counters.record(&before, &self.position, mv, &nature, ids)
+            }
+            _ => None,
+        };
         if self.ruling.is_none() {
+            let by_repetition_or_count = |referee: &Self| {
+                if referee.cxq.is_some() {
+                    return None;
+                }
+                referee
+                    .repetition_ruling(count)
+                    .or_else(|| referee.natural_move_ruling())
+            };
             self.ruling = self
                 .terminal_ruling()
-                .or_else(|| self.repetition_ruling(count))
-                .or_else(|| self.natural_move_ruling());
+                .or(cxq_ruling)
+                .or_else(|| by_repetition_or_count(self));
         }
         Ok(self.ruling)
     }
@@ -451,8 +489,12 @@ impl Referee {
         Some((start, moves))
     }
 
-    /// Rules the cycle the last move closed, whatever the number of occurrences.
+    /// Rules the cycle the last move closed, whatever the number of occurrences. The
+    /// CXQ rules rule no repetitions (their counters rule as the game goes): `None`.
     pub fn rule_last_cycle(&self) -> Option<Ruling> {
+        if self.cxq.is_some() {
+            return None;
+        }
         let (start, moves) = self.last_cycle()?;
         Some(rule_cycle(&start, &moves, self.config.rules).0)
     }

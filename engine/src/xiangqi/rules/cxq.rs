@@ -1,0 +1,199 @@
+//! The CXQ rules (shared/rules/cxq-rules.txt): consecutive checks and chases are
+//! counted instead of repetitions ruled, and three automatic draws replace the natural
+//! move count.
+//!
+//! Reading of the text:
+//! - A side's streak is its run of consecutive checking moves, or of consecutive moves
+//!   chasing one and the same piece (kings and pawns do not chase, as in the text).
+//!   6 such moves are allowed with one piece taking part, 12 with two, 18 with three or
+//!   more: the 7th, 13th or 19th is the violation.
+//! - At a violation the opponent's own streak decides: if it has used its whole
+//!   allowance it is perpetual too. Both checking or both chasing draw; a check
+//!   against a chase loses for the checker; otherwise the violator loses.
+//! - Automatic draws, counting "moves by each side" as pairs of plies: 300 moves each
+//!   (600 plies, counted from the start position's move number); 120 effective moves
+//!   each (240 plies that are neither a check or chase nor the answer to one); 30 moves
+//!   each (60 plies) without progress, that is without a capture or the advance of a
+//!   pawn that has crossed the river.
+
+use super::identity::{Identities, PieceId};
+use super::nature::Nature;
+use super::{Outcome, Reason, Ruling};
+use crate::color::{ByColor, Color};
+use crate::xiangqi::attacks::home_half;
+use crate::xiangqi::{Move, PieceKind, Position};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StreakKind {
+    Check,
+    Chase,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Streak {
+    kind: Option<StreakKind>,
+    length: u32,
+    pieces: Vec<PieceId>,
+    targets: Vec<PieceId>,
+}
+
+impl Streak {
+    fn allowance(&self) -> u32 {
+        6 * self.pieces.len().clamp(1, 3) as u32
+    }
+
+    fn is_violation(&self) -> bool {
+        self.kind.is_some() && self.length > self.allowance()
+    }
+
+    fn is_perpetual(&self) -> bool {
+        self.kind.is_some() && self.length >= self.allowance()
+    }
+
+    fn extend(&mut self, kind: StreakKind, pieces: Vec<PieceId>, targets: Vec<PieceId>) {
+        let continues = self.kind == Some(kind)
+            && (kind == StreakKind::Check || targets.iter().any(|t| self.targets.contains(t)));
+        if continues {
+            self.length += 1;
+            if kind == StreakKind::Chase {
+                self.targets.retain(|t| targets.contains(t));
+            }
+        } else {
+            *self = Streak {
+                kind: Some(kind),
+                length: 1,
+                pieces: Vec::new(),
+                targets,
+            };
+        }
+        for piece in pieces {
+            if !self.pieces.contains(&piece) {
+                self.pieces.push(piece);
+            }
+        }
+    }
+}
+
+/// The CXQ counters of one game.
+#[derive(Clone, Debug)]
+pub struct CxqCounters {
+    streaks: ByColor<Streak>,
+    moves_played: u32,
+    effective_plies: u32,
+    plies_without_progress: u32,
+    last_was_forcing: bool,
+}
+
+const MOVE_LIMIT_PLIES: u32 = 600;
+const EFFECTIVE_LIMIT_PLIES: u32 = 240;
+const PROGRESS_LIMIT_PLIES: u32 = 60;
+
+impl CxqCounters {
+    /// Counters for a game starting at `start` (its move number counts towards the
+    /// 300-move limit).
+    pub fn new(start: &Position) -> Self {
+        let before = 2 * start.fullmove_number().saturating_sub(1)
+            + u32::from(start.side_to_move() == Color::Black);
+        CxqCounters {
+            streaks: ByColor::default(),
+            moves_played: before,
+            effective_plies: 0,
+            plies_without_progress: 0,
+            last_was_forcing: false,
+        }
+    }
+
+    /// Counts the move `mv` of `mover`, played from `before` into `after`, with its
+    /// nature and the identities after it; returns the ruling if the game has ended.
+    pub fn record(
+        &mut self,
+        before: &Position,
+        after: &Position,
+        mv: Move,
+        nature: &Nature,
+        ids_after: &Identities,
+    ) -> Option<Ruling> {
+        let mover = before.side_to_move();
+        let moving = before.piece_at(mv.from()).expect("a moving piece");
+        let capture = before.piece_at(mv.to()).is_some();
+        let crossed_pawn_advance = moving.kind == PieceKind::Pawn
+            && home_half(!mover).has(mv.from())
+            && mv.to().rank() != mv.from().rank();
+        let chases: Vec<_> = nature
+            .chases
+            .iter()
+            .filter(|t| !matches!(t.attacker_kind, PieceKind::King | PieceKind::Pawn))
+            .collect();
+        let forcing = nature.check || !chases.is_empty();
+        if nature.check {
+            let checkers = after.checkers().filter_map(|sq| ids_after.at(sq)).collect();
+            self.streaks[mover].extend(StreakKind::Check, checkers, Vec::new());
+        } else if !chases.is_empty() {
+            let targets = chases.iter().map(|t| t.target).collect();
+            let chasers = chases.iter().map(|t| t.attacker).collect();
+            self.streaks[mover].extend(StreakKind::Chase, chasers, targets);
+        } else {
+            self.streaks[mover] = Streak::default();
+        }
+        self.moves_played += 1;
+        if !forcing && !self.last_was_forcing {
+            self.effective_plies += 1;
+        }
+        self.last_was_forcing = forcing;
+        self.plies_without_progress = if capture || crossed_pawn_advance {
+            0
+        } else {
+            self.plies_without_progress + 1
+        };
+
+        self.violation_ruling(mover).or_else(|| self.draw_ruling())
+    }
+
+    fn violation_ruling(&self, mover: Color) -> Option<Ruling> {
+        let own = &self.streaks[mover];
+        if !own.is_violation() {
+            return None;
+        }
+        let other = &self.streaks[!mover];
+        let other_kind = if other.is_perpetual() {
+            other.kind
+        } else {
+            None
+        };
+        let (outcome, reason) = match (own.kind, other_kind) {
+            (Some(StreakKind::Check), Some(StreakKind::Check)) => {
+                (Outcome::Draw, Reason::MutualPerpetualCheck)
+            }
+            (Some(StreakKind::Chase), Some(StreakKind::Chase)) => {
+                (Outcome::Draw, Reason::MutualPerpetualChase)
+            }
+            (Some(StreakKind::Chase), Some(StreakKind::Check)) => {
+                (Outcome::Win(mover), Reason::PerpetualCheck)
+            }
+            (Some(StreakKind::Check), _) => (Outcome::Win(!mover), Reason::PerpetualCheck),
+            _ => (Outcome::Win(!mover), Reason::PerpetualChase),
+        };
+        Some(Ruling {
+            outcome,
+            reason,
+            article: "CXQ Advanced Rules",
+        })
+    }
+
+    fn draw_ruling(&self) -> Option<Ruling> {
+        let reason = if self.moves_played >= MOVE_LIMIT_PLIES {
+            Reason::CxqMoveLimit
+        } else if self.effective_plies >= EFFECTIVE_LIMIT_PLIES {
+            Reason::CxqEffectiveMoves
+        } else if self.plies_without_progress >= PROGRESS_LIMIT_PLIES {
+            Reason::CxqNoProgress
+        } else {
+            return None;
+        };
+        Some(Ruling {
+            outcome: Outcome::Draw,
+            reason,
+            article: "CXQ Automatic Drawing Rules",
+        })
+    }
+}
