@@ -27,13 +27,19 @@
 //!
 //! # Rule sets
 //! - `wxf`: the World Xiangqi Rules 2018, as above (the default).
-//! - `asian`: the older HKCCA text. Its four principles rule repetitions as WXF does
-//!   (sole violator loses; mutual violations draw; check against chase, the checker
-//!   loses; no violation, a draw); its chase definition is ruled by the same code. The
-//!   differences in the texts in shared/rules: the Asian rules class an attack by the
-//!   king or a pawn as allowed outright and say nothing of a cannon or horse chasing a
-//!   protected chariot as an exception, which this arbiter still applies; they are
-//!   otherwise read as WXF.
+//! - `asian`: the older HKCCA text (shared/rules/asian-rules-hkcca-translation.txt,
+//!   Chapter 4), ruled by the same code with the Asian rule numbers cited. Its rules
+//!   agree with WXF's on what this arbiter decides, with these differences in the text:
+//!   - rule 28 lets the king chase together with another piece, where rule 30 and WXF
+//!     Section 25 forbid a king or pawn helped on every move; the arbiter applies
+//!     rule 30 (the stricter, and WXF's);
+//!   - rule 17 says a chariot may chase a cannon that is protected on one move and not
+//!     on another; WXF has no such sentence, but the intersection over the cycle gives
+//!     the same draw;
+//!   - rules 25-26 spell out that moving only the cannon mount is a chase by the
+//!     cannon, and rule 27 that a chariot confined to a line by a cannon does not chase
+//!     along it: WXF shows the same by diagrams (Sections 20-22);
+//!   - the Asian text has no natural move count; the referee's count is a setting.
 //! - `cxq`: the CXQ rules, see [`cxq`]: consecutive checks and chases are counted
 //!   instead of repetitions ruled (a repetition alone is no draw), and the automatic
 //!   draws replace the natural move count.
@@ -244,13 +250,13 @@ pub fn rule_cycle(start: &Position, moves: &[Move], rules: RuleSet) -> (Ruling, 
     };
     let red = conduct(&of_side(Color::Red), rules);
     let black = conduct(&of_side(Color::Black), rules);
-    let check_article = rules.article("WXF 20.1", "Asian 4.1");
-    let chase_article = rules.article("WXF 20.3", "Asian 4.1");
+    let check_article = rules.article("WXF 20.1", "Asian rule 6");
+    let chase_article = rules.article("WXF 20.3", "Asian rule 33");
     let ruling = match (red, black) {
         (Conduct::PerpetualCheck, Conduct::PerpetualCheck) => Ruling {
             outcome: Outcome::Draw,
             reason: Reason::MutualPerpetualCheck,
-            article: check_article,
+            article: rules.article("WXF 20.1", "Asian rule 7"),
         },
         (Conduct::PerpetualCheck, _) | (_, Conduct::PerpetualCheck) => Ruling {
             outcome: Outcome::loss_of(if red == Conduct::PerpetualCheck {
@@ -264,7 +270,7 @@ pub fn rule_cycle(start: &Position, moves: &[Move], rules: RuleSet) -> (Ruling, 
         (Conduct::ForbiddenChase, Conduct::ForbiddenChase) => Ruling {
             outcome: Outcome::Draw,
             reason: Reason::MutualPerpetualChase,
-            article: rules.article("WXF 3.2.C", "Asian 4.1"),
+            article: rules.article("WXF 3.2.C", "Asian rule 22"),
         },
         (Conduct::ForbiddenChase, _) | (_, Conduct::ForbiddenChase) => Ruling {
             outcome: Outcome::loss_of(if red == Conduct::ForbiddenChase {
@@ -278,7 +284,7 @@ pub fn rule_cycle(start: &Position, moves: &[Move], rules: RuleSet) -> (Ruling, 
         _ => Ruling {
             outcome: Outcome::Draw,
             reason: Reason::Repetition,
-            article: rules.article("WXF 3.2.B", "Asian 4.1"),
+            article: rules.article("WXF 3.2.B", "Asian rule 5"),
         },
     };
     (ruling, natures)
