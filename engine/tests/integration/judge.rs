@@ -130,3 +130,33 @@ fn pgn_games_are_ruled_from_their_fen_tag() {
     assert_eq!(lines[0]["reason"], "perpetual check");
     assert_eq!(lines[1]["result"], "*");
 }
+
+#[test]
+fn wxf_20_2_a_perpetual_mating_threat_is_reported_and_drawn() {
+    // Rule case #14 ("perpetual kill"): every Red move threatens mate by checks (19.2).
+    let fen = "2b2k3/9/4b2P1/3N5/1R6p/6P2/5p2r/8n/4p4/5K3 w - - 0 1";
+    let (ok, lines, _) = judge(
+        &[
+            "--fen",
+            fen,
+            "--moves",
+            "d6c8 f9f8 c8d6 f8f9 d6c8 f9f8 c8d6",
+        ],
+        "",
+    );
+    assert!(ok);
+    assert_eq!(lines[0]["result"], "1/2-1/2");
+    let plies = lines[0]["plies"].as_array().unwrap();
+    assert!(
+        plies.iter().step_by(2).all(|p| p["nature"] == "kill"),
+        "{plies:?}"
+    );
+    assert!(
+        plies
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .all(|p| p["nature"] == "idle"),
+        "{plies:?}"
+    );
+}

@@ -134,10 +134,11 @@ pub fn judge(request: &JudgeRequest) -> Result<(Value, Vec<PositionError>), Judg
 }
 
 fn ply_json(nature: &Nature, mv: Move) -> Value {
-    let kind = match (nature.check, nature.chases.is_empty()) {
-        (true, _) => "check",
-        (false, false) => "chase",
-        (false, true) => "idle",
+    let kind = match (nature.check, nature.chases.is_empty(), nature.kill) {
+        (true, _, _) => "check",
+        (false, false, _) => "chase",
+        (false, true, true) => "kill",
+        (false, true, false) => "idle",
     };
     let mut targets: Vec<_> = nature
         .chases

@@ -24,9 +24,15 @@
 //! elephant eye freed, a cannon screen placed), can come from taking a defender's cover
 //! away (36.1), and an attack that merely persists is not renewed (36.5). A move that
 //! checks is a check, whatever else it threatens (36.2: the heavier nature counts).
+//!
+//! A mating threat ("kill", 19.2) is a move after which the mover, were it to move
+//! again, mates by a series of checks. The search is checks only and bounded to
+//! [`KILL_CHECKS`] checking moves (five plies): enough for the book's diagrams, cheap
+//! enough to run on every move of a cycle. A kill is allowed whenever repeated (20.2)
+//! and a chase outweighs it (36.4), so it is reported, never ruled on.
 
 use super::identity::{Identities, PieceId};
-use crate::xiangqi::movegen::{MoveList, Selection, generate_into};
+use crate::xiangqi::movegen::{MoveList, Selection, generate_into, legal_moves};
 use crate::xiangqi::{Move, PieceKind, Position, Square};
 
 /// A threat to capture, by one piece on another.
@@ -46,6 +52,9 @@ pub struct Threat {
     pub target_square: Square,
 }
 
+/// Checking moves the mating-threat search may use.
+pub const KILL_CHECKS: u32 = 3;
+
 /// What a move is, for the repetition rules.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Nature {
@@ -53,6 +62,9 @@ pub struct Nature {
     pub check: bool,
     /// The threats the move creates (19.3); empty for a check.
     pub chases: Vec<Threat>,
+    /// The move threatens mate by checks (19.2); only asked of moves that neither check
+    /// nor chase.
+    pub kill: bool,
 }
 
 impl Nature {
@@ -139,6 +151,7 @@ pub fn classify(before: &Position, ids: &Identities, mv: Move) -> Nature {
         return Nature {
             check: true,
             chases: Vec::new(),
+            kill: false,
         };
     }
     let mut ids_after = ids.clone();
@@ -146,15 +159,43 @@ pub fn classify(before: &Position, ids: &Identities, mv: Move) -> Nature {
     let stepped_into_a_pin = !before.king_safety().blockers.has(mv.from());
     let old = threats(before, ids, None);
     let exempt = stepped_into_a_pin.then_some(mv.to());
-    let chases = threats(&after.with_other_side_to_move(), &ids_after, exempt)
+    let chases: Vec<Threat> = threats(&after.with_other_side_to_move(), &ids_after, exempt)
         .into_iter()
         .filter(|new| {
             !old.iter()
                 .any(|o| o.attacker == new.attacker && o.target == new.target)
         })
         .collect();
+    let kill =
+        chases.is_empty() && mates_by_checks(&mut after.with_other_side_to_move(), KILL_CHECKS);
     Nature {
         check: false,
         chases,
+        kill,
     }
+}
+
+/// Whether the side to move mates by a series of at most `checks` checking moves,
+/// whatever the defence.
+fn mates_by_checks(position: &mut Position, checks: u32) -> bool {
+    if checks == 0 {
+        return false;
+    }
+    for &mv in legal_moves(position).iter() {
+        if !position.gives_check(mv) {
+            continue;
+        }
+        let undo = position.make_move(mv);
+        let mates = legal_moves(position).iter().all(|&reply| {
+            let reply_undo = position.make_move(reply);
+            let mated = mates_by_checks(position, checks - 1);
+            position.unmake_move(reply_undo);
+            mated
+        });
+        position.unmake_move(undo);
+        if mates {
+            return true;
+        }
+    }
+    false
 }
