@@ -7,9 +7,11 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod bitboard;
 pub mod color;
 pub mod geometry;
 pub mod line_attacks;
 pub mod moves;
+pub mod uci;
 pub mod xiangqi;

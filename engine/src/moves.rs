@@ -27,6 +27,23 @@ impl<G: Geometry> Move<G> {
     pub const fn to(self) -> Square<G> {
         self.to
     }
+
+    /// Packs the move into 16 bits (origin index, then destination index times 128),
+    /// for hash tables.
+    pub const fn to_u16(self) -> u16 {
+        self.from.index() as u16 | (self.to.index() as u16) << 7
+    }
+
+    /// Unpacks [`Move::to_u16`]; `None` when a square is off the board.
+    pub const fn from_u16(bits: u16) -> Option<Self> {
+        let (Some(from), Some(to)) = (
+            Square::from_index((bits & 0x7F) as u8),
+            Square::from_index((bits >> 7 & 0x7F) as u8),
+        ) else {
+            return None;
+        };
+        Some(Move { from, to })
+    }
 }
 
 impl<G: Geometry> fmt::Display for Move<G> {

@@ -1,6 +1,7 @@
 //! Xiangqi (Chinese chess, WXF rules): pieces, positions, legal moves, FEN, perft.
 
 pub mod attacks;
+pub mod eval;
 pub mod fen;
 pub mod movegen;
 pub mod notation;
@@ -9,6 +10,7 @@ pub mod pgn;
 mod piece;
 mod position;
 pub mod rules;
+pub mod search;
 mod zobrist;
 
 use crate::geometry::XiangqiBoard;

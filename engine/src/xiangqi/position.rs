@@ -487,6 +487,21 @@ impl Position {
         Ok(self.make_move(mv))
     }
 
+    /// Passes the move to the other side (a null move, for the search's null-move
+    /// pruning). The side to move must not be in check; undo with
+    /// [`Position::unmake_null_move`].
+    pub fn make_null_move(&mut self) {
+        debug_assert!(!self.in_check());
+        self.side_to_move = !self.side_to_move;
+        self.hash ^= black_to_move_key();
+    }
+
+    /// Takes back [`Position::make_null_move`].
+    pub fn unmake_null_move(&mut self) {
+        self.side_to_move = !self.side_to_move;
+        self.hash ^= black_to_move_key();
+    }
+
     /// The same pieces with the other side to move. The arbiter asks with it what the
     /// side that just moved threatens; the result may have the side not to move in
     /// check, so it is for such questions only.

@@ -7,4 +7,5 @@ mod perft;
 mod properties;
 mod pyffish;
 mod rules;
+mod self_play;
 mod uci;

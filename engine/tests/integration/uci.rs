@@ -84,3 +84,128 @@ fn perft_command_prints_divide_then_total() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("kings face each other"));
 }
+
+/// Runs the engine with `input`, waits for it to end, returns its output.
+fn converse_slowly(lines: &[(&str, u64)]) -> String {
+    let mut child = Command::new(engine_binary())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start xq-engine");
+    let mut stdin = child.stdin.take().expect("stdin");
+    for (line, pause_ms) in lines {
+        writeln!(stdin, "{line}").expect("write");
+        stdin.flush().expect("flush");
+        std::thread::sleep(std::time::Duration::from_millis(*pause_ms));
+    }
+    drop(stdin);
+    let output = child.wait_with_output().expect("output");
+    assert!(output.status.success());
+    String::from_utf8(output.stdout).expect("utf-8")
+}
+
+fn bestmove_is_legal(out: &str, position: &Position) {
+    let line = out
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("bestmove"))
+        .unwrap_or_else(|| panic!("no bestmove in {out}"));
+    let mv = line.split_whitespace().nth(1).expect("a move");
+    parse_uci(position, mv, Dialect::ZeroBased).unwrap_or_else(|e| panic!("{line}: {e}"));
+}
+
+#[test]
+fn every_go_form_ends_with_a_legal_bestmove() {
+    let start = Position::startpos();
+    for go in [
+        "go depth 5",
+        "go nodes 3000",
+        "go movetime 50",
+        "go wtime 1000 btime 1000 winc 10 binc 10",
+        "go wtime 5000 btime 5000 movestogo 3",
+    ] {
+        let out = converse(&format!("uci\nisready\nposition startpos\n{go}\n"));
+        assert!(out.contains("info depth"), "{go}: {out}");
+        bestmove_is_legal(&out, &start);
+    }
+}
+
+#[test]
+fn go_infinite_runs_until_stop_and_isready_is_answered_meanwhile() {
+    let out = converse_slowly(&[
+        ("uci", 0),
+        ("position startpos moves h2e2", 0),
+        ("go infinite", 300),
+        ("isready", 100),
+        ("stop", 50),
+    ]);
+    let ready = out.find("readyok").expect("readyok during the search");
+    let best = out.find("bestmove").expect("bestmove after stop");
+    assert!(ready < best, "{out}");
+    let mut position = Position::startpos();
+    position.make_move(parse_uci(&position, "h2e2", Dialect::ZeroBased).unwrap());
+    bestmove_is_legal(&out, &position);
+}
+
+#[test]
+fn a_position_with_hundreds_of_moves_is_accepted() {
+    let shuffle = "b0c2 b9c7 c2b0 c7b9 ".repeat(60);
+    let out = converse(&format!(
+        "uci\nsetoption name Repetition Rule value computer\nposition startpos moves {shuffle}\ngo depth 3\n"
+    ));
+    assert!(!out.contains("info string"), "{out}");
+    bestmove_is_legal(&out, &Position::startpos());
+}
+
+#[test]
+fn a_mate_in_one_is_found() {
+    let position = Position::from_fen("3k5/2R6/9/9/9/9/9/9/9/R3K4 w").unwrap();
+    let mates = |out: &str| {
+        let best = out
+            .lines()
+            .last()
+            .unwrap()
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .to_owned();
+        let mut after = position.clone();
+        after.make_move(parse_uci(&position, &best, Dialect::ZeroBased).unwrap());
+        after.in_check() && xq_engine::xiangqi::movegen::legal_moves(&after).is_empty()
+    };
+    let out = converse(&format!("position fen {position}\ngo depth 4\n"));
+    assert!(out.contains("score mate 1"), "{out}");
+    assert!(mates(&out), "{out}");
+    let out = converse(&format!("position fen {position}\ngo mate 1\n"));
+    assert!(mates(&out), "go mate stops at the mate: {out}");
+}
+
+#[test]
+fn options_are_set_or_refused_with_a_reason() {
+    let out = converse(
+        "setoption name Hash value 32\nsetoption name Threads value 2\nsetoption name Move Overhead value 30\nsetoption name Hash value 0\nsetoption name Repetition Rule value nonsense\nsetoption name UCI_Variant value chess\nposition startpos\ngo depth 4\n",
+    );
+    let infos: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("info string"))
+        .collect();
+    assert_eq!(infos.len(), 3, "{out}");
+    bestmove_is_legal(&out, &Position::startpos());
+}
+
+#[test]
+fn ucci_speaks_elephanteye_dialect() {
+    let out = converse(
+        "ucci\nsetoption hashsize 8\nposition startpos moves h2e2\ngo time 1000 increment 0 banmoves h9g7 b9c7\nquit\n",
+    );
+    assert!(out.contains("ucciok"), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("bestmove"))
+        .expect("bestmove");
+    assert!(
+        !line.contains("h9g7") && !line.contains("b9c7"),
+        "banned move played: {line}"
+    );
+    assert_eq!(out.lines().last(), Some("bye"));
+}

@@ -1,7 +1,6 @@
 //! `xq-engine`: speaks UCI on stdin when run without arguments; `perft` counts moves.
 
 mod judge;
-mod uci;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -59,6 +58,13 @@ enum Command {
         #[arg(long, conflicts_with_all = ["fen", "moves", "pgn"])]
         batch: bool,
     },
+    /// Searches fixed positions to a fixed depth; prints the node count (the engine's
+    /// signature) and the speed.
+    Bench {
+        /// Search depth.
+        #[arg(default_value_t = xq_engine::bench::DEFAULT_DEPTH)]
+        depth: i32,
+    },
     /// Speaks UCI on stdin and stdout (the default).
     Uci,
 }
@@ -75,7 +81,21 @@ fn main() -> ExitCode {
 
 fn run() -> anyhow::Result<()> {
     match Cli::parse().command {
-        None | Some(Command::Uci) => uci::run(std::io::stdin().lock(), std::io::stdout().lock()),
+        None | Some(Command::Uci) => {
+            xq_engine::uci::run(std::io::stdin().lock(), std::io::stdout());
+            Ok(())
+        }
+        Some(Command::Bench { depth }) => {
+            let result = xq_engine::bench::run(depth);
+            let seconds = result.elapsed.as_secs_f64().max(1e-9);
+            println!("Total time (ms) : {}", result.elapsed.as_millis());
+            println!("Nodes searched  : {}", result.nodes);
+            println!(
+                "Nodes/second    : {}",
+                (result.nodes as f64 / seconds) as u64
+            );
+            Ok(())
+        }
         Some(Command::Perft { fen, depth, divide }) => run_perft(fen.as_deref(), depth, divide),
         Some(Command::Judge {
             rules,

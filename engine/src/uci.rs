@@ -1,0 +1,399 @@
+//! The engine's protocol loop: UCI as Pikafish speaks it, or UCCI as ElephantEye
+//! speaks it when the first command is `ucci`.
+//!
+//! Commands are read on the caller's thread and a search runs on its own thread, so
+//! `isready` and `stop` are answered while it thinks. A malformed command is answered
+//! with `info string` and the reason, and the engine carries on.
+
+use std::io::{BufRead, Write};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::xiangqi::notation::{Dialect, parse_uci};
+use crate::xiangqi::rules::RuleSet;
+use crate::xiangqi::search::limits::Limits;
+use crate::xiangqi::search::{Score, SearchInfo, SearchOptions, Shared, search};
+use crate::xiangqi::{Move, Position, fen, perft};
+
+/// Which protocol the session speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Protocol {
+    Uci,
+    Ucci,
+}
+
+const DEFAULT_HASH_MB: usize = 16;
+const MAX_HASH_MB: usize = 65_536;
+const MAX_THREADS: usize = 256;
+
+type Output = Arc<Mutex<Box<dyn Write + Send>>>;
+
+fn say(out: &Output, line: &str) {
+    let mut out = out.lock().expect("output lock");
+    // A closed output leaves nobody to tell; the loop ends on its own at EOF.
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// The protocol session.
+struct Session {
+    protocol: Protocol,
+    out: Output,
+    shared: Arc<Shared>,
+    hash_mb: usize,
+    options: SearchOptions,
+    start: Position,
+    moves: Vec<Move>,
+    /// The running search, and whether it runs until stopped.
+    search: Option<(JoinHandle<()>, bool)>,
+}
+
+/// Runs the protocol loop until `quit` or the end of `input`.
+pub fn run(input: impl BufRead, output: impl Write + Send + 'static) {
+    let out: Output = Arc::new(Mutex::new(Box::new(output)));
+    let mut session = Session {
+        protocol: Protocol::Uci,
+        out,
+        shared: Arc::new(Shared::new(DEFAULT_HASH_MB)),
+        hash_mb: DEFAULT_HASH_MB,
+        options: SearchOptions::default(),
+        start: Position::startpos(),
+        moves: Vec::new(),
+        search: None,
+    };
+    for line in input.lines() {
+        let Ok(line) = line else {
+            session.info("unreadable input line (not UTF-8)");
+            continue;
+        };
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let Some((&command, rest)) = words.split_first() else {
+            continue;
+        };
+        if !session.execute(command, rest) {
+            break;
+        }
+    }
+    // At the end of input a bounded search may finish and report its move.
+    session.finish_search(false);
+}
+
+impl Session {
+    fn info(&self, message: &str) {
+        say(&self.out, &format!("info string {message}"));
+    }
+
+    /// Runs one command; false to quit.
+    fn execute(&mut self, command: &str, rest: &[&str]) -> bool {
+        match command {
+            "uci" => self.identify(Protocol::Uci),
+            "ucci" => self.identify(Protocol::Ucci),
+            "isready" => say(&self.out, "readyok"),
+            "quit" => {
+                self.finish_search(true);
+                if self.protocol == Protocol::Ucci {
+                    say(&self.out, "bye");
+                }
+                return false;
+            }
+            "stop" => self.finish_search(true),
+            "ponderhit" => {}
+            "ucinewgame" => {
+                self.finish_search(true);
+                self.shared.tt.clear();
+            }
+            "setoption" => {
+                self.finish_search(true);
+                if let Err(message) = self.set_option(rest) {
+                    self.info(&message);
+                }
+            }
+            "position" => {
+                self.finish_search(true);
+                match parse_position(rest) {
+                    Ok((start, moves)) => {
+                        self.start = start;
+                        self.moves = moves;
+                    }
+                    Err(message) => self.info(&message),
+                }
+            }
+            "banmoves" => self.info("banmoves belongs on the go line here: go ... banmoves m1 m2"),
+            "go" => {
+                self.finish_search(true);
+                if let Err(message) = self.go(rest) {
+                    self.info(&message);
+                }
+            }
+            "d" => self.info(&format!("fen {}", self.current_position())),
+            other => self.info(&format!("unknown command '{other}'")),
+        }
+        true
+    }
+
+    fn identify(&mut self, protocol: Protocol) {
+        self.protocol = protocol;
+        let version = env!("CARGO_PKG_VERSION");
+        let lines: Vec<String> = match protocol {
+            Protocol::Uci => vec![
+                format!("id name xq-engine {version}"),
+                "id author the xq-cluster developers".to_owned(),
+                format!("option name Hash type spin default {DEFAULT_HASH_MB} min 1 max {MAX_HASH_MB}"),
+                format!("option name Threads type spin default 1 min 1 max {MAX_THREADS}"),
+                "option name MultiPV type spin default 1 min 1 max 1".to_owned(),
+                "option name Move Overhead type spin default 10 min 0 max 5000".to_owned(),
+                "option name EvalFile type string default <empty>".to_owned(),
+                "option name UCI_Variant type combo default xiangqi var xiangqi".to_owned(),
+                "option name Repetition Rule type combo default wxf var wxf var asian var cxq var computer".to_owned(),
+                "option name Clear Hash type button".to_owned(),
+                "uciok".to_owned(),
+            ],
+            Protocol::Ucci => vec![
+                format!("id name xq-engine {version}"),
+                "id author the xq-cluster developers".to_owned(),
+                format!("option hashsize type spin min 1 max {MAX_HASH_MB} default {DEFAULT_HASH_MB}"),
+                format!("option threads type spin min 1 max {MAX_THREADS} default 1"),
+                "ucciok".to_owned(),
+            ],
+        };
+        for line in lines {
+            say(&self.out, &line);
+        }
+    }
+
+    fn set_option(&mut self, words: &[&str]) -> Result<(), String> {
+        let (name, value) = match words {
+            ["name", rest @ ..] => {
+                let text = rest.join(" ");
+                match text.split_once(" value ") {
+                    Some((name, value)) => (name.trim().to_owned(), value.trim().to_owned()),
+                    None => (text.trim().to_owned(), String::new()),
+                }
+            }
+            // UCCI: setoption NAME VALUE
+            [name, value @ ..] => ((*name).to_owned(), value.join(" ")),
+            [] => return Err("setoption needs an option name".to_owned()),
+        };
+        let number = |min: usize, max: usize| -> Result<usize, String> {
+            value
+                .parse::<usize>()
+                .ok()
+                .filter(|v| (min..=max).contains(v))
+                .ok_or_else(|| format!("option {name}: '{value}' is not a number in {min}..={max}"))
+        };
+        match name.to_ascii_lowercase().as_str() {
+            "hash" | "hashsize" => {
+                self.hash_mb = number(1, MAX_HASH_MB)?;
+                self.shared = Arc::new(Shared::new(self.hash_mb));
+            }
+            "threads" => self.options.threads = number(1, MAX_THREADS)?,
+            "multipv" => {
+                number(1, 1)?;
+            }
+            "move overhead" => {
+                self.options.move_overhead = Duration::from_millis(number(0, 5000)? as u64)
+            }
+            "evalfile" => {
+                if !value.is_empty() && value != "<empty>" {
+                    return Err(format!(
+                        "EvalFile '{value}': NNUE nets are not supported yet; the handcrafted evaluation stays"
+                    ));
+                }
+            }
+            "uci_variant" => {
+                if value != "xiangqi" {
+                    return Err(format!("variant '{value}' is not supported; xiangqi is"));
+                }
+            }
+            "repetition rule" => {
+                self.options.rules = value.parse::<RuleSet>().map_err(|e| e.to_string())?
+            }
+            "clear hash" => self.shared.tt.clear(),
+            _ => return Err(format!("unknown option '{name}'")),
+        }
+        Ok(())
+    }
+
+    fn current_position(&self) -> Position {
+        let mut position = self.start.clone();
+        for &mv in &self.moves {
+            position.make_move(mv);
+        }
+        position
+    }
+
+    fn go(&mut self, words: &[&str]) -> Result<(), String> {
+        if let ["perft", depth] = words {
+            let depth: u32 = depth
+                .parse()
+                .map_err(|_| format!("perft depth '{depth}' is not a whole number"))?;
+            let mut position = self.current_position();
+            let split = perft::divide(&mut position, depth);
+            for (mv, count) in &split {
+                say(&self.out, &format!("{mv}: {count}"));
+            }
+            say(&self.out, "");
+            say(
+                &self.out,
+                &format!(
+                    "Nodes searched: {}",
+                    split.iter().map(|(_, n)| n).sum::<u64>()
+                ),
+            );
+            return Ok(());
+        }
+        let position = self.current_position();
+        let limits = parse_go(words, &position, self.protocol)?;
+        let shared = Arc::clone(&self.shared);
+        let out = Arc::clone(&self.out);
+        let (start, moves, options) =
+            (self.start.clone(), self.moves.clone(), self.options.clone());
+        let protocol = self.protocol;
+        let infinite = limits.infinite;
+        let handle = std::thread::spawn(move || {
+            let result = search(&shared, &start, &moves, &limits, &options, |info| {
+                say(&out, &info_line(info, protocol));
+            });
+            let line = match (result.best, result.ponder, protocol) {
+                (None, _, Protocol::Uci) => "bestmove (none)".to_owned(),
+                (None, _, Protocol::Ucci) => "nobestmove".to_owned(),
+                (Some(best), Some(ponder), _) => format!("bestmove {best} ponder {ponder}"),
+                (Some(best), None, _) => format!("bestmove {best}"),
+            };
+            say(&out, &line);
+        });
+        self.search = Some((handle, infinite));
+        Ok(())
+    }
+
+    /// Waits for the running search to report its move; with `interrupt`, or when it
+    /// would run until stopped, tells it to stop first.
+    fn finish_search(&mut self, interrupt: bool) {
+        if let Some((handle, infinite)) = self.search.take() {
+            if interrupt || infinite {
+                self.shared.stop();
+            }
+            // A search thread that panicked has nothing more to say.
+            let _ = handle.join();
+        }
+    }
+}
+
+fn info_line(info: &SearchInfo, protocol: Protocol) -> String {
+    let score = match (info.score, protocol) {
+        (Score::Centipawns(cp), Protocol::Uci) => format!("cp {cp}"),
+        (Score::Mate(moves), Protocol::Uci) => format!("mate {moves}"),
+        (Score::Centipawns(cp), Protocol::Ucci) => cp.to_string(),
+        (Score::Mate(moves), Protocol::Ucci) => (if moves > 0 {
+            30_000 - moves
+        } else {
+            -30_000 - moves
+        })
+        .to_string(),
+    };
+    let millis = info.elapsed.as_millis().max(1);
+    let pv: Vec<String> = info.pv.iter().map(Move::to_string).collect();
+    match protocol {
+        Protocol::Uci => format!(
+            "info depth {} seldepth {} multipv 1 score {score} nodes {} nps {} hashfull {} time {millis} pv {}",
+            info.depth,
+            info.seldepth,
+            info.nodes,
+            info.nodes as u128 * 1000 / millis,
+            info.hashfull,
+            pv.join(" ")
+        ),
+        Protocol::Ucci => format!(
+            "info depth {} score {score} time {millis} nodes {} pv {}",
+            info.depth,
+            info.nodes,
+            pv.join(" ")
+        ),
+    }
+}
+
+/// `position startpos|fen <fen> [moves m1 m2 ...]`
+fn parse_position(words: &[&str]) -> Result<(Position, Vec<Move>), String> {
+    let moves_at = words
+        .iter()
+        .position(|&w| w == "moves")
+        .unwrap_or(words.len());
+    let (setup, moves) = words.split_at(moves_at);
+    let start = match setup {
+        ["startpos"] => Position::startpos(),
+        ["fen", text @ ..] if !text.is_empty() => {
+            fen::parse_composed(&text.join(" "))
+                .map_err(|error| format!("invalid FEN: {error}"))?
+                .0
+        }
+        _ => {
+            return Err(
+                "position expects 'startpos' or 'fen <fen>', then optionally 'moves ...'"
+                    .to_owned(),
+            );
+        }
+    };
+    let mut position = start.clone();
+    let mut played = Vec::new();
+    for (index, text) in moves.iter().skip(1).enumerate() {
+        let mv = parse_uci(&position, text, Dialect::ZeroBased)
+            .map_err(|error| format!("move {} of the list: {error}", index + 1))?;
+        position.make_move(mv);
+        played.push(mv);
+    }
+    Ok((start, played))
+}
+
+/// The `go` arguments of either protocol.
+fn parse_go(words: &[&str], position: &Position, protocol: Protocol) -> Result<Limits, String> {
+    let mut limits = Limits::default();
+    let red = position.side_to_move() == crate::color::Color::Red;
+    let mut index = 0;
+    let value = |index: usize| -> Result<u64, String> {
+        let word = words
+            .get(index + 1)
+            .ok_or_else(|| format!("go {}: a number must follow", words[index]))?;
+        word.parse::<i64>()
+            .map(|v| v.max(0) as u64)
+            .map_err(|_| format!("go {}: '{word}' is not a number", words[index]))
+    };
+    while index < words.len() {
+        let ms = |v: u64| Duration::from_millis(v);
+        match (words[index], protocol) {
+            ("infinite", _) => limits.infinite = true,
+            ("ponder", _) => {}
+            ("banmoves", _) => {
+                for text in &words[index + 1..] {
+                    let mv = parse_uci(position, text, Dialect::ZeroBased)
+                        .map_err(|e| format!("banmoves: {e}"))?;
+                    limits.banned.push(mv);
+                }
+                break;
+            }
+            ("draw", Protocol::Ucci) => {}
+            (key, _) => {
+                let v = value(index)?;
+                match (key, protocol) {
+                    ("wtime", Protocol::Uci) if red => limits.time = Some(ms(v)),
+                    ("btime", Protocol::Uci) if !red => limits.time = Some(ms(v)),
+                    ("winc", Protocol::Uci) if red => limits.increment = ms(v),
+                    ("binc", Protocol::Uci) if !red => limits.increment = ms(v),
+                    ("wtime" | "btime" | "winc" | "binc", Protocol::Uci) => {}
+                    ("time", Protocol::Ucci) => limits.time = Some(ms(v)),
+                    ("increment", Protocol::Ucci) => limits.increment = ms(v),
+                    ("opptime" | "oppincrement" | "oppmovestogo", Protocol::Ucci) => {}
+                    ("movestogo", _) => limits.moves_to_go = Some(v.max(1) as u32),
+                    ("movetime", _) => limits.movetime = Some(ms(v)),
+                    ("depth", _) => limits.depth = Some(v.clamp(1, 127) as i32),
+                    ("nodes", _) => limits.nodes = Some(v.max(1)),
+                    ("mate", _) => limits.mate = Some(v.max(1) as u32),
+                    _ => return Err(format!("go: unknown argument '{key}'")),
+                }
+                index += 1;
+            }
+        }
+        index += 1;
+    }
+    Ok(limits)
+}

@@ -1,0 +1,802 @@
+//! The search: iterative deepening with aspiration windows over a principal variation
+//! search, a shared lock-free transposition table, quiescence with static exchange
+//! evaluation, null-move pruning, late move reductions, futility and late-move
+//! pruning, check extensions, killer/history/counter-move ordering, mate-distance
+//! pruning, and Lazy SMP over several threads.
+//!
+//! Repetitions are ruled by the arbiter ([`crate::xiangqi::rules`]) at their first
+//! occurrence in the search: a cycle that loses under the rule set in force (perpetual
+//! check, forbidden chase) scores as a loss for the violator, one that draws scores 0.
+
+pub mod limits;
+pub mod tt;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use limits::{Deadlines, Limits};
+use tt::{Bound, TranspositionTable, TtData};
+
+use super::eval::{evaluate, piece_value};
+use super::movegen::{MoveList, Selection, generate_into};
+use super::rules::{Outcome, RuleSet, rule_cycle};
+use super::{Move, PieceKind, Position, Undo};
+use crate::color::Color;
+
+/// The score of being mated now; mate in n plies scores `MATE - n`.
+pub const MATE: i32 = 30_000;
+/// Deepest ply searched.
+pub const MAX_PLY: usize = 128;
+/// Scores at or beyond this magnitude are mates (or losses by rule).
+pub const MATE_BOUND: i32 = MATE - MAX_PLY as i32;
+const INFINITY: i32 = 32_000;
+
+/// A score as UCI reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Score {
+    /// Centipawns from the side to move's view.
+    Centipawns(i32),
+    /// Mate in this many moves (negative: being mated).
+    Mate(i32),
+}
+
+impl Score {
+    /// Converts an internal score.
+    pub fn from_internal(score: i32) -> Score {
+        if score >= MATE_BOUND {
+            Score::Mate((MATE - score + 1) / 2)
+        } else if score <= -MATE_BOUND {
+            Score::Mate(-(MATE + score) / 2)
+        } else {
+            Score::Centipawns(score)
+        }
+    }
+}
+
+/// Settings that hold across searches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SearchOptions {
+    /// Search threads (Lazy SMP).
+    pub threads: usize,
+    /// The rules repetitions are scored by.
+    pub rules: RuleSet,
+    /// Time kept back per move for communication.
+    pub move_overhead: Duration,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions {
+            threads: 1,
+            rules: RuleSet::Wxf,
+            move_overhead: Duration::from_millis(10),
+        }
+    }
+}
+
+/// What all threads of a search share.
+pub struct Shared {
+    /// The transposition table.
+    pub tt: TranspositionTable,
+    stop: AtomicBool,
+    nodes: AtomicU64,
+}
+
+impl Shared {
+    /// Shared state with a table of `hash_megabytes`.
+    pub fn new(hash_megabytes: usize) -> Self {
+        Shared {
+            tt: TranspositionTable::new(hash_megabytes),
+            stop: AtomicBool::new(false),
+            nodes: AtomicU64::new(0),
+        }
+    }
+
+    /// Asks the running search to stop as soon as it can.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A report after each completed iteration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SearchInfo {
+    /// The depth completed.
+    pub depth: i32,
+    /// The deepest ply reached.
+    pub seldepth: usize,
+    /// The score.
+    pub score: Score,
+    /// Nodes searched by all threads.
+    pub nodes: u64,
+    /// Time since the search started.
+    pub elapsed: Duration,
+    /// The principal variation.
+    pub pv: Vec<Move>,
+    /// Permille of the table in use.
+    pub hashfull: u32,
+}
+
+/// The outcome of a search.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SearchResult {
+    /// The move to play; `None` when there is no legal move.
+    pub best: Option<Move>,
+    /// The expected reply.
+    pub ponder: Option<Move>,
+    /// The score of the best move.
+    pub score: Score,
+    /// The last depth completed.
+    pub depth: i32,
+    /// Nodes searched by all threads.
+    pub nodes: u64,
+}
+
+/// Searches `start` after `moves` (the game so far, so that repetitions across the
+/// root are seen) within `limits`, reporting each iteration of the main thread.
+pub fn search(
+    shared: &Shared,
+    start: &Position,
+    moves: &[Move],
+    limits: &Limits,
+    options: &SearchOptions,
+    mut on_info: impl FnMut(&SearchInfo),
+) -> SearchResult {
+    shared.stop.store(false, Ordering::Relaxed);
+    shared.nodes.store(0, Ordering::Relaxed);
+    let deadlines = limits.deadlines(options.move_overhead);
+    let started = Instant::now();
+    let mut main = Worker::new(
+        shared,
+        start,
+        moves,
+        options.rules,
+        limits,
+        deadlines,
+        started,
+        true,
+    );
+    std::thread::scope(|scope| {
+        for helper in 1..options.threads.max(1) {
+            let mut worker = Worker::new(
+                shared,
+                start,
+                moves,
+                options.rules,
+                limits,
+                deadlines,
+                started,
+                false,
+            );
+            scope.spawn(move || worker.iterate(helper, &mut |_| {}));
+        }
+        let result = main.iterate(0, &mut on_info);
+        shared.stop();
+        result
+    })
+}
+
+/// One thread's search state.
+struct Worker<'a> {
+    shared: &'a Shared,
+    position: Position,
+    /// Hash of every position of the game and the search path, the current one last.
+    keys: Vec<u64>,
+    /// The move from each of those positions to the next; `None` for a null move.
+    undos: Vec<Option<Undo>>,
+    rules: RuleSet,
+    limits: Limits,
+    deadlines: Deadlines,
+    started: Instant,
+    is_main: bool,
+    stopped: bool,
+    nodes: u64,
+    reported_nodes: u64,
+    seldepth: usize,
+    killers: Vec<[Option<Move>; 2]>,
+    history: Box<[[[i32; 90]; 90]; 2]>,
+    counter_moves: Box<[[Option<Move>; 90]; 90]>,
+    pv: Vec<Vec<Move>>,
+    cycle_rulings: HashMap<u64, Outcome>,
+}
+
+/// Late move reduction in plies, by depth and move number.
+fn reduction(depth: i32, move_number: usize) -> i32 {
+    let r = 0.8 + (depth as f64).ln() * (move_number as f64).ln() / 2.3;
+    r as i32
+}
+
+impl<'a> Worker<'a> {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        shared: &'a Shared,
+        start: &Position,
+        moves: &[Move],
+        rules: RuleSet,
+        limits: &Limits,
+        deadlines: Deadlines,
+        started: Instant,
+        is_main: bool,
+    ) -> Self {
+        let mut position = start.clone();
+        let mut keys = vec![position.hash()];
+        let mut undos = Vec::with_capacity(moves.len() + MAX_PLY);
+        for &mv in moves {
+            undos.push(Some(position.make_move(mv)));
+            keys.push(position.hash());
+        }
+        Worker {
+            shared,
+            position,
+            keys,
+            undos,
+            rules,
+            limits: limits.clone(),
+            deadlines,
+            started,
+            is_main,
+            stopped: false,
+            nodes: 0,
+            reported_nodes: 0,
+            seldepth: 0,
+            killers: vec![[None; 2]; MAX_PLY + 2],
+            history: Box::new([[[0; 90]; 90]; 2]),
+            counter_moves: Box::new([[None; 90]; 90]),
+            pv: vec![Vec::new(); MAX_PLY + 2],
+            cycle_rulings: HashMap::new(),
+        }
+    }
+
+    fn play(&mut self, mv: Move) {
+        self.undos.push(Some(self.position.make_move(mv)));
+        self.keys.push(self.position.hash());
+    }
+
+    fn play_null(&mut self) {
+        self.position.make_null_move();
+        self.undos.push(None);
+        self.keys.push(self.position.hash());
+    }
+
+    fn take_back(&mut self) {
+        self.keys.pop();
+        match self.undos.pop().expect("a move to take back") {
+            Some(undo) => self.position.unmake_move(undo),
+            None => self.position.unmake_null_move(),
+        }
+    }
+
+    fn previous_move(&self) -> Option<Move> {
+        self.undos.last().copied().flatten().map(|u| u.mv())
+    }
+
+    /// Checks the stop flag, the clock and the node budget.
+    fn should_stop(&mut self) -> bool {
+        if self.stopped {
+            return true;
+        }
+        if self.nodes & 1023 == 0 {
+            self.shared
+                .nodes
+                .fetch_add(self.nodes - self.reported_nodes, Ordering::Relaxed);
+            self.reported_nodes = self.nodes;
+            if self.shared.stop.load(Ordering::Relaxed) {
+                self.stopped = true;
+            } else if self.is_main {
+                if let Some(hard) = self.deadlines.hard {
+                    self.stopped = self.started.elapsed() >= hard;
+                }
+            }
+        }
+        if self.is_main && self.limits.nodes.is_some_and(|limit| self.nodes >= limit) {
+            self.stopped = true;
+        }
+        if self.stopped {
+            self.shared.stop();
+        }
+        self.stopped
+    }
+
+    fn total_nodes(&self) -> u64 {
+        self.shared.nodes.load(Ordering::Relaxed) + self.nodes - self.reported_nodes
+    }
+
+    fn iterate(&mut self, thread: usize, on_info: &mut dyn FnMut(&SearchInfo)) -> SearchResult {
+        let max_depth = self
+            .limits
+            .depth
+            .unwrap_or(MAX_PLY as i32 - 1)
+            .clamp(1, MAX_PLY as i32 - 1);
+        let mut result = SearchResult {
+            best: None,
+            ponder: None,
+            score: Score::Centipawns(0),
+            depth: 0,
+            nodes: 0,
+        };
+        let mut score = 0;
+        let mut depth = 1 + (thread % 2) as i32;
+        while depth <= max_depth {
+            let mut delta = 25;
+            let (mut alpha, mut beta) = if depth >= 5 {
+                (score - delta, score + delta)
+            } else {
+                (-INFINITY, INFINITY)
+            };
+            loop {
+                let value = self.negamax(alpha, beta, depth, 0, true);
+                if self.stopped && depth > 1 {
+                    break;
+                }
+                score = value;
+                if value <= alpha {
+                    beta = (alpha + beta) / 2;
+                    alpha = (value - delta).max(-INFINITY);
+                } else if value >= beta {
+                    beta = (value + delta).min(INFINITY);
+                } else {
+                    break;
+                }
+                delta += delta / 2;
+            }
+            if self.stopped && depth > 1 {
+                break;
+            }
+            let pv = self.pv[0].clone();
+            result = SearchResult {
+                best: pv.first().copied(),
+                ponder: pv.get(1).copied(),
+                score: Score::from_internal(score),
+                depth,
+                nodes: self.total_nodes(),
+            };
+            if self.is_main {
+                on_info(&SearchInfo {
+                    depth,
+                    seldepth: self.seldepth,
+                    score: result.score,
+                    nodes: result.nodes,
+                    elapsed: self.started.elapsed(),
+                    pv,
+                    hashfull: self.shared.tt.hashfull(),
+                });
+                if self.iteration_limits_reached(score) {
+                    break;
+                }
+            }
+            if result.best.is_none() {
+                break;
+            }
+            depth += 1;
+        }
+        result.nodes = self.total_nodes();
+        result
+    }
+
+    fn iteration_limits_reached(&self, score: i32) -> bool {
+        if self.limits.infinite {
+            return false;
+        }
+        if let Some(moves) = self.limits.mate {
+            if score >= MATE_BOUND && (MATE - score + 1) / 2 <= moves as i32 {
+                return true;
+            }
+        }
+        self.deadlines
+            .soft
+            .is_some_and(|soft| self.started.elapsed() >= soft / 2)
+    }
+
+    /// The score of the repetition the last move closed, if it closed one.
+    fn repetition_score(&mut self, ply: usize) -> Option<i32> {
+        let current = self.keys.len() - 1;
+        let reach = (self.position.halfmove_clock() as usize).min(current);
+        let mut distance = 2;
+        while distance <= reach {
+            if self.undos[current - distance + 1].is_none()
+                || self.undos[current - distance].is_none()
+            {
+                return None;
+            }
+            if distance >= 4 && self.keys[current - distance] == self.keys[current] {
+                return Some(self.score_cycle(current - distance, ply));
+            }
+            distance += 2;
+        }
+        None
+    }
+
+    fn score_cycle(&mut self, from: usize, ply: usize) -> i32 {
+        let moves: Vec<Move> = self.undos[from..]
+            .iter()
+            .map(|u| u.expect("no null move in a cycle").mv())
+            .collect();
+        let key = moves.iter().fold(self.keys[from], |h, m| {
+            h.rotate_left(7) ^ u64::from(m.to_u16()).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        });
+        let outcome = match self.cycle_rulings.get(&key) {
+            Some(&outcome) => outcome,
+            None => {
+                let mut start = self.position.clone();
+                for undo in self.undos[from..].iter().rev() {
+                    start.unmake_move(undo.expect("no null move in a cycle"));
+                }
+                let outcome = rule_cycle(&start, &moves, self.rules).0.outcome;
+                self.cycle_rulings.insert(key, outcome);
+                outcome
+            }
+        };
+        match outcome {
+            Outcome::Draw => 0,
+            Outcome::Win(side) if side == self.position.side_to_move() => MATE - ply as i32,
+            Outcome::Win(_) => -(MATE - ply as i32),
+        }
+    }
+
+    fn has_pieces_beyond_pawns(&self, color: Color) -> bool {
+        [PieceKind::Rook, PieceKind::Horse, PieceKind::Cannon]
+            .iter()
+            .any(|&k| self.position.pieces(color, k).any())
+    }
+
+    fn order_score(&self, mv: Move, tt_move: Option<Move>, ply: usize) -> i32 {
+        if Some(mv) == tt_move {
+            return 1 << 30;
+        }
+        if let Some(victim) = self.position.piece_at(mv.to()) {
+            let attacker = self.position.piece_at(mv.from()).expect("a moving piece");
+            return (1 << 28) + piece_value(victim.kind) * 16 - piece_value(attacker.kind) / 16;
+        }
+        let killers = &self.killers[ply];
+        if killers[0] == Some(mv) {
+            return (1 << 27) + 2;
+        }
+        if killers[1] == Some(mv) {
+            return (1 << 27) + 1;
+        }
+        if let Some(previous) = self.previous_move() {
+            if self.counter_moves[previous.from().index()][previous.to().index()] == Some(mv) {
+                return 1 << 26;
+            }
+        }
+        self.history[self.position.side_to_move().index()][mv.from().index()][mv.to().index()]
+    }
+
+    fn scored_moves(
+        &self,
+        selection: Selection,
+        tt_move: Option<Move>,
+        ply: usize,
+    ) -> Vec<(Move, i32)> {
+        let mut list = MoveList::new();
+        generate_into(&self.position, selection, &mut list);
+        list.iter()
+            .map(|&mv| (mv, self.order_score(mv, tt_move, ply)))
+            .collect()
+    }
+
+    fn update_quiet_stats(&mut self, best: Move, tried: &[Move], depth: i32, ply: usize) {
+        let side = self.position.side_to_move().index();
+        let bonus = (depth * depth).min(400);
+        let clamp = |h: &mut i32, delta: i32| *h += delta - *h * delta.abs() / 16_384;
+        clamp(
+            &mut self.history[side][best.from().index()][best.to().index()],
+            bonus,
+        );
+        for &mv in tried {
+            if mv != best {
+                clamp(
+                    &mut self.history[side][mv.from().index()][mv.to().index()],
+                    -bonus,
+                );
+            }
+        }
+        let killers = &mut self.killers[ply];
+        if killers[0] != Some(best) {
+            killers[1] = killers[0];
+            killers[0] = Some(best);
+        }
+        if let Some(previous) = self.previous_move() {
+            self.counter_moves[previous.from().index()][previous.to().index()] = Some(best);
+        }
+    }
+
+    fn negamax(
+        &mut self,
+        mut alpha: i32,
+        mut beta: i32,
+        mut depth: i32,
+        ply: usize,
+        pv_node: bool,
+    ) -> i32 {
+        self.pv[ply].clear();
+        if depth <= 0 {
+            return self.quiesce(alpha, beta, ply);
+        }
+        self.nodes += 1;
+        self.seldepth = self.seldepth.max(ply);
+        if self.should_stop() && ply > 0 {
+            return 0;
+        }
+        if ply > 0 {
+            if let Some(score) = self.repetition_score(ply) {
+                return score;
+            }
+            alpha = alpha.max(-(MATE - ply as i32));
+            beta = beta.min(MATE - ply as i32 - 1);
+            if alpha >= beta {
+                return alpha;
+            }
+            if ply >= MAX_PLY {
+                return evaluate(&self.position);
+            }
+        }
+        let in_check = self.position.in_check();
+        if in_check {
+            depth += 1;
+        }
+        let key = self.position.hash();
+        let entry = self.shared.tt.probe(key);
+        if let Some(e) = entry {
+            if !pv_node && e.depth >= depth {
+                let score = score_from_tt(e.score, ply);
+                let cutoff = match e.bound {
+                    Bound::Exact => true,
+                    Bound::Lower => score >= beta,
+                    Bound::Upper => score <= alpha,
+                };
+                if cutoff {
+                    return score;
+                }
+            }
+        }
+        let static_eval = match (in_check, entry) {
+            (true, _) => -INFINITY,
+            (false, Some(e)) => e.eval,
+            (false, None) => evaluate(&self.position),
+        };
+        let us = self.position.side_to_move();
+        if !pv_node && !in_check && beta.abs() < MATE_BOUND {
+            if depth <= 6 && static_eval - 90 * depth >= beta {
+                return static_eval;
+            }
+            let after_null = self.undos.last().is_some_and(Option::is_none);
+            if depth >= 3 && static_eval >= beta && !after_null && self.has_pieces_beyond_pawns(us)
+            {
+                let r = 3 + depth / 4;
+                self.play_null();
+                let score = -self.negamax(-beta, -beta + 1, depth - 1 - r, ply + 1, false);
+                self.take_back();
+                if self.stopped {
+                    return 0;
+                }
+                if score >= beta {
+                    return if score >= MATE_BOUND { beta } else { score };
+                }
+            }
+        }
+
+        let tt_move = entry.and_then(|e| e.mv);
+        let mut moves = self.scored_moves(Selection::All, tt_move, ply);
+        if ply == 0 && !self.limits.banned.is_empty() {
+            let all_banned = moves.iter().all(|(mv, _)| self.limits.banned.contains(mv));
+            if !all_banned {
+                moves.retain(|(mv, _)| !self.limits.banned.contains(mv));
+            }
+        }
+        if moves.is_empty() {
+            // Checkmated or stalemated: either loses (WXF 3.1.A).
+            return -(MATE - ply as i32);
+        }
+        let original_alpha = alpha;
+        let mut best = -INFINITY;
+        let mut best_move = None;
+        let mut quiets_tried = Vec::new();
+        for index in 0..moves.len() {
+            let (mv, _) = pick_best(&mut moves, index);
+            let move_number = index + 1;
+            let is_capture = self.position.piece_at(mv.to()).is_some();
+            let gives_check = self.position.gives_check(mv);
+            let quiet = !is_capture && !gives_check;
+            if !pv_node && !in_check && quiet && best > -MATE_BOUND {
+                if depth <= 3 && move_number > 4 + (depth * depth) as usize * 2 {
+                    continue;
+                }
+                if depth <= 5 && static_eval + 100 + 80 * depth <= alpha {
+                    continue;
+                }
+            }
+            self.play(mv);
+            let new_depth = depth - 1;
+            let score = if move_number == 1 {
+                -self.negamax(-beta, -alpha, new_depth, ply + 1, pv_node)
+            } else {
+                let mut r = 0;
+                if depth >= 3 && move_number > 3 && quiet && !in_check {
+                    r = reduction(depth, move_number) + i32::from(!pv_node);
+                    if self.killers[ply].contains(&Some(mv)) {
+                        r -= 1;
+                    }
+                    r = r.clamp(0, new_depth - 1);
+                }
+                let mut score = -self.negamax(-alpha - 1, -alpha, new_depth - r, ply + 1, false);
+                if score > alpha && r > 0 {
+                    score = -self.negamax(-alpha - 1, -alpha, new_depth, ply + 1, false);
+                }
+                if score > alpha && score < beta && pv_node {
+                    score = -self.negamax(-beta, -alpha, new_depth, ply + 1, true);
+                }
+                score
+            };
+            self.take_back();
+            if self.stopped && ply > 0 {
+                return 0;
+            }
+            if score > best {
+                best = score;
+                if score > alpha {
+                    alpha = score;
+                    best_move = Some(mv);
+                    let (head, tail) = self.pv.split_at_mut(ply + 1);
+                    head[ply].clear();
+                    head[ply].push(mv);
+                    head[ply].extend_from_slice(&tail[0]);
+                    if score >= beta {
+                        if !is_capture {
+                            self.update_quiet_stats(mv, &quiets_tried, depth, ply);
+                        }
+                        break;
+                    }
+                }
+            }
+            if !is_capture {
+                quiets_tried.push(mv);
+            }
+            if self.stopped {
+                break;
+            }
+        }
+        if !self.stopped {
+            let bound = if best >= beta {
+                Bound::Lower
+            } else if alpha > original_alpha {
+                Bound::Exact
+            } else {
+                Bound::Upper
+            };
+            let eval = if in_check { 0 } else { static_eval };
+            self.shared.tt.store(
+                key,
+                TtData {
+                    mv: best_move,
+                    score: score_to_tt(best, ply),
+                    eval,
+                    depth,
+                    bound,
+                },
+            );
+        }
+        best
+    }
+
+    fn quiesce(&mut self, mut alpha: i32, beta: i32, ply: usize) -> i32 {
+        self.nodes += 1;
+        self.seldepth = self.seldepth.max(ply);
+        if self.should_stop() {
+            return 0;
+        }
+        if ply >= MAX_PLY {
+            return evaluate(&self.position);
+        }
+        let in_check = self.position.in_check();
+        let (mut best, selection) = if in_check {
+            (-(MATE - ply as i32), Selection::All)
+        } else {
+            let stand_pat = evaluate(&self.position);
+            if stand_pat >= beta {
+                return stand_pat;
+            }
+            alpha = alpha.max(stand_pat);
+            (stand_pat, Selection::Captures)
+        };
+        let mut moves = self.scored_moves(selection, None, ply);
+        for index in 0..moves.len() {
+            let (mv, _) = pick_best(&mut moves, index);
+            if !in_check {
+                let victim = self.position.piece_at(mv.to()).expect("a capture").kind;
+                if best + piece_value(victim) + 200 <= alpha || see(&self.position, mv) < 0 {
+                    continue;
+                }
+            }
+            self.play(mv);
+            let score = -self.quiesce(-beta, -alpha, ply + 1);
+            self.take_back();
+            if self.stopped {
+                return 0;
+            }
+            if score > best {
+                best = score;
+                if score > alpha {
+                    alpha = score;
+                    if score >= beta {
+                        break;
+                    }
+                }
+            }
+        }
+        best
+    }
+}
+
+/// Moves the best-scored remaining move to `index` and returns it.
+fn pick_best(moves: &mut [(Move, i32)], index: usize) -> (Move, i32) {
+    let best = (index..moves.len())
+        .max_by_key(|&i| moves[i].1)
+        .expect("a move left");
+    moves.swap(index, best);
+    moves[index]
+}
+
+fn score_to_tt(score: i32, ply: usize) -> i32 {
+    if score >= MATE_BOUND {
+        score + ply as i32
+    } else if score <= -MATE_BOUND {
+        score - ply as i32
+    } else {
+        score
+    }
+}
+
+fn score_from_tt(score: i32, ply: usize) -> i32 {
+    if score >= MATE_BOUND {
+        score - ply as i32
+    } else if score <= -MATE_BOUND {
+        score + ply as i32
+    } else {
+        score
+    }
+}
+
+/// Static exchange evaluation of the capture `mv`: the material the mover gains when
+/// both sides keep recapturing on its square with their least valuable piece, each
+/// free to stop. Recaptures are legal moves, so pins, cannon screens that appear or
+/// vanish, and the flying general are all taken into account.
+pub fn see(position: &Position, mv: Move) -> i32 {
+    let victim = position
+        .piece_at(mv.to())
+        .map_or(0, |p| piece_value(p.kind));
+    let attacker = position
+        .piece_at(mv.from())
+        .map_or(0, |p| piece_value(p.kind));
+    if attacker <= victim {
+        return victim - attacker.min(victim);
+    }
+    let mut board = position.clone();
+    let target = mv.to();
+    let mut gains = vec![victim];
+    let mut on_square = attacker;
+    board.make_move(mv);
+    loop {
+        let mut captures = MoveList::new();
+        generate_into(&board, Selection::Captures, &mut captures);
+        let Some(&recapture) = captures
+            .iter()
+            .filter(|m| m.to() == target)
+            .min_by_key(|m| board.piece_at(m.from()).map_or(0, |p| piece_value(p.kind)))
+        else {
+            break;
+        };
+        gains.push(on_square - gains.last().copied().unwrap_or(0));
+        on_square = board
+            .piece_at(recapture.from())
+            .map_or(0, |p| piece_value(p.kind));
+        board.make_move(recapture);
+    }
+    while gains.len() > 1 {
+        let last = gains.pop().expect("a gain");
+        let previous = gains.last_mut().expect("a gain");
+        *previous = -(-*previous).max(last);
+    }
+    gains[0]
+}
