@@ -1,0 +1,353 @@
+//! `xq-worker`: the match runner (`match`), usable alone like cutechess-cli.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand};
+use xq_engine::xiangqi::Position;
+use xq_engine::xiangqi::notation::Dialect;
+use xq_engine::xiangqi::rules::RuleSet;
+use xq_stats::{Model, Sprt};
+use xq_worker::engine_process::{EngineConfig, Protocol};
+use xq_worker::game::{Adjudication, GameSettings, Opening};
+use xq_worker::match_runner::{MatchSettings, MatchTotals, run_match};
+use xq_worker::openings::{arrange, read_book};
+use xq_worker::pgn_out::game_pgn;
+use xq_worker::time_control::TimeControl;
+
+#[derive(Parser)]
+#[command(
+    name = "xq-worker",
+    version,
+    about = "Xiangqi match runner and cluster worker"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Plays a match between two engines.
+    Match(MatchArgs),
+}
+
+#[derive(clap::Args)]
+struct MatchArgs {
+    /// An engine, as key=value words: name=, cmd=, proto=uci|ucci, ranks=0-9|1-10,
+    /// dir=, arg= (repeatable), option.NAME=VALUE. Give it twice. (Read per occurrence
+    /// in `run`; this flat list only declares the argument.)
+    #[arg(long = "engine", num_args = 1.., action = ArgAction::Append, required = true)]
+    engines: Vec<String>,
+    /// Time control: 10+0.1, 40/60, 25/3600:10/300, st=0.1, nodes=N, depth=N.
+    #[arg(long, default_value = "10+0.1")]
+    tc: TimeControl,
+    /// Games to play (even: each opening is played twice, colours swapped).
+    #[arg(long, default_value_t = 2)]
+    games: usize,
+    /// Games at once (default: the number of cores).
+    #[arg(long)]
+    concurrency: Option<usize>,
+    /// Opening book: FEN/EPD lines, or PGN (see --book-plies).
+    #[arg(long)]
+    book: Option<PathBuf>,
+    /// Plies of each PGN game to play as the opening (default: all).
+    #[arg(long)]
+    book_plies: Option<usize>,
+    /// Shuffle the openings with this seed.
+    #[arg(long)]
+    shuffle: Option<u64>,
+    /// Start at this opening.
+    #[arg(long, default_value_t = 0)]
+    book_offset: usize,
+    /// Rule set: wxf, asian, cxq or computer.
+    #[arg(long, default_value = "wxf")]
+    rules: RuleSet,
+    /// SPRT as key=value words: elo0=, elo1=, alpha=, beta=, model=normalized|logistic.
+    #[arg(long, num_args = 1..)]
+    sprt: Option<Vec<String>>,
+    /// Write the games here as PGN.
+    #[arg(long)]
+    pgnout: Option<PathBuf>,
+    /// Draw adjudication: movenumber=N movecount=M score=S.
+    #[arg(long, num_args = 1..)]
+    draw: Option<Vec<String>>,
+    /// Resign adjudication: movecount=M score=S.
+    #[arg(long, num_args = 1..)]
+    resign: Option<Vec<String>>,
+    /// Draw after this many plies.
+    #[arg(long)]
+    maxplies: Option<usize>,
+    /// Milliseconds an engine may exceed its clock before it loses on time.
+    #[arg(long, default_value_t = 50)]
+    margin_ms: u64,
+    /// Seconds a node- or depth-limited search may take before the engine counts as hung.
+    #[arg(long, default_value_t = 60)]
+    hang_seconds: u64,
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("xq-worker: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<()> {
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches)?;
+    match cli.command {
+        Command::Match(args) => {
+            // Each --engine occurrence is one engine's key=value words.
+            let sub = matches
+                .subcommand_matches("match")
+                .expect("the match subcommand");
+            let engines: Vec<Vec<String>> = sub
+                .get_occurrences::<String>("engines")
+                .map(|occurrences| occurrences.map(|words| words.cloned().collect()).collect())
+                .unwrap_or_default();
+            run_match_command(args, engines)
+        }
+    }
+}
+
+fn key_values<'a>(words: &'a [String], what: &str) -> anyhow::Result<Vec<(&'a str, &'a str)>> {
+    words
+        .iter()
+        .map(|w| {
+            w.split_once('=')
+                .with_context(|| format!("{what}: '{w}' is not key=value"))
+        })
+        .collect()
+}
+
+fn engine_config(words: &[String]) -> anyhow::Result<EngineConfig> {
+    let mut config = EngineConfig::default();
+    for (key, value) in key_values(words, "--engine")? {
+        match key {
+            "name" => config.name = value.to_owned(),
+            "cmd" => config.command = PathBuf::from(value),
+            "dir" => config.dir = Some(PathBuf::from(value)),
+            "arg" => config.args.push(value.to_owned()),
+            "proto" => {
+                config.protocol = match value {
+                    "uci" => Protocol::Uci,
+                    "ucci" => Protocol::Ucci,
+                    other => bail!("--engine proto={other}: use uci or ucci"),
+                }
+            }
+            "ranks" => {
+                config.dialect = match value {
+                    "0-9" => Dialect::ZeroBased,
+                    "1-10" => Dialect::OneBased,
+                    other => bail!("--engine ranks={other}: use 0-9 or 1-10"),
+                }
+            }
+            key if key.starts_with("option.") => config
+                .options
+                .push((key["option.".len()..].to_owned(), value.to_owned())),
+            other => bail!("--engine: unknown key '{other}'"),
+        }
+    }
+    if config.command.as_os_str().is_empty() {
+        bail!("--engine needs cmd=");
+    }
+    if config.name.is_empty() {
+        config.name = config
+            .command
+            .file_name()
+            .map_or("engine".to_owned(), |n| n.to_string_lossy().into_owned());
+    }
+    Ok(config)
+}
+
+fn number<T: std::str::FromStr>(key: &str, value: &str) -> anyhow::Result<T> {
+    value
+        .parse()
+        .ok()
+        .with_context(|| format!("{key}={value} is not a number"))
+}
+
+fn sprt(words: &[String]) -> anyhow::Result<Sprt> {
+    let (mut elo0, mut elo1, mut alpha, mut beta, mut model) =
+        (0.0, 2.0, 0.05, 0.05, Model::Normalized);
+    for (key, value) in key_values(words, "--sprt")? {
+        match key {
+            "elo0" => elo0 = number(key, value)?,
+            "elo1" => elo1 = number(key, value)?,
+            "alpha" => alpha = number(key, value)?,
+            "beta" => beta = number(key, value)?,
+            "model" => {
+                model = match value {
+                    "normalized" => Model::Normalized,
+                    "logistic" => Model::Logistic,
+                    other => bail!("--sprt model={other}: use normalized or logistic"),
+                }
+            }
+            other => bail!("--sprt: unknown key '{other}'"),
+        }
+    }
+    Ok(Sprt::new(elo0, elo1, alpha, beta, model)?)
+}
+
+fn adjudication(
+    draw: Option<&[String]>,
+    resign: Option<&[String]>,
+) -> anyhow::Result<Adjudication> {
+    let mut rules = Adjudication::default();
+    if let Some(words) = draw {
+        let (mut from, mut count, mut score) = (40, 8, 10);
+        for (key, value) in key_values(words, "--draw")? {
+            match key {
+                "movenumber" => from = number(key, value)?,
+                "movecount" => count = number(key, value)?,
+                "score" => score = number(key, value)?,
+                other => bail!("--draw: unknown key '{other}'"),
+            }
+        }
+        rules.draw = Some((from, count, score));
+    }
+    if let Some(words) = resign {
+        let (mut count, mut score) = (3, 800);
+        for (key, value) in key_values(words, "--resign")? {
+            match key {
+                "movecount" => count = number(key, value)?,
+                "score" => score = number(key, value)?,
+                other => bail!("--resign: unknown key '{other}'"),
+            }
+        }
+        rules.resign = Some((count, score));
+    }
+    Ok(rules)
+}
+
+fn summary(totals: &MatchTotals, names: &[String; 2], sprt: Option<&Sprt>) -> String {
+    let mut text = format!(
+        "{} vs {}: games {}, W/D/L {}/{}/{}, pentanomial {:?}",
+        names[0],
+        names[1],
+        totals.games(),
+        totals.wins,
+        totals.draws,
+        totals.losses,
+        totals.pentanomial
+    );
+    if let Some(elo) = totals.elo() {
+        let draw_ratio = totals.draws as f64 / totals.games().max(1) as f64;
+        text.push_str(&format!(
+            ", Elo {:+.1} [{:+.1}, {:+.1}], nElo {:+.1}, LOS {:.1}%, draws {:.1}%",
+            elo.elo,
+            elo.low,
+            elo.high,
+            elo.nelo,
+            elo.los * 100.0,
+            draw_ratio * 100.0
+        ));
+    }
+    if let Some(state) = sprt.and_then(|s| totals.sprt(s)) {
+        text.push_str(&format!(
+            ", LLR {:.2} ({:.2}, {:.2})",
+            state.llr, state.lower, state.upper
+        ));
+        match state.decision() {
+            Some(true) => text.push_str(" H1 accepted"),
+            Some(false) => text.push_str(" H0 accepted"),
+            None => {}
+        }
+    }
+    text
+}
+
+fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Result<()> {
+    let [first, second] = engines.as_slice() else {
+        bail!("give exactly two --engine");
+    };
+    let engines = [engine_config(first)?, engine_config(second)?];
+    if args.games == 0 || args.games % 2 != 0 {
+        bail!(
+            "--games {} must be even and positive: each opening is played twice",
+            args.games
+        );
+    }
+    let openings = match &args.book {
+        Some(path) => arrange(
+            read_book(path, args.book_plies)?,
+            args.shuffle,
+            args.book_offset,
+        ),
+        None => vec![Opening {
+            start: Position::startpos(),
+            moves: Vec::new(),
+        }],
+    };
+    let sprt = args.sprt.as_deref().map(sprt).transpose()?;
+    let settings = MatchSettings {
+        engines: engines.clone(),
+        pairs: args.games / 2,
+        concurrency: args
+            .concurrency
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        openings,
+        game: GameSettings {
+            time_control: args.tc.clone(),
+            rules: args.rules,
+            time_margin: Duration::from_millis(args.margin_ms),
+            hang_timeout: Duration::from_secs(args.hang_seconds),
+            adjudication: adjudication(args.draw.as_deref(), args.resign.as_deref())?,
+            max_plies: args.maxplies,
+        },
+        sprt,
+    };
+    let mut pgn = match &args.pgnout {
+        Some(path) => Some(
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot write {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let names = [engines[0].name.clone(), engines[1].name.clone()];
+    let event = format!("{} vs {}", names[0], names[1]);
+    let tc_text = args.tc.to_string();
+    let mut write_error = None;
+    let totals = run_match(&settings, |finished, totals| {
+        if let Some(file) = pgn.as_mut() {
+            let text = game_pgn(
+                &finished.record,
+                &event,
+                finished.pair * 2 + finished.leg + 1,
+                &tc_text,
+            );
+            if let Err(error) = file.write_all(text.as_bytes()) {
+                write_error = Some(error);
+                return false;
+            }
+        }
+        eprintln!(
+            "game {} ({} - {}): {} {}",
+            totals.games(),
+            finished.record.players.red,
+            finished.record.players.black,
+            finished.record.outcome.pgn(),
+            finished.record.reason
+        );
+        eprintln!("{}", summary(totals, &names, sprt.as_ref()));
+        true
+    })?;
+    if let Some(error) = write_error {
+        return Err(error).context("writing the PGN");
+    }
+    println!("{}", summary(&totals, &names, sprt.as_ref()));
+    for (reason, count) in &totals.reasons {
+        println!("  {reason}: {count}");
+    }
+    for (name, count) in &totals.failures {
+        println!("  failures of {name}: {count}");
+    }
+    Ok(())
+}

@@ -1,0 +1,347 @@
+//! Any UCI or UCCI engine as a child process: start, handshake, options, positions,
+//! searches under a clock, and every way it can fail.
+//!
+//! Lines are read on a thread of their own into a channel, so every wait has a
+//! deadline: a hang, a missing `bestmove`, a closed pipe or a crash becomes an error
+//! naming what the engine did, with the tail of its stderr kept for the report.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use xq_engine::xiangqi::notation::Dialect;
+
+/// Which protocol an engine speaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// UCI (Pikafish, Fairy-Stockfish, ours).
+    #[default]
+    Uci,
+    /// UCCI (ElephantEye and its kin).
+    Ucci,
+}
+
+/// How to start and set up an engine.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// The name in reports and PGN.
+    pub name: String,
+    /// The program.
+    pub command: PathBuf,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Its working directory.
+    pub dir: Option<PathBuf>,
+    /// Its protocol.
+    pub protocol: Protocol,
+    /// How it numbers ranks in moves.
+    pub dialect: Dialect,
+    /// Options to set, in order.
+    pub options: Vec<(String, String)>,
+}
+
+/// How an engine failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    /// The program could not be started.
+    #[error("cannot start {command}: {reason}")]
+    Spawn {
+        /// The program.
+        command: String,
+        /// The system's reason.
+        reason: String,
+    },
+    /// The engine closed its output (it exited or crashed).
+    #[error("the engine stopped talking (exited or crashed){}", stderr_note(.stderr))]
+    Disconnected {
+        /// The end of its stderr.
+        stderr: String,
+    },
+    /// The engine did not answer in time.
+    #[error("no {expected} within {waited:?}")]
+    Timeout {
+        /// What was awaited.
+        expected: &'static str,
+        /// How long.
+        waited: Duration,
+    },
+    /// The engine wrote more lines than any search needs.
+    #[error("the engine flooded its output ({0} lines without an answer)")]
+    Flood(usize),
+    /// A `bestmove` line without a move.
+    #[error("malformed answer: '{0}'")]
+    Garbage(String),
+}
+
+fn stderr_note(stderr: &str) -> String {
+    if stderr.is_empty() {
+        String::new()
+    } else {
+        format!("; its stderr ends with: {stderr}")
+    }
+}
+
+/// Lines an engine may write while searching one move before it is cut off.
+const FLOOD_LIMIT: usize = 200_000;
+/// Bytes of stderr kept.
+const STDERR_TAIL: usize = 2_000;
+/// How long the handshake and `isready` may take.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the engine answered to `go`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineReply {
+    /// The move as written, in the engine's dialect.
+    pub bestmove: String,
+    /// The last reported score in centipawns from the mover's view, mates as ±(30000 - n).
+    pub score: Option<i32>,
+    /// The last reported depth.
+    pub depth: Option<u32>,
+    /// The time between sending `go` and reading `bestmove`.
+    pub elapsed: Duration,
+}
+
+/// A running engine.
+pub struct EngineProcess {
+    config: EngineConfig,
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    stderr: Arc<Mutex<String>>,
+    /// Option names the engine announced.
+    announced_options: Vec<String>,
+}
+
+impl EngineProcess {
+    /// Starts the engine and completes the handshake, setting its options.
+    pub fn start(config: &EngineConfig) -> Result<Self, EngineError> {
+        let mut command = Command::new(&config.command);
+        command
+            .args(&config.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(dir) = &config.dir {
+            command.current_dir(dir);
+        }
+        let mut child = command.spawn().map_err(|e| EngineError::Spawn {
+            command: config.command.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut stderr_pipe = child.stderr.take().expect("piped stderr");
+        let (sender, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let tail = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            while let Ok(n) = stderr_pipe.read(&mut buffer) {
+                if n == 0 {
+                    break;
+                }
+                let mut text = tail.lock().expect("stderr lock");
+                text.push_str(&String::from_utf8_lossy(&buffer[..n]));
+                if text.len() > STDERR_TAIL {
+                    let cut = text.len() - STDERR_TAIL;
+                    let cut = (cut..text.len())
+                        .find(|&i| text.is_char_boundary(i))
+                        .unwrap_or(text.len());
+                    text.drain(..cut);
+                }
+            }
+        });
+        let mut engine = EngineProcess {
+            config: config.clone(),
+            child,
+            stdin,
+            lines,
+            stderr,
+            announced_options: Vec::new(),
+        };
+        engine.handshake()?;
+        Ok(engine)
+    }
+
+    /// The configuration it was started with.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// The end of the engine's stderr.
+    pub fn stderr_tail(&self) -> String {
+        self.stderr.lock().expect("stderr lock").trim().to_owned()
+    }
+
+    fn send(&mut self, line: &str) -> Result<(), EngineError> {
+        writeln!(self.stdin, "{line}")
+            .and_then(|()| self.stdin.flush())
+            .map_err(|_| EngineError::Disconnected {
+                stderr: self.stderr_tail(),
+            })
+    }
+
+    /// Reads lines until one satisfies `done`, which is returned, before `deadline`.
+    fn read_until(
+        &mut self,
+        expected: &'static str,
+        timeout: Duration,
+        mut seen: impl FnMut(&str) -> bool,
+    ) -> Result<String, EngineError> {
+        let deadline = Instant::now() + timeout;
+        for _ in 0..FLOOD_LIMIT {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    if seen(line.trim()) {
+                        return Ok(line.trim().to_owned());
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(EngineError::Timeout {
+                        expected,
+                        waited: timeout,
+                    });
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    // Give the stderr reader a moment to collect the last words.
+                    std::thread::sleep(Duration::from_millis(20));
+                    return Err(EngineError::Disconnected {
+                        stderr: self.stderr_tail(),
+                    });
+                }
+            }
+        }
+        Err(EngineError::Flood(FLOOD_LIMIT))
+    }
+
+    fn handshake(&mut self) -> Result<(), EngineError> {
+        let (hello, ok) = match self.config.protocol {
+            Protocol::Uci => ("uci", "uciok"),
+            Protocol::Ucci => ("ucci", "ucciok"),
+        };
+        self.send(hello)?;
+        let mut announced = Vec::new();
+        self.read_until("handshake answer", HANDSHAKE_TIMEOUT, |line| {
+            if let Some(rest) = line.strip_prefix("option ") {
+                let name = rest.strip_prefix("name ").unwrap_or(rest);
+                let name = name.split(" type ").next().unwrap_or(name).trim();
+                announced.push(name.to_owned());
+            }
+            line == ok
+        })?;
+        self.announced_options = announced;
+        if self.config.protocol == Protocol::Uci
+            && self.announced_options.iter().any(|o| o == "UCI_Variant")
+        {
+            self.send("setoption name UCI_Variant value xiangqi")?;
+        }
+        for (name, value) in self.config.options.clone() {
+            match self.config.protocol {
+                Protocol::Uci => self.send(&format!("setoption name {name} value {value}"))?,
+                Protocol::Ucci => self.send(&format!("setoption {name} {value}"))?,
+            }
+        }
+        self.ready()
+    }
+
+    /// Sends `isready` and waits for `readyok`.
+    pub fn ready(&mut self) -> Result<(), EngineError> {
+        self.send("isready")?;
+        self.read_until("readyok", HANDSHAKE_TIMEOUT, |line| line == "readyok")
+            .map(|_| ())
+    }
+
+    /// Tells the engine a new game starts.
+    pub fn new_game(&mut self) -> Result<(), EngineError> {
+        if self.config.protocol == Protocol::Uci {
+            self.send("ucinewgame")?;
+        }
+        self.ready()
+    }
+
+    /// Sends the position and `go` with `limits` (already in the protocol's words),
+    /// and waits up to `timeout` for `bestmove`.
+    pub fn go(
+        &mut self,
+        position: &str,
+        limits: &str,
+        timeout: Duration,
+    ) -> Result<EngineReply, EngineError> {
+        self.send(position)?;
+        let started = Instant::now();
+        self.send(&format!("go {limits}"))?;
+        let mut score = None;
+        let mut depth = None;
+        let line = self.read_until("bestmove", timeout, |line| {
+            if line.starts_with("info ") {
+                let words: Vec<&str> = line.split_whitespace().collect();
+                for pair in words.windows(3) {
+                    match pair {
+                        ["score", "cp", v] => score = v.parse().ok(),
+                        ["score", "mate", v] => {
+                            score = v
+                                .parse::<i32>()
+                                .ok()
+                                .map(|m| if m > 0 { 30_000 - m } else { -30_000 - m })
+                        }
+                        _ => {}
+                    }
+                }
+                for pair in words.windows(2) {
+                    match pair {
+                        ["depth", v] => depth = v.parse().ok(),
+                        ["score", v] if v.parse::<i32>().is_ok() => score = v.parse().ok(),
+                        _ => {}
+                    }
+                }
+            }
+            line.starts_with("bestmove") || line.starts_with("nobestmove")
+        })?;
+        let elapsed = started.elapsed();
+        let bestmove = line
+            .split_whitespace()
+            .nth(1)
+            .filter(|_| line.starts_with("bestmove"))
+            .ok_or_else(|| EngineError::Garbage(line.clone()))?
+            .to_owned();
+        Ok(EngineReply {
+            bestmove,
+            score,
+            depth,
+            elapsed,
+        })
+    }
+
+    /// Asks the engine to quit and makes sure it is gone.
+    pub fn quit(mut self) {
+        let _ = self.send("quit");
+        let deadline = Instant::now() + Duration::from_millis(500);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for EngineProcess {
+    fn drop(&mut self) {
+        if !matches!(self.child.try_wait(), Ok(Some(_))) {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,390 @@
+//! One game between two engines, refereed by the arbiter: the engines' clocks, their
+//! moves checked and played, the rules' verdicts, adjudication, and failures sorted
+//! into results with reasons.
+
+use std::time::Duration;
+
+use xq_engine::color::{ByColor, Color};
+use xq_engine::xiangqi::notation::{format_uci, parse_uci};
+use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet};
+use xq_engine::xiangqi::{Move, Position};
+
+use crate::engine_process::{EngineError, EngineProcess, Protocol};
+use crate::time_control::{Clock, TimeControl};
+
+/// Score-based adjudication (cutechess-cli's `-draw` and `-resign`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Adjudication {
+    /// Draw when, from this move number on, both engines report |score| <= `score`
+    /// for `plies` consecutive plies: (move number, plies, score).
+    pub draw: Option<(u32, usize, i32)>,
+    /// Resign when one engine reports <= -`score` and the other >= `score` for `moves`
+    /// consecutive moves each: (moves, score).
+    pub resign: Option<(usize, i32)>,
+}
+
+/// How games are played.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GameSettings {
+    /// The time control.
+    pub time_control: TimeControl,
+    /// The rule set the referee applies.
+    pub rules: RuleSet,
+    /// Extra time an engine may use beyond its clock before it loses on time.
+    pub time_margin: Duration,
+    /// How long a node- or depth-limited search may take before the engine is
+    /// considered hung.
+    pub hang_timeout: Duration,
+    /// Score-based adjudication.
+    pub adjudication: Adjudication,
+    /// Draw after this many plies, if set.
+    pub max_plies: Option<usize>,
+}
+
+/// Where a game starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Opening {
+    /// The start position.
+    pub start: Position,
+    /// Moves played from it before the engines take over.
+    pub moves: Vec<Move>,
+}
+
+/// How a game ended, beyond its result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Termination {
+    /// By the rules: mate, stalemate, repetition, move count.
+    Rules,
+    /// A clock ran out.
+    TimeForfeit,
+    /// An engine played an illegal or unreadable move.
+    IllegalMove,
+    /// An engine crashed, hung or misbehaved.
+    EngineFailure,
+    /// By score adjudication or the length limit.
+    Adjudication,
+}
+
+impl Termination {
+    /// The PGN `Termination` tag's value.
+    pub fn pgn(self) -> &'static str {
+        match self {
+            Termination::Rules => "normal",
+            Termination::TimeForfeit => "time forfeit",
+            Termination::IllegalMove => "rules infraction",
+            Termination::EngineFailure => "abandoned",
+            Termination::Adjudication => "adjudication",
+        }
+    }
+}
+
+/// A move as played, with what the engine said of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlayedMove {
+    /// The move.
+    pub mv: Move,
+    /// The engine's last score, from the mover's view; `None` for book moves.
+    pub score: Option<i32>,
+    /// The engine's last depth.
+    pub depth: Option<u32>,
+    /// Thinking time; zero for book moves.
+    pub elapsed: Duration,
+}
+
+/// A finished game.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GameRecord {
+    /// Names of the engines playing Red and Black.
+    pub players: ByColor<String>,
+    /// The start position.
+    pub start: Position,
+    /// Every move, book moves first.
+    pub moves: Vec<PlayedMove>,
+    /// How many of them were book moves.
+    pub book_plies: usize,
+    /// The result.
+    pub outcome: Outcome,
+    /// Why, in words.
+    pub reason: String,
+    /// The kind of ending.
+    pub termination: Termination,
+    /// The engine that failed, if one did, with its error.
+    pub failure: Option<(Color, EngineError)>,
+}
+
+fn limits_text(
+    protocol: Protocol,
+    time_control: &TimeControl,
+    clocks: &ByColor<Option<Clock>>,
+    side: Color,
+) -> String {
+    let ms = |d: Duration| d.as_millis();
+    match time_control {
+        TimeControl::Clock(_) => {
+            let (red, black) = (
+                clocks.red.as_ref().expect("clock"),
+                clocks.black.as_ref().expect("clock"),
+            );
+            let own = if side == Color::Red { red } else { black };
+            let moves_to_go = own
+                .moves_to_go()
+                .map(|m| format!(" movestogo {m}"))
+                .unwrap_or_default();
+            match protocol {
+                Protocol::Uci => format!(
+                    "wtime {} btime {} winc {} binc {}{moves_to_go}",
+                    ms(red.remaining()),
+                    ms(black.remaining()),
+                    ms(red.increment()),
+                    ms(black.increment())
+                ),
+                Protocol::Ucci => format!(
+                    "time {} increment {}{moves_to_go}",
+                    ms(own.remaining()),
+                    ms(own.increment())
+                ),
+            }
+        }
+        TimeControl::MoveTime(t) => match protocol {
+            Protocol::Uci => format!("movetime {}", ms(*t)),
+            Protocol::Ucci => format!("time {} movestogo 1", ms(*t)),
+        },
+        TimeControl::Nodes(n) => format!("nodes {n}"),
+        TimeControl::Depth(d) => format!("depth {d}"),
+    }
+}
+
+fn position_text(start: &Position, moves: &[PlayedMove], engine: &EngineProcess) -> String {
+    let dialect = engine.config().dialect;
+    let mut text = format!("position fen {start}");
+    if !moves.is_empty() {
+        text.push_str(" moves");
+        for played in moves {
+            text.push(' ');
+            text.push_str(&format_uci(played.mv, dialect));
+        }
+    }
+    text
+}
+
+struct Ending {
+    outcome: Outcome,
+    reason: String,
+    termination: Termination,
+    failure: Option<(Color, EngineError)>,
+}
+
+/// Plays one game; `engines` by colour. Engine failures end the game as a loss for
+/// the failing engine and are reported in the record; the caller restarts it.
+pub fn play_game(
+    engines: ByColor<&mut EngineProcess>,
+    opening: &Opening,
+    settings: &GameSettings,
+) -> GameRecord {
+    let mut engines = engines;
+    let players = ByColor {
+        red: engines.red.config().name.clone(),
+        black: engines.black.config().name.clone(),
+    };
+    let config = RefereeConfig {
+        rules: settings.rules,
+        ..RefereeConfig::default()
+    };
+    let mut referee = Referee::new(opening.start.clone(), config);
+    let mut moves: Vec<PlayedMove> = Vec::new();
+    let mut ending = None;
+    for &mv in &opening.moves {
+        if referee.play(mv).is_err() {
+            ending = Some(Ending {
+                outcome: Outcome::Draw,
+                reason: format!("the opening's move {mv} is illegal"),
+                termination: Termination::Adjudication,
+                failure: None,
+            });
+            break;
+        }
+        moves.push(PlayedMove {
+            mv,
+            score: None,
+            depth: None,
+            elapsed: Duration::ZERO,
+        });
+    }
+    let book_plies = moves.len();
+    let mut clocks: ByColor<Option<Clock>> = match &settings.time_control {
+        TimeControl::Clock(periods) => ByColor {
+            red: Some(Clock::new(periods)),
+            black: Some(Clock::new(periods)),
+        },
+        _ => ByColor {
+            red: None,
+            black: None,
+        },
+    };
+    for color in Color::ALL {
+        if ending.is_none() {
+            if let Err(error) = engines[color].new_game() {
+                ending = Some(failure(color, error));
+            }
+        }
+    }
+    let mut draw_streak = 0;
+    let mut resign_streak = ByColor { red: 0, black: 0 };
+    while ending.is_none() {
+        if let Some(ruling) = referee.ruling() {
+            ending = Some(Ending {
+                outcome: ruling.outcome,
+                reason: format!("{} ({})", ruling.reason, ruling.article),
+                termination: Termination::Rules,
+                failure: None,
+            });
+            break;
+        }
+        if settings.max_plies.is_some_and(|max| moves.len() >= max) {
+            ending = Some(Ending {
+                outcome: Outcome::Draw,
+                reason: "maximum game length".to_owned(),
+                termination: Termination::Adjudication,
+                failure: None,
+            });
+            break;
+        }
+        let side = referee.position().side_to_move();
+        let engine = &mut engines[side];
+        let limits = limits_text(
+            engine.config().protocol,
+            &settings.time_control,
+            &clocks,
+            side,
+        );
+        let timeout = match &clocks[side] {
+            Some(clock) => clock.remaining() + settings.time_margin + Duration::from_millis(200),
+            None => match settings.time_control {
+                TimeControl::MoveTime(t) => t + settings.time_margin + Duration::from_millis(200),
+                _ => settings.hang_timeout,
+            },
+        };
+        let position = position_text(&opening.start, &moves, engine);
+        let reply = match engine.go(&position, &limits, timeout) {
+            Ok(reply) => reply,
+            Err(EngineError::Timeout { .. }) if clocks[side].is_some() => {
+                ending = Some(Ending {
+                    outcome: Outcome::Win(!side),
+                    reason: format!("{} loses on time", players[side]),
+                    termination: Termination::TimeForfeit,
+                    failure: None,
+                });
+                break;
+            }
+            Err(error) => {
+                ending = Some(failure(side, error));
+                break;
+            }
+        };
+        if let Some(clock) = clocks[side].as_mut() {
+            if clock.charge(reply.elapsed, settings.time_margin).is_err() {
+                ending = Some(Ending {
+                    outcome: Outcome::Win(!side),
+                    reason: format!("{} loses on time", players[side]),
+                    termination: Termination::TimeForfeit,
+                    failure: None,
+                });
+                break;
+            }
+        }
+        let mv = match parse_uci(referee.position(), &reply.bestmove, engine.config().dialect) {
+            Ok(mv) => mv,
+            Err(error) => {
+                ending = Some(Ending {
+                    outcome: Outcome::Win(!side),
+                    reason: format!("{} played an illegal move: {error}", players[side]),
+                    termination: Termination::IllegalMove,
+                    failure: None,
+                });
+                break;
+            }
+        };
+        referee.play(mv).expect("a parsed move is legal");
+        moves.push(PlayedMove {
+            mv,
+            score: reply.score,
+            depth: reply.depth,
+            elapsed: reply.elapsed,
+        });
+        if let Some(adjudged) = adjudicate(
+            settings.adjudication,
+            &moves,
+            side,
+            &mut draw_streak,
+            &mut resign_streak,
+            &players,
+        ) {
+            ending = Some(adjudged);
+        }
+    }
+    let ending = ending.expect("the loop ends with an ending");
+    GameRecord {
+        players,
+        start: opening.start.clone(),
+        moves,
+        book_plies,
+        outcome: ending.outcome,
+        reason: ending.reason,
+        termination: ending.termination,
+        failure: ending.failure,
+    }
+}
+
+fn failure(color: Color, error: EngineError) -> Ending {
+    Ending {
+        outcome: Outcome::Win(!color),
+        reason: format!("{color:?} engine failed: {error}"),
+        termination: Termination::EngineFailure,
+        failure: Some((color, error)),
+    }
+}
+
+fn adjudicate(
+    rules: Adjudication,
+    moves: &[PlayedMove],
+    mover: Color,
+    draw_streak: &mut usize,
+    resign_streak: &mut ByColor<usize>,
+    players: &ByColor<String>,
+) -> Option<Ending> {
+    let score = moves.last()?.score?;
+    if let Some((from_move, plies, limit)) = rules.draw {
+        let move_number = moves.len().div_ceil(2) as u32;
+        *draw_streak = if move_number >= from_move && score.abs() <= limit {
+            *draw_streak + 1
+        } else {
+            0
+        };
+        if *draw_streak >= plies {
+            return Some(Ending {
+                outcome: Outcome::Draw,
+                reason: "adjudicated a draw by score".to_owned(),
+                termination: Termination::Adjudication,
+                failure: None,
+            });
+        }
+    }
+    if let Some((count, limit)) = rules.resign {
+        resign_streak[mover] = if score <= -limit {
+            resign_streak[mover] + 1
+        } else {
+            0
+        };
+        let winner_agrees =
+            moves.len() >= 2 && moves[moves.len() - 2].score.is_some_and(|s| s >= limit);
+        if resign_streak[mover] >= count && winner_agrees {
+            return Some(Ending {
+                outcome: Outcome::Win(!mover),
+                reason: format!("{} resigns (adjudicated by score)", players[mover]),
+                termination: Termination::Adjudication,
+                failure: None,
+            });
+        }
+    }
+    None
+}

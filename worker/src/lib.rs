@@ -1,0 +1,14 @@
+//! The worker: plays matches between UCI/UCCI engines under the tournament rules, like
+//! cutechess-cli or fastchess but for Xiangqi, with the engine library's arbiter as the
+//! referee.
+//!
+//! Layout: [`engine_process`] talks to one engine; [`time_control`] keeps the clocks;
+//! [`game`] plays one game; [`openings`] reads books; [`match_runner`] plays pairs
+//! concurrently and keeps the totals; [`pgn_out`] writes the records.
+
+pub mod engine_process;
+pub mod game;
+pub mod match_runner;
+pub mod openings;
+pub mod pgn_out;
+pub mod time_control;

@@ -1,0 +1,242 @@
+//! A match between two engines: game pairs over the openings (each opening twice,
+//! colours swapped), several at once, with running totals, pentanomial counts and an
+//! optional SPRT that stops the match at a bound.
+//!
+//! Failures are sorted as fishtest's worker sorts them: an engine that crashes or
+//! hangs loses that game and is restarted; an engine that cannot be started at all
+//! fails the match.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::channel;
+
+use xq_engine::color::{ByColor, Color};
+use xq_engine::xiangqi::rules::Outcome;
+use xq_stats::{EloEstimate, Sprt, SprtState, elo_estimate};
+
+use crate::engine_process::{EngineConfig, EngineError, EngineProcess};
+use crate::game::{GameRecord, GameSettings, Opening, play_game};
+
+/// A match to play.
+#[derive(Clone, Debug)]
+pub struct MatchSettings {
+    /// The two engines; totals are from the first one's view.
+    pub engines: [EngineConfig; 2],
+    /// Game pairs to play.
+    pub pairs: usize,
+    /// Games played at once.
+    pub concurrency: usize,
+    /// Openings in play order; pair `i` plays opening `i` modulo their number.
+    pub openings: Vec<Opening>,
+    /// How each game is played.
+    pub game: GameSettings,
+    /// Stop at an SPRT bound.
+    pub sprt: Option<Sprt>,
+}
+
+/// The match cannot go on.
+#[derive(Debug, thiserror::Error)]
+pub enum MatchError {
+    /// An engine could not be started or restarted.
+    #[error("engine '{name}' cannot be used: {error}")]
+    Engine {
+        /// Its name.
+        name: String,
+        /// What happened.
+        error: EngineError,
+    },
+    /// The match has no openings.
+    #[error("no openings to play")]
+    NoOpenings,
+}
+
+/// Running totals from the first engine's view.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MatchTotals {
+    /// Games won by the first engine.
+    pub wins: u64,
+    /// Games drawn.
+    pub draws: u64,
+    /// Games lost.
+    pub losses: u64,
+    /// Finished pairs by the first engine's points in them: 0, 0.5, 1, 1.5, 2.
+    pub pentanomial: [u64; 5],
+    /// How games ended, by reason.
+    pub reasons: BTreeMap<String, u64>,
+    /// Engine failures (crashes, hangs) by engine name.
+    pub failures: BTreeMap<String, u64>,
+}
+
+impl MatchTotals {
+    /// Games played.
+    pub fn games(&self) -> u64 {
+        self.wins + self.draws + self.losses
+    }
+
+    /// The Elo estimate from the pairs (or the games while no pair is complete).
+    pub fn elo(&self) -> Option<EloEstimate> {
+        if self.pentanomial.iter().sum::<u64>() > 0 {
+            elo_estimate(&self.pentanomial).ok()
+        } else if self.games() > 0 {
+            elo_estimate(&[self.losses, self.draws, self.wins]).ok()
+        } else {
+            None
+        }
+    }
+
+    /// Where the SPRT stands on the pairs so far.
+    pub fn sprt(&self, sprt: &Sprt) -> Option<SprtState> {
+        sprt.state(&self.pentanomial).ok()
+    }
+
+    fn add_game(&mut self, game: &GameRecord, first_is_red: bool) -> u64 {
+        let first = if first_is_red {
+            Color::Red
+        } else {
+            Color::Black
+        };
+        let half_points = match game.outcome {
+            Outcome::Win(winner) if winner == first => {
+                self.wins += 1;
+                2
+            }
+            Outcome::Win(_) => {
+                self.losses += 1;
+                0
+            }
+            Outcome::Draw => {
+                self.draws += 1;
+                1
+            }
+        };
+        let reason = game.reason.split(" (").next().unwrap_or(&game.reason);
+        let reason = if game.termination == crate::game::Termination::Rules {
+            reason.to_owned()
+        } else {
+            game.termination.pgn().to_owned()
+        };
+        *self.reasons.entry(reason).or_default() += 1;
+        if let Some((color, _)) = &game.failure {
+            *self
+                .failures
+                .entry(game.players[*color].clone())
+                .or_default() += 1;
+        }
+        half_points
+    }
+}
+
+/// A finished game as the match reports it.
+#[derive(Clone, Debug)]
+pub struct FinishedGame {
+    /// The pair it belongs to (0-based).
+    pub pair: usize,
+    /// 0 for the first game of the pair (first engine Red), 1 for the second.
+    pub leg: usize,
+    /// The record.
+    pub record: GameRecord,
+}
+
+fn start_engine(config: &EngineConfig) -> Result<EngineProcess, MatchError> {
+    EngineProcess::start(config).map_err(|error| MatchError::Engine {
+        name: config.name.clone(),
+        error,
+    })
+}
+
+/// Plays the match; `on_game` sees every finished game with the totals after it, and
+/// may end the match early by returning false.
+pub fn run_match(
+    settings: &MatchSettings,
+    mut on_game: impl FnMut(&FinishedGame, &MatchTotals) -> bool,
+) -> Result<MatchTotals, MatchError> {
+    if settings.openings.is_empty() {
+        return Err(MatchError::NoOpenings);
+    }
+    let next_pair = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let (sender, receiver) = channel::<Result<FinishedGame, MatchError>>();
+    let mut totals = MatchTotals::default();
+    let mut first_leg: BTreeMap<usize, u64> = BTreeMap::new();
+    std::thread::scope(|scope| {
+        for _ in 0..settings.concurrency.max(1).min(settings.pairs.max(1)) {
+            let sender = sender.clone();
+            let (next_pair, stop) = (&next_pair, &stop);
+            scope.spawn(move || {
+                let mut engines = match (
+                    start_engine(&settings.engines[0]),
+                    start_engine(&settings.engines[1]),
+                ) {
+                    (Ok(a), Ok(b)) => [a, b],
+                    (Err(e), _) | (_, Err(e)) => {
+                        let _ = sender.send(Err(e));
+                        return;
+                    }
+                };
+                loop {
+                    let pair = next_pair.fetch_add(1, Ordering::Relaxed);
+                    if pair >= settings.pairs || stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let opening = &settings.openings[pair % settings.openings.len()];
+                    for leg in 0..2 {
+                        let [first, second] = &mut engines;
+                        let by_color = if leg == 0 {
+                            ByColor {
+                                red: first,
+                                black: second,
+                            }
+                        } else {
+                            ByColor {
+                                red: second,
+                                black: first,
+                            }
+                        };
+                        let record = play_game(by_color, opening, &settings.game);
+                        if let Some((color, _)) = &record.failure {
+                            let index = usize::from((*color == Color::Red) == (leg == 1));
+                            match start_engine(&settings.engines[index]) {
+                                Ok(fresh) => engines[index] = fresh,
+                                Err(error) => {
+                                    let _ = sender.send(Err(error));
+                                    return;
+                                }
+                            }
+                        }
+                        if sender.send(Ok(FinishedGame { pair, leg, record })).is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+        drop(sender);
+        for message in receiver {
+            let finished = match message {
+                Ok(finished) => finished,
+                Err(error) => {
+                    stop.store(true, Ordering::Relaxed);
+                    return Err(error);
+                }
+            };
+            let half_points = totals.add_game(&finished.record, finished.leg == 0);
+            match first_leg.remove(&finished.pair) {
+                Some(other) => totals.pentanomial[(other + half_points) as usize] += 1,
+                None => {
+                    first_leg.insert(finished.pair, half_points);
+                }
+            }
+            let go_on = on_game(&finished, &totals);
+            let decided = settings
+                .sprt
+                .as_ref()
+                .and_then(|s| totals.sprt(s))
+                .and_then(|s| s.decision())
+                .is_some();
+            if !go_on || decided {
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
+        Ok(totals)
+    })
+}

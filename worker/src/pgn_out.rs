@@ -1,0 +1,88 @@
+//! Game records in PGN, as the product writes them (shared/reference/CONVENTIONS.md):
+//! the usual headers with `[Variant]`, `[FEN]`, `[TimeControl]` and `[Termination]`,
+//! moves in UCI coordinates, and a comment after each engine move with its score,
+//! depth and time.
+
+use std::fmt::Write as _;
+
+use xq_engine::color::Color;
+use xq_engine::xiangqi::Position;
+
+use crate::game::GameRecord;
+
+/// Escapes a tag value.
+fn quoted(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// The PGN text of `game`, played as round `round` of `event`.
+pub fn game_pgn(game: &GameRecord, event: &str, round: usize, time_control: &str) -> String {
+    let mut text = String::new();
+    let mut tag = |name: &str, value: &str| {
+        writeln!(text, "[{name} \"{}\"]", quoted(value)).expect("writing to a string");
+    };
+    tag("Event", event);
+    tag("Site", "xq-worker");
+    tag("Round", &round.to_string());
+    tag("White", &game.players.red);
+    tag("Black", &game.players.black);
+    tag("Result", game.outcome.pgn());
+    tag("Variant", "xiangqi");
+    if game.start != Position::startpos() {
+        tag("SetUp", "1");
+        tag("FEN", &game.start.to_string());
+    }
+    tag("TimeControl", time_control);
+    tag("PlyCount", &game.moves.len().to_string());
+    tag("Termination", game.termination.pgn());
+    text.push('\n');
+    let mut line = String::new();
+    let mut side = game.start.side_to_move();
+    let mut number = game.start.fullmove_number();
+    for (index, played) in game.moves.iter().enumerate() {
+        let mut token = String::new();
+        if side == Color::Red {
+            write!(token, "{number}. ").expect("writing to a string");
+        } else if index == 0 {
+            write!(token, "{number}... ").expect("writing to a string");
+        }
+        write!(token, "{}", played.mv).expect("writing to a string");
+        if index < game.book_plies {
+            token.push_str(" {book}");
+        } else if let Some(score) = played.score {
+            let depth = played.depth.map(|d| format!("/{d}")).unwrap_or_default();
+            write!(
+                token,
+                " {{{:+.2}{depth} {:.3}s}}",
+                score as f64 / 100.0,
+                played.elapsed.as_secs_f64()
+            )
+            .expect("writing to a string");
+        } else {
+            write!(token, " {{{:.3}s}}", played.elapsed.as_secs_f64())
+                .expect("writing to a string");
+        }
+        if line.len() + token.len() > 79 {
+            text.push_str(line.trim_end());
+            text.push('\n');
+            line.clear();
+        }
+        line.push_str(&token);
+        line.push(' ');
+        if side == Color::Black {
+            number += 1;
+        }
+        side = !side;
+    }
+    let reason = game.reason.replace('{', "(").replace('}', ")");
+    let closing = format!("{{{reason}}} {}", game.outcome.pgn());
+    if line.len() + closing.len() > 79 {
+        text.push_str(line.trim_end());
+        text.push('\n');
+        line.clear();
+    }
+    line.push_str(&closing);
+    text.push_str(&line);
+    text.push_str("\n\n");
+    text
+}
