@@ -24,6 +24,39 @@ pub enum Protocol {
     Ucci,
 }
 
+/// Which letters an engine reads in FEN for horse and elephant.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FenFlavour {
+    /// `N` and `B`, as Pikafish and Fairy-Stockfish write them.
+    #[default]
+    KnightBishop,
+    /// `H` and `E`, as Sjaak II and some older engines want them.
+    HorseElephant,
+}
+
+impl FenFlavour {
+    /// The FEN in this flavour; only the board field changes.
+    pub fn write(self, fen: &str) -> String {
+        match self {
+            FenFlavour::KnightBishop => fen.to_owned(),
+            FenFlavour::HorseElephant => {
+                let (board, rest) = fen.split_once(' ').unwrap_or((fen, ""));
+                let board: String = board
+                    .chars()
+                    .map(|c| match c {
+                        'N' => 'H',
+                        'n' => 'h',
+                        'B' => 'E',
+                        'b' => 'e',
+                        other => other,
+                    })
+                    .collect();
+                format!("{board} {rest}")
+            }
+        }
+    }
+}
+
 /// How to start and set up an engine.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EngineConfig {
@@ -39,6 +72,8 @@ pub struct EngineConfig {
     pub protocol: Protocol,
     /// How it numbers ranks in moves.
     pub dialect: Dialect,
+    /// Which letters it reads in FEN.
+    pub fen_flavour: FenFlavour,
     /// Options to set, in order.
     pub options: Vec<(String, String)>,
 }
@@ -343,5 +378,20 @@ impl Drop for EngineProcess {
             let _ = self.child.kill();
         }
         let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_horse_elephant_flavour_changes_only_the_board() {
+        let fen = "rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR b - - 0 1";
+        assert_eq!(
+            FenFlavour::HorseElephant.write(fen),
+            "rheakaehr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RHEAKAEHR b - - 0 1"
+        );
+        assert_eq!(FenFlavour::KnightBishop.write(fen), fen);
     }
 }

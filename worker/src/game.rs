@@ -154,9 +154,18 @@ fn limits_text(
     }
 }
 
+/// `position startpos` for the start position, which every engine reads; otherwise
+/// the FEN in the engine's flavour.
 fn position_text(start: &Position, moves: &[PlayedMove], engine: &EngineProcess) -> String {
     let dialect = engine.config().dialect;
-    let mut text = format!("position fen {start}");
+    let mut text = if *start == Position::startpos() {
+        "position startpos".to_owned()
+    } else {
+        format!(
+            "position fen {}",
+            engine.config().fen_flavour.write(&start.to_string())
+        )
+    };
     if !moves.is_empty() {
         text.push_str(" moves");
         for played in moves {
@@ -267,7 +276,10 @@ pub fn play_game(
         let position = position_text(&opening.start, &moves, engine);
         let reply = match engine.go(&position, &limits, timeout) {
             Ok(reply) => reply,
-            Err(EngineError::Timeout { .. }) if clocks[side].is_some() => {
+            Err(EngineError::Timeout { .. })
+                if clocks[side].is_some()
+                    || matches!(settings.time_control, TimeControl::MoveTime(_)) =>
+            {
                 ending = Some(Ending {
                     outcome: Outcome::Win(!side),
                     reason: format!("{} loses on time", players[side]),

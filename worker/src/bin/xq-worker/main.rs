@@ -11,7 +11,7 @@ use xq_engine::xiangqi::Position;
 use xq_engine::xiangqi::notation::Dialect;
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_stats::{Model, Sprt};
-use xq_worker::engine_process::{EngineConfig, Protocol};
+use xq_worker::engine_process::{EngineConfig, FenFlavour, Protocol};
 use xq_worker::game::{Adjudication, GameSettings, Opening};
 use xq_worker::match_runner::{MatchSettings, MatchTotals, run_match};
 use xq_worker::openings::{arrange, read_book};
@@ -38,7 +38,8 @@ enum Command {
 #[derive(clap::Args)]
 struct MatchArgs {
     /// An engine, as key=value words: name=, cmd=, proto=uci|ucci, ranks=0-9|1-10,
-    /// dir=, arg= (repeatable), option.NAME=VALUE. Give it twice. (Read per occurrence
+    /// fen=nb|he (FEN letters for horse and elephant), dir=, arg= (repeatable),
+    /// option.NAME=VALUE. Give it twice. (Read per occurrence
     /// in `run`; this flat list only declares the argument.)
     #[arg(long = "engine", num_args = 1.., action = ArgAction::Append, required = true)]
     engines: Vec<String>,
@@ -147,6 +148,13 @@ fn engine_config(words: &[String]) -> anyhow::Result<EngineConfig> {
                     "0-9" => Dialect::ZeroBased,
                     "1-10" => Dialect::OneBased,
                     other => bail!("--engine ranks={other}: use 0-9 or 1-10"),
+                }
+            }
+            "fen" => {
+                config.fen_flavour = match value {
+                    "nb" => FenFlavour::KnightBishop,
+                    "he" => FenFlavour::HorseElephant,
+                    other => bail!("--engine fen={other}: use nb (N, B) or he (H, E)"),
                 }
             }
             key if key.starts_with("option.") => config

@@ -1,0 +1,128 @@
+//! Each failure of an engine gives the right result and reason, and the runner never
+//! hangs: the game is lost, the engine restarted, the match goes on; an engine that
+//! cannot start fails the match.
+
+use std::time::Instant;
+
+use xq_engine::xiangqi::rules::Outcome;
+use xq_worker::game::Termination;
+use xq_worker::match_runner::{MatchError, MatchSettings, run_match};
+
+use crate::{fake_engine, our_engine, settings, startpos};
+
+fn against_fake(mode: &str, time_control: &str) -> Vec<(Outcome, Termination, String, bool)> {
+    let match_settings = MatchSettings {
+        engines: [fake_engine(mode), our_engine("xq")],
+        pairs: 1,
+        concurrency: 1,
+        openings: startpos(),
+        game: settings(time_control),
+        sprt: None,
+    };
+    let mut games = Vec::new();
+    let started = Instant::now();
+    run_match(&match_settings, |finished, _| {
+        let record = &finished.record;
+        let fake_is_red = finished.leg == 0;
+        let fake_lost = record.outcome
+            == Outcome::Win(if fake_is_red {
+                xq_engine::color::Color::Black
+            } else {
+                xq_engine::color::Color::Red
+            });
+        games.push((
+            record.outcome,
+            record.termination,
+            record.reason.clone(),
+            fake_lost,
+        ));
+        true
+    })
+    .expect("the match survives the failure");
+    assert!(
+        started.elapsed().as_secs() < 30,
+        "{mode} took {:?}",
+        started.elapsed()
+    );
+    games
+}
+
+#[test]
+fn a_crashing_engine_loses_each_game_and_is_restarted() {
+    let games = against_fake("crash", "nodes=500");
+    assert_eq!(
+        games.len(),
+        2,
+        "both games of the pair are played: the engine was restarted"
+    );
+    for (_, termination, reason, fake_lost) in games {
+        assert!(fake_lost);
+        assert_eq!(termination, Termination::EngineFailure);
+        assert!(
+            reason.contains("stopped talking") && reason.contains("segmentation fault (simulated)"),
+            "{reason}"
+        );
+    }
+}
+
+#[test]
+fn a_hanging_engine_loses_on_time_under_a_clock() {
+    for (_, termination, reason, fake_lost) in against_fake("hang", "1+0") {
+        assert!(fake_lost);
+        assert_eq!(termination, Termination::TimeForfeit, "{reason}");
+    }
+}
+
+#[test]
+fn a_hanging_engine_is_a_failure_under_a_node_budget() {
+    for (_, termination, reason, fake_lost) in against_fake("hang", "nodes=500") {
+        assert!(fake_lost);
+        assert_eq!(termination, Termination::EngineFailure);
+        assert!(reason.contains("no bestmove"), "{reason}");
+    }
+}
+
+#[test]
+fn an_illegal_move_loses() {
+    for (_, termination, reason, fake_lost) in against_fake("illegal", "nodes=500") {
+        assert!(fake_lost);
+        assert_eq!(termination, Termination::IllegalMove);
+        assert!(reason.contains("e0e9"), "{reason}");
+    }
+}
+
+#[test]
+fn a_flood_of_output_is_cut_off() {
+    for (_, termination, reason, fake_lost) in against_fake("flood", "nodes=500") {
+        assert!(fake_lost);
+        assert_eq!(termination, Termination::EngineFailure);
+        assert!(reason.contains("flooded"), "{reason}");
+    }
+}
+
+#[test]
+fn a_bestmove_without_a_move_is_a_failure() {
+    for (_, termination, reason, fake_lost) in against_fake("garbage", "nodes=500") {
+        assert!(fake_lost);
+        assert_eq!(termination, Termination::EngineFailure);
+        assert!(reason.contains("malformed"), "{reason}");
+    }
+}
+
+#[test]
+fn an_engine_that_never_gets_ready_fails_the_match() {
+    let match_settings = MatchSettings {
+        engines: [fake_engine("noready"), our_engine("xq")],
+        pairs: 1,
+        concurrency: 1,
+        openings: startpos(),
+        game: settings("nodes=500"),
+        sprt: None,
+    };
+    let error = run_match(&match_settings, |_, _| true).expect_err("the match cannot start");
+    assert!(
+        matches!(error, MatchError::Engine { ref name, .. } if name == "fake-noready"),
+        "{error}"
+    );
+    assert!(error.to_string().contains("no readyok"), "{error}");
+}

@@ -1,0 +1,162 @@
+//! Matches between real engines: ours against itself, against Debian's Fairy-Stockfish
+//! over UCI (ranks 1..10) and over UCCI (ranks 0..9), and against Sjaak II; every game
+//! ends by the rules or the length limit, and the PGN re-read and replayed through the
+//! arbiter gives the same results.
+
+use std::path::PathBuf;
+
+use xq_engine::xiangqi::notation::Dialect;
+use xq_engine::xiangqi::pgn::parse_pgn;
+use xq_engine::xiangqi::rules::judge::{JudgeRequest, judge};
+use xq_worker::engine_process::{EngineConfig, Protocol};
+use xq_worker::game::{GameRecord, Termination};
+use xq_worker::match_runner::{MatchSettings, run_match};
+use xq_worker::pgn_out::game_pgn;
+
+use xq_engine::xiangqi::Position;
+use xq_worker::game::Opening;
+
+use crate::{our_engine, settings};
+
+fn reference(name: &str, path: &str, protocol: Protocol, dialect: Dialect) -> EngineConfig {
+    assert!(
+        std::path::Path::new(path).exists(),
+        "{path} is missing: the README's test command installs it"
+    );
+    EngineConfig {
+        name: name.to_owned(),
+        command: PathBuf::from(path),
+        protocol,
+        dialect,
+        ..EngineConfig::default()
+    }
+}
+
+fn play(opponent: EngineConfig, time_control: &str, pairs: usize) -> Vec<GameRecord> {
+    play_from(
+        opponent,
+        time_control,
+        pairs,
+        xq_engine::xiangqi::fen::START_FEN,
+    )
+}
+
+fn play_from(
+    opponent: EngineConfig,
+    time_control: &str,
+    pairs: usize,
+    fen: &str,
+) -> Vec<GameRecord> {
+    let mut game_settings = settings(time_control);
+    game_settings.max_plies = Some(160);
+    let match_settings = MatchSettings {
+        engines: [our_engine("xq"), opponent],
+        pairs,
+        concurrency: 2,
+        openings: vec![Opening {
+            start: Position::from_fen(fen).expect("opening FEN"),
+            moves: Vec::new(),
+        }],
+        game: game_settings,
+        sprt: None,
+    };
+    let mut records = Vec::new();
+    let totals = run_match(&match_settings, |finished, _| {
+        records.push(finished.record.clone());
+        true
+    })
+    .expect("the match runs");
+    assert_eq!(totals.games(), 2 * pairs as u64);
+    assert_eq!(totals.pentanomial.iter().sum::<u64>(), pairs as u64);
+    for record in &records {
+        assert!(
+            matches!(
+                record.termination,
+                Termination::Rules | Termination::Adjudication
+            ),
+            "{:?}: {}",
+            record.termination,
+            record.reason
+        );
+    }
+    records
+}
+
+/// The PGN of each game, re-read and ruled by the judge, gives the recorded result.
+fn replays_to_the_same_results(records: &[GameRecord]) {
+    let text: String = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| game_pgn(r, "test", i + 1, "test"))
+        .collect();
+    let games = parse_pgn(&text).expect("our PGN parses");
+    assert_eq!(games.len(), records.len());
+    for (game, record) in games.iter().zip(records) {
+        assert_eq!(game.moves.len(), record.moves.len());
+        let (verdict, _) = judge(&JudgeRequest::from_pgn(
+            game,
+            xq_engine::xiangqi::rules::RuleSet::Wxf,
+        ))
+        .expect("legal game");
+        if record.termination == Termination::Rules {
+            assert_eq!(verdict["result"], record.outcome.pgn(), "{}", record.reason);
+        }
+        assert_eq!(game.result.as_deref(), Some(record.outcome.pgn()));
+    }
+}
+
+#[test]
+fn our_engine_against_itself() {
+    let records = play(our_engine("xq-copy"), "nodes=2000", 2);
+    replays_to_the_same_results(&records);
+}
+
+#[test]
+fn against_fairy_stockfish_over_uci() {
+    let records = play(
+        reference(
+            "fairy-stockfish",
+            "/usr/games/fairy-stockfish",
+            Protocol::Uci,
+            Dialect::OneBased,
+        ),
+        "st=0.02",
+        1,
+    );
+    replays_to_the_same_results(&records);
+}
+
+#[test]
+fn against_fairy_stockfish_over_ucci() {
+    let records = play(
+        reference(
+            "fairy-stockfish-ucci",
+            "/usr/games/fairy-stockfish",
+            Protocol::Ucci,
+            Dialect::ZeroBased,
+        ),
+        "st=0.02",
+        1,
+    );
+    replays_to_the_same_results(&records);
+}
+
+#[test]
+fn against_sjaak_ii() {
+    // Sjaak II reads H and E in FEN, and is given a fixed depth: it does not honour
+    // `go movetime`. An opening from a FEN exercises the flavour.
+    let mut sjaak = reference(
+        "sjaakii",
+        "/usr/games/sjaakii",
+        Protocol::Uci,
+        Dialect::OneBased,
+    );
+    sjaak.fen_flavour = xq_worker::engine_process::FenFlavour::HorseElephant;
+    let records = play_from(
+        sjaak,
+        "depth=4",
+        1,
+        "rnbakabnr/9/1c2c4/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w - - 2 2",
+    );
+    replays_to_the_same_results(&records);
+}
