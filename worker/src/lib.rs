@@ -4,11 +4,13 @@
 //!
 //! Layout: [`engine_process`] talks to one engine; [`time_control`] keeps the clocks;
 //! [`game`] plays one game; [`openings`] reads books; [`match_runner`] plays pairs
-//! concurrently and keeps the totals; [`pgn_out`] writes the records.
+//! concurrently and keeps the totals; [`pgn_out`] writes the records; [`selfplay`]
+//! generates training data.
 
 pub mod engine_process;
 pub mod game;
 pub mod match_runner;
 pub mod openings;
 pub mod pgn_out;
+pub mod selfplay;
 pub mod time_control;

@@ -226,7 +226,10 @@ pub fn parse_composed(fen: &str) -> Result<(Position, Vec<PositionError>), FenEr
 }
 
 /// Refuses what the rules cannot work on; returns what is merely unreachable.
-fn validate(position: &Position, kings: [u32; 2]) -> Result<Vec<PositionError>, PositionError> {
+pub(crate) fn validate(
+    position: &Position,
+    kings: [u32; 2],
+) -> Result<Vec<PositionError>, PositionError> {
     for color in Color::ALL {
         match kings[color.index()] {
             0 => return Err(PositionError::MissingKing(color)),

@@ -3,6 +3,7 @@
 
 mod failures;
 mod matches;
+mod selfplay;
 
 use std::path::PathBuf;
 use std::time::Duration;

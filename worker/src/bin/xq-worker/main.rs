@@ -1,4 +1,5 @@
-//! `xq-worker`: the match runner (`match`), usable alone like cutechess-cli.
+//! `xq-worker`: the match runner (`match`), usable alone like cutechess-cli, and
+//! self-play data generation (`selfplay`).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -16,6 +17,7 @@ use xq_worker::game::{Adjudication, GameSettings, Opening};
 use xq_worker::match_runner::{MatchSettings, MatchTotals, run_match};
 use xq_worker::openings::{arrange, read_book};
 use xq_worker::pgn_out::game_pgn;
+use xq_worker::selfplay::{SelfPlaySettings, run_selfplay};
 use xq_worker::time_control::TimeControl;
 
 #[derive(Parser)]
@@ -33,6 +35,39 @@ struct Cli {
 enum Command {
     /// Plays a match between two engines.
     Match(MatchArgs),
+    /// Generates training data: our engine plays itself in-process.
+    Selfplay(SelfplayArgs),
+}
+
+#[derive(clap::Args)]
+struct SelfplayArgs {
+    /// Search nodes per move.
+    #[arg(long, default_value_t = 5000)]
+    nodes: u64,
+    /// Games to play.
+    #[arg(long, default_value_t = 10)]
+    games: usize,
+    /// Directory for the chunk files.
+    #[arg(long)]
+    out: PathBuf,
+    /// Random plies at the start of each game (not recorded).
+    #[arg(long, default_value_t = 8)]
+    random_plies: usize,
+    /// Seed of the random plies.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Games at once (default: the number of cores).
+    #[arg(long)]
+    concurrency: Option<usize>,
+    /// Records per chunk file.
+    #[arg(long, default_value_t = 20_000)]
+    chunk_records: usize,
+    /// Rule set: wxf, asian, cxq or computer.
+    #[arg(long, default_value = "wxf")]
+    rules: RuleSet,
+    /// Plies after which a game is drawn.
+    #[arg(long, default_value_t = 400)]
+    maxplies: usize,
 }
 
 #[derive(clap::Args)]
@@ -114,6 +149,32 @@ fn run() -> anyhow::Result<()> {
                 .map(|occurrences| occurrences.map(|words| words.cloned().collect()).collect())
                 .unwrap_or_default();
             run_match_command(args, engines)
+        }
+        Command::Selfplay(args) => {
+            let settings = SelfPlaySettings {
+                nodes: args.nodes,
+                games: args.games,
+                random_plies: args.random_plies,
+                seed: args.seed,
+                threads: args
+                    .concurrency
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+                chunk_records: args.chunk_records.max(1),
+                out: args.out,
+                rules: args.rules,
+                max_plies: args.maxplies,
+            };
+            let report = run_selfplay(&settings)?;
+            let seconds = report.elapsed.as_secs_f64().max(1e-9);
+            println!(
+                "{} games, {} positions in {} chunks, {:.1} s, {:.0} positions/s",
+                report.games,
+                report.positions,
+                report.chunks.len(),
+                seconds,
+                report.positions as f64 / seconds
+            );
+            Ok(())
         }
     }
 }

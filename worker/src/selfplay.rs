@@ -1,0 +1,193 @@
+//! Self-play data generation: our engine plays itself in-process (no pipes) at a node
+//! budget per move, from a few random opening plies, and every position after them is
+//! written with the search's score and move and the game's result, in the engine
+//! library's chunk format ([`xq_engine::xiangqi::data`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use xq_engine::xiangqi::data::{Record, write_chunk};
+use xq_engine::xiangqi::movegen::legal_moves;
+use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet};
+use xq_engine::xiangqi::search::limits::Limits;
+use xq_engine::xiangqi::search::{Score, SearchOptions, Shared, search};
+use xq_engine::xiangqi::{Move, Position};
+
+/// What to generate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SelfPlaySettings {
+    /// Search nodes per move.
+    pub nodes: u64,
+    /// Games to play.
+    pub games: usize,
+    /// Random legal plies before the engine takes over (not recorded).
+    pub random_plies: usize,
+    /// Seed of the random plies; game `i` uses `seed + i`, so runs are reproducible.
+    pub seed: u64,
+    /// Games at once.
+    pub threads: usize,
+    /// Records per chunk file.
+    pub chunk_records: usize,
+    /// Where chunk files go.
+    pub out: PathBuf,
+    /// The rule set refereeing the games.
+    pub rules: RuleSet,
+    /// Plies after which a game is drawn.
+    pub max_plies: usize,
+}
+
+/// What was generated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SelfPlayReport {
+    /// Games played.
+    pub games: usize,
+    /// Positions written.
+    pub positions: usize,
+    /// Chunk files written.
+    pub chunks: Vec<PathBuf>,
+    /// Time taken.
+    pub elapsed: Duration,
+}
+
+/// Writing chunks failed.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {path}: {source}")]
+pub struct SelfPlayError {
+    path: String,
+    source: std::io::Error,
+}
+
+fn score_to_i16(score: Score) -> i16 {
+    let value = match score {
+        Score::Centipawns(cp) => cp,
+        Score::Mate(moves) if moves > 0 => 30_000 - moves,
+        Score::Mate(moves) => -30_000 - moves,
+    };
+    value.clamp(i16::MIN as i32 + 1, i16::MAX as i32) as i16
+}
+
+/// Plays one game; returns its records with the result filled in.
+fn play_game(settings: &SelfPlaySettings, game: usize, shared: &Shared) -> Vec<Record> {
+    let mut rng = StdRng::seed_from_u64(settings.seed.wrapping_add(game as u64));
+    let start = Position::startpos();
+    let mut referee = Referee::new(
+        start.clone(),
+        RefereeConfig {
+            rules: settings.rules,
+            ..RefereeConfig::default()
+        },
+    );
+    let mut moves: Vec<Move> = Vec::new();
+    let mut records = Vec::new();
+    let limits = Limits {
+        nodes: Some(settings.nodes),
+        ..Limits::default()
+    };
+    let options = SearchOptions {
+        rules: settings.rules,
+        ..SearchOptions::default()
+    };
+    while referee.ruling().is_none() && moves.len() < settings.max_plies {
+        let mv = if moves.len() < settings.random_plies {
+            let legal = legal_moves(referee.position());
+            legal[rng.random_range(0..legal.len())]
+        } else {
+            let result = search(shared, &start, &moves, &limits, &options, |_| {});
+            let best = result.best.expect("a game not yet ruled has a legal move");
+            records.push(Record {
+                position: referee.position().clone(),
+                score: score_to_i16(result.score),
+                best_move: best,
+                ply: moves.len() as u16,
+                result: Outcome::Draw,
+            });
+            best
+        };
+        referee
+            .play(mv)
+            .expect("generated and searched moves are legal");
+        moves.push(mv);
+    }
+    let result = referee.ruling().map_or(Outcome::Draw, |r| r.outcome);
+    for record in &mut records {
+        record.result = result;
+    }
+    records
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), SelfPlayError> {
+    let error = |source| SelfPlayError {
+        path: path.display().to_string(),
+        source,
+    };
+    let temporary = path.with_extension("tmp");
+    std::fs::write(&temporary, bytes).map_err(error)?;
+    std::fs::rename(&temporary, path).map_err(error)
+}
+
+/// Plays the games and writes the chunks.
+pub fn run_selfplay(settings: &SelfPlaySettings) -> Result<SelfPlayReport, SelfPlayError> {
+    std::fs::create_dir_all(&settings.out).map_err(|source| SelfPlayError {
+        path: settings.out.display().to_string(),
+        source,
+    })?;
+    let started = Instant::now();
+    let next_game = AtomicUsize::new(0);
+    let pending: Mutex<Vec<Record>> = Mutex::new(Vec::new());
+    let chunks: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    let positions = AtomicUsize::new(0);
+    let failure: Mutex<Option<SelfPlayError>> = Mutex::new(None);
+    let flush = |records: Vec<Record>| {
+        let mut chunks = chunks.lock().expect("chunk list");
+        let path = settings.out.join(format!(
+            "selfplay-s{}-{:05}.xqc",
+            settings.seed,
+            chunks.len()
+        ));
+        match write_file(&path, &write_chunk(&records)) {
+            Ok(()) => chunks.push(path),
+            Err(error) => *failure.lock().expect("failure slot") = Some(error),
+        }
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..settings.threads.max(1) {
+            scope.spawn(|| {
+                let shared = Shared::new(8);
+                loop {
+                    let game = next_game.fetch_add(1, Ordering::Relaxed);
+                    if game >= settings.games || failure.lock().expect("failure slot").is_some() {
+                        return;
+                    }
+                    let records = play_game(settings, game, &shared);
+                    positions.fetch_add(records.len(), Ordering::Relaxed);
+                    let full = {
+                        let mut pending = pending.lock().expect("pending records");
+                        pending.extend(records);
+                        (pending.len() >= settings.chunk_records)
+                            .then(|| std::mem::take(&mut *pending))
+                    };
+                    if let Some(records) = full {
+                        flush(records);
+                    }
+                }
+            });
+        }
+    });
+    let rest = std::mem::take(&mut *pending.lock().expect("pending records"));
+    if !rest.is_empty() {
+        flush(rest);
+    }
+    if let Some(error) = failure.into_inner().expect("failure slot") {
+        return Err(error);
+    }
+    Ok(SelfPlayReport {
+        games: settings.games,
+        positions: positions.into_inner(),
+        chunks: chunks.into_inner().expect("chunk list"),
+        elapsed: started.elapsed(),
+    })
+}
