@@ -31,11 +31,7 @@ fn random_games() -> Vec<Vec<Move>> {
                 // Prefer moving back and forth to make repetitions common.
                 let mv = if moves.len() >= 4 && rng.random_bool(0.5) {
                     let back: Move = moves[moves.len() - 4];
-                    if legal.contains(&back) {
-                        back
-                    } else {
-                        legal[rng.random_range(0..legal.len())]
-                    }
+                    if legal.contains(&back) { back } else { legal[rng.random_range(0..legal.len())] }
                 } else {
                     legal[rng.random_range(0..legal.len())]
                 };
@@ -102,22 +98,10 @@ fn main() {
 
     let referee_per_ply = (refereed - bare) / plies as f64;
     println!("plies: {plies} in {GAMES} games");
-    println!(
-        "make_move alone:        {:8.1} ns/ply",
-        bare / plies as f64 * 1e9
-    );
-    println!(
-        "referee (incl. make):   {:8.1} ns/ply",
-        refereed / plies as f64 * 1e9
-    );
-    println!(
-        "referee's own cost:     {:8.1} ns/ply",
-        referee_per_ply * 1e9
-    );
-    println!(
-        "1,000-node stand-in:    {:8.1} ns/ply",
-        search_per_ply * 1e9
-    );
+    println!("make_move alone:        {:8.1} ns/ply", bare / plies as f64 * 1e9);
+    println!("referee (incl. make):   {:8.1} ns/ply", refereed / plies as f64 * 1e9);
+    println!("referee's own cost:     {:8.1} ns/ply", referee_per_ply * 1e9);
+    println!("1,000-node stand-in:    {:8.1} ns/ply", search_per_ply * 1e9);
     println!(
         "referee share of a game at 1,000 nodes/move: {:.2}% (target < 3%)",
         100.0 * referee_per_ply / (search_per_ply + referee_per_ply)

@@ -39,27 +39,13 @@ pub struct BenchResult {
 pub fn run(depth: i32) -> BenchResult {
     let started = Instant::now();
     let mut nodes = 0;
-    let limits = Limits {
-        depth: Some(depth),
-        ..Limits::default()
-    };
+    let limits = Limits { depth: Some(depth), ..Limits::default() };
     for fen in POSITIONS {
         let position = Position::from_fen(fen).expect("bench positions are valid");
         let shared = Shared::new(16);
-        nodes += search(
-            &shared,
-            &position,
-            &[],
-            &limits,
-            &SearchOptions::default(),
-            |_| {},
-        )
-        .nodes;
+        nodes += search(&shared, &position, &[], &limits, &SearchOptions::default(), |_| {}).nodes;
     }
-    BenchResult {
-        nodes,
-        elapsed: started.elapsed(),
-    }
+    BenchResult { nodes, elapsed: started.elapsed() }
 }
 
 #[cfg(test)]

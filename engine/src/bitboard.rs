@@ -24,10 +24,7 @@ impl<G: Geometry> Bitboard<G> {
 
     /// The set whose bits are `bits`; bits beyond the board are dropped.
     pub const fn from_bits(bits: u128) -> Self {
-        Self {
-            bits: bits & (u128::MAX >> (128 - G::SQUARES as u32)),
-            board: PhantomData,
-        }
+        Self { bits: bits & (u128::MAX >> (128 - G::SQUARES as u32)), board: PhantomData }
     }
 
     /// The raw bits.
@@ -67,22 +64,12 @@ impl<G: Geometry> Bitboard<G> {
 
     /// The square of lowest index, if any.
     pub const fn first(self) -> Option<Square<G>> {
-        if self.bits == 0 {
-            None
-        } else {
-            Some(Square::from_index_unchecked(
-                self.bits.trailing_zeros() as u8
-            ))
-        }
+        if self.bits == 0 { None } else { Some(Square::from_index_unchecked(self.bits.trailing_zeros() as u8)) }
     }
 
     /// The only square of a set known to hold exactly one.
     pub fn single(self) -> Option<Square<G>> {
-        if self.any() && !self.more_than_one() {
-            self.first()
-        } else {
-            None
-        }
+        if self.any() && !self.more_than_one() { self.first() } else { None }
     }
 
     /// Adds `sq`.
@@ -212,10 +199,8 @@ mod tests {
 
     #[test]
     fn iteration_yields_members_in_index_order() {
-        let squares: Vec<_> = [3u8, 70, 89, 0]
-            .iter()
-            .map(|&i| Square::<XiangqiBoard>::from_index(i).unwrap())
-            .collect();
+        let squares: Vec<_> =
+            [3u8, 70, 89, 0].iter().map(|&i| Square::<XiangqiBoard>::from_index(i).unwrap()).collect();
         let bb: Bb = squares.iter().copied().collect();
         let back: Vec<usize> = bb.map(|s| s.index()).collect();
         assert_eq!(back, vec![0, 3, 70, 89]);

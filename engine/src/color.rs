@@ -61,10 +61,7 @@ pub struct ByColor<T> {
 impl<T> ByColor<T> {
     /// Builds from a function of the side.
     pub fn new_with(mut f: impl FnMut(Color) -> T) -> Self {
-        ByColor {
-            red: f(Color::Red),
-            black: f(Color::Black),
-        }
+        ByColor { red: f(Color::Red), black: f(Color::Black) }
     }
 }
 

@@ -54,29 +54,18 @@ impl<G: Geometry> Square<G> {
     /// The square at `file` (0-based from `a`) and `rank` (0-based from the first
     /// player's side), if it is on the board.
     pub const fn new(file: u8, rank: u8) -> Option<Self> {
-        if file < G::FILES && rank < G::RANKS {
-            Some(Self::from_index_unchecked(rank * G::FILES + file))
-        } else {
-            None
-        }
+        if file < G::FILES && rank < G::RANKS { Some(Self::from_index_unchecked(rank * G::FILES + file)) } else { None }
     }
 
     /// The square with this index, if it is on the board.
     pub const fn from_index(index: u8) -> Option<Self> {
-        if index < G::SQUARES {
-            Some(Self::from_index_unchecked(index))
-        } else {
-            None
-        }
+        if index < G::SQUARES { Some(Self::from_index_unchecked(index)) } else { None }
     }
 
     /// Crate-internal constructor for indices already known to be on the board.
     pub(crate) const fn from_index_unchecked(index: u8) -> Self {
         debug_assert!(index < G::SQUARES);
-        Self {
-            index,
-            board: PhantomData,
-        }
+        Self { index, board: PhantomData }
     }
 
     /// The index, `rank * FILES + file`.
@@ -138,10 +127,7 @@ impl<G: Geometry> Square<G> {
 
     /// Writes the square with the first rank numbered `first_rank_label`.
     pub fn display_with_label(self, first_rank_label: u8) -> impl fmt::Display {
-        SquareText {
-            file: self.file(),
-            label: self.rank() + first_rank_label,
-        }
+        SquareText { file: self.file(), label: self.rank() + first_rank_label }
     }
 }
 

@@ -77,10 +77,7 @@ pub struct LineTable {
 
 impl LineTable {
     const fn build(files: usize, ranks: usize, kind: LineMove) -> Self {
-        let mut table = LineTable {
-            rank: [[0; MAX_RANK_INDEX]; MAX_FILES],
-            file: [[0; MAX_FILE_INDEX]; MAX_SQUARES],
-        };
+        let mut table = LineTable { rank: [[0; MAX_RANK_INDEX]; MAX_FILES], file: [[0; MAX_FILE_INDEX]; MAX_SQUARES] };
         let mut f = 0;
         while f < files {
             let mut inner = 0;
@@ -202,10 +199,8 @@ impl<G: LineGeometry> Occupancy<G> {
     fn lookup(&self, table: &LineTable, sq: Square<G>) -> Bitboard<G> {
         let (files, ranks) = (G::FILES as u32, G::RANKS as u32);
         let (file, rank) = (sq.file() as u32, sq.rank() as u32);
-        let rank_inner =
-            (self.squares.bits() >> (rank * files + 1)) as usize & ((1 << (files - 2)) - 1);
-        let file_inner =
-            (self.file_major >> (file * ranks + 1)) as usize & ((1 << (ranks - 2)) - 1);
+        let rank_inner = (self.squares.bits() >> (rank * files + 1)) as usize & ((1 << (files - 2)) - 1);
+        let file_inner = (self.file_major >> (file * ranks + 1)) as usize & ((1 << (ranks - 2)) - 1);
         let along_rank = (table.rank[file as usize][rank_inner] as u128) << (rank * files);
         Bitboard::from_bits(along_rank | table.file[sq.index()][file_inner])
     }
@@ -273,11 +268,7 @@ mod tests {
             let occ = Occupancy::from_squares(occ_bb);
             let from = Square::<G>::from_index((a % G::SQUARES as u64) as u8).unwrap();
             assert_eq!(occ.slide_attacks(from), walk(occ_bb, from, false), "{from}");
-            assert_eq!(
-                occ.jump_attacks(from) & occ_bb,
-                walk(occ_bb, from, true),
-                "{from}"
-            );
+            assert_eq!(occ.jump_attacks(from) & occ_bb, walk(occ_bb, from, true), "{from}");
         }
     }
 

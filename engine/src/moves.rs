@@ -36,10 +36,9 @@ impl<G: Geometry> Move<G> {
 
     /// Unpacks [`Move::to_u16`]; `None` when a square is off the board.
     pub const fn from_u16(bits: u16) -> Option<Self> {
-        let (Some(from), Some(to)) = (
-            Square::from_index((bits & 0x7F) as u8),
-            Square::from_index((bits >> 7 & 0x7F) as u8),
-        ) else {
+        let (Some(from), Some(to)) =
+            (Square::from_index((bits & 0x7F) as u8), Square::from_index((bits >> 7 & 0x7F) as u8))
+        else {
             return None;
         };
         Some(Move { from, to })

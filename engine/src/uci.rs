@@ -191,9 +191,7 @@ impl Session {
             "multipv" => {
                 number(1, 1)?;
             }
-            "move overhead" => {
-                self.options.move_overhead = Duration::from_millis(number(0, 5000)? as u64)
-            }
+            "move overhead" => self.options.move_overhead = Duration::from_millis(number(0, 5000)? as u64),
             "evalfile" => {
                 if !value.is_empty() && value != "<empty>" {
                     return Err(format!(
@@ -206,9 +204,7 @@ impl Session {
                     return Err(format!("variant '{value}' is not supported; xiangqi is"));
                 }
             }
-            "repetition rule" => {
-                self.options.rules = value.parse::<RuleSet>().map_err(|e| e.to_string())?
-            }
+            "repetition rule" => self.options.rules = value.parse::<RuleSet>().map_err(|e| e.to_string())?,
             "clear hash" => self.shared.tt.clear(),
             _ => return Err(format!("unknown option '{name}'")),
         }
@@ -225,30 +221,21 @@ impl Session {
 
     fn go(&mut self, words: &[&str]) -> Result<(), String> {
         if let ["perft", depth] = words {
-            let depth: u32 = depth
-                .parse()
-                .map_err(|_| format!("perft depth '{depth}' is not a whole number"))?;
+            let depth: u32 = depth.parse().map_err(|_| format!("perft depth '{depth}' is not a whole number"))?;
             let mut position = self.current_position();
             let split = perft::divide(&mut position, depth);
             for (mv, count) in &split {
                 say(&self.out, &format!("{mv}: {count}"));
             }
             say(&self.out, "");
-            say(
-                &self.out,
-                &format!(
-                    "Nodes searched: {}",
-                    split.iter().map(|(_, n)| n).sum::<u64>()
-                ),
-            );
+            say(&self.out, &format!("Nodes searched: {}", split.iter().map(|(_, n)| n).sum::<u64>()));
             return Ok(());
         }
         let position = self.current_position();
         let limits = parse_go(words, &position, self.protocol)?;
         let shared = Arc::clone(&self.shared);
         let out = Arc::clone(&self.out);
-        let (start, moves, options) =
-            (self.start.clone(), self.moves.clone(), self.options.clone());
+        let (start, moves, options) = (self.start.clone(), self.moves.clone(), self.options.clone());
         let protocol = self.protocol;
         let infinite = limits.infinite;
         let handle = std::thread::spawn(move || {
@@ -285,12 +272,7 @@ fn info_line(info: &SearchInfo, protocol: Protocol) -> String {
         (Score::Centipawns(cp), Protocol::Uci) => format!("cp {cp}"),
         (Score::Mate(moves), Protocol::Uci) => format!("mate {moves}"),
         (Score::Centipawns(cp), Protocol::Ucci) => cp.to_string(),
-        (Score::Mate(moves), Protocol::Ucci) => (if moves > 0 {
-            30_000 - moves
-        } else {
-            -30_000 - moves
-        })
-        .to_string(),
+        (Score::Mate(moves), Protocol::Ucci) => (if moves > 0 { 30_000 - moves } else { -30_000 - moves }).to_string(),
     };
     let millis = info.elapsed.as_millis().max(1);
     let pv: Vec<String> = info.pv.iter().map(Move::to_string).collect();
@@ -304,34 +286,23 @@ fn info_line(info: &SearchInfo, protocol: Protocol) -> String {
             info.hashfull,
             pv.join(" ")
         ),
-        Protocol::Ucci => format!(
-            "info depth {} score {score} time {millis} nodes {} pv {}",
-            info.depth,
-            info.nodes,
-            pv.join(" ")
-        ),
+        Protocol::Ucci => {
+            format!("info depth {} score {score} time {millis} nodes {} pv {}", info.depth, info.nodes, pv.join(" "))
+        }
     }
 }
 
 /// `position startpos|fen <fen> [moves m1 m2 ...]`
 fn parse_position(words: &[&str]) -> Result<(Position, Vec<Move>), String> {
-    let moves_at = words
-        .iter()
-        .position(|&w| w == "moves")
-        .unwrap_or(words.len());
+    let moves_at = words.iter().position(|&w| w == "moves").unwrap_or(words.len());
     let (setup, moves) = words.split_at(moves_at);
     let start = match setup {
         ["startpos"] => Position::startpos(),
         ["fen", text @ ..] if !text.is_empty() => {
-            fen::parse_composed(&text.join(" "))
-                .map_err(|error| format!("invalid FEN: {error}"))?
-                .0
+            fen::parse_composed(&text.join(" ")).map_err(|error| format!("invalid FEN: {error}"))?.0
         }
         _ => {
-            return Err(
-                "position expects 'startpos' or 'fen <fen>', then optionally 'moves ...'"
-                    .to_owned(),
-            );
+            return Err("position expects 'startpos' or 'fen <fen>', then optionally 'moves ...'".to_owned());
         }
     };
     let mut position = start.clone();
@@ -351,9 +322,7 @@ fn parse_go(words: &[&str], position: &Position, protocol: Protocol) -> Result<L
     let red = position.side_to_move() == crate::color::Color::Red;
     let mut index = 0;
     let value = |index: usize| -> Result<u64, String> {
-        let word = words
-            .get(index + 1)
-            .ok_or_else(|| format!("go {}: a number must follow", words[index]))?;
+        let word = words.get(index + 1).ok_or_else(|| format!("go {}: a number must follow", words[index]))?;
         word.parse::<i64>()
             .map(|v| v.max(0) as u64)
             .map_err(|_| format!("go {}: '{word}' is not a number", words[index]))
@@ -365,8 +334,7 @@ fn parse_go(words: &[&str], position: &Position, protocol: Protocol) -> Result<L
             ("ponder", _) => {}
             ("banmoves", _) => {
                 for text in &words[index + 1..] {
-                    let mv = parse_uci(position, text, Dialect::ZeroBased)
-                        .map_err(|e| format!("banmoves: {e}"))?;
+                    let mv = parse_uci(position, text, Dialect::ZeroBased).map_err(|e| format!("banmoves: {e}"))?;
                     limits.banned.push(mv);
                 }
                 break;

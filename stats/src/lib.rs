@@ -84,16 +84,9 @@ fn results_to_pdf(results: &[u64]) -> Result<(f64, Pdf), StatsError> {
     if n != 3 && n != 5 {
         return Err(StatsError::Shape(n));
     }
-    let counts: Vec<f64> = results
-        .iter()
-        .map(|&c| if c == 0 { REGULARIZATION } else { c as f64 })
-        .collect();
+    let counts: Vec<f64> = results.iter().map(|&c| if c == 0 { REGULARIZATION } else { c as f64 }).collect();
     let total: f64 = counts.iter().sum();
-    let pdf = counts
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (i as f64 / (n - 1) as f64, c / total))
-        .collect();
+    let pdf = counts.iter().enumerate().map(|(i, c)| (i as f64 / (n - 1) as f64, c / total)).collect();
     Ok((total, pdf))
 }
 
@@ -126,42 +119,21 @@ fn secular(pdf: &[(f64, f64)]) -> f64 {
 fn mle_expected(pdf: &[(f64, f64)], s: f64) -> Pdf {
     let shifted: Pdf = pdf.iter().map(|&(a, p)| (a - s, p)).collect();
     let x = secular(&shifted);
-    pdf.iter()
-        .zip(&shifted)
-        .map(|(&(a, p), &(d, _))| (a, p / (1.0 + x * d)))
-        .collect()
+    pdf.iter().zip(&shifted).map(|(&(a, p), &(d, _))| (a, p / (1.0 + x * d))).collect()
 }
 
 /// The distribution closest to `pdf` with t-value `(mean - reference) / sd = t`, by
 /// fixed-point iteration on the secular equation.
 fn mle_t_value(pdf: &[(f64, f64)], reference: f64, t: f64) -> Pdf {
-    let mut mle: Pdf = pdf
-        .iter()
-        .map(|&(a, _)| (a, 1.0 / pdf.len() as f64))
-        .collect();
+    let mut mle: Pdf = pdf.iter().map(|&(a, _)| (a, 1.0 / pdf.len() as f64)).collect();
     for _ in 0..100 {
         let (mean, variance) = mean_and_variance(&mle);
         let sd = variance.sqrt();
-        let shifted: Pdf = pdf
-            .iter()
-            .map(|&(a, p)| {
-                (
-                    a - reference - t * sd * (1.0 + ((mean - a) / sd).powi(2)) / 2.0,
-                    p,
-                )
-            })
-            .collect();
+        let shifted: Pdf =
+            pdf.iter().map(|&(a, p)| (a - reference - t * sd * (1.0 + ((mean - a) / sd).powi(2)) / 2.0, p)).collect();
         let x = secular(&shifted);
-        let next: Pdf = pdf
-            .iter()
-            .zip(&shifted)
-            .map(|(&(a, p), &(d, _))| (a, p / (1.0 + x * d)))
-            .collect();
-        let change = next
-            .iter()
-            .zip(&mle)
-            .map(|(n, o)| (n.1 - o.1).abs())
-            .fold(0.0, f64::max);
+        let next: Pdf = pdf.iter().zip(&shifted).map(|(&(a, p), &(d, _))| (a, p / (1.0 + x * d))).collect();
+        let change = next.iter().zip(&mle).map(|(n, o)| (n.1 - o.1).abs()).fold(0.0, f64::max);
         mle = next;
         if change < 1e-12 {
             break;
@@ -183,44 +155,24 @@ pub fn logistic_elo(score: f64) -> f64 {
 
 impl Sprt {
     /// Checks the error rates.
-    pub fn new(
-        elo0: f64,
-        elo1: f64,
-        alpha: f64,
-        beta: f64,
-        model: Model,
-    ) -> Result<Self, StatsError> {
+    pub fn new(elo0: f64, elo1: f64, alpha: f64, beta: f64, model: Model) -> Result<Self, StatsError> {
         if !(alpha > 0.0 && alpha < 1.0 && beta > 0.0 && beta < 1.0) {
             return Err(StatsError::ErrorRates);
         }
-        Ok(Sprt {
-            elo0,
-            elo1,
-            alpha,
-            beta,
-            model,
-        })
+        Ok(Sprt { elo0, elo1, alpha, beta, model })
     }
 
     /// The log-likelihood ratio of `results` and the bounds.
     pub fn state(&self, results: &[u64]) -> Result<SprtState, StatsError> {
         let (count, pdf) = results_to_pdf(results)?;
         let (pdf0, pdf1) = match self.model {
-            Model::Logistic => (
-                mle_expected(&pdf, logistic_score(self.elo0)),
-                mle_expected(&pdf, logistic_score(self.elo1)),
-            ),
+            Model::Logistic => {
+                (mle_expected(&pdf, logistic_score(self.elo0)), mle_expected(&pdf, logistic_score(self.elo1)))
+            }
             Model::Normalized => {
-                let scale = if results.len() == 5 {
-                    std::f64::consts::SQRT_2
-                } else {
-                    1.0
-                };
+                let scale = if results.len() == 5 { std::f64::consts::SQRT_2 } else { 1.0 };
                 let t = |nelo: f64| nelo / NELO_PER_T * scale;
-                (
-                    mle_t_value(&pdf, 0.5, t(self.elo0)),
-                    mle_t_value(&pdf, 0.5, t(self.elo1)),
-                )
+                (mle_t_value(&pdf, 0.5, t(self.elo0)), mle_t_value(&pdf, 0.5, t(self.elo1)))
             }
         };
         let llr = count
@@ -260,10 +212,8 @@ fn phi(x: f64) -> f64 {
 /// The error function (Abramowitz and Stegun 7.1.26, error below 1.5e-7).
 fn erf(x: f64) -> f64 {
     let t = 1.0 / (1.0 + 0.327_591_1 * x.abs());
-    let poly = t
-        * (0.254_829_592
-            + t * (-0.284_496_736
-                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    let poly =
+        t * (0.254_829_592 + t * (-0.284_496_736 + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
     let value = 1.0 - poly * (-x * x).exp();
     if x >= 0.0 { value } else { -value }
 }
@@ -276,29 +226,13 @@ pub fn elo_estimate(results: &[u64]) -> Result<EloEstimate, StatsError> {
     }
     let count: u64 = results.iter().sum();
     let total = count.max(1) as f64;
-    let pdf: Pdf = results
-        .iter()
-        .enumerate()
-        .map(|(i, &c)| (i as f64 / (n - 1) as f64, c as f64 / total))
-        .collect();
+    let pdf: Pdf = results.iter().enumerate().map(|(i, &c)| (i as f64 / (n - 1) as f64, c as f64 / total)).collect();
     let (mean, variance) = mean_and_variance(&pdf);
     let stderr = (variance / total).sqrt();
     let z = 1.959_963_985;
-    let los = if stderr > 0.0 {
-        phi((mean - 0.5) / stderr)
-    } else {
-        0.5
-    };
-    let scale = if n == 5 {
-        std::f64::consts::SQRT_2
-    } else {
-        1.0
-    };
-    let nelo = if variance > 0.0 {
-        (mean - 0.5) / (variance.sqrt() * scale) * NELO_PER_T
-    } else {
-        0.0
-    };
+    let los = if stderr > 0.0 { phi((mean - 0.5) / stderr) } else { 0.5 };
+    let scale = if n == 5 { std::f64::consts::SQRT_2 } else { 1.0 };
+    let nelo = if variance > 0.0 { (mean - 0.5) / (variance.sqrt() * scale) * NELO_PER_T } else { 0.0 };
     Ok(EloEstimate {
         elo: logistic_elo(mean),
         low: logistic_elo(mean - z * stderr),
@@ -315,10 +249,7 @@ mod tests {
     #[test]
     fn llr_matches_fishtest_reference_values() {
         let logistic = Sprt::new(-3.0, 1.0, 0.05, 0.05, Model::Logistic).unwrap();
-        let llr = logistic
-            .state(&[10789, 19328, 33806, 19402, 10543])
-            .unwrap()
-            .llr;
+        let llr = logistic.state(&[10789, 19328, 33806, 19402, 10543]).unwrap().llr;
         assert!((llr - 2.131068).abs() < 1e-3, "{llr}");
         let normalized = Sprt::new(0.5, 2.5, 0.05, 0.05, Model::Normalized).unwrap();
         let llr = normalized.state(&[39, 8843, 26675, 9240, 44]).unwrap().llr;
@@ -340,12 +271,7 @@ mod tests {
         let even = elo_estimate(&[10, 20, 40, 20, 10]).unwrap();
         assert!(even.elo.abs() < 1e-9 && (even.los - 0.5).abs() < 1e-9);
         let better = elo_estimate(&[30, 60, 100]).unwrap();
-        assert!(
-            better.elo > 0.0
-                && better.low < better.elo
-                && better.elo < better.high
-                && better.los > 0.99
-        );
+        assert!(better.elo > 0.0 && better.low < better.elo && better.elo < better.high && better.los > 0.99);
         // 60% score is 70.4 Elo.
         assert!((logistic_elo(0.6) - 70.437).abs() < 1e-2);
     }

@@ -112,11 +112,7 @@ pub enum EngineError {
 }
 
 fn stderr_note(stderr: &str) -> String {
-    if stderr.is_empty() {
-        String::new()
-    } else {
-        format!("; its stderr ends with: {stderr}")
-    }
+    if stderr.is_empty() { String::new() } else { format!("; its stderr ends with: {stderr}") }
 }
 
 /// Lines an engine may write while searching one move before it is cut off.
@@ -154,18 +150,13 @@ impl EngineProcess {
     /// Starts the engine and completes the handshake, setting its options.
     pub fn start(config: &EngineConfig) -> Result<Self, EngineError> {
         let mut command = Command::new(&config.command);
-        command
-            .args(&config.args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        command.args(&config.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         if let Some(dir) = &config.dir {
             command.current_dir(dir);
         }
-        let mut child = command.spawn().map_err(|e| EngineError::Spawn {
-            command: config.command.display().to_string(),
-            reason: e.to_string(),
-        })?;
+        let mut child = command
+            .spawn()
+            .map_err(|e| EngineError::Spawn { command: config.command.display().to_string(), reason: e.to_string() })?;
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
         let mut stderr_pipe = child.stderr.take().expect("piped stderr");
@@ -190,21 +181,13 @@ impl EngineProcess {
                 text.push_str(&String::from_utf8_lossy(&buffer[..n]));
                 if text.len() > STDERR_TAIL {
                     let cut = text.len() - STDERR_TAIL;
-                    let cut = (cut..text.len())
-                        .find(|&i| text.is_char_boundary(i))
-                        .unwrap_or(text.len());
+                    let cut = (cut..text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len());
                     text.drain(..cut);
                 }
             }
         });
-        let mut engine = EngineProcess {
-            config: config.clone(),
-            child,
-            stdin,
-            lines,
-            stderr,
-            announced_options: Vec::new(),
-        };
+        let mut engine =
+            EngineProcess { config: config.clone(), child, stdin, lines, stderr, announced_options: Vec::new() };
         engine.handshake()?;
         Ok(engine)
     }
@@ -222,9 +205,7 @@ impl EngineProcess {
     fn send(&mut self, line: &str) -> Result<(), EngineError> {
         writeln!(self.stdin, "{line}")
             .and_then(|()| self.stdin.flush())
-            .map_err(|_| EngineError::Disconnected {
-                stderr: self.stderr_tail(),
-            })
+            .map_err(|_| EngineError::Disconnected { stderr: self.stderr_tail() })
     }
 
     /// Reads lines until one satisfies `done`, which is returned, before `deadline`.
@@ -244,17 +225,12 @@ impl EngineProcess {
                     }
                 }
                 Err(RecvTimeoutError::Timeout) => {
-                    return Err(EngineError::Timeout {
-                        expected,
-                        waited: timeout,
-                    });
+                    return Err(EngineError::Timeout { expected, waited: timeout });
                 }
                 Err(RecvTimeoutError::Disconnected) => {
                     // Give the stderr reader a moment to collect the last words.
                     std::thread::sleep(Duration::from_millis(20));
-                    return Err(EngineError::Disconnected {
-                        stderr: self.stderr_tail(),
-                    });
+                    return Err(EngineError::Disconnected { stderr: self.stderr_tail() });
                 }
             }
         }
@@ -277,9 +253,7 @@ impl EngineProcess {
             line == ok
         })?;
         self.announced_options = announced;
-        if self.config.protocol == Protocol::Uci
-            && self.announced_options.iter().any(|o| o == "UCI_Variant")
-        {
+        if self.config.protocol == Protocol::Uci && self.announced_options.iter().any(|o| o == "UCI_Variant") {
             self.send("setoption name UCI_Variant value xiangqi")?;
         }
         for (name, value) in self.config.options.clone() {
@@ -294,8 +268,7 @@ impl EngineProcess {
     /// Sends `isready` and waits for `readyok`.
     pub fn ready(&mut self) -> Result<(), EngineError> {
         self.send("isready")?;
-        self.read_until("readyok", HANDSHAKE_TIMEOUT, |line| line == "readyok")
-            .map(|_| ())
+        self.read_until("readyok", HANDSHAKE_TIMEOUT, |line| line == "readyok").map(|_| ())
     }
 
     /// Tells the engine a new game starts.
@@ -308,12 +281,7 @@ impl EngineProcess {
 
     /// Sends the position and `go` with `limits` (already in the protocol's words),
     /// and waits up to `timeout` for `bestmove`.
-    pub fn go(
-        &mut self,
-        position: &str,
-        limits: &str,
-        timeout: Duration,
-    ) -> Result<EngineReply, EngineError> {
+    pub fn go(&mut self, position: &str, limits: &str, timeout: Duration) -> Result<EngineReply, EngineError> {
         self.send(position)?;
         let started = Instant::now();
         self.send(&format!("go {limits}"))?;
@@ -326,10 +294,7 @@ impl EngineProcess {
                     match pair {
                         ["score", "cp", v] => score = v.parse().ok(),
                         ["score", "mate", v] => {
-                            score = v
-                                .parse::<i32>()
-                                .ok()
-                                .map(|m| if m > 0 { 30_000 - m } else { -30_000 - m })
+                            score = v.parse::<i32>().ok().map(|m| if m > 0 { 30_000 - m } else { -30_000 - m })
                         }
                         _ => {}
                     }
@@ -351,12 +316,7 @@ impl EngineProcess {
             .filter(|_| line.starts_with("bestmove"))
             .ok_or_else(|| EngineError::Garbage(line.clone()))?
             .to_owned();
-        Ok(EngineReply {
-            bestmove,
-            score,
-            depth,
-            elapsed,
-        })
+        Ok(EngineReply { bestmove, score, depth, elapsed })
     }
 
     /// Asks the engine to quit and makes sure it is gone.

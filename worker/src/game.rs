@@ -112,24 +112,13 @@ pub struct GameRecord {
     pub failure: Option<(Color, EngineError)>,
 }
 
-fn limits_text(
-    protocol: Protocol,
-    time_control: &TimeControl,
-    clocks: &ByColor<Option<Clock>>,
-    side: Color,
-) -> String {
+fn limits_text(protocol: Protocol, time_control: &TimeControl, clocks: &ByColor<Option<Clock>>, side: Color) -> String {
     let ms = |d: Duration| d.as_millis();
     match time_control {
         TimeControl::Clock(_) => {
-            let (red, black) = (
-                clocks.red.as_ref().expect("clock"),
-                clocks.black.as_ref().expect("clock"),
-            );
+            let (red, black) = (clocks.red.as_ref().expect("clock"), clocks.black.as_ref().expect("clock"));
             let own = if side == Color::Red { red } else { black };
-            let moves_to_go = own
-                .moves_to_go()
-                .map(|m| format!(" movestogo {m}"))
-                .unwrap_or_default();
+            let moves_to_go = own.moves_to_go().map(|m| format!(" movestogo {m}")).unwrap_or_default();
             match protocol {
                 Protocol::Uci => format!(
                     "wtime {} btime {} winc {} binc {}{moves_to_go}",
@@ -138,11 +127,9 @@ fn limits_text(
                     ms(red.increment()),
                     ms(black.increment())
                 ),
-                Protocol::Ucci => format!(
-                    "time {} increment {}{moves_to_go}",
-                    ms(own.remaining()),
-                    ms(own.increment())
-                ),
+                Protocol::Ucci => {
+                    format!("time {} increment {}{moves_to_go}", ms(own.remaining()), ms(own.increment()))
+                }
             }
         }
         TimeControl::MoveTime(t) => match protocol {
@@ -161,10 +148,7 @@ fn position_text(start: &Position, moves: &[PlayedMove], engine: &EngineProcess)
     let mut text = if *start == Position::startpos() {
         "position startpos".to_owned()
     } else {
-        format!(
-            "position fen {}",
-            engine.config().fen_flavour.write(&start.to_string())
-        )
+        format!("position fen {}", engine.config().fen_flavour.write(&start.to_string()))
     };
     if !moves.is_empty() {
         text.push_str(" moves");
@@ -185,20 +169,10 @@ struct Ending {
 
 /// Plays one game; `engines` by colour. Engine failures end the game as a loss for
 /// the failing engine and are reported in the record; the caller restarts it.
-pub fn play_game(
-    engines: ByColor<&mut EngineProcess>,
-    opening: &Opening,
-    settings: &GameSettings,
-) -> GameRecord {
+pub fn play_game(engines: ByColor<&mut EngineProcess>, opening: &Opening, settings: &GameSettings) -> GameRecord {
     let mut engines = engines;
-    let players = ByColor {
-        red: engines.red.config().name.clone(),
-        black: engines.black.config().name.clone(),
-    };
-    let config = RefereeConfig {
-        rules: settings.rules,
-        ..RefereeConfig::default()
-    };
+    let players = ByColor { red: engines.red.config().name.clone(), black: engines.black.config().name.clone() };
+    let config = RefereeConfig { rules: settings.rules, ..RefereeConfig::default() };
     let mut referee = Referee::new(opening.start.clone(), config);
     let mut moves: Vec<PlayedMove> = Vec::new();
     let mut ending = None;
@@ -212,23 +186,12 @@ pub fn play_game(
             });
             break;
         }
-        moves.push(PlayedMove {
-            mv,
-            score: None,
-            depth: None,
-            elapsed: Duration::ZERO,
-        });
+        moves.push(PlayedMove { mv, score: None, depth: None, elapsed: Duration::ZERO });
     }
     let book_plies = moves.len();
     let mut clocks: ByColor<Option<Clock>> = match &settings.time_control {
-        TimeControl::Clock(periods) => ByColor {
-            red: Some(Clock::new(periods)),
-            black: Some(Clock::new(periods)),
-        },
-        _ => ByColor {
-            red: None,
-            black: None,
-        },
+        TimeControl::Clock(periods) => ByColor { red: Some(Clock::new(periods)), black: Some(Clock::new(periods)) },
+        _ => ByColor { red: None, black: None },
     };
     for color in Color::ALL {
         if ending.is_none() {
@@ -260,12 +223,7 @@ pub fn play_game(
         }
         let side = referee.position().side_to_move();
         let engine = &mut engines[side];
-        let limits = limits_text(
-            engine.config().protocol,
-            &settings.time_control,
-            &clocks,
-            side,
-        );
+        let limits = limits_text(engine.config().protocol, &settings.time_control, &clocks, side);
         let timeout = match &clocks[side] {
             Some(clock) => clock.remaining() + settings.time_margin + Duration::from_millis(200),
             None => match settings.time_control {
@@ -277,8 +235,7 @@ pub fn play_game(
         let reply = match engine.go(&position, &limits, timeout) {
             Ok(reply) => reply,
             Err(EngineError::Timeout { .. })
-                if clocks[side].is_some()
-                    || matches!(settings.time_control, TimeControl::MoveTime(_)) =>
+                if clocks[side].is_some() || matches!(settings.time_control, TimeControl::MoveTime(_)) =>
             {
                 ending = Some(Ending {
                     outcome: Outcome::Win(!side),
@@ -317,20 +274,10 @@ pub fn play_game(
             }
         };
         referee.play(mv).expect("a parsed move is legal");
-        moves.push(PlayedMove {
-            mv,
-            score: reply.score,
-            depth: reply.depth,
-            elapsed: reply.elapsed,
-        });
-        if let Some(adjudged) = adjudicate(
-            settings.adjudication,
-            &moves,
-            side,
-            &mut draw_streak,
-            &mut resign_streak,
-            &players,
-        ) {
+        moves.push(PlayedMove { mv, score: reply.score, depth: reply.depth, elapsed: reply.elapsed });
+        if let Some(adjudged) =
+            adjudicate(settings.adjudication, &moves, side, &mut draw_streak, &mut resign_streak, &players)
+        {
             ending = Some(adjudged);
         }
     }
@@ -367,11 +314,7 @@ fn adjudicate(
     let score = moves.last()?.score?;
     if let Some((from_move, plies, limit)) = rules.draw {
         let move_number = moves.len().div_ceil(2) as u32;
-        *draw_streak = if move_number >= from_move && score.abs() <= limit {
-            *draw_streak + 1
-        } else {
-            0
-        };
+        *draw_streak = if move_number >= from_move && score.abs() <= limit { *draw_streak + 1 } else { 0 };
         if *draw_streak >= plies {
             return Some(Ending {
                 outcome: Outcome::Draw,
@@ -382,13 +325,8 @@ fn adjudicate(
         }
     }
     if let Some((count, limit)) = rules.resign {
-        resign_streak[mover] = if score <= -limit {
-            resign_streak[mover] + 1
-        } else {
-            0
-        };
-        let winner_agrees =
-            moves.len() >= 2 && moves[moves.len() - 2].score.is_some_and(|s| s >= limit);
+        resign_streak[mover] = if score <= -limit { resign_streak[mover] + 1 } else { 0 };
+        let winner_agrees = moves.len() >= 2 && moves[moves.len() - 2].score.is_some_and(|s| s >= limit);
         if resign_streak[mover] >= count && winner_agrees {
             return Some(Ending {
                 outcome: Outcome::Win(!mover),

@@ -90,11 +90,7 @@ impl MatchTotals {
     }
 
     fn add_game(&mut self, game: &GameRecord, first_is_red: bool) -> u64 {
-        let first = if first_is_red {
-            Color::Red
-        } else {
-            Color::Black
-        };
+        let first = if first_is_red { Color::Red } else { Color::Black };
         let half_points = match game.outcome {
             Outcome::Win(winner) if winner == first => {
                 self.wins += 1;
@@ -117,10 +113,7 @@ impl MatchTotals {
         };
         *self.reasons.entry(reason).or_default() += 1;
         if let Some((color, _)) = &game.failure {
-            *self
-                .failures
-                .entry(game.players[*color].clone())
-                .or_default() += 1;
+            *self.failures.entry(game.players[*color].clone()).or_default() += 1;
         }
         half_points
     }
@@ -138,10 +131,7 @@ pub struct FinishedGame {
 }
 
 fn start_engine(config: &EngineConfig) -> Result<EngineProcess, MatchError> {
-    EngineProcess::start(config).map_err(|error| MatchError::Engine {
-        name: config.name.clone(),
-        error,
-    })
+    EngineProcess::start(config).map_err(|error| MatchError::Engine { name: config.name.clone(), error })
 }
 
 /// Plays the match; `on_game` sees every finished game with the totals after it, and
@@ -163,10 +153,7 @@ pub fn run_match(
             let sender = sender.clone();
             let (next_pair, stop) = (&next_pair, &stop);
             scope.spawn(move || {
-                let mut engines = match (
-                    start_engine(&settings.engines[0]),
-                    start_engine(&settings.engines[1]),
-                ) {
+                let mut engines = match (start_engine(&settings.engines[0]), start_engine(&settings.engines[1])) {
                     (Ok(a), Ok(b)) => [a, b],
                     (Err(e), _) | (_, Err(e)) => {
                         let _ = sender.send(Err(e));
@@ -182,15 +169,9 @@ pub fn run_match(
                     for leg in 0..2 {
                         let [first, second] = &mut engines;
                         let by_color = if leg == 0 {
-                            ByColor {
-                                red: first,
-                                black: second,
-                            }
+                            ByColor { red: first, black: second }
                         } else {
-                            ByColor {
-                                red: second,
-                                black: first,
-                            }
+                            ByColor { red: second, black: first }
                         };
                         let record = play_game(by_color, opening, &settings.game);
                         if let Some((color, _)) = &record.failure {
@@ -227,12 +208,7 @@ pub fn run_match(
                 }
             }
             let go_on = on_game(&finished, &totals);
-            let decided = settings
-                .sprt
-                .as_ref()
-                .and_then(|s| totals.sprt(s))
-                .and_then(|s| s.decision())
-                .is_some();
+            let decided = settings.sprt.as_ref().and_then(|s| totals.sprt(s)).and_then(|s| s.decision()).is_some();
             if !go_on || decided {
                 stop.store(true, Ordering::Relaxed);
             }

@@ -43,8 +43,7 @@ pub enum BookError {
 fn fen_part(line: &str) -> String {
     let mut fields: Vec<&str> = Vec::new();
     for (index, token) in line.split_whitespace().enumerate() {
-        let fen_like =
-            index < 2 || token == "-" || (index >= 4 && token.bytes().all(|b| b.is_ascii_digit()));
+        let fen_like = index < 2 || token == "-" || (index >= 4 && token.bytes().all(|b| b.is_ascii_digit()));
         if index >= 6 || !fen_like {
             break;
         }
@@ -57,26 +56,15 @@ fn fen_part(line: &str) -> String {
 /// `pgn_plies`, or after all its moves), else one FEN or EPD position a line.
 pub fn read_book(path: &Path, pgn_plies: Option<usize>) -> Result<Vec<Opening>, BookError> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| BookError::Read {
-        path: name.clone(),
-        reason: e.to_string(),
-    })?;
-    let entry_error = |entry, reason: String| BookError::Entry {
-        path: name.clone(),
-        entry,
-        reason,
-    };
+    let text =
+        std::fs::read_to_string(path).map_err(|e| BookError::Read { path: name.clone(), reason: e.to_string() })?;
+    let entry_error = |entry, reason: String| BookError::Entry { path: name.clone(), entry, reason };
     let mut openings = Vec::new();
-    if path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("pgn"))
-    {
+    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("pgn")) {
         let games = parse_pgn(&text).map_err(|e| entry_error(0, e.to_string()))?;
         for (index, game) in games.iter().enumerate() {
             let start = match game.tag("FEN") {
-                Some(text) => {
-                    fen::parse(text).map_err(|e| entry_error(index + 1, e.to_string()))?
-                }
+                Some(text) => fen::parse(text).map_err(|e| entry_error(index + 1, e.to_string()))?,
                 None => Position::startpos(),
             };
             let mut position = start.clone();
@@ -95,12 +83,8 @@ pub fn read_book(path: &Path, pgn_plies: Option<usize>) -> Result<Vec<Opening>, 
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let start =
-                fen::parse(&fen_part(line)).map_err(|e| entry_error(index + 1, e.to_string()))?;
-            openings.push(Opening {
-                start,
-                moves: Vec::new(),
-            });
+            let start = fen::parse(&fen_part(line)).map_err(|e| entry_error(index + 1, e.to_string()))?;
+            openings.push(Opening { start, moves: Vec::new() });
         }
     }
     if openings.is_empty() {
@@ -126,14 +110,8 @@ mod tests {
 
     #[test]
     fn epd_operations_are_dropped() {
-        assert_eq!(
-            fen_part("4k4/9/9/9/9/9/9/9/9/3K5 w - - bm e1e2; id \"x\";"),
-            "4k4/9/9/9/9/9/9/9/9/3K5 w - -"
-        );
-        assert_eq!(
-            fen_part("4k4/9/9/9/9/9/9/9/9/3K5 b - - 3 7"),
-            "4k4/9/9/9/9/9/9/9/9/3K5 b - - 3 7"
-        );
+        assert_eq!(fen_part("4k4/9/9/9/9/9/9/9/9/3K5 w - - bm e1e2; id \"x\";"), "4k4/9/9/9/9/9/9/9/9/3K5 w - -");
+        assert_eq!(fen_part("4k4/9/9/9/9/9/9/9/9/3K5 b - - 3 7"), "4k4/9/9/9/9/9/9/9/9/3K5 b - - 3 7");
     }
 
     #[test]
@@ -150,10 +128,7 @@ mod tests {
         let bad = dir.join("bad.epd");
         std::fs::write(&bad, "4k4/9/9/9/9/9/9/9/9/4K4 w\n").unwrap();
         let message = read_book(&bad, None).unwrap_err().to_string();
-        assert!(
-            message.contains("entry 1") && message.contains("face each other"),
-            "{message}"
-        );
+        assert!(message.contains("entry 1") && message.contains("face each other"), "{message}");
         let book = read_book(&epd, None).unwrap();
         assert_eq!(arrange(book.clone(), None, 1)[0], book[1]);
         assert_eq!(arrange(book.clone(), Some(7), 0).len(), 2);

@@ -51,16 +51,10 @@ pub fn game_pgn(game: &GameRecord, event: &str, round: usize, time_control: &str
             token.push_str(" {book}");
         } else if let Some(score) = played.score {
             let depth = played.depth.map(|d| format!("/{d}")).unwrap_or_default();
-            write!(
-                token,
-                " {{{:+.2}{depth} {:.3}s}}",
-                score as f64 / 100.0,
-                played.elapsed.as_secs_f64()
-            )
-            .expect("writing to a string");
-        } else {
-            write!(token, " {{{:.3}s}}", played.elapsed.as_secs_f64())
+            write!(token, " {{{:+.2}{depth} {:.3}s}}", score as f64 / 100.0, played.elapsed.as_secs_f64())
                 .expect("writing to a string");
+        } else {
+            write!(token, " {{{:.3}s}}", played.elapsed.as_secs_f64()).expect("writing to a string");
         }
         if line.len() + token.len() > 79 {
             text.push_str(line.trim_end());

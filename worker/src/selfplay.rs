@@ -74,23 +74,11 @@ fn score_to_i16(score: Score) -> i16 {
 fn play_game(settings: &SelfPlaySettings, game: usize, shared: &Shared) -> Vec<Record> {
     let mut rng = StdRng::seed_from_u64(settings.seed.wrapping_add(game as u64));
     let start = Position::startpos();
-    let mut referee = Referee::new(
-        start.clone(),
-        RefereeConfig {
-            rules: settings.rules,
-            ..RefereeConfig::default()
-        },
-    );
+    let mut referee = Referee::new(start.clone(), RefereeConfig { rules: settings.rules, ..RefereeConfig::default() });
     let mut moves: Vec<Move> = Vec::new();
     let mut records = Vec::new();
-    let limits = Limits {
-        nodes: Some(settings.nodes),
-        ..Limits::default()
-    };
-    let options = SearchOptions {
-        rules: settings.rules,
-        ..SearchOptions::default()
-    };
+    let limits = Limits { nodes: Some(settings.nodes), ..Limits::default() };
+    let options = SearchOptions { rules: settings.rules, ..SearchOptions::default() };
     while referee.ruling().is_none() && moves.len() < settings.max_plies {
         let mv = if moves.len() < settings.random_plies {
             let legal = legal_moves(referee.position());
@@ -107,9 +95,7 @@ fn play_game(settings: &SelfPlaySettings, game: usize, shared: &Shared) -> Vec<R
             });
             best
         };
-        referee
-            .play(mv)
-            .expect("generated and searched moves are legal");
+        referee.play(mv).expect("generated and searched moves are legal");
         moves.push(mv);
     }
     let result = referee.ruling().map_or(Outcome::Draw, |r| r.outcome);
@@ -120,10 +106,7 @@ fn play_game(settings: &SelfPlaySettings, game: usize, shared: &Shared) -> Vec<R
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), SelfPlayError> {
-    let error = |source| SelfPlayError {
-        path: path.display().to_string(),
-        source,
-    };
+    let error = |source| SelfPlayError { path: path.display().to_string(), source };
     let temporary = path.with_extension("tmp");
     std::fs::write(&temporary, bytes).map_err(error)?;
     std::fs::rename(&temporary, path).map_err(error)
@@ -131,10 +114,8 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), SelfPlayError> {
 
 /// Plays the games and writes the chunks.
 pub fn run_selfplay(settings: &SelfPlaySettings) -> Result<SelfPlayReport, SelfPlayError> {
-    std::fs::create_dir_all(&settings.out).map_err(|source| SelfPlayError {
-        path: settings.out.display().to_string(),
-        source,
-    })?;
+    std::fs::create_dir_all(&settings.out)
+        .map_err(|source| SelfPlayError { path: settings.out.display().to_string(), source })?;
     let started = Instant::now();
     let next_game = AtomicUsize::new(0);
     let pending: Mutex<Vec<Record>> = Mutex::new(Vec::new());
@@ -143,11 +124,7 @@ pub fn run_selfplay(settings: &SelfPlaySettings) -> Result<SelfPlayReport, SelfP
     let failure: Mutex<Option<SelfPlayError>> = Mutex::new(None);
     let flush = |records: Vec<Record>| {
         let mut chunks = chunks.lock().expect("chunk list");
-        let path = settings.out.join(format!(
-            "selfplay-s{}-{:05}.xqc",
-            settings.seed,
-            chunks.len()
-        ));
+        let path = settings.out.join(format!("selfplay-s{}-{:05}.xqc", settings.seed, chunks.len()));
         match write_file(&path, &write_chunk(&records)) {
             Ok(()) => chunks.push(path),
             Err(error) => *failure.lock().expect("failure slot") = Some(error),
@@ -167,8 +144,7 @@ pub fn run_selfplay(settings: &SelfPlaySettings) -> Result<SelfPlayReport, SelfP
                     let full = {
                         let mut pending = pending.lock().expect("pending records");
                         pending.extend(records);
-                        (pending.len() >= settings.chunk_records)
-                            .then(|| std::mem::take(&mut *pending))
+                        (pending.len() >= settings.chunk_records).then(|| std::mem::take(&mut *pending))
                     };
                     if let Some(records) = full {
                         flush(records);

@@ -35,16 +35,12 @@ pub enum TimeControl {
 
 /// The text is not a time control.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "'{0}' is not a time control: use 10+0.1, 40/60, 25/3600:10/300, st=0.1, nodes=N or depth=N"
-)]
+#[error("'{0}' is not a time control: use 10+0.1, 40/60, 25/3600:10/300, st=0.1, nodes=N or depth=N")]
 pub struct BadTimeControl(String);
 
 fn seconds(text: &str) -> Option<Duration> {
     let value: f64 = text.parse().ok()?;
-    (0.0..1e7)
-        .contains(&value)
-        .then(|| Duration::from_secs_f64(value))
+    (0.0..1e7).contains(&value).then(|| Duration::from_secs_f64(value))
 }
 
 impl FromStr for TimeControl {
@@ -52,45 +48,26 @@ impl FromStr for TimeControl {
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let bad = || BadTimeControl(text.to_owned());
         if let Some(value) = text.strip_prefix("st=") {
-            return seconds(value)
-                .filter(|d| !d.is_zero())
-                .map(TimeControl::MoveTime)
-                .ok_or_else(bad);
+            return seconds(value).filter(|d| !d.is_zero()).map(TimeControl::MoveTime).ok_or_else(bad);
         }
         if let Some(value) = text.strip_prefix("nodes=") {
-            return value
-                .parse()
-                .ok()
-                .filter(|&n| n > 0)
-                .map(TimeControl::Nodes)
-                .ok_or_else(bad);
+            return value.parse().ok().filter(|&n| n > 0).map(TimeControl::Nodes).ok_or_else(bad);
         }
         if let Some(value) = text.strip_prefix("depth=") {
-            return value
-                .parse()
-                .ok()
-                .filter(|&n| n > 0)
-                .map(TimeControl::Depth)
-                .ok_or_else(bad);
+            return value.parse().ok().filter(|&n| n > 0).map(TimeControl::Depth).ok_or_else(bad);
         }
         let periods = text
             .split(':')
             .map(|part| {
                 let (moves, rest) = match part.split_once('/') {
-                    Some((moves, rest)) => {
-                        (Some(moves.parse::<u32>().ok().filter(|&m| m > 0)?), rest)
-                    }
+                    Some((moves, rest)) => (Some(moves.parse::<u32>().ok().filter(|&m| m > 0)?), rest),
                     None => (None, part),
                 };
                 let (time, increment) = match rest.split_once('+') {
                     Some((time, inc)) => (seconds(time)?, seconds(inc)?),
                     None => (seconds(rest)?, Duration::ZERO),
                 };
-                (!time.is_zero() || !increment.is_zero()).then_some(Period {
-                    moves,
-                    time,
-                    increment,
-                })
+                (!time.is_zero() || !increment.is_zero()).then_some(Period { moves, time, increment })
             })
             .collect::<Option<Vec<_>>>()
             .ok_or_else(bad)?;
@@ -140,12 +117,7 @@ pub struct Flagged;
 impl Clock {
     /// A full clock for `periods` (at least one).
     pub fn new(periods: &[Period]) -> Self {
-        Clock {
-            periods: periods.to_vec(),
-            period: 0,
-            moves_in_period: 0,
-            remaining: periods[0].time,
-        }
+        Clock { periods: periods.to_vec(), period: 0, moves_in_period: 0, remaining: periods[0].time }
     }
 
     fn current(&self) -> Period {
@@ -195,37 +167,18 @@ mod tests {
 
     #[test]
     fn every_form_parses_and_prints() {
-        for text in [
-            "10+0.1",
-            "40/60",
-            "40/60+0.5",
-            "25/3600:10/300",
-            "st=0.1",
-            "nodes=5000",
-            "depth=8",
-        ] {
+        for text in ["10+0.1", "40/60", "40/60+0.5", "25/3600:10/300", "st=0.1", "nodes=5000", "depth=8"] {
             let tc: TimeControl = text.parse().unwrap();
             assert_eq!(tc.to_string().parse::<TimeControl>().unwrap(), tc, "{text}");
         }
-        for bad in [
-            "",
-            "x",
-            "10+",
-            "0/60",
-            "st=0",
-            "nodes=-1",
-            "10+0.1:abc",
-            "-5",
-        ] {
+        for bad in ["", "x", "10+", "0/60", "st=0", "nodes=-1", "10+0.1:abc", "-5"] {
             assert!(bad.parse::<TimeControl>().is_err(), "{bad}");
         }
     }
 
     #[test]
     fn wxf_6_2_periods_add_time_after_their_moves() {
-        let TimeControl::Clock(periods) = "2/10:1/5".parse().unwrap() else {
-            panic!()
-        };
+        let TimeControl::Clock(periods) = "2/10:1/5".parse().unwrap() else { panic!() };
         let mut clock = Clock::new(&periods);
         assert_eq!(clock.moves_to_go(), Some(2));
         clock.charge(ms(4000), ms(0)).unwrap();
@@ -238,9 +191,7 @@ mod tests {
 
     #[test]
     fn increments_and_time_forfeit_with_margin() {
-        let TimeControl::Clock(periods) = "1+0.1".parse().unwrap() else {
-            panic!()
-        };
+        let TimeControl::Clock(periods) = "1+0.1".parse().unwrap() else { panic!() };
         let mut clock = Clock::new(&periods);
         clock.charge(ms(500), ms(0)).unwrap();
         assert_eq!(clock.remaining(), ms(600));

@@ -13,11 +13,7 @@ const fn on_board(f: i32, r: i32) -> bool {
 }
 
 const fn bit(f: i32, r: i32) -> u128 {
-    if on_board(f, r) {
-        1 << (r * FILES + f)
-    } else {
-        0
-    }
+    if on_board(f, r) { 1 << (r * FILES + f) } else { 0 }
 }
 
 const fn in_palace(f: i32, r: i32) -> bool {
@@ -297,9 +293,7 @@ pub fn horse_attackers_from(sq: Square, occupied: Bitboard) -> Bitboard {
 pub fn horse_leg_towards(target: Square, horse: Square) -> Square {
     let df = (horse.file() as i8 - target.file() as i8).signum();
     let dr = (horse.rank() as i8 - target.rank() as i8).signum();
-    target
-        .offset(df, dr)
-        .expect("the leg lies between a horse and its target")
+    target.offset(df, dr).expect("the leg lies between a horse and its target")
 }
 
 /// Points a Pawn of `color` on `sq` attacks.
@@ -398,10 +392,7 @@ mod tests {
 
     #[test]
     fn horse_is_blocked_at_its_leg_wxf_2_5() {
-        assert_eq!(
-            horse_attacks(sq("b0"), Bitboard::EMPTY),
-            set(&["a2", "c2", "d1"])
-        );
+        assert_eq!(horse_attacks(sq("b0"), Bitboard::EMPTY), set(&["a2", "c2", "d1"]));
         let leg = set(&["b1"]);
         assert_eq!(horse_attacks(sq("b0"), leg), set(&["d1"]));
         assert_eq!(horse_attacks(sq("e4"), Bitboard::EMPTY).count(), 8);
@@ -411,9 +402,7 @@ mod tests {
     fn horse_attackers_agree_with_horse_attacks() {
         let occupied = set(&["d4", "e5", "f6", "c3"]);
         for target in Square::all() {
-            let expected: Bitboard = Square::all()
-                .filter(|&h| horse_attacks(h, occupied).has(target))
-                .collect();
+            let expected: Bitboard = Square::all().filter(|&h| horse_attacks(h, occupied).has(target)).collect();
             assert_eq!(horse_attackers_from(target, occupied), expected, "{target}");
             for h in expected {
                 assert!(!occupied.has(horse_leg_towards(target, h)));
@@ -423,15 +412,9 @@ mod tests {
 
     #[test]
     fn elephant_stays_home_and_is_blocked_at_its_eye_wxf_2_3() {
-        assert_eq!(
-            elephant_attacks(sq("c4"), Bitboard::EMPTY),
-            set(&["a2", "e2"])
-        );
+        assert_eq!(elephant_attacks(sq("c4"), Bitboard::EMPTY), set(&["a2", "e2"]));
         assert_eq!(elephant_attacks(sq("c4"), set(&["d3"])), set(&["a2"]));
-        assert_eq!(
-            elephant_attacks(sq("g5"), Bitboard::EMPTY),
-            set(&["e7", "i7"])
-        );
+        assert_eq!(elephant_attacks(sq("g5"), Bitboard::EMPTY), set(&["e7", "i7"]));
         assert_eq!(elephant_points(Color::Black).count(), 7);
         assert!(elephant_points(Color::Black).has(sq("c9")));
     }
@@ -442,14 +425,8 @@ mod tests {
         assert_eq!(pawn_attacks(Color::Red, sq("e5")), set(&["e6", "d5", "f5"]));
         assert_eq!(pawn_attacks(Color::Red, sq("e9")), set(&["d9", "f9"]));
         assert_eq!(pawn_attacks(Color::Black, sq("e6")), set(&["e5"]));
-        assert_eq!(
-            pawn_attacks(Color::Black, sq("e4")),
-            set(&["e3", "d4", "f4"])
-        );
-        assert_eq!(
-            pawn_attackers_from(Color::Red, sq("e6")),
-            set(&["e5", "d6", "f6"])
-        );
+        assert_eq!(pawn_attacks(Color::Black, sq("e4")), set(&["e3", "d4", "f4"]));
+        assert_eq!(pawn_attackers_from(Color::Red, sq("e6")), set(&["e5", "d6", "f6"]));
     }
 
     #[test]

@@ -129,20 +129,11 @@ fn decode(bytes: &[u8]) -> Result<Record, String> {
     let mut position = Position::empty(side, 0, 1);
     for (i, sq) in occupied.enumerate() {
         let nibble = bytes[16 + i / 2] >> (4 * (i % 2)) & 0xF;
-        let kind = *PieceKind::ALL
-            .get(usize::from(nibble & 7))
-            .ok_or_else(|| format!("piece code {nibble}"))?;
-        let color = if nibble & 8 != 0 {
-            Color::Black
-        } else {
-            Color::Red
-        };
+        let kind = *PieceKind::ALL.get(usize::from(nibble & 7)).ok_or_else(|| format!("piece code {nibble}"))?;
+        let color = if nibble & 8 != 0 { Color::Black } else { Color::Red };
         position.put(Piece::new(color, kind), sq);
     }
-    let kings = [
-        position.count(Color::Red, PieceKind::King),
-        position.count(Color::Black, PieceKind::King),
-    ];
+    let kings = [position.count(Color::Red, PieceKind::King), position.count(Color::Black, PieceKind::King)];
     validate(&position, kings).map_err(|e| e.to_string())?;
     let result = match bytes[33] {
         0 => Outcome::Win(Color::Black),
@@ -150,11 +141,8 @@ fn decode(bytes: &[u8]) -> Result<Record, String> {
         2 => Outcome::Win(Color::Red),
         other => return Err(format!("result {other}")),
     };
-    let best_move = Move::from_u16(u16::from_le_bytes([bytes[36], bytes[37]]))
-        .ok_or("best move off the board")?;
-    position
-        .check_move(best_move)
-        .map_err(|e| format!("best move {best_move}: {e}"))?;
+    let best_move = Move::from_u16(u16::from_le_bytes([bytes[36], bytes[37]])).ok_or("best move off the board")?;
+    position.check_move(best_move).map_err(|e| format!("best move {best_move}: {e}"))?;
     Ok(Record {
         position,
         score: i16::from_le_bytes([bytes[34], bytes[35]]),
@@ -166,10 +154,7 @@ fn decode(bytes: &[u8]) -> Result<Record, String> {
 
 /// Writes `records` as one chunk.
 pub fn write_chunk(records: &[Record]) -> Vec<u8> {
-    assert!(
-        records.len() <= MAX_RECORDS,
-        "a chunk holds at most {MAX_RECORDS} records"
-    );
+    assert!(records.len() <= MAX_RECORDS, "a chunk holds at most {MAX_RECORDS} records");
     let mut payload = Vec::with_capacity(records.len() * RECORD_LEN);
     for record in records {
         payload.extend_from_slice(&encode(record));
@@ -194,9 +179,7 @@ fn u32_at(bytes: &[u8], offset: usize) -> u32 {
 
 /// Reads a chunk, checking its header, checksum and every record.
 pub fn read_chunk(chunk: &[u8]) -> Result<Vec<Record>, ChunkError> {
-    let header = chunk
-        .get(..HEADER_LEN)
-        .ok_or(ChunkError::Truncated("no complete header"))?;
+    let header = chunk.get(..HEADER_LEN).ok_or(ChunkError::Truncated("no complete header"))?;
     if &header[..8] != MAGIC {
         return Err(ChunkError::BadMagic);
     }
@@ -213,23 +196,16 @@ pub fn read_chunk(chunk: &[u8]) -> Result<Vec<Record>, ChunkError> {
     }
     let payload_len = u32_at(header, 16) as usize;
     if payload_len != count as usize * RECORD_LEN {
-        return Err(ChunkError::Truncated(
-            "payload length does not match the record count",
-        ));
+        return Err(ChunkError::Truncated("payload length does not match the record count"));
     }
     let compressed_len = u32_at(header, 20) as usize;
-    let compressed =
-        chunk
-            .get(HEADER_LEN..HEADER_LEN + compressed_len)
-            .ok_or(ChunkError::Truncated(
-                "payload shorter than the header says",
-            ))?;
-    let payload = zstd::bulk::decompress(compressed, payload_len)
-        .map_err(|e| ChunkError::Compression(e.to_string()))?;
+    let compressed = chunk
+        .get(HEADER_LEN..HEADER_LEN + compressed_len)
+        .ok_or(ChunkError::Truncated("payload shorter than the header says"))?;
+    let payload =
+        zstd::bulk::decompress(compressed, payload_len).map_err(|e| ChunkError::Compression(e.to_string()))?;
     if payload.len() != payload_len {
-        return Err(ChunkError::Truncated(
-            "payload decompresses to the wrong length",
-        ));
+        return Err(ChunkError::Truncated("payload decompresses to the wrong length"));
     }
     if crc32fast::hash(&payload) != u32_at(header, 24) {
         return Err(ChunkError::Checksum);
@@ -237,9 +213,7 @@ pub fn read_chunk(chunk: &[u8]) -> Result<Vec<Record>, ChunkError> {
     payload
         .chunks_exact(RECORD_LEN)
         .enumerate()
-        .map(|(index, bytes)| {
-            decode(bytes).map_err(|problem| ChunkError::Record { index, problem })
-        })
+        .map(|(index, bytes)| decode(bytes).map_err(|problem| ChunkError::Record { index, problem }))
         .collect()
 }
 
@@ -270,10 +244,7 @@ mod tests {
         assert_eq!(a.len(), b.len());
         for (x, y) in a.iter().zip(b) {
             assert_eq!(x.position.hash(), y.position.hash());
-            assert_eq!(
-                (x.score, x.best_move, x.ply, x.result),
-                (y.score, y.best_move, y.ply, y.result)
-            );
+            assert_eq!((x.score, x.best_move, x.ply, x.result), (y.score, y.best_move, y.ply, y.result));
         }
     }
 
@@ -289,10 +260,7 @@ mod tests {
     #[test]
     fn damage_is_detected() {
         let chunk = write_chunk(&sample());
-        assert_eq!(
-            read_chunk(&chunk[..20]),
-            Err(ChunkError::Truncated("no complete header"))
-        );
+        assert_eq!(read_chunk(&chunk[..20]), Err(ChunkError::Truncated("no complete header")));
         let mut bad = chunk.clone();
         bad[0] = b'Y';
         assert_eq!(read_chunk(&bad), Err(ChunkError::BadMagic));

@@ -44,15 +44,8 @@ pub fn piece_value(kind: PieceKind) -> i32 {
 }
 
 /// Mobility per reachable point, by kind.
-const MOBILITY: [Tapered; 7] = [
-    Tapered(0, 0),
-    Tapered(0, 0),
-    Tapered(0, 0),
-    Tapered(8, 6),
-    Tapered(3, 4),
-    Tapered(2, 2),
-    Tapered(0, 0),
-];
+const MOBILITY: [Tapered; 7] =
+    [Tapered(0, 0), Tapered(0, 0), Tapered(0, 0), Tapered(8, 6), Tapered(3, 4), Tapered(2, 2), Tapered(0, 0)];
 
 /// The piece-square term of `kind` on the point (`file`, `rank`) seen from its side.
 const fn placement(kind: PieceKind, file: i32, rank: i32) -> Tapered {
@@ -73,17 +66,12 @@ const fn placement(kind: PieceKind, file: i32, rank: i32) -> Tapered {
         PieceKind::Horse => {
             let advance = if rank > 6 { 6 } else { rank };
             let back_rank = if rank == 0 { 12 } else { 0 };
-            Tapered(
-                14 - 5 * off_centre + 5 * advance - back_rank,
-                10 - 4 * off_centre,
-            )
+            Tapered(14 - 5 * off_centre + 5 * advance - back_rank, 10 - 4 * off_centre)
         }
         PieceKind::Rook => Tapered(2 * rank + if off_centre == 1 { 6 } else { 0 }, 0),
-        PieceKind::Cannon => Tapered(
-            if file == 4 { 20 } else { 0 } + if rank == 2 { 6 } else { 0 }
-                - if rank >= 7 { 6 } else { 0 },
-            0,
-        ),
+        PieceKind::Cannon => {
+            Tapered(if file == 4 { 20 } else { 0 } + if rank == 2 { 6 } else { 0 } - if rank >= 7 { 6 } else { 0 }, 0)
+        }
         PieceKind::Pawn => {
             if rank <= 4 {
                 Tapered(if rank == 4 && file == 4 { 10 } else { 0 }, 0)
@@ -91,10 +79,7 @@ const fn placement(kind: PieceKind, file: i32, rank: i32) -> Tapered {
                 Tapered(15, 25)
             } else {
                 let near_palace = if off_centre <= 1 && rank >= 6 { 20 } else { 0 };
-                Tapered(
-                    40 + 8 * (rank - 5) - 4 * off_centre + near_palace,
-                    70 + 10 * (rank - 5) + near_palace,
-                )
+                Tapered(40 + 8 * (rank - 5) - 4 * off_centre + near_palace, 70 + 10 * (rank - 5) + near_palace)
             }
         }
     }
@@ -151,22 +136,12 @@ fn king_danger(position: &Position, color: Color) -> Tapered {
     let enemy = !color;
     let our_half = home_half(color);
     let mut attack = 0;
-    for kind in [
-        PieceKind::Horse,
-        PieceKind::Rook,
-        PieceKind::Cannon,
-        PieceKind::Pawn,
-    ] {
+    for kind in [PieceKind::Horse, PieceKind::Rook, PieceKind::Cannon, PieceKind::Pawn] {
         let attackers: Bitboard = position.pieces(enemy, kind);
-        let count = if kind == PieceKind::Pawn {
-            (attackers & our_half).count()
-        } else {
-            attackers.count()
-        };
+        let count = if kind == PieceKind::Pawn { (attackers & our_half).count() } else { attackers.count() };
         attack += ATTACK_WEIGHT[kind.index()] * count as i32;
     }
-    let guards = (position.count(color, PieceKind::Advisor)
-        + position.count(color, PieceKind::Elephant)) as i32;
+    let guards = (position.count(color, PieceKind::Advisor) + position.count(color, PieceKind::Elephant)) as i32;
     Tapered(attack * (4 - guards) * 4, 0)
 }
 
@@ -208,9 +183,7 @@ mod tests {
 
     #[test]
     fn a_chariot_up_is_winning() {
-        let position =
-            Position::from_fen("rnbakabn1/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w")
-                .unwrap();
+        let position = Position::from_fen("rnbakabn1/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w").unwrap();
         assert!(evaluate(&position) > 700);
     }
 }

@@ -34,9 +34,7 @@ pub enum FenError {
         points: usize,
     },
     /// An unknown character on the board.
-    #[error(
-        "'{character}' in rank {rank} from the top is not a piece letter (K A B E N H R C P) or a digit 1-9"
-    )]
+    #[error("'{character}' in rank {rank} from the top is not a piece letter (K A B E N H R C P) or a digit 1-9")]
     BadCharacter {
         /// The character.
         character: char,
@@ -172,10 +170,7 @@ pub fn parse_composed(fen: &str) -> Result<(Position, Vec<PositionError>), FenEr
             1 => "fullmove number",
             _ => return Err(FenError::TrailingText(field.to_owned())),
         };
-        let value: u32 = field.parse().map_err(|_| FenError::BadCounter {
-            field: name,
-            text: field.to_owned(),
-        })?;
+        let value: u32 = field.parse().map_err(|_| FenError::BadCounter { field: name, text: field.to_owned() })?;
         counters.push(value);
     }
     let halfmove = counters.first().copied().unwrap_or(0);
@@ -195,10 +190,7 @@ pub fn parse_composed(fen: &str) -> Result<(Position, Vec<PositionError>), FenEr
                 file += skip as usize;
                 continue;
             }
-            let piece = Piece::from_fen_char(c).ok_or(FenError::BadCharacter {
-                character: c,
-                rank: row + 1,
-            })?;
+            let piece = Piece::from_fen_char(c).ok_or(FenError::BadCharacter { character: c, rank: row + 1 })?;
             if file >= 9 {
                 file += 1;
                 continue;
@@ -215,10 +207,7 @@ pub fn parse_composed(fen: &str) -> Result<(Position, Vec<PositionError>), FenEr
             file += 1;
         }
         if file != 9 {
-            return Err(FenError::RankWidth {
-                rank: row + 1,
-                points: file,
-            });
+            return Err(FenError::RankWidth { rank: row + 1, points: file });
         }
     }
     let warnings = validate(&position, kings)?;
@@ -226,10 +215,7 @@ pub fn parse_composed(fen: &str) -> Result<(Position, Vec<PositionError>), FenEr
 }
 
 /// Refuses what the rules cannot work on; returns what is merely unreachable.
-pub(crate) fn validate(
-    position: &Position,
-    kings: [u32; 2],
-) -> Result<Vec<PositionError>, PositionError> {
+pub(crate) fn validate(position: &Position, kings: [u32; 2]) -> Result<Vec<PositionError>, PositionError> {
     for color in Color::ALL {
         match kings[color.index()] {
             0 => return Err(PositionError::MissingKing(color)),
@@ -238,16 +224,10 @@ pub(crate) fn validate(
         }
         for kind in [PieceKind::King, PieceKind::Advisor] {
             if let Some(square) = (position.pieces(color, kind) - palace(color)).first() {
-                return Err(PositionError::OutsidePalace {
-                    color,
-                    kind: kind.name(),
-                    square,
-                });
+                return Err(PositionError::OutsidePalace { color, kind: kind.name(), square });
             }
         }
-        if let Some(square) =
-            (position.pieces(color, PieceKind::Elephant) - home_half(color)).first()
-        {
+        if let Some(square) = (position.pieces(color, PieceKind::Elephant) - home_half(color)).first() {
             return Err(PositionError::ElephantAcrossRiver { color, square });
         }
     }
@@ -342,49 +322,22 @@ mod tests {
     #[test]
     fn impossible_boards_are_refused_with_the_reason() {
         let cases = [
-            (
-                "rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBA1ABNR w",
-                "Red has no king",
-            ),
+            ("rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBA1ABNR w", "Red has no king"),
             ("3k5/9/9/9/9/9/9/9/4K4/4K4 w", "Red has 2 kings"),
             ("4k4/9/9/9/9/9/9/9/9/4K4 w", "the kings face each other"),
-            (
-                "3k5/9/9/9/9/9/9/K8/9/9 w",
-                "the Red king on a2 stands outside its palace",
-            ),
-            (
-                "4k4/9/9/9/9/9/9/9/9/A2K5 w",
-                "the Red advisor on a0 stands outside its palace",
-            ),
-            (
-                "3k5/9/9/2B6/9/9/9/9/9/4K4 w",
-                "the Red elephant on c6 stands across the river",
-            ),
-            (
-                "3k5/3R5/9/9/9/9/9/9/9/4K4 w",
-                "Black is not to move but is in check",
-            ),
+            ("3k5/9/9/9/9/9/9/K8/9/9 w", "the Red king on a2 stands outside its palace"),
+            ("4k4/9/9/9/9/9/9/9/9/A2K5 w", "the Red advisor on a0 stands outside its palace"),
+            ("3k5/9/9/2B6/9/9/9/9/9/4K4 w", "the Red elephant on c6 stands across the river"),
+            ("3k5/3R5/9/9/9/9/9/9/9/4K4 w", "Black is not to move but is in check"),
             ("3k5/9/9/9/9/9/9/9/9/4K4 x", "the side to move 'x'"),
             ("3k5/9/9/9/9/9/9/9/9/4K4", "the side to move is missing"),
             ("", "the FEN is empty"),
             ("3k5/9/9/9/9/9/9/9/4K4 w", "the board has 9 ranks"),
-            (
-                "3k6/9/9/9/9/9/9/9/9/4K4 w",
-                "rank 1 from the top covers 10 points",
-            ),
+            ("3k6/9/9/9/9/9/9/9/9/4K4 w", "rank 1 from the top covers 10 points"),
             ("3k5/9/9/9/9/9/9/9/9/4KX3 w", "'X' in rank 10 from the top"),
-            (
-                "3k5/9/9/9/9/9/9/9/9/4K4 w - - x 1",
-                "the halfmove clock 'x'",
-            ),
-            (
-                "3k5/9/9/9/9/9/9/9/9/4K4 w - - 0 1 7",
-                "after the move counters: '7'",
-            ),
-            (
-                "5k3/9/9/9/9/9/9/9/9/RRRK5 w",
-                "Red has 3 pieces of kind chariot",
-            ),
+            ("3k5/9/9/9/9/9/9/9/9/4K4 w - - x 1", "the halfmove clock 'x'"),
+            ("3k5/9/9/9/9/9/9/9/9/4K4 w - - 0 1 7", "after the move counters: '7'"),
+            ("5k3/9/9/9/9/9/9/9/9/RRRK5 w", "Red has 3 pieces of kind chariot"),
         ];
         for (fen, expected) in cases {
             let message = error_of(fen);
@@ -395,12 +348,7 @@ mod tests {
     #[test]
     fn unreachable_but_playable_positions_need_the_composed_parser() {
         let pawn_behind = "3k5/4p4/9/9/9/9/9/9/9/4K4 w";
-        assert!(
-            parse(pawn_behind)
-                .unwrap_err()
-                .to_string()
-                .contains("pawn on e8 stands on a point pawns never reach")
-        );
+        assert!(parse(pawn_behind).unwrap_err().to_string().contains("pawn on e8 stands on a point pawns never reach"));
         let (_, warnings) = parse_composed(pawn_behind).unwrap();
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].is_playable());

@@ -25,10 +25,7 @@ pub struct MoveList {
 impl Default for MoveList {
     fn default() -> Self {
         let placeholder = Square::from_index_unchecked(0);
-        MoveList {
-            moves: [Move::new(placeholder, placeholder); MAX_MOVES],
-            len: 0,
-        }
+        MoveList { moves: [Move::new(placeholder, placeholder); MAX_MOVES], len: 0 }
     }
 }
 
@@ -55,6 +52,12 @@ impl Deref for MoveList {
     type Target = [Move];
     fn deref(&self) -> &[Move] {
         &self.moves[..self.len]
+    }
+}
+
+impl std::ops::DerefMut for MoveList {
+    fn deref_mut(&mut self) -> &mut [Move] {
+        &mut self.moves[..self.len]
     }
 }
 
@@ -99,14 +102,8 @@ pub enum Selection {
 }
 
 /// The non-king kinds, in the order moves are generated.
-const NON_KING: [PieceKind; 6] = [
-    PieceKind::Pawn,
-    PieceKind::Advisor,
-    PieceKind::Elephant,
-    PieceKind::Horse,
-    PieceKind::Cannon,
-    PieceKind::Rook,
-];
+const NON_KING: [PieceKind; 6] =
+    [PieceKind::Pawn, PieceKind::Advisor, PieceKind::Elephant, PieceKind::Horse, PieceKind::Cannon, PieceKind::Rook];
 
 #[inline]
 fn generate(position: &Position, selection: Selection, sink: &mut impl TargetSink) {
@@ -136,9 +133,7 @@ fn generate(position: &Position, selection: Selection, sink: &mut impl TargetSin
 
 #[inline]
 fn safe_targets(position: &Position, from: Square, targets: Bitboard) -> Bitboard {
-    targets
-        .filter(|&to| position.is_safe_after(from, to))
-        .collect()
+    targets.filter(|&to| position.is_safe_after(from, to)).collect()
 }
 
 /// Appends the legal moves of `selection` to `list`.

@@ -16,10 +16,7 @@ pub struct PgnGame {
 impl PgnGame {
     /// The value of tag `name`.
     pub fn tag(&self, name: &str) -> Option<&str> {
-        self.tags
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
+        self.tags.iter().find(|(key, _)| key == name).map(|(_, value)| value.as_str())
     }
 }
 
@@ -56,8 +53,7 @@ pub fn parse_pgn(text: &str) -> Result<Vec<PgnGame>, PgnError> {
                 games.push(std::mem::take(&mut game));
                 in_movetext = false;
             }
-            game.tags
-                .push(parse_tag(line).ok_or(PgnError::BadTag { line: number })?);
+            game.tags.push(parse_tag(line).ok_or(PgnError::BadTag { line: number })?);
             continue;
         }
         let mut rest = line;
@@ -81,9 +77,7 @@ pub fn parse_pgn(text: &str) -> Result<Vec<PgnGame>, PgnError> {
             if rest.starts_with(';') {
                 break;
             }
-            let end = rest
-                .find(|c: char| c.is_whitespace() || c == '{')
-                .unwrap_or(rest.len());
+            let end = rest.find(|c: char| c.is_whitespace() || c == '{').unwrap_or(rest.len());
             let token = &rest[..end];
             rest = &rest[end..];
             if token.is_empty() {
@@ -132,10 +126,7 @@ mod tests {
         let text = "[Event \"test\"]\n[FEN \"4k4/9/9/9/9/9/9/9/9/3K5 w - - 0 1\"]\n\n1. d0d1 {score 0} e9e8 2.d1d0 ; rest\ne8e9 1/2-1/2\n\n[Event \"two\"]\n1. h2e2 *\n";
         let games = parse_pgn(text).unwrap();
         assert_eq!(games.len(), 2);
-        assert_eq!(
-            games[0].tag("FEN"),
-            Some("4k4/9/9/9/9/9/9/9/9/3K5 w - - 0 1")
-        );
+        assert_eq!(games[0].tag("FEN"), Some("4k4/9/9/9/9/9/9/9/9/3K5 w - - 0 1"));
         assert_eq!(games[0].moves, ["d0d1", "e9e8", "d1d0", "e8e9"]);
         assert_eq!(games[0].result.as_deref(), Some("1/2-1/2"));
         assert_eq!(games[1].moves, ["h2e2"]);
@@ -143,13 +134,7 @@ mod tests {
 
     #[test]
     fn malformed_records_are_refused_with_the_line() {
-        assert_eq!(
-            parse_pgn("[Event test]\n"),
-            Err(PgnError::BadTag { line: 1 })
-        );
-        assert_eq!(
-            parse_pgn("1. h2e2 {oops\n"),
-            Err(PgnError::UnclosedComment { line: 1 })
-        );
+        assert_eq!(parse_pgn("[Event test]\n"), Err(PgnError::BadTag { line: 1 }));
+        assert_eq!(parse_pgn("1. h2e2 {oops\n"), Err(PgnError::UnclosedComment { line: 1 }));
     }
 }

@@ -135,11 +135,7 @@ impl Piece {
         let Some(kind) = PieceKind::from_letter(c) else {
             return None;
         };
-        let color = if c.is_ascii_uppercase() {
-            Color::Red
-        } else {
-            Color::Black
-        };
+        let color = if c.is_ascii_uppercase() { Color::Red } else { Color::Black };
         Some(Piece { color, kind })
     }
 }

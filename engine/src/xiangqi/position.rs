@@ -4,9 +4,8 @@
 use std::fmt;
 
 use super::attacks::{
-    advisor_attacks, between, cannon_attacks, elephant_attacks, horse_attackers_from,
-    horse_attacks, horse_leg_towards, king_attacks, lines_through, pawn_attackers_from,
-    pawn_attacks, rook_attacks,
+    advisor_attacks, between, cannon_attacks, elephant_attacks, horse_attackers_from, horse_attacks, horse_leg_towards,
+    king_attacks, lines_through, pawn_attackers_from, pawn_attacks, rook_attacks,
 };
 use super::zobrist::{black_to_move_key, piece_key};
 use super::{Bitboard, Move, Occupancy, Piece, PieceKind, Square};
@@ -109,16 +108,9 @@ impl Position {
             pieces: [Bitboard::EMPTY; Piece::COUNT],
             by_color: ByColor::default(),
             occupancy: Occupancy::default(),
-            kings: ByColor {
-                red: placeholder,
-                black: placeholder,
-            },
+            kings: ByColor { red: placeholder, black: placeholder },
             side_to_move,
-            hash: if side_to_move == Color::Black {
-                black_to_move_key()
-            } else {
-                0
-            },
+            hash: if side_to_move == Color::Black { black_to_move_key() } else { 0 },
             halfmove_clock,
             fullmove_number,
         }
@@ -211,11 +203,7 @@ impl Position {
 
     /// The hash computed from scratch; equal to [`Position::hash`] at all times.
     pub fn hash_from_scratch(&self) -> u64 {
-        let mut hash = if self.side_to_move == Color::Black {
-            black_to_move_key()
-        } else {
-            0
-        };
+        let mut hash = if self.side_to_move == Color::Black { black_to_move_key() } else { 0 };
         for sq in Square::all() {
             if let Some(piece) = self.piece_at(sq) {
                 hash ^= piece_key(piece, sq);
@@ -259,8 +247,7 @@ impl Position {
         let enemy = self.by_color[!piece.color];
         match piece.kind {
             PieceKind::Cannon => {
-                (rook_attacks(sq, &self.occupancy) - self.occupied())
-                    | (cannon_attacks(sq, &self.occupancy) & enemy)
+                (rook_attacks(sq, &self.occupancy) - self.occupied()) | (cannon_attacks(sq, &self.occupancy) & enemy)
             }
             _ => self.attacks_from(piece, sq) - own,
         }
@@ -305,9 +292,7 @@ impl Position {
     /// the two face each other (which no legal position has).
     pub fn checkers(&self) -> Bitboard {
         let us = self.side_to_move;
-        self.king_attackers(self.king(us), !us, &self.occupancy, |kind| {
-            self.pieces(!us, kind)
-        })
+        self.king_attackers(self.king(us), !us, &self.occupancy, |kind| self.pieces(!us, kind))
     }
 
     /// Whether the side to move is in check.
@@ -317,10 +302,7 @@ impl Position {
 
     /// Whether `color`'s king is attacked (or faces the other king).
     pub fn is_king_attacked(&self, color: Color) -> bool {
-        self.king_attackers(self.king(color), !color, &self.occupancy, |kind| {
-            self.pieces(!color, kind)
-        })
-        .any()
+        self.king_attackers(self.king(color), !color, &self.occupancy, |kind| self.pieces(!color, kind)).any()
     }
 
     /// Whether the legal move `mv` checks the opponent's king.
@@ -333,11 +315,7 @@ impl Position {
         let ksq = self.king(!us);
         self.king_attackers(ksq, us, &occ, |kind| {
             let own = self.pieces(us, kind);
-            if kind == moving.kind {
-                own ^ mv.from() ^ mv.to()
-            } else {
-                own
-            }
+            if kind == moving.kind { own ^ mv.from() ^ mv.to() } else { own }
         })
         .any()
     }
@@ -348,14 +326,10 @@ impl Position {
         let them = !us;
         let ksq = self.king(us);
         let occupied = self.occupied();
-        let mut safety = KingSafety {
-            checkers: Bitboard::EMPTY,
-            blockers: Bitboard::EMPTY,
-            cannon_screens: Bitboard::EMPTY,
-        };
+        let mut safety =
+            KingSafety { checkers: Bitboard::EMPTY, blockers: Bitboard::EMPTY, cannon_screens: Bitboard::EMPTY };
         let line = lines_through(ksq);
-        let straight =
-            line & (self.pieces(them, PieceKind::Rook) | self.pieces(them, PieceKind::King));
+        let straight = line & (self.pieces(them, PieceKind::Rook) | self.pieces(them, PieceKind::King));
         for sniper in straight {
             let inside = between(ksq, sniper) & occupied;
             match inside.count() {
@@ -374,9 +348,7 @@ impl Position {
                 _ => {}
             }
         }
-        for horse in
-            horse_attackers_from(ksq, Bitboard::EMPTY) & self.pieces(them, PieceKind::Horse)
-        {
+        for horse in horse_attackers_from(ksq, Bitboard::EMPTY) & self.pieces(them, PieceKind::Horse) {
             let leg = horse_leg_towards(ksq, horse);
             if occupied.has(leg) {
                 safety.blockers.insert(leg);
@@ -394,16 +366,9 @@ impl Position {
     pub fn is_safe_after(&self, from: Square, to: Square) -> bool {
         let us = self.side_to_move;
         let them = !us;
-        let ksq = if from == self.king(us) {
-            to
-        } else {
-            self.king(us)
-        };
+        let ksq = if from == self.king(us) { to } else { self.king(us) };
         let occ = self.occupancy.after_move(from, to);
-        self.king_attackers(ksq, them, &occ, |kind| {
-            self.pieces(them, kind) - Bitboard::from_square(to)
-        })
-        .is_empty()
+        self.king_attackers(ksq, them, &occ, |kind| self.pieces(them, kind) - Bitboard::from_square(to)).is_empty()
     }
 
     /// Whether `mv` is legal here, and if not, why.
@@ -411,27 +376,17 @@ impl Position {
         let (from, to) = (mv.from(), mv.to());
         let piece = self.piece_at(from).ok_or(IllegalMove::EmptyOrigin(from))?;
         if piece.color != self.side_to_move {
-            return Err(IllegalMove::NotYourPiece {
-                kind: piece.kind.name(),
-                square: from,
-            });
+            return Err(IllegalMove::NotYourPiece { kind: piece.kind.name(), square: from });
         }
         if !self.pseudo_targets(piece, from).has(to) {
-            return Err(IllegalMove::Unreachable {
-                kind: piece.kind.name(),
-                from,
-                to,
-            });
+            return Err(IllegalMove::Unreachable { kind: piece.kind.name(), from, to });
         }
         if self.is_safe_after(from, to) {
             return Ok(());
         }
         let us = self.side_to_move;
-        let (own_king, their_king) = if piece.kind == PieceKind::King {
-            (to, self.king(!us))
-        } else {
-            (self.king(us), self.king(!us))
-        };
+        let (own_king, their_king) =
+            if piece.kind == PieceKind::King { (to, self.king(!us)) } else { (self.king(us), self.king(!us)) };
         let occ = self.occupancy.after_move(from, to);
         if (rook_attacks(own_king, &occ) & Bitboard::from_square(their_king)).any() {
             Err(IllegalMove::KingsFace)
@@ -448,22 +403,13 @@ impl Position {
         let captured = self.board[mv.to().index()].map(|_| self.take(mv.to()));
         let piece = self.take(mv.from());
         self.put(piece, mv.to());
-        self.halfmove_clock = if captured.is_some() {
-            0
-        } else {
-            self.halfmove_clock + 1
-        };
+        self.halfmove_clock = if captured.is_some() { 0 } else { self.halfmove_clock + 1 };
         if self.side_to_move == Color::Black {
             self.fullmove_number += 1;
         }
         self.side_to_move = !self.side_to_move;
         self.hash ^= black_to_move_key();
-        Undo {
-            mv,
-            captured,
-            hash: undo_hash,
-            halfmove_clock: undo_clock,
-        }
+        Undo { mv, captured, hash: undo_hash, halfmove_clock: undo_clock }
     }
 
     /// Takes back the move that returned `undo`, which must be the last one made.
@@ -515,11 +461,7 @@ impl Position {
     /// The position with colours swapped and the board turned half a turn: the same
     /// game seen from the other side. Move counters are kept.
     pub fn color_flipped(&self) -> Position {
-        let mut flipped = Position::empty(
-            !self.side_to_move,
-            self.halfmove_clock,
-            self.fullmove_number,
-        );
+        let mut flipped = Position::empty(!self.side_to_move, self.halfmove_clock, self.fullmove_number);
         for sq in Square::all() {
             if let Some(piece) = self.piece_at(sq) {
                 flipped.put(Piece::new(!piece.color, piece.kind), sq.rotated());
@@ -530,8 +472,7 @@ impl Position {
 
     /// The position mirrored left-right.
     pub fn mirrored(&self) -> Position {
-        let mut mirrored =
-            Position::empty(self.side_to_move, self.halfmove_clock, self.fullmove_number);
+        let mut mirrored = Position::empty(self.side_to_move, self.halfmove_clock, self.fullmove_number);
         for sq in Square::all() {
             if let Some(piece) = self.piece_at(sq) {
                 mirrored.put(piece, sq.mirrored());

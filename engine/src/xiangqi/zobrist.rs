@@ -30,10 +30,7 @@ static KEYS: Keys = {
         p += 1;
     }
     let (_, black_to_move) = splitmix64(state);
-    Keys {
-        pieces,
-        black_to_move,
-    }
+    Keys { pieces, black_to_move }
 };
 
 /// The key of `piece` standing on `sq`.

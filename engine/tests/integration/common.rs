@@ -18,10 +18,7 @@ pub fn perft_cases() -> Vec<(String, Vec<(u32, u64)>)> {
             let counts = parts
                 .map(|part| {
                     let (depth, nodes) = part.trim().split_once(' ').expect("D<depth> <nodes>");
-                    (
-                        depth[1..].parse().expect("depth"),
-                        nodes.parse().expect("nodes"),
-                    )
+                    (depth[1..].parse().expect("depth"), nodes.parse().expect("nodes"))
                 })
                 .collect();
             (fen, counts)
@@ -33,10 +30,8 @@ pub fn perft_cases() -> Vec<(String, Vec<(u32, u64)>)> {
 /// positions, with captures preferred so that middle games and endings appear.
 pub fn random_positions(seed: u64, games: usize, max_plies: usize) -> Vec<Position> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let starts: Vec<Position> = perft_cases()
-        .iter()
-        .map(|(text, _)| fen::parse_composed(text).expect("perft FEN").0)
-        .collect();
+    let starts: Vec<Position> =
+        perft_cases().iter().map(|(text, _)| fen::parse_composed(text).expect("perft FEN").0).collect();
     let mut positions = Vec::new();
     for game in 0..games {
         let mut position = starts[game % starts.len()].clone();
@@ -46,10 +41,7 @@ pub fn random_positions(seed: u64, games: usize, max_plies: usize) -> Vec<Positi
             if moves.is_empty() {
                 break;
             }
-            let captures: Vec<_> = moves
-                .iter()
-                .filter(|mv| position.piece_at(mv.to()).is_some())
-                .collect();
+            let captures: Vec<_> = moves.iter().filter(|mv| position.piece_at(mv.to()).is_some()).collect();
             let mv = if !captures.is_empty() && rng.random_bool(0.4) {
                 *captures[rng.random_range(0..captures.len())]
             } else {

@@ -33,11 +33,7 @@ impl FairyStockfish {
             .expect("start fairy-stockfish");
         let stdin = child.stdin.take().expect("stdin");
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut engine = FairyStockfish {
-            child,
-            stdin,
-            stdout,
-        };
+        let mut engine = FairyStockfish { child, stdin, stdout };
         engine.send("uci\nsetoption name UCI_Variant value xiangqi\nisready");
         engine.read_until(|line| line == "readyok");
         engine
@@ -52,10 +48,7 @@ impl FairyStockfish {
         let mut lines = Vec::new();
         loop {
             let mut line = String::new();
-            let n = self
-                .stdout
-                .read_line(&mut line)
-                .expect("read from fairy-stockfish");
+            let n = self.stdout.read_line(&mut line).expect("read from fairy-stockfish");
             assert!(n > 0, "fairy-stockfish closed its output");
             let line = line.trim().to_owned();
             if done(&line) {
@@ -73,10 +66,7 @@ impl FairyStockfish {
             .iter()
             .filter_map(|line| line.split_once(':').map(|(mv, _)| mv))
             .map(|mv| {
-                let split = mv[1..]
-                    .find(|c: char| c.is_ascii_alphabetic())
-                    .expect("two squares")
-                    + 1;
+                let split = mv[1..].find(|c: char| c.is_ascii_alphabetic()).expect("two squares") + 1;
                 let from = Square::parse_with_label(&mv[..split], 1).expect("from square");
                 let to = Square::parse_with_label(&mv[split..], 1).expect("to square");
                 format!("{from}{to}")
@@ -100,10 +90,8 @@ fn legal_moves_agree_with_fairy_stockfish_on_random_positions() {
     let positions = random_positions(0x5EED_F00D, 48, 110);
     assert!(positions.len() > 4000, "only {} positions", positions.len());
     for position in &positions {
-        let mut ours: Vec<String> = movegen::legal_moves(position)
-            .iter()
-            .map(|&mv| format_uci(mv, Dialect::ZeroBased))
-            .collect();
+        let mut ours: Vec<String> =
+            movegen::legal_moves(position).iter().map(|&mv| format_uci(mv, Dialect::ZeroBased)).collect();
         ours.sort();
         assert_eq!(ours, reference.legal_moves(position), "{position}");
     }

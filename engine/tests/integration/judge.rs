@@ -16,57 +16,30 @@ fn judge(args: &[&str], stdin: &str) -> (bool, Vec<Value>, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start xq-engine judge");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write");
     let output = child.wait_with_output().expect("judge output");
     let lines = String::from_utf8(output.stdout)
         .expect("utf-8")
         .lines()
         .map(|line| serde_json::from_str(line).expect("one JSON object per line"))
         .collect();
-    (
-        output.status.success(),
-        lines,
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    (output.status.success(), lines, String::from_utf8_lossy(&output.stderr).into_owned())
 }
 
 const PERPETUAL_CHECK_FEN: &str = "c2a1k3/2c1a2R1/b6P1/8p/9/9/9/9/4K4/9 w - - 0 1";
 
 #[test]
 fn rules_a_perpetual_check_with_its_article_and_each_ply() {
-    let (ok, lines, _) = judge(
-        &[
-            "--fen",
-            PERPETUAL_CHECK_FEN,
-            "--moves",
-            "h8h9 f9f8 h9h8 f8f9 h8h9 f9f8",
-        ],
-        "",
-    );
+    let (ok, lines, _) = judge(&["--fen", PERPETUAL_CHECK_FEN, "--moves", "h8h9 f9f8 h9h8 f8f9 h8h9 f9f8"], "");
     assert!(ok);
     let verdict = &lines[0];
     assert_eq!(verdict["result"], "0-1");
     assert_eq!(verdict["reason"], "perpetual check");
     assert_eq!(verdict["article"], "WXF 20.1");
-    let natures: Vec<&str> = verdict["plies"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["nature"].as_str().unwrap())
-        .collect();
-    assert!(
-        natures.iter().step_by(2).all(|&n| n == "check"),
-        "{natures:?}"
-    );
-    assert!(
-        natures.iter().skip(1).step_by(2).all(|&n| n != "check"),
-        "{natures:?}"
-    );
+    let natures: Vec<&str> =
+        verdict["plies"].as_array().unwrap().iter().map(|p| p["nature"].as_str().unwrap()).collect();
+    assert!(natures.iter().step_by(2).all(|&n| n == "check"), "{natures:?}");
+    assert!(natures.iter().skip(1).step_by(2).all(|&n| n != "check"), "{natures:?}");
 }
 
 #[test]
@@ -108,12 +81,7 @@ fn batch_rules_each_line_and_reports_bad_lines_in_place() {
     assert_eq!(lines.len(), 3);
     assert_eq!(lines[0]["result"], "0-1");
     assert!(lines[1]["error"].as_str().unwrap().starts_with("line 2"));
-    assert!(
-        lines[2]["error"]
-            .as_str()
-            .unwrap()
-            .contains("unknown rule set 'nonsense'")
-    );
+    assert!(lines[2]["error"].as_str().unwrap().contains("unknown rule set 'nonsense'"));
 }
 
 #[test]
@@ -135,28 +103,10 @@ fn pgn_games_are_ruled_from_their_fen_tag() {
 fn wxf_20_2_a_perpetual_mating_threat_is_reported_and_drawn() {
     // Rule case #14 ("perpetual kill"): every Red move threatens mate by checks (19.2).
     let fen = "2b2k3/9/4b2P1/3N5/1R6p/6P2/5p2r/8n/4p4/5K3 w - - 0 1";
-    let (ok, lines, _) = judge(
-        &[
-            "--fen",
-            fen,
-            "--moves",
-            "d6c8 f9f8 c8d6 f8f9 d6c8 f9f8 c8d6",
-        ],
-        "",
-    );
+    let (ok, lines, _) = judge(&["--fen", fen, "--moves", "d6c8 f9f8 c8d6 f8f9 d6c8 f9f8 c8d6"], "");
     assert!(ok);
     assert_eq!(lines[0]["result"], "1/2-1/2");
     let plies = lines[0]["plies"].as_array().unwrap();
-    assert!(
-        plies.iter().step_by(2).all(|p| p["nature"] == "kill"),
-        "{plies:?}"
-    );
-    assert!(
-        plies
-            .iter()
-            .skip(1)
-            .step_by(2)
-            .all(|p| p["nature"] == "idle"),
-        "{plies:?}"
-    );
+    assert!(plies.iter().step_by(2).all(|p| p["nature"] == "kill"), "{plies:?}");
+    assert!(plies.iter().skip(1).step_by(2).all(|p| p["nature"] == "idle"), "{plies:?}");
 }

@@ -12,11 +12,7 @@ fn check_counts(max_nodes: u64) {
     for (text, counts) in perft_cases() {
         let (mut position, _) = fen::parse_composed(&text).expect("perft FEN");
         for (depth, expected) in counts.into_iter().filter(|&(_, nodes)| nodes <= max_nodes) {
-            assert_eq!(
-                perft::perft(&mut position, depth),
-                expected,
-                "{text} depth {depth}"
-            );
+            assert_eq!(perft::perft(&mut position, depth), expected, "{text} depth {depth}");
         }
     }
 }

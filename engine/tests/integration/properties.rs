@@ -2,9 +2,7 @@
 
 use proptest::prelude::*;
 use xq_engine::xiangqi::movegen::{self, MoveList, Selection};
-use xq_engine::xiangqi::notation::{
-    Dialect, format_iccs, format_uci, format_wxf, parse_iccs, parse_uci, parse_wxf,
-};
+use xq_engine::xiangqi::notation::{Dialect, format_iccs, format_uci, format_wxf, parse_iccs, parse_uci, parse_wxf};
 use xq_engine::xiangqi::{Position, fen, perft};
 
 use crate::common::random_positions;

@@ -13,10 +13,7 @@ use crate::common::random_positions;
 fn python() -> PathBuf {
     let path = std::env::var_os("XQ_PYTHON")
         .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .map(|home| PathBuf::from(home).join(".cache/xq-cluster/venv/bin/python"))
-        })
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/xq-cluster/venv/bin/python")))
         .expect("XQ_PYTHON or HOME");
     assert!(
         path.exists(),
@@ -28,49 +25,29 @@ fn python() -> PathBuf {
 
 #[test]
 fn wxf_agrees_with_pyffish() {
-    let positions: Vec<_> = random_positions(0xA11CE, 12, 100)
-        .into_iter()
-        .step_by(3)
-        .collect();
+    let positions: Vec<_> = random_positions(0xA11CE, 12, 100).into_iter().step_by(3).collect();
     let mut queries = Vec::new();
     let mut input = String::new();
     for position in &positions {
         for &mv in movegen::legal_moves(position).iter() {
-            input.push_str(&format!(
-                "{position}\t{}\n",
-                format_uci(mv, Dialect::OneBased)
-            ));
+            input.push_str(&format!("{position}\t{}\n", format_uci(mv, Dialect::OneBased)));
             queries.push((position, mv));
         }
     }
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/oracles/pyffish_wxf.py");
-    let mut child = Command::new(python())
-        .arg(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start python");
+    let mut child =
+        Command::new(python()).arg(script).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("start python");
     let mut stdin = child.stdin.take().expect("stdin");
     let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
     let output = child.wait_with_output().expect("pyffish output");
-    writer
-        .join()
-        .expect("writer thread")
-        .expect("write queries");
+    writer.join().expect("writer thread").expect("write queries");
     assert!(output.status.success(), "pyffish oracle failed");
-    let answers: Vec<&str> = std::str::from_utf8(&output.stdout)
-        .expect("utf-8")
-        .lines()
-        .collect();
+    let answers: Vec<&str> = std::str::from_utf8(&output.stdout).expect("utf-8").lines().collect();
     assert_eq!(answers.len(), queries.len());
     assert!(queries.len() > 5000, "only {} moves", queries.len());
     let mut plain = 0;
     for ((position, mv), theirs) in queries.iter().zip(answers) {
-        assert_eq!(
-            parse_wxf(position, theirs).as_ref(),
-            Ok(mv),
-            "{position}: pyffish wrote {theirs}"
-        );
+        assert_eq!(parse_wxf(position, theirs).as_ref(), Ok(mv), "{position}: pyffish wrote {theirs}");
         // Where a file holds two pieces of the kind, the book marks front and rear
         // (7.5) while pyffish writes the plain form whenever it is unambiguous; where
         // our text is plain, the two must be identical.

@@ -37,28 +37,18 @@ struct Case {
 }
 
 fn cases() -> Vec<Case> {
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/wxf-repetition-cases.json");
-    let all: Vec<Value> =
-        serde_json::from_str(&std::fs::read_to_string(path).expect("rule cases")).expect("JSON");
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/wxf-repetition-cases.json");
+    let all: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(path).expect("rule cases")).expect("JSON");
     all.iter()
         .map(|c| {
             let id = c["id"].as_u64().unwrap();
             let recorded = c["ruling_for_side_to_move"].as_str().unwrap().to_owned();
-            let expected = JUDGED
-                .iter()
-                .find(|j| j.0 == id)
-                .map_or(recorded, |j| j.1.to_owned());
+            let expected = JUDGED.iter().find(|j| j.0 == id).map_or(recorded, |j| j.1.to_owned());
             Case {
                 id,
                 group: c["group"].as_str().unwrap().to_owned(),
                 fen: c["fen"].as_str().unwrap().to_owned(),
-                moves: c["moves"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|m| m.as_str().unwrap().to_owned())
-                    .collect(),
+                moves: c["moves"].as_array().unwrap().iter().map(|m| m.as_str().unwrap().to_owned()).collect(),
                 expected,
             }
         })
@@ -103,24 +93,15 @@ fn wxf_repetition_cases_are_ruled_as_the_book_rules_them() {
         let got = ruling_for_side_to_move(start, &moves);
         let right = got == case.expected;
         match (right, OPEN.contains(&case.id)) {
-            (false, false) => wrong.push(format!(
-                "#{} ({}): expected {}, got {got}",
-                case.id, case.group, case.expected
-            )),
+            (false, false) => {
+                wrong.push(format!("#{} ({}): expected {}, got {got}", case.id, case.group, case.expected))
+            }
             (true, true) => open_now_right.push(case.id),
             _ => {}
         }
     }
-    assert!(
-        wrong.is_empty(),
-        "{} cases ruled wrongly:\n{}",
-        wrong.len(),
-        wrong.join("\n")
-    );
-    assert!(
-        open_now_right.is_empty(),
-        "now ruled as the book rules them, remove from OPEN: {open_now_right:?}"
-    );
+    assert!(wrong.is_empty(), "{} cases ruled wrongly:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(open_now_right.is_empty(), "now ruled as the book rules them, remove from OPEN: {open_now_right:?}");
 }
 
 #[test]
@@ -128,26 +109,10 @@ fn rulings_do_not_change_when_the_board_is_mirrored_or_the_colours_swapped() {
     for case in cases() {
         let (start, moves) = parsed(&case);
         let ruling = ruling_for_side_to_move(start.clone(), &moves);
-        let mirrored: Vec<Move> = moves
-            .iter()
-            .map(|m| Move::new(m.from().mirrored(), m.to().mirrored()))
-            .collect();
-        assert_eq!(
-            ruling_for_side_to_move(start.mirrored(), &mirrored),
-            ruling,
-            "#{} mirrored",
-            case.id
-        );
-        let swapped: Vec<Move> = moves
-            .iter()
-            .map(|m| Move::new(m.from().rotated(), m.to().rotated()))
-            .collect();
-        assert_eq!(
-            ruling_for_side_to_move(start.color_flipped(), &swapped),
-            ruling,
-            "#{} colours swapped",
-            case.id
-        );
+        let mirrored: Vec<Move> = moves.iter().map(|m| Move::new(m.from().mirrored(), m.to().mirrored())).collect();
+        assert_eq!(ruling_for_side_to_move(start.mirrored(), &mirrored), ruling, "#{} mirrored", case.id);
+        let swapped: Vec<Move> = moves.iter().map(|m| Move::new(m.from().rotated(), m.to().rotated())).collect();
+        assert_eq!(ruling_for_side_to_move(start.color_flipped(), &swapped), ruling, "#{} colours swapped", case.id);
     }
 }
 
@@ -174,13 +139,8 @@ fn wxf_3_1_a_checkmate_and_stalemate_lose() {
     );
 
     let stalemate = Position::from_fen("3k5/2R6/9/9/9/9/9/9/9/4K4 b").unwrap();
-    let ruling = Referee::new(stalemate, RefereeConfig::default())
-        .ruling()
-        .expect("stalemate");
-    assert_eq!(
-        (ruling.outcome, ruling.reason),
-        (Outcome::Win(Color::Red), Reason::Stalemate)
-    );
+    let ruling = Referee::new(stalemate, RefereeConfig::default()).ruling().expect("stalemate");
+    assert_eq!((ruling.outcome, ruling.reason), (Outcome::Win(Color::Red), Reason::Stalemate));
 }
 
 #[test]
@@ -191,30 +151,14 @@ fn wxf_3_1_c_perpetual_check_is_ruled_at_the_third_occurrence() {
     let mut referee = Referee::new(start, RefereeConfig::default());
     let cycle = "h8h9 f9f8 h9h8 f8f9 ";
     let rulings = play_all(&mut referee, cycle);
-    assert!(
-        rulings.iter().all(Option::is_none),
-        "two occurrences are not yet ruled"
-    );
-    let ruling = referee
-        .rule_last_cycle()
-        .expect("a cycle to rule on request");
+    assert!(rulings.iter().all(Option::is_none), "two occurrences are not yet ruled");
+    let ruling = referee.rule_last_cycle().expect("a cycle to rule on request");
     assert_eq!(
         (ruling.outcome, ruling.reason, ruling.article),
-        (
-            Outcome::Win(Color::Black),
-            Reason::PerpetualCheck,
-            "WXF 20.1"
-        )
+        (Outcome::Win(Color::Black), Reason::PerpetualCheck, "WXF 20.1")
     );
-    assert_eq!(
-        play_all(&mut referee, "h8h9 f9f8 h9h8").pop().unwrap(),
-        None
-    );
-    assert_eq!(
-        play_all(&mut referee, "f8f9").pop().unwrap(),
-        Some(ruling),
-        "third occurrence"
-    );
+    assert_eq!(play_all(&mut referee, "h8h9 f9f8 h9h8").pop().unwrap(), None);
+    assert_eq!(play_all(&mut referee, "f8f9").pop().unwrap(), Some(ruling), "third occurrence");
 }
 
 #[test]
@@ -225,18 +169,11 @@ fn wxf_3_2_b_a_repetition_without_violation_is_drawn_at_the_fourth_occurrence() 
     let rulings = play_all(&mut referee, &"d0d1 e9e8 d1d0 e8e9 ".repeat(3));
     assert!(rulings[..11].iter().all(Option::is_none));
     let ruling = rulings[11].expect("fourth occurrence");
-    assert_eq!(
-        (ruling.outcome, ruling.reason, ruling.article),
-        (Outcome::Draw, Reason::Repetition, "WXF 3.2.B")
-    );
+    assert_eq!((ruling.outcome, ruling.reason, ruling.article), (Outcome::Draw, Reason::Repetition, "WXF 3.2.B"));
 }
 
 fn no_repetition_rulings() -> RefereeConfig {
-    RefereeConfig {
-        violation_occurrences: u32::MAX,
-        draw_occurrences: u32::MAX,
-        ..RefereeConfig::default()
-    }
+    RefereeConfig { violation_occurrences: u32::MAX, draw_occurrences: u32::MAX, ..RefereeConfig::default() }
 }
 
 #[test]
@@ -247,10 +184,7 @@ fn wxf_8_natural_move_count_draws_after_100_plies_without_capture() {
     let rulings = play_all(&mut referee, &"a4a5 e9e8 a5a4 e8e9 ".repeat(25));
     assert!(rulings[..99].iter().all(Option::is_none));
     let ruling = rulings[99].expect("100th ply");
-    assert_eq!(
-        (ruling.outcome, ruling.reason, ruling.article),
-        (Outcome::Draw, Reason::NaturalMoveCount, "WXF 8")
-    );
+    assert_eq!((ruling.outcome, ruling.reason, ruling.article), (Outcome::Draw, Reason::NaturalMoveCount, "WXF 8"));
 }
 
 #[test]
@@ -265,10 +199,7 @@ fn wxf_8_checks_beyond_ten_per_side_do_not_count() {
 }
 
 fn cxq() -> RefereeConfig {
-    RefereeConfig {
-        rules: xq_engine::xiangqi::rules::RuleSet::Cxq,
-        ..RefereeConfig::default()
-    }
+    RefereeConfig { rules: xq_engine::xiangqi::rules::RuleSet::Cxq, ..RefereeConfig::default() }
 }
 
 #[test]
@@ -278,15 +209,9 @@ fn cxq_the_seventh_consecutive_check_with_one_piece_loses() {
     let start = Position::from_fen("c2a1k3/2c1a2R1/b6P1/8p/9/9/9/9/4K4/9 w - - 0 1").unwrap();
     let mut referee = Referee::new(start, cxq());
     let rulings = play_all(&mut referee, &"h8h9 f9f8 h9h8 f8f9 ".repeat(4));
-    assert!(
-        rulings[..12].iter().all(Option::is_none),
-        "six checks are allowed, repetitions are not ruled"
-    );
+    assert!(rulings[..12].iter().all(Option::is_none), "six checks are allowed, repetitions are not ruled");
     let ruling = rulings[12].expect("the seventh check");
-    assert_eq!(
-        (ruling.outcome, ruling.reason),
-        (Outcome::Win(Color::Black), Reason::PerpetualCheck)
-    );
+    assert_eq!((ruling.outcome, ruling.reason), (Outcome::Win(Color::Black), Reason::PerpetualCheck));
     assert_eq!(ruling.article, "CXQ Advanced Rules");
 }
 

@@ -15,10 +15,7 @@ use xq_engine::xiangqi::{Move, Position, fen};
 fn self_play(games: usize, nodes: u64, seed: u64) -> usize {
     let mut rng = StdRng::seed_from_u64(seed);
     let shared = Shared::new(4);
-    let limits = Limits {
-        nodes: Some(nodes),
-        ..Limits::default()
-    };
+    let limits = Limits { nodes: Some(nodes), ..Limits::default() };
     let mut plies = 0;
     for game in 0..games {
         let start = Position::startpos();
@@ -29,23 +26,11 @@ fn self_play(games: usize, nodes: u64, seed: u64) -> usize {
                 let legal = legal_moves(referee.position());
                 legal[rng.random_range(0..legal.len())]
             } else {
-                let result = search(
-                    &shared,
-                    &start,
-                    &moves,
-                    &limits,
-                    &SearchOptions::default(),
-                    |_| {},
-                );
-                result
-                    .best
-                    .unwrap_or_else(|| panic!("game {game}: no move in {}", referee.position()))
+                let result = search(&shared, &start, &moves, &limits, &SearchOptions::default(), |_| {});
+                result.best.unwrap_or_else(|| panic!("game {game}: no move in {}", referee.position()))
             };
             if let Err(error) = referee.play(mv) {
-                panic!(
-                    "game {game}: illegal move {mv} in {}: {error}",
-                    referee.position()
-                );
+                panic!("game {game}: illegal move {mv} in {}: {error}", referee.position());
             }
             moves.push(mv);
         }
@@ -77,20 +62,8 @@ fn best_move_after(fen_text: &str, moves: &[&str], depth: i32) -> Move {
             mv
         })
         .collect();
-    let limits = Limits {
-        depth: Some(depth),
-        ..Limits::default()
-    };
-    search(
-        &Shared::new(4),
-        &start,
-        &played,
-        &limits,
-        &SearchOptions::default(),
-        |_| {},
-    )
-    .best
-    .expect("a move")
+    let limits = Limits { depth: Some(depth), ..Limits::default() };
+    search(&Shared::new(4), &start, &played, &limits, &SearchOptions::default(), |_| {}).best.expect("a move")
 }
 
 #[test]
@@ -107,13 +80,7 @@ fn the_engine_does_not_close_a_perpetual_check_it_would_lose() {
 #[test]
 fn the_engine_does_not_close_a_perpetual_chase_it_would_lose() {
     // Rule case #25: Red's d2e1 would close a forbidden perpetual chase (WXF 20.3).
-    let moves = [
-        "e2d4", "c2c1", "h2h1", "g2g1", "e1d2", "g1g0", "d2e1", "g0g1", "e1d2", "g1g0",
-    ];
-    let mv = best_move_after(
-        "2c1kab2/4a4/4b4/9/9/9/P1p5P/2r1N1cC1/4A4/3ACK3 w - - 0 1",
-        &moves,
-        6,
-    );
+    let moves = ["e2d4", "c2c1", "h2h1", "g2g1", "e1d2", "g1g0", "d2e1", "g0g1", "e1d2", "g1g0"];
+    let mv = best_move_after("2c1kab2/4a4/4b4/9/9/9/P1p5P/2r1N1cC1/4A4/3ACK3 w - - 0 1", &moves, 6);
     assert_ne!(mv.to_string(), "d2e1");
 }

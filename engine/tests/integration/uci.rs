@@ -9,17 +9,9 @@ use xq_engine::xiangqi::{Position, perft};
 use crate::common::engine_binary;
 
 fn converse(input: &str) -> String {
-    let mut child = Command::new(engine_binary())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start xq-engine");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.as_bytes())
-        .expect("write");
+    let mut child =
+        Command::new(engine_binary()).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("start xq-engine");
+    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write");
     let output = child.wait_with_output().expect("xq-engine output");
     assert!(output.status.success());
     String::from_utf8(output.stdout).expect("utf-8")
@@ -57,28 +49,13 @@ fn garbage_gets_info_string_and_the_engine_carries_on() {
 
 #[test]
 fn perft_command_prints_divide_then_total() {
-    let output = Command::new(engine_binary())
-        .args(["perft", "--depth", "3", "--divide"])
-        .output()
-        .expect("run perft");
+    let output = Command::new(engine_binary()).args(["perft", "--depth", "3", "--divide"]).output().expect("run perft");
     let text = String::from_utf8(output.stdout).expect("utf-8");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.last(), Some(&"Nodes searched: 79666"));
-    assert_eq!(
-        lines
-            .iter()
-            .filter(|l| l.contains(": ") && !l.starts_with("Nodes"))
-            .count(),
-        44
-    );
+    assert_eq!(lines.iter().filter(|l| l.contains(": ") && !l.starts_with("Nodes")).count(), 44);
     let bad = Command::new(engine_binary())
-        .args([
-            "perft",
-            "--depth",
-            "1",
-            "--fen",
-            "4k4/9/9/9/9/9/9/9/9/4K4 w",
-        ])
+        .args(["perft", "--depth", "1", "--fen", "4k4/9/9/9/9/9/9/9/9/4K4 w"])
         .output()
         .expect("run perft");
     assert!(!bad.status.success());
@@ -87,11 +64,8 @@ fn perft_command_prints_divide_then_total() {
 
 /// Runs the engine with `input`, waits for it to end, returns its output.
 fn converse_slowly(lines: &[(&str, u64)]) -> String {
-    let mut child = Command::new(engine_binary())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start xq-engine");
+    let mut child =
+        Command::new(engine_binary()).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("start xq-engine");
     let mut stdin = child.stdin.take().expect("stdin");
     for (line, pause_ms) in lines {
         writeln!(stdin, "{line}").expect("write");
@@ -105,11 +79,7 @@ fn converse_slowly(lines: &[(&str, u64)]) -> String {
 }
 
 fn bestmove_is_legal(out: &str, position: &Position) {
-    let line = out
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("bestmove"))
-        .unwrap_or_else(|| panic!("no bestmove in {out}"));
+    let line = out.lines().rev().find(|l| l.starts_with("bestmove")).unwrap_or_else(|| panic!("no bestmove in {out}"));
     let mv = line.split_whitespace().nth(1).expect("a move");
     parse_uci(position, mv, Dialect::ZeroBased).unwrap_or_else(|e| panic!("{line}: {e}"));
 }
@@ -161,14 +131,7 @@ fn a_position_with_hundreds_of_moves_is_accepted() {
 fn a_mate_in_one_is_found() {
     let position = Position::from_fen("3k5/2R6/9/9/9/9/9/9/9/R3K4 w").unwrap();
     let mates = |out: &str| {
-        let best = out
-            .lines()
-            .last()
-            .unwrap()
-            .split_whitespace()
-            .nth(1)
-            .unwrap()
-            .to_owned();
+        let best = out.lines().last().unwrap().split_whitespace().nth(1).unwrap().to_owned();
         let mut after = position.clone();
         after.make_move(parse_uci(&position, &best, Dialect::ZeroBased).unwrap());
         after.in_check() && xq_engine::xiangqi::movegen::legal_moves(&after).is_empty()
@@ -185,10 +148,7 @@ fn options_are_set_or_refused_with_a_reason() {
     let out = converse(
         "setoption name Hash value 32\nsetoption name Threads value 2\nsetoption name Move Overhead value 30\nsetoption name Hash value 0\nsetoption name Repetition Rule value nonsense\nsetoption name UCI_Variant value chess\nposition startpos\ngo depth 4\n",
     );
-    let infos: Vec<&str> = out
-        .lines()
-        .filter(|l| l.starts_with("info string"))
-        .collect();
+    let infos: Vec<&str> = out.lines().filter(|l| l.starts_with("info string")).collect();
     assert_eq!(infos.len(), 3, "{out}");
     bestmove_is_legal(&out, &Position::startpos());
 }
@@ -199,13 +159,7 @@ fn ucci_speaks_elephanteye_dialect() {
         "ucci\nsetoption hashsize 8\nposition startpos moves h2e2\ngo time 1000 increment 0 banmoves h9g7 b9c7\nquit\n",
     );
     assert!(out.contains("ucciok"), "{out}");
-    let line = out
-        .lines()
-        .find(|l| l.starts_with("bestmove"))
-        .expect("bestmove");
-    assert!(
-        !line.contains("h9g7") && !line.contains("b9c7"),
-        "banned move played: {line}"
-    );
+    let line = out.lines().find(|l| l.starts_with("bestmove")).expect("bestmove");
+    assert!(!line.contains("h9g7") && !line.contains("b9c7"), "banned move played: {line}");
     assert_eq!(out.lines().last(), Some("bye"));
 }

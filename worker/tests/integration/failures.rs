@@ -25,43 +25,23 @@ fn against_fake(mode: &str, time_control: &str) -> Vec<(Outcome, Termination, St
         let record = &finished.record;
         let fake_is_red = finished.leg == 0;
         let fake_lost = record.outcome
-            == Outcome::Win(if fake_is_red {
-                xq_engine::color::Color::Black
-            } else {
-                xq_engine::color::Color::Red
-            });
-        games.push((
-            record.outcome,
-            record.termination,
-            record.reason.clone(),
-            fake_lost,
-        ));
+            == Outcome::Win(if fake_is_red { xq_engine::color::Color::Black } else { xq_engine::color::Color::Red });
+        games.push((record.outcome, record.termination, record.reason.clone(), fake_lost));
         true
     })
     .expect("the match survives the failure");
-    assert!(
-        started.elapsed().as_secs() < 30,
-        "{mode} took {:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed().as_secs() < 30, "{mode} took {:?}", started.elapsed());
     games
 }
 
 #[test]
 fn a_crashing_engine_loses_each_game_and_is_restarted() {
     let games = against_fake("crash", "nodes=500");
-    assert_eq!(
-        games.len(),
-        2,
-        "both games of the pair are played: the engine was restarted"
-    );
+    assert_eq!(games.len(), 2, "both games of the pair are played: the engine was restarted");
     for (_, termination, reason, fake_lost) in games {
         assert!(fake_lost);
         assert_eq!(termination, Termination::EngineFailure);
-        assert!(
-            reason.contains("stopped talking") && reason.contains("segmentation fault (simulated)"),
-            "{reason}"
-        );
+        assert!(reason.contains("stopped talking") && reason.contains("segmentation fault (simulated)"), "{reason}");
     }
 }
 
@@ -120,9 +100,6 @@ fn an_engine_that_never_gets_ready_fails_the_match() {
         sprt: None,
     };
     let error = run_match(&match_settings, |_, _| true).expect_err("the match cannot start");
-    assert!(
-        matches!(error, MatchError::Engine { ref name, .. } if name == "fake-noready"),
-        "{error}"
-    );
+    assert!(matches!(error, MatchError::Engine { ref name, .. } if name == "fake-noready"), "{error}");
     assert!(error.to_string().contains("no readyok"), "{error}");
 }

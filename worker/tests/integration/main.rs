@@ -18,16 +18,8 @@ use xq_worker::time_control::TimeControl;
 pub fn our_engine(name: &str) -> EngineConfig {
     let target = PathBuf::from(env!("CARGO_BIN_EXE_xq-worker"));
     let command = target.parent().expect("target dir").join("xq-engine");
-    assert!(
-        command.exists(),
-        "{} is missing: build the workspace (cargo build) first",
-        command.display()
-    );
-    EngineConfig {
-        name: name.to_owned(),
-        command,
-        ..EngineConfig::default()
-    }
+    assert!(command.exists(), "{} is missing: build the workspace (cargo build) first", command.display());
+    EngineConfig { name: name.to_owned(), command, ..EngineConfig::default() }
 }
 
 /// The fake engine in `mode`.
@@ -53,8 +45,5 @@ pub fn settings(time_control: &str) -> GameSettings {
 }
 
 pub fn startpos() -> Vec<Opening> {
-    vec![Opening {
-        start: Position::startpos(),
-        moves: Vec::new(),
-    }]
+    vec![Opening { start: Position::startpos(), moves: Vec::new() }]
 }

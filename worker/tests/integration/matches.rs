@@ -19,44 +19,22 @@ use xq_worker::game::Opening;
 use crate::{our_engine, settings};
 
 fn reference(name: &str, path: &str, protocol: Protocol, dialect: Dialect) -> EngineConfig {
-    assert!(
-        std::path::Path::new(path).exists(),
-        "{path} is missing: the README's test command installs it"
-    );
-    EngineConfig {
-        name: name.to_owned(),
-        command: PathBuf::from(path),
-        protocol,
-        dialect,
-        ..EngineConfig::default()
-    }
+    assert!(std::path::Path::new(path).exists(), "{path} is missing: the README's test command installs it");
+    EngineConfig { name: name.to_owned(), command: PathBuf::from(path), protocol, dialect, ..EngineConfig::default() }
 }
 
 fn play(opponent: EngineConfig, time_control: &str, pairs: usize) -> Vec<GameRecord> {
-    play_from(
-        opponent,
-        time_control,
-        pairs,
-        xq_engine::xiangqi::fen::START_FEN,
-    )
+    play_from(opponent, time_control, pairs, xq_engine::xiangqi::fen::START_FEN)
 }
 
-fn play_from(
-    opponent: EngineConfig,
-    time_control: &str,
-    pairs: usize,
-    fen: &str,
-) -> Vec<GameRecord> {
+fn play_from(opponent: EngineConfig, time_control: &str, pairs: usize, fen: &str) -> Vec<GameRecord> {
     let mut game_settings = settings(time_control);
     game_settings.max_plies = Some(160);
     let match_settings = MatchSettings {
         engines: [our_engine("xq"), opponent],
         pairs,
         concurrency: 2,
-        openings: vec![Opening {
-            start: Position::from_fen(fen).expect("opening FEN"),
-            moves: Vec::new(),
-        }],
+        openings: vec![Opening { start: Position::from_fen(fen).expect("opening FEN"), moves: Vec::new() }],
         game: game_settings,
         sprt: None,
     };
@@ -70,10 +48,7 @@ fn play_from(
     assert_eq!(totals.pentanomial.iter().sum::<u64>(), pairs as u64);
     for record in &records {
         assert!(
-            matches!(
-                record.termination,
-                Termination::Rules | Termination::Adjudication
-            ),
+            matches!(record.termination, Termination::Rules | Termination::Adjudication),
             "{:?}: {}",
             record.termination,
             record.reason
@@ -84,20 +59,13 @@ fn play_from(
 
 /// The PGN of each game, re-read and ruled by the judge, gives the recorded result.
 fn replays_to_the_same_results(records: &[GameRecord]) {
-    let text: String = records
-        .iter()
-        .enumerate()
-        .map(|(i, r)| game_pgn(r, "test", i + 1, "test"))
-        .collect();
+    let text: String = records.iter().enumerate().map(|(i, r)| game_pgn(r, "test", i + 1, "test")).collect();
     let games = parse_pgn(&text).expect("our PGN parses");
     assert_eq!(games.len(), records.len());
     for (game, record) in games.iter().zip(records) {
         assert_eq!(game.moves.len(), record.moves.len());
-        let (verdict, _) = judge(&JudgeRequest::from_pgn(
-            game,
-            xq_engine::xiangqi::rules::RuleSet::Wxf,
-        ))
-        .expect("legal game");
+        let (verdict, _) =
+            judge(&JudgeRequest::from_pgn(game, xq_engine::xiangqi::rules::RuleSet::Wxf)).expect("legal game");
         if record.termination == Termination::Rules {
             assert_eq!(verdict["result"], record.outcome.pgn(), "{}", record.reason);
         }
@@ -114,12 +82,7 @@ fn our_engine_against_itself() {
 #[test]
 fn against_fairy_stockfish_over_uci() {
     let records = play(
-        reference(
-            "fairy-stockfish",
-            "/usr/games/fairy-stockfish",
-            Protocol::Uci,
-            Dialect::OneBased,
-        ),
+        reference("fairy-stockfish", "/usr/games/fairy-stockfish", Protocol::Uci, Dialect::OneBased),
         "st=0.02",
         1,
     );
@@ -129,12 +92,7 @@ fn against_fairy_stockfish_over_uci() {
 #[test]
 fn against_fairy_stockfish_over_ucci() {
     let records = play(
-        reference(
-            "fairy-stockfish-ucci",
-            "/usr/games/fairy-stockfish",
-            Protocol::Ucci,
-            Dialect::ZeroBased,
-        ),
+        reference("fairy-stockfish-ucci", "/usr/games/fairy-stockfish", Protocol::Ucci, Dialect::ZeroBased),
         "st=0.02",
         1,
     );
@@ -145,18 +103,9 @@ fn against_fairy_stockfish_over_ucci() {
 fn against_sjaak_ii() {
     // Sjaak II reads H and E in FEN, and is given a fixed depth: it does not honour
     // `go movetime`. An opening from a FEN exercises the flavour.
-    let mut sjaak = reference(
-        "sjaakii",
-        "/usr/games/sjaakii",
-        Protocol::Uci,
-        Dialect::OneBased,
-    );
+    let mut sjaak = reference("sjaakii", "/usr/games/sjaakii", Protocol::Uci, Dialect::OneBased);
     sjaak.fen_flavour = xq_worker::engine_process::FenFlavour::HorseElephant;
-    let records = play_from(
-        sjaak,
-        "depth=4",
-        1,
-        "rnbakabnr/9/1c2c4/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w - - 2 2",
-    );
+    let records =
+        play_from(sjaak, "depth=4", 1, "rnbakabnr/9/1c2c4/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w - - 2 2");
     replays_to_the_same_results(&records);
 }

@@ -19,28 +19,18 @@ pub fn judge_one(request: &JudgeRequest, out: &mut impl Write) -> anyhow::Result
 }
 
 /// Rules every game of a PGN file.
-pub fn judge_pgn(
-    path: &std::path::Path,
-    rules: RuleSet,
-    out: &mut impl Write,
-) -> anyhow::Result<()> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+pub fn judge_pgn(path: &std::path::Path, rules: RuleSet, out: &mut impl Write) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let games = parse_pgn(&text).with_context(|| format!("in {}", path.display()))?;
     for (index, game) in games.iter().enumerate() {
-        judge_one(&JudgeRequest::from_pgn(game, rules), out)
-            .with_context(|| format!("game {}", index + 1))?;
+        judge_one(&JudgeRequest::from_pgn(game, rules), out).with_context(|| format!("game {}", index + 1))?;
     }
     Ok(())
 }
 
 /// Rules JSON lines from `input`; a line that cannot be ruled gets `{"error": ...}`
 /// and the batch goes on.
-pub fn judge_batch(
-    input: impl BufRead,
-    out: &mut impl Write,
-    rules: RuleSet,
-) -> anyhow::Result<()> {
+pub fn judge_batch(input: impl BufRead, out: &mut impl Write, rules: RuleSet) -> anyhow::Result<()> {
     for (index, line) in input.lines().enumerate() {
         let line = line?;
         if line.trim().is_empty() {
@@ -49,11 +39,7 @@ pub fn judge_batch(
         let answer = JudgeRequest::from_json(&line, rules).and_then(|request| judge(&request));
         match answer {
             Ok((verdict, _)) => writeln!(out, "{verdict}")?,
-            Err(error) => writeln!(
-                out,
-                "{}",
-                json!({"error": format!("line {}: {error}", index + 1)})
-            )?,
+            Err(error) => writeln!(out, "{}", json!({"error": format!("line {}: {error}", index + 1)}))?,
         }
     }
     Ok(())

@@ -13,11 +13,7 @@ use xq_engine::xiangqi::rules::judge::JudgeRequest;
 use xq_engine::xiangqi::{Position, fen, perft};
 
 #[derive(Parser)]
-#[command(
-    name = "xq-engine",
-    version,
-    about = "Xiangqi engine: UCI on stdin without a command"
-)]
+#[command(name = "xq-engine", version, about = "Xiangqi engine: UCI on stdin without a command")]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -90,20 +86,11 @@ fn run() -> anyhow::Result<()> {
             let seconds = result.elapsed.as_secs_f64().max(1e-9);
             println!("Total time (ms) : {}", result.elapsed.as_millis());
             println!("Nodes searched  : {}", result.nodes);
-            println!(
-                "Nodes/second    : {}",
-                (result.nodes as f64 / seconds) as u64
-            );
+            println!("Nodes/second    : {}", (result.nodes as f64 / seconds) as u64);
             Ok(())
         }
         Some(Command::Perft { fen, depth, divide }) => run_perft(fen.as_deref(), depth, divide),
-        Some(Command::Judge {
-            rules,
-            fen,
-            moves,
-            pgn,
-            batch,
-        }) => {
+        Some(Command::Judge { rules, fen, moves, pgn, batch }) => {
             let mut out = std::io::stdout().lock();
             if batch {
                 return judge::judge_batch(std::io::stdin().lock(), &mut out, rules);
@@ -145,11 +132,7 @@ fn run_perft(fen_text: Option<&str>, depth: u32, divide: bool) -> anyhow::Result
         perft::perft(&mut position, depth)
     };
     let elapsed = start.elapsed();
-    eprintln!(
-        "time {} ms, {:.0} nodes/s",
-        elapsed.as_millis(),
-        nodes as f64 / elapsed.as_secs_f64().max(1e-9)
-    );
+    eprintln!("time {} ms, {:.0} nodes/s", elapsed.as_millis(), nodes as f64 / elapsed.as_secs_f64().max(1e-9));
     writeln!(out, "Nodes searched: {nodes}")?;
     Ok(())
 }

@@ -26,69 +26,40 @@ impl Dialect {
 /// Splits `from`+`to` written without a separator; a rank may have two digits in the
 /// 1..10 dialect, so the split is at the second letter.
 fn split_squares(text: &str) -> Option<(&str, &str)> {
-    let second_letter = text
-        .char_indices()
-        .skip(1)
-        .find(|(_, c)| c.is_ascii_alphabetic())
-        .map(|(i, _)| i)?;
+    let second_letter = text.char_indices().skip(1).find(|(_, c)| c.is_ascii_alphabetic()).map(|(i, _)| i)?;
     Some(text.split_at(second_letter))
 }
 
 fn legal(position: &Position, text: &str, from: Square, to: Square) -> Result<Move, MoveTextError> {
     let mv = Move::new(from, to);
-    position
-        .check_move(mv)
-        .map(|()| mv)
-        .map_err(|reason| MoveTextError::Illegal {
-            text: text.to_owned(),
-            reason,
-        })
+    position.check_move(mv).map(|()| mv).map_err(|reason| MoveTextError::Illegal { text: text.to_owned(), reason })
 }
 
 /// Reads a coordinate move such as `h2e2` and checks that it is legal.
 pub fn parse_uci(position: &Position, text: &str, dialect: Dialect) -> Result<Move, MoveTextError> {
-    let syntax = |problem| MoveTextError::Syntax {
-        text: text.to_owned(),
-        notation: "coordinate",
-        problem,
-    };
+    let syntax = |problem| MoveTextError::Syntax { text: text.to_owned(), notation: "coordinate", problem };
     if !text.is_ascii() {
         return Err(syntax("it is not plain ASCII"));
     }
-    let (from, to) =
-        split_squares(text).ok_or_else(|| syntax("expected two squares such as h2e2"))?;
+    let (from, to) = split_squares(text).ok_or_else(|| syntax("expected two squares such as h2e2"))?;
     let label = dialect.first_rank_label();
-    let from = Square::parse_with_label(from, label)
-        .ok_or_else(|| syntax("the first square is off the board"))?;
-    let to = Square::parse_with_label(to, label)
-        .ok_or_else(|| syntax("the second square is off the board"))?;
+    let from = Square::parse_with_label(from, label).ok_or_else(|| syntax("the first square is off the board"))?;
+    let to = Square::parse_with_label(to, label).ok_or_else(|| syntax("the second square is off the board"))?;
     legal(position, text, from, to)
 }
 
 /// Writes a move in coordinates of the given dialect.
 pub fn format_uci(mv: Move, dialect: Dialect) -> String {
     let label = dialect.first_rank_label();
-    format!(
-        "{}{}",
-        mv.from().display_with_label(label),
-        mv.to().display_with_label(label)
-    )
+    format!("{}{}", mv.from().display_with_label(label), mv.to().display_with_label(label))
 }
 
 /// Reads an ICCS move such as `H2-E2` (either case) and checks that it is legal.
 pub fn parse_iccs(position: &Position, text: &str) -> Result<Move, MoveTextError> {
-    let syntax = |problem| MoveTextError::Syntax {
-        text: text.to_owned(),
-        notation: "ICCS",
-        problem,
-    };
-    let (from, to) = text
-        .split_once('-')
-        .ok_or_else(|| syntax("expected two squares joined by '-', such as H2-E2"))?;
-    let from = Square::parse_with_label(from, 0)
-        .ok_or_else(|| syntax("the first square is off the board"))?;
-    let to = Square::parse_with_label(to, 0)
-        .ok_or_else(|| syntax("the second square is off the board"))?;
+    let syntax = |problem| MoveTextError::Syntax { text: text.to_owned(), notation: "ICCS", problem };
+    let (from, to) = text.split_once('-').ok_or_else(|| syntax("expected two squares joined by '-', such as H2-E2"))?;
+    let from = Square::parse_with_label(from, 0).ok_or_else(|| syntax("the first square is off the board"))?;
+    let to = Square::parse_with_label(to, 0).ok_or_else(|| syntax("the second square is off the board"))?;
     legal(position, text, from, to)
 }
 
@@ -105,10 +76,7 @@ mod tests {
     fn dialects_name_the_same_move() {
         let position = Position::startpos();
         let canonical = parse_uci(&position, "h2e2", Dialect::ZeroBased).unwrap();
-        assert_eq!(
-            parse_uci(&position, "h3e3", Dialect::OneBased).unwrap(),
-            canonical
-        );
+        assert_eq!(parse_uci(&position, "h3e3", Dialect::OneBased).unwrap(), canonical);
         assert_eq!(parse_iccs(&position, "H2-E2").unwrap(), canonical);
         assert_eq!(format_uci(canonical, Dialect::OneBased), "h3e3");
         assert_eq!(format_iccs(canonical), "H2-E2");
@@ -128,20 +96,14 @@ mod tests {
             ("b2b10", "the second square is off the board"),
         ];
         for (text, expected) in cases {
-            let message = parse_uci(&position, text, Dialect::ZeroBased)
-                .unwrap_err()
-                .to_string();
+            let message = parse_uci(&position, text, Dialect::ZeroBased).unwrap_err().to_string();
             assert!(message.contains(expected), "{text}: {message}");
         }
         let pinned = Position::from_fen("4k4/9/9/9/4r4/9/9/9/4R4/4K4 w").unwrap();
-        let message = parse_uci(&pinned, "e1d1", Dialect::ZeroBased)
-            .unwrap_err()
-            .to_string();
+        let message = parse_uci(&pinned, "e1d1", Dialect::ZeroBased).unwrap_err().to_string();
         assert!(message.contains("leaves the king in check"), "{message}");
         let facing = Position::from_fen("4k4/9/9/9/9/9/9/9/4A4/4K4 w").unwrap();
-        let message = parse_uci(&facing, "e1d2", Dialect::ZeroBased)
-            .unwrap_err()
-            .to_string();
+        let message = parse_uci(&facing, "e1d2", Dialect::ZeroBased).unwrap_err().to_string();
         assert!(message.contains("face each other"), "{message}");
     }
 }

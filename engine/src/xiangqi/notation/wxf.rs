@@ -34,18 +34,12 @@ fn forward(color: Color) -> i8 {
 /// Chariot, cannon, pawn and king give a number of steps when they advance or retreat
 /// (7.1D); the others give their destination file.
 fn moves_in_lines(kind: PieceKind) -> bool {
-    matches!(
-        kind,
-        PieceKind::King | PieceKind::Rook | PieceKind::Cannon | PieceKind::Pawn
-    )
+    matches!(kind, PieceKind::King | PieceKind::Rook | PieceKind::Cannon | PieceKind::Pawn)
 }
 
 /// `color`'s pieces of `kind` on `file`, front (most advanced) first.
 fn column(position: &Position, color: Color, kind: PieceKind, file: u8) -> Vec<Square> {
-    let mut squares: Vec<Square> = position
-        .pieces(color, kind)
-        .filter(|sq| sq.file() == file)
-        .collect();
+    let mut squares: Vec<Square> = position.pieces(color, kind).filter(|sq| sq.file() == file).collect();
     squares.sort_by_key(|sq| sq.rank());
     if color == Color::Red {
         squares.reverse();
@@ -55,34 +49,21 @@ fn column(position: &Position, color: Color, kind: PieceKind, file: u8) -> Vec<S
 
 /// Files on which `color` has two or more pieces of `kind`.
 fn crowded_files(position: &Position, color: Color, kind: PieceKind) -> Vec<u8> {
-    (0..9)
-        .filter(|&f| column(position, color, kind, f).len() >= 2)
-        .collect()
+    (0..9).filter(|&f| column(position, color, kind, f).len() >= 2).collect()
 }
 
 /// Writes a legal move in WXF notation.
 pub fn format_wxf(position: &Position, mv: Move) -> Result<String, MoveTextError> {
-    position
-        .check_move(mv)
-        .map_err(|reason| MoveTextError::Illegal {
-            text: mv.to_string(),
-            reason,
-        })?;
+    position.check_move(mv).map_err(|reason| MoveTextError::Illegal { text: mv.to_string(), reason })?;
     let (from, to) = (mv.from(), mv.to());
-    let piece = position
-        .piece_at(from)
-        .expect("a legal move has a piece to move");
+    let piece = position.piece_at(from).expect("a legal move has a piece to move");
     let (color, kind) = (piece.color, piece.kind);
     let advance = (to.rank() as i8 - from.rank() as i8) * forward(color);
     let movement = match advance {
         0 => format!("={}", wxf_file(color, to.file())),
         _ => {
             let sign = if advance > 0 { '+' } else { '-' };
-            let arg = if moves_in_lines(kind) {
-                advance.unsigned_abs()
-            } else {
-                wxf_file(color, to.file())
-            };
+            let arg = if moves_in_lines(kind) { advance.unsigned_abs() } else { wxf_file(color, to.file()) };
             format!("{sign}{arg}")
         }
     };
@@ -93,10 +74,7 @@ pub fn format_wxf(position: &Position, mv: Move) -> Result<String, MoveTextError
     if file.len() == 1 {
         return Ok(plain);
     }
-    let place = file
-        .iter()
-        .position(|&sq| sq == from)
-        .expect("the piece is on its file");
+    let place = file.iter().position(|&sq| sq == from).expect("the piece is on its file");
     let front_or_rear = if place == 0 { '+' } else { '-' };
     let text = match kind {
         PieceKind::Pawn if file.len() == 2 && crowded_files(position, color, kind).len() == 1 => {
@@ -121,56 +99,35 @@ enum Selector {
 
 /// Reads a WXF move and checks that it is legal.
 pub fn parse_wxf(position: &Position, text: &str) -> Result<Move, MoveTextError> {
-    let syntax = |problem| MoveTextError::Syntax {
-        text: text.to_owned(),
-        notation: "WXF",
-        problem,
-    };
+    let syntax = |problem| MoveTextError::Syntax { text: text.to_owned(), notation: "WXF", problem };
     let chars: Vec<char> = text.trim().chars().collect();
     let &[c0, c1, c2, c3] = chars.as_slice() else {
-        return Err(syntax(
-            "expected four characters such as C2=5, +C=5 or 36=5",
-        ));
+        return Err(syntax("expected four characters such as C2=5, +C=5 or 36=5"));
     };
     let color = position.side_to_move();
-    let digit = |c: char| {
-        c.to_digit(10)
-            .filter(|d| (1..=9).contains(d))
-            .map(|d| d as u8)
-    };
+    let digit = |c: char| c.to_digit(10).filter(|d| (1..=9).contains(d)).map(|d| d as u8);
     let sign = |c: char| match c {
         '+' => Some(true),
         '-' => Some(false),
         _ => None,
     };
     let (kind, selector) = match (PieceKind::from_letter(c0), PieceKind::from_letter(c1)) {
-        (None, Some(kind)) => (
-            kind,
-            Selector::Tandem(
-                sign(c0).ok_or_else(|| syntax("a tandem piece is marked + (front) or - (rear)"))?,
-            ),
-        ),
+        (None, Some(kind)) => {
+            (kind, Selector::Tandem(sign(c0).ok_or_else(|| syntax("a tandem piece is marked + (front) or - (rear)"))?))
+        }
         (Some(kind), None) => match (digit(c1), sign(c1)) {
             (Some(n), _) => (kind, Selector::File(board_file(color, n))),
             (None, Some(front)) => (kind, Selector::Tandem(front)),
             _ => {
-                return Err(syntax(
-                    "the piece letter is followed by a file 1-9 or by + or -",
-                ));
+                return Err(syntax("the piece letter is followed by a file 1-9 or by + or -"));
             }
         },
         (None, None) => match (digit(c0), digit(c1), sign(c0)) {
-            (Some(place), Some(n), _) => (
-                PieceKind::Pawn,
-                Selector::Place(board_file(color, n), place as usize - 1),
-            ),
+            (Some(place), Some(n), _) => (PieceKind::Pawn, Selector::Place(board_file(color, n), place as usize - 1)),
             (None, Some(n), Some(front)) => {
                 let file = board_file(color, n);
                 let count = column(position, color, PieceKind::Pawn, file).len();
-                (
-                    PieceKind::Pawn,
-                    Selector::Place(file, if front { 0 } else { count.saturating_sub(1) }),
-                )
+                (PieceKind::Pawn, Selector::Place(file, if front { 0 } else { count.saturating_sub(1) }))
             }
             _ => {
                 return Err(syntax(
@@ -185,29 +142,19 @@ pub fn parse_wxf(position: &Position, text: &str) -> Result<Move, MoveTextError>
         '-' => Some(-1),
         '=' | '.' => None,
         _ => {
-            return Err(syntax(
-                "the third character is + (advance), - (retreat) or = (traverse)",
-            ));
+            return Err(syntax("the third character is + (advance), - (retreat) or = (traverse)"));
         }
     };
     let arg = digit(c3).ok_or_else(|| syntax("the last character is a digit 1-9"))?;
 
     let candidates: Vec<Square> = match selector {
         Selector::File(file) => column(position, color, kind, file),
-        Selector::Place(file, place) => column(position, color, kind, file)
-            .get(place)
-            .copied()
-            .into_iter()
-            .collect(),
+        Selector::Place(file, place) => column(position, color, kind, file).get(place).copied().into_iter().collect(),
         Selector::Tandem(front) => crowded_files(position, color, kind)
             .into_iter()
             .filter_map(|f| {
                 let file = column(position, color, kind, f);
-                if front {
-                    file.first().copied()
-                } else {
-                    file.last().copied()
-                }
+                if front { file.first().copied() } else { file.last().copied() }
             })
             .collect(),
     };
@@ -231,10 +178,7 @@ pub fn parse_wxf(position: &Position, text: &str) -> Result<Move, MoveTextError>
     }
     match (found.as_slice(), last_refusal) {
         ([mv], _) => Ok(*mv),
-        ([], Some(reason)) => Err(MoveTextError::Illegal {
-            text: text.to_owned(),
-            reason,
-        }),
+        ([], Some(reason)) => Err(MoveTextError::Illegal { text: text.to_owned(), reason }),
         ([], None) => Err(MoveTextError::NoSuchMove {
             text: text.to_owned(),
             problem: format!("no {} can move that way", kind.name()),
@@ -248,19 +192,9 @@ pub fn parse_wxf(position: &Position, text: &str) -> Result<Move, MoveTextError>
 
 /// Where the piece on `from` goes: traversing to file `arg`, or advancing/retreating
 /// `arg` steps (line movers) or onto file `arg` (horse, elephant, advisor).
-fn destination(
-    color: Color,
-    kind: PieceKind,
-    from: Square,
-    advance: Option<i8>,
-    arg: u8,
-) -> Option<Square> {
+fn destination(color: Color, kind: PieceKind, from: Square, advance: Option<i8>, arg: u8) -> Option<Square> {
     let Some(direction) = advance else {
-        return if moves_in_lines(kind) {
-            Square::new(board_file(color, arg), from.rank())
-        } else {
-            None
-        };
+        return if moves_in_lines(kind) { Square::new(board_file(color, arg), from.rank()) } else { None };
     };
     let ranks_forward = direction * forward(color);
     if moves_in_lines(kind) {
@@ -275,12 +209,7 @@ fn destination(
         (PieceKind::Advisor, 1) => 1,
         _ => return None,
     };
-    Square::new(
-        to_file,
-        (from.rank() as i8 + ranks_forward * ranks)
-            .try_into()
-            .ok()?,
-    )
+    Square::new(to_file, (from.rank() as i8 + ranks_forward * ranks).try_into().ok()?)
 }
 
 #[cfg(test)]
@@ -314,11 +243,7 @@ mod tests {
         check(rooks, "a1d1", "-R=6");
         let position = Position::from_fen(rooks).unwrap();
         let front = parse_wxf(&position, "R-=8").unwrap();
-        assert_eq!(
-            front.to_string(),
-            "a1b1",
-            "Fairy-Stockfish's letter-then-sign form"
-        );
+        assert_eq!(front.to_string(), "a1b1", "Fairy-Stockfish's letter-then-sign form");
     }
 
     #[test]

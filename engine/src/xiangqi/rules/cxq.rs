@@ -51,20 +51,15 @@ impl Streak {
     }
 
     fn extend(&mut self, kind: StreakKind, pieces: Vec<PieceId>, targets: Vec<PieceId>) {
-        let continues = self.kind == Some(kind)
-            && (kind == StreakKind::Check || targets.iter().any(|t| self.targets.contains(t)));
+        let continues =
+            self.kind == Some(kind) && (kind == StreakKind::Check || targets.iter().any(|t| self.targets.contains(t)));
         if continues {
             self.length += 1;
             if kind == StreakKind::Chase {
                 self.targets.retain(|t| targets.contains(t));
             }
         } else {
-            *self = Streak {
-                kind: Some(kind),
-                length: 1,
-                pieces: Vec::new(),
-                targets,
-            };
+            *self = Streak { kind: Some(kind), length: 1, pieces: Vec::new(), targets };
         }
         for piece in pieces {
             if !self.pieces.contains(&piece) {
@@ -92,8 +87,7 @@ impl CxqCounters {
     /// Counters for a game starting at `start` (its move number counts towards the
     /// 300-move limit).
     pub fn new(start: &Position) -> Self {
-        let before = 2 * start.fullmove_number().saturating_sub(1)
-            + u32::from(start.side_to_move() == Color::Black);
+        let before = 2 * start.fullmove_number().saturating_sub(1) + u32::from(start.side_to_move() == Color::Black);
         CxqCounters {
             streaks: ByColor::default(),
             moves_played: before,
@@ -116,14 +110,10 @@ impl CxqCounters {
         let mover = before.side_to_move();
         let moving = before.piece_at(mv.from()).expect("a moving piece");
         let capture = before.piece_at(mv.to()).is_some();
-        let crossed_pawn_advance = moving.kind == PieceKind::Pawn
-            && home_half(!mover).has(mv.from())
-            && mv.to().rank() != mv.from().rank();
-        let chases: Vec<_> = nature
-            .chases
-            .iter()
-            .filter(|t| !matches!(t.attacker_kind, PieceKind::King | PieceKind::Pawn))
-            .collect();
+        let crossed_pawn_advance =
+            moving.kind == PieceKind::Pawn && home_half(!mover).has(mv.from()) && mv.to().rank() != mv.from().rank();
+        let chases: Vec<_> =
+            nature.chases.iter().filter(|t| !matches!(t.attacker_kind, PieceKind::King | PieceKind::Pawn)).collect();
         let forcing = nature.check || !chases.is_empty();
         if nature.check {
             let checkers = after.checkers().filter_map(|sq| ids_after.at(sq)).collect();
@@ -140,11 +130,7 @@ impl CxqCounters {
             self.effective_plies += 1;
         }
         self.last_was_forcing = forcing;
-        self.plies_without_progress = if capture || crossed_pawn_advance {
-            0
-        } else {
-            self.plies_without_progress + 1
-        };
+        self.plies_without_progress = if capture || crossed_pawn_advance { 0 } else { self.plies_without_progress + 1 };
 
         self.violation_ruling(mover).or_else(|| self.draw_ruling())
     }
@@ -155,29 +141,15 @@ impl CxqCounters {
             return None;
         }
         let other = &self.streaks[!mover];
-        let other_kind = if other.is_perpetual() {
-            other.kind
-        } else {
-            None
-        };
+        let other_kind = if other.is_perpetual() { other.kind } else { None };
         let (outcome, reason) = match (own.kind, other_kind) {
-            (Some(StreakKind::Check), Some(StreakKind::Check)) => {
-                (Outcome::Draw, Reason::MutualPerpetualCheck)
-            }
-            (Some(StreakKind::Chase), Some(StreakKind::Chase)) => {
-                (Outcome::Draw, Reason::MutualPerpetualChase)
-            }
-            (Some(StreakKind::Chase), Some(StreakKind::Check)) => {
-                (Outcome::Win(mover), Reason::PerpetualCheck)
-            }
+            (Some(StreakKind::Check), Some(StreakKind::Check)) => (Outcome::Draw, Reason::MutualPerpetualCheck),
+            (Some(StreakKind::Chase), Some(StreakKind::Chase)) => (Outcome::Draw, Reason::MutualPerpetualChase),
+            (Some(StreakKind::Chase), Some(StreakKind::Check)) => (Outcome::Win(mover), Reason::PerpetualCheck),
             (Some(StreakKind::Check), _) => (Outcome::Win(!mover), Reason::PerpetualCheck),
             _ => (Outcome::Win(!mover), Reason::PerpetualChase),
         };
-        Some(Ruling {
-            outcome,
-            reason,
-            article: "CXQ Advanced Rules",
-        })
+        Some(Ruling { outcome, reason, article: "CXQ Advanced Rules" })
     }
 
     fn draw_ruling(&self) -> Option<Ruling> {
@@ -190,10 +162,6 @@ impl CxqCounters {
         } else {
             return None;
         };
-        Some(Ruling {
-            outcome: Outcome::Draw,
-            reason,
-            article: "CXQ Automatic Drawing Rules",
-        })
+        Some(Ruling { outcome: Outcome::Draw, reason, article: "CXQ Automatic Drawing Rules" })
     }
 }

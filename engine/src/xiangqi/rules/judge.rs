@@ -53,8 +53,7 @@ impl JudgeRequest {
     /// Reads `{"fen": ..., "moves": [...] or "m1 m2", "rules": ...}`; absent fields
     /// take the start position, no moves and `default_rules`.
     pub fn from_json(line: &str, default_rules: RuleSet) -> Result<Self, JudgeError> {
-        let value: Value = serde_json::from_str(line)
-            .map_err(|e| JudgeError::Request(format!("not JSON: {e}")))?;
+        let value: Value = serde_json::from_str(line).map_err(|e| JudgeError::Request(format!("not JSON: {e}")))?;
         if !value.is_object() {
             return Err(JudgeError::Request("expected a JSON object".to_owned()));
         }
@@ -72,9 +71,7 @@ impl JudgeRequest {
                 .collect::<Option<_>>()
                 .ok_or_else(|| JudgeError::Request("\"moves\" must hold strings".to_owned()))?,
             _ => {
-                return Err(JudgeError::Request(
-                    "\"moves\" must be a list of strings".to_owned(),
-                ));
+                return Err(JudgeError::Request("\"moves\" must be a list of strings".to_owned()));
             }
         };
         let rules = match &value["rules"] {
@@ -87,11 +84,7 @@ impl JudgeRequest {
 
     /// A game read from PGN: its `[FEN]` tag and moves.
     pub fn from_pgn(game: &PgnGame, rules: RuleSet) -> Self {
-        JudgeRequest {
-            fen: game.tag("FEN").map(str::to_owned),
-            moves: game.moves.clone(),
-            rules,
-        }
+        JudgeRequest { fen: game.tag("FEN").map(str::to_owned), moves: game.moves.clone(), rules }
     }
 }
 
@@ -104,21 +97,17 @@ pub fn judge(request: &JudgeRequest) -> Result<(Value, Vec<PositionError>), Judg
         Some(text) => fen::parse_composed(text)?,
         None => (Position::startpos(), Vec::new()),
     };
-    let config = RefereeConfig {
-        rules: request.rules,
-        ..RefereeConfig::default()
-    };
+    let config = RefereeConfig { rules: request.rules, ..RefereeConfig::default() };
     let mut referee = Referee::new(start.clone(), config);
     let mut ids = Identities::new(&start);
     let mut plies = Vec::with_capacity(request.moves.len());
     for (index, text) in request.moves.iter().enumerate() {
         let before = referee.position().clone();
-        let mv =
-            parse_uci(&before, text, Dialect::ZeroBased).map_err(|error| JudgeError::Move {
-                ply: index + 1,
-                text: text.clone(),
-                error,
-            })?;
+        let mv = parse_uci(&before, text, Dialect::ZeroBased).map_err(|error| JudgeError::Move {
+            ply: index + 1,
+            text: text.clone(),
+            error,
+        })?;
         plies.push(ply_json(&classify(&before, &ids, mv), mv));
         ids.apply(mv);
         referee.play(mv).expect("a parsed move is legal");
@@ -140,11 +129,7 @@ fn ply_json(nature: &Nature, mv: Move) -> Value {
         (false, true, true) => "kill",
         (false, true, false) => "idle",
     };
-    let mut targets: Vec<_> = nature
-        .chases
-        .iter()
-        .map(|t| (t.target_square, t.target_kind))
-        .collect();
+    let mut targets: Vec<_> = nature.chases.iter().map(|t| (t.target_square, t.target_kind)).collect();
     targets.dedup();
     let chases: Vec<Value> = targets
         .into_iter()

@@ -221,9 +221,7 @@ fn conduct(natures: &[&Nature], rules: RuleSet) -> Conduct {
         // A king or pawn may chase perpetually, also with help on some moves; a chase in
         // which another piece takes part on every move is forbidden (20.9, Section 25).
         let helped_every_move = natures.iter().all(|n| {
-            n.chases.iter().any(|t| {
-                t.target == target && !matches!(t.attacker_kind, PieceKind::King | PieceKind::Pawn)
-            })
+            n.chases.iter().any(|t| t.target == target && !matches!(t.attacker_kind, PieceKind::King | PieceKind::Pawn))
         });
         if helped_every_move {
             return Conduct::ForbiddenChase;
@@ -259,11 +257,7 @@ pub fn rule_cycle(start: &Position, moves: &[Move], rules: RuleSet) -> (Ruling, 
             article: rules.article("WXF 20.1", "Asian rule 7"),
         },
         (Conduct::PerpetualCheck, _) | (_, Conduct::PerpetualCheck) => Ruling {
-            outcome: Outcome::loss_of(if red == Conduct::PerpetualCheck {
-                Color::Red
-            } else {
-                Color::Black
-            }),
+            outcome: Outcome::loss_of(if red == Conduct::PerpetualCheck { Color::Red } else { Color::Black }),
             reason: Reason::PerpetualCheck,
             article: check_article,
         },
@@ -273,11 +267,7 @@ pub fn rule_cycle(start: &Position, moves: &[Move], rules: RuleSet) -> (Ruling, 
             article: rules.article("WXF 3.2.C", "Asian rule 22"),
         },
         (Conduct::ForbiddenChase, _) | (_, Conduct::ForbiddenChase) => Ruling {
-            outcome: Outcome::loss_of(if red == Conduct::ForbiddenChase {
-                Color::Red
-            } else {
-                Color::Black
-            }),
+            outcome: Outcome::loss_of(if red == Conduct::ForbiddenChase { Color::Red } else { Color::Black }),
             reason: Reason::PerpetualChase,
             article: chase_article,
         },
@@ -353,8 +343,7 @@ impl Referee {
             hashes: vec![hash],
             occurrences: HashMap::from([(hash, 1)]),
             natural: NaturalMoveCount::default(),
-            cxq: (config.rules == RuleSet::Cxq)
-                .then(|| (Identities::new(&start), cxq::CxqCounters::new(&start))),
+            cxq: (config.rules == RuleSet::Cxq).then(|| (Identities::new(&start), cxq::CxqCounters::new(&start))),
             ruling: None,
         };
         referee.ruling = referee.terminal_ruling();
@@ -403,14 +392,9 @@ impl Referee {
                 if referee.cxq.is_some() {
                     return None;
                 }
-                referee
-                    .repetition_ruling(count)
-                    .or_else(|| referee.natural_move_ruling())
+                referee.repetition_ruling(count).or_else(|| referee.natural_move_ruling())
             };
-            self.ruling = self
-                .terminal_ruling()
-                .or(cxq_ruling)
-                .or_else(|| by_repetition_or_count(self));
+            self.ruling = self.terminal_ruling().or(cxq_ruling).or_else(|| by_repetition_or_count(self));
         }
         Ok(self.ruling)
     }
@@ -434,37 +418,17 @@ impl Referee {
             return None;
         }
         let loser = self.position.side_to_move();
-        let reason = if self.position.in_check() {
-            Reason::Checkmate
-        } else {
-            Reason::Stalemate
-        };
-        Some(Ruling {
-            outcome: Outcome::loss_of(loser),
-            reason,
-            article: "WXF 3.1.A",
-        })
+        let reason = if self.position.in_check() { Reason::Checkmate } else { Reason::Stalemate };
+        Some(Ruling { outcome: Outcome::loss_of(loser), reason, article: "WXF 3.1.A" })
     }
 
     fn repetition_ruling(&self, occurrences: u32) -> Option<Ruling> {
-        if occurrences
-            < self
-                .config
-                .violation_occurrences
-                .min(self.config.draw_occurrences)
-        {
+        if occurrences < self.config.violation_occurrences.min(self.config.draw_occurrences) {
             return None;
         }
         let ruling = self.rule_last_cycle()?;
-        let violation = matches!(
-            ruling.reason,
-            Reason::PerpetualCheck | Reason::PerpetualChase
-        );
-        let threshold = if violation {
-            self.config.violation_occurrences
-        } else {
-            self.config.draw_occurrences
-        };
+        let violation = matches!(ruling.reason, Reason::PerpetualCheck | Reason::PerpetualChase);
+        let threshold = if violation { self.config.violation_occurrences } else { self.config.draw_occurrences };
         (occurrences >= threshold).then_some(ruling)
     }
 
@@ -482,11 +446,7 @@ impl Referee {
     pub fn last_cycle(&self) -> Option<(Position, Vec<Move>)> {
         let current = *self.hashes.last()?;
         let plies = self.undos.len();
-        let earlier = (0..=plies)
-            .rev()
-            .step_by(2)
-            .skip(1)
-            .find(|&i| self.hashes[i] == current)?;
+        let earlier = (0..=plies).rev().step_by(2).skip(1).find(|&i| self.hashes[i] == current)?;
         let mut start = self.position.clone();
         for undo in self.undos[earlier..].iter().rev() {
             start.unmake_move(*undo);

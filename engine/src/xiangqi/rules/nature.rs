@@ -111,9 +111,7 @@ pub fn threats(position: &Position, ids: &Identities, moved: Option<Square>) -> 
         if pinned.has(capture.from()) && Some(capture.from()) != moved {
             continue;
         }
-        let attacker = position
-            .piece_at(capture.from())
-            .expect("a capturing piece");
+        let attacker = position.piece_at(capture.from()).expect("a capturing piece");
         let target = position.piece_at(capture.to()).expect("a captured piece");
         if target.kind == PieceKind::King {
             continue;
@@ -127,8 +125,7 @@ pub fn threats(position: &Position, ids: &Identities, moved: Option<Square>) -> 
                 continue;
             }
         }
-        let wins_material =
-            value(target.kind) > value(attacker.kind) || !recapture_exists(position, capture);
+        let wins_material = value(target.kind) > value(attacker.kind) || !recapture_exists(position, capture);
         if wins_material {
             threats.push(Threat {
                 attacker: ids.at(capture.from()).expect("followed piece"),
@@ -148,11 +145,7 @@ pub fn classify(before: &Position, ids: &Identities, mv: Move) -> Nature {
     let mut after = before.clone();
     after.make_move(mv);
     if after.in_check() {
-        return Nature {
-            check: true,
-            chases: Vec::new(),
-            kill: false,
-        };
+        return Nature { check: true, chases: Vec::new(), kill: false };
     }
     let mut ids_after = ids.clone();
     ids_after.apply(mv);
@@ -161,18 +154,10 @@ pub fn classify(before: &Position, ids: &Identities, mv: Move) -> Nature {
     let exempt = stepped_into_a_pin.then_some(mv.to());
     let chases: Vec<Threat> = threats(&after.with_other_side_to_move(), &ids_after, exempt)
         .into_iter()
-        .filter(|new| {
-            !old.iter()
-                .any(|o| o.attacker == new.attacker && o.target == new.target)
-        })
+        .filter(|new| !old.iter().any(|o| o.attacker == new.attacker && o.target == new.target))
         .collect();
-    let kill =
-        chases.is_empty() && mates_by_checks(&mut after.with_other_side_to_move(), KILL_CHECKS);
-    Nature {
-        check: false,
-        chases,
-        kill,
-    }
+    let kill = chases.is_empty() && mates_by_checks(&mut after.with_other_side_to_move(), KILL_CHECKS);
+    Nature { check: false, chases, kill }
 }
 
 /// Whether the side to move mates by a series of at most `checks` checking moves,

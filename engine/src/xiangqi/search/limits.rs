@@ -48,10 +48,7 @@ impl Limits {
         }
         if let Some(movetime) = self.movetime {
             let t = at_least(movetime.saturating_sub(overhead));
-            return Deadlines {
-                soft: Some(t),
-                hard: Some(t),
-            };
+            return Deadlines { soft: Some(t), hard: Some(t) };
         }
         let Some(time) = self.time else {
             return Deadlines::default();
@@ -60,10 +57,7 @@ impl Limits {
         let moves_to_go = self.moves_to_go.unwrap_or(DEFAULT_MOVES_TO_GO).clamp(1, 50);
         let base = usable / moves_to_go + self.increment * 3 / 4;
         let hard = at_least((base * 4).min(usable * 9 / 10));
-        Deadlines {
-            soft: Some(at_least(base.min(hard))),
-            hard: Some(hard),
-        }
+        Deadlines { soft: Some(at_least(base.min(hard))), hard: Some(hard) }
     }
 }
 
@@ -77,42 +71,20 @@ mod tests {
 
     #[test]
     fn a_short_clock_leaves_a_margin() {
-        let limits = Limits {
-            time: Some(ms(1000)),
-            increment: ms(10),
-            ..Limits::default()
-        };
+        let limits = Limits { time: Some(ms(1000)), increment: ms(10), ..Limits::default() };
         let d = limits.deadlines(ms(10));
         assert!(d.hard.unwrap() <= ms(200));
         assert!(d.soft.unwrap() >= ms(30));
-        let nearly_out = Limits {
-            time: Some(ms(15)),
-            increment: ms(10),
-            ..Limits::default()
-        };
+        let nearly_out = Limits { time: Some(ms(15)), increment: ms(10), ..Limits::default() };
         assert!(nearly_out.deadlines(ms(10)).hard.unwrap() <= ms(5));
-        let last_move = Limits {
-            time: Some(ms(1000)),
-            moves_to_go: Some(1),
-            ..Limits::default()
-        };
+        let last_move = Limits { time: Some(ms(1000)), moves_to_go: Some(1), ..Limits::default() };
         assert!(last_move.deadlines(ms(10)).hard.unwrap() <= ms(900));
     }
 
     #[test]
     fn movetime_and_infinite() {
-        let fixed = Limits {
-            movetime: Some(ms(100)),
-            ..Limits::default()
-        };
+        let fixed = Limits { movetime: Some(ms(100)), ..Limits::default() };
         assert_eq!(fixed.deadlines(ms(10)).hard, Some(ms(90)));
-        assert_eq!(
-            Limits {
-                infinite: true,
-                ..Limits::default()
-            }
-            .deadlines(ms(10)),
-            Deadlines::default()
-        );
+        assert_eq!(Limits { infinite: true, ..Limits::default() }.deadlines(ms(10)), Deadlines::default());
     }
 }

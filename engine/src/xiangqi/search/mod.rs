@@ -19,7 +19,7 @@ use limits::{Deadlines, Limits};
 use tt::{Bound, TranspositionTable, TtData};
 
 use super::eval::{evaluate, piece_value};
-use super::movegen::{MoveList, Selection, generate_into};
+use super::movegen::{MAX_MOVES, MoveList, Selection, generate_into};
 use super::rules::{Outcome, RuleSet, rule_cycle};
 use super::{Move, PieceKind, Position, Undo};
 use crate::color::Color;
@@ -67,11 +67,7 @@ pub struct SearchOptions {
 
 impl Default for SearchOptions {
     fn default() -> Self {
-        SearchOptions {
-            threads: 1,
-            rules: RuleSet::Wxf,
-            move_overhead: Duration::from_millis(10),
-        }
+        SearchOptions { threads: 1, rules: RuleSet::Wxf, move_overhead: Duration::from_millis(10) }
     }
 }
 
@@ -86,11 +82,7 @@ pub struct Shared {
 impl Shared {
     /// Shared state with a table of `hash_megabytes`.
     pub fn new(hash_megabytes: usize) -> Self {
-        Shared {
-            tt: TranspositionTable::new(hash_megabytes),
-            stop: AtomicBool::new(false),
-            nodes: AtomicU64::new(0),
-        }
+        Shared { tt: TranspositionTable::new(hash_megabytes), stop: AtomicBool::new(false), nodes: AtomicU64::new(0) }
     }
 
     /// Asks the running search to stop as soon as it can.
@@ -147,28 +139,10 @@ pub fn search(
     shared.nodes.store(0, Ordering::Relaxed);
     let deadlines = limits.deadlines(options.move_overhead);
     let started = Instant::now();
-    let mut main = Worker::new(
-        shared,
-        start,
-        moves,
-        options.rules,
-        limits,
-        deadlines,
-        started,
-        true,
-    );
+    let mut main = Worker::new(shared, start, moves, options.rules, limits, deadlines, started, true);
     std::thread::scope(|scope| {
         for helper in 1..options.threads.max(1) {
-            let mut worker = Worker::new(
-                shared,
-                start,
-                moves,
-                options.rules,
-                limits,
-                deadlines,
-                started,
-                false,
-            );
+            let mut worker = Worker::new(shared, start, moves, options.rules, limits, deadlines, started, false);
             scope.spawn(move || worker.iterate(helper, &mut |_| {}));
         }
         let result = main.iterate(0, &mut on_info);
@@ -199,6 +173,10 @@ struct Worker<'a> {
     counter_moves: Box<[[Option<Move>; 90]; 90]>,
     pv: Vec<Vec<Move>>,
     cycle_rulings: HashMap<u64, Outcome>,
+    /// Each ply's moves and ordering scores, reused from node to node.
+    move_buffers: Vec<ScoredMoves>,
+    /// Each ply's quiet moves tried before a cutoff, for the history malus.
+    quiets_tried: Vec<MoveList>,
 }
 
 /// Late move reduction in plies, by depth and move number.
@@ -245,6 +223,10 @@ impl<'a> Worker<'a> {
             counter_moves: Box::new([[None; 90]; 90]),
             pv: vec![Vec::new(); MAX_PLY + 2],
             cycle_rulings: HashMap::new(),
+            move_buffers: (0..MAX_PLY + 2)
+                .map(|_| ScoredMoves { list: MoveList::new(), scores: [0; MAX_MOVES], banned_tail: false })
+                .collect(),
+            quiets_tried: vec![MoveList::new(); MAX_PLY + 2],
         }
     }
 
@@ -277,9 +259,7 @@ impl<'a> Worker<'a> {
             return true;
         }
         if self.nodes & 1023 == 0 {
-            self.shared
-                .nodes
-                .fetch_add(self.nodes - self.reported_nodes, Ordering::Relaxed);
+            self.shared.nodes.fetch_add(self.nodes - self.reported_nodes, Ordering::Relaxed);
             self.reported_nodes = self.nodes;
             if self.shared.stop.load(Ordering::Relaxed) {
                 self.stopped = true;
@@ -303,27 +283,13 @@ impl<'a> Worker<'a> {
     }
 
     fn iterate(&mut self, thread: usize, on_info: &mut dyn FnMut(&SearchInfo)) -> SearchResult {
-        let max_depth = self
-            .limits
-            .depth
-            .unwrap_or(MAX_PLY as i32 - 1)
-            .clamp(1, MAX_PLY as i32 - 1);
-        let mut result = SearchResult {
-            best: None,
-            ponder: None,
-            score: Score::Centipawns(0),
-            depth: 0,
-            nodes: 0,
-        };
+        let max_depth = self.limits.depth.unwrap_or(MAX_PLY as i32 - 1).clamp(1, MAX_PLY as i32 - 1);
+        let mut result = SearchResult { best: None, ponder: None, score: Score::Centipawns(0), depth: 0, nodes: 0 };
         let mut score = 0;
         let mut depth = 1 + (thread % 2) as i32;
         while depth <= max_depth {
             let mut delta = 25;
-            let (mut alpha, mut beta) = if depth >= 5 {
-                (score - delta, score + delta)
-            } else {
-                (-INFINITY, INFINITY)
-            };
+            let (mut alpha, mut beta) = if depth >= 5 { (score - delta, score + delta) } else { (-INFINITY, INFINITY) };
             loop {
                 let value = self.negamax(alpha, beta, depth, 0, true);
                 if self.stopped && depth > 1 {
@@ -383,9 +349,7 @@ impl<'a> Worker<'a> {
                 return true;
             }
         }
-        self.deadlines
-            .soft
-            .is_some_and(|soft| self.started.elapsed() >= soft / 2)
+        self.deadlines.soft.is_some_and(|soft| self.started.elapsed() >= soft / 2)
     }
 
     /// The score of the repetition the last move closed, if it closed one.
@@ -394,9 +358,7 @@ impl<'a> Worker<'a> {
         let reach = (self.position.halfmove_clock() as usize).min(current);
         let mut distance = 2;
         while distance <= reach {
-            if self.undos[current - distance + 1].is_none()
-                || self.undos[current - distance].is_none()
-            {
+            if self.undos[current - distance + 1].is_none() || self.undos[current - distance].is_none() {
                 return None;
             }
             if distance >= 4 && self.keys[current - distance] == self.keys[current] {
@@ -408,13 +370,10 @@ impl<'a> Worker<'a> {
     }
 
     fn score_cycle(&mut self, from: usize, ply: usize) -> i32 {
-        let moves: Vec<Move> = self.undos[from..]
+        let moves: Vec<Move> = self.undos[from..].iter().map(|u| u.expect("no null move in a cycle").mv()).collect();
+        let key = moves
             .iter()
-            .map(|u| u.expect("no null move in a cycle").mv())
-            .collect();
-        let key = moves.iter().fold(self.keys[from], |h, m| {
-            h.rotate_left(7) ^ u64::from(m.to_u16()).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        });
+            .fold(self.keys[from], |h, m| h.rotate_left(7) ^ u64::from(m.to_u16()).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let outcome = match self.cycle_rulings.get(&key) {
             Some(&outcome) => outcome,
             None => {
@@ -435,9 +394,7 @@ impl<'a> Worker<'a> {
     }
 
     fn has_pieces_beyond_pawns(&self, color: Color) -> bool {
-        [PieceKind::Rook, PieceKind::Horse, PieceKind::Cannon]
-            .iter()
-            .any(|&k| self.position.pieces(color, k).any())
+        [PieceKind::Rook, PieceKind::Horse, PieceKind::Cannon].iter().any(|&k| self.position.pieces(color, k).any())
     }
 
     fn order_score(&self, mv: Move, tt_move: Option<Move>, ply: usize) -> i32 {
@@ -463,33 +420,29 @@ impl<'a> Worker<'a> {
         self.history[self.position.side_to_move().index()][mv.from().index()][mv.to().index()]
     }
 
-    fn scored_moves(
-        &self,
-        selection: Selection,
-        tt_move: Option<Move>,
-        ply: usize,
-    ) -> Vec<(Move, i32)> {
-        let mut list = MoveList::new();
-        generate_into(&self.position, selection, &mut list);
-        list.iter()
-            .map(|&mv| (mv, self.order_score(mv, tt_move, ply)))
-            .collect()
+    /// Generates and scores the node's moves into the buffer of `ply`, which is
+    /// reused from node to node so that no node clears or allocates a move list.
+    fn score_moves(&mut self, selection: Selection, tt_move: Option<Move>, ply: usize) -> usize {
+        let buffer = &mut self.move_buffers[ply];
+        buffer.list.clear();
+        buffer.banned_tail = false;
+        generate_into(&self.position, selection, &mut buffer.list);
+        let count = buffer.list.len();
+        for index in 0..count {
+            let mv = self.move_buffers[ply].list[index];
+            self.move_buffers[ply].scores[index] = self.order_score(mv, tt_move, ply);
+        }
+        count
     }
 
-    fn update_quiet_stats(&mut self, best: Move, tried: &[Move], depth: i32, ply: usize) {
+    fn update_quiet_stats(&mut self, best: Move, depth: i32, ply: usize) {
         let side = self.position.side_to_move().index();
         let bonus = (depth * depth).min(400);
         let clamp = |h: &mut i32, delta: i32| *h += delta - *h * delta.abs() / 16_384;
-        clamp(
-            &mut self.history[side][best.from().index()][best.to().index()],
-            bonus,
-        );
-        for &mv in tried {
+        clamp(&mut self.history[side][best.from().index()][best.to().index()], bonus);
+        for &mv in self.quiets_tried[ply].iter() {
             if mv != best {
-                clamp(
-                    &mut self.history[side][mv.from().index()][mv.to().index()],
-                    -bonus,
-                );
+                clamp(&mut self.history[side][mv.from().index()][mv.to().index()], -bonus);
             }
         }
         let killers = &mut self.killers[ply];
@@ -502,14 +455,7 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn negamax(
-        &mut self,
-        mut alpha: i32,
-        mut beta: i32,
-        mut depth: i32,
-        ply: usize,
-        pv_node: bool,
-    ) -> i32 {
+    fn negamax(&mut self, mut alpha: i32, mut beta: i32, mut depth: i32, ply: usize, pv_node: bool) -> i32 {
         self.pv[ply].clear();
         if depth <= 0 {
             return self.quiesce(alpha, beta, ply);
@@ -562,8 +508,7 @@ impl<'a> Worker<'a> {
                 return static_eval;
             }
             let after_null = self.undos.last().is_some_and(Option::is_none);
-            if depth >= 3 && static_eval >= beta && !after_null && self.has_pieces_beyond_pawns(us)
-            {
+            if depth >= 3 && static_eval >= beta && !after_null && self.has_pieces_beyond_pawns(us) {
                 let r = 3 + depth / 4;
                 self.play_null();
                 let score = -self.negamax(-beta, -beta + 1, depth - 1 - r, ply + 1, false);
@@ -578,27 +523,37 @@ impl<'a> Worker<'a> {
         }
 
         let tt_move = entry.and_then(|e| e.mv);
-        let mut moves = self.scored_moves(Selection::All, tt_move, ply);
+        let move_count = self.score_moves(Selection::All, tt_move, ply);
         if ply == 0 && !self.limits.banned.is_empty() {
-            let all_banned = moves.iter().all(|(mv, _)| self.limits.banned.contains(mv));
+            let moves = &mut self.move_buffers[0];
+            let all_banned = moves.list.iter().all(|mv| self.limits.banned.contains(mv));
             if !all_banned {
-                moves.retain(|(mv, _)| !self.limits.banned.contains(mv));
+                for index in 0..moves.list.len() {
+                    if self.limits.banned.contains(&moves.list[index]) {
+                        moves.scores[index] = i32::MIN;
+                    }
+                }
+                moves.banned_tail = true;
             }
         }
-        if moves.is_empty() {
+        if move_count == 0 {
             // Checkmated or stalemated: either loses (WXF 3.1.A).
             return -(MATE - ply as i32);
         }
         let original_alpha = alpha;
         let mut best = -INFINITY;
         let mut best_move = None;
-        let mut quiets_tried = Vec::new();
-        for index in 0..moves.len() {
-            let (mv, _) = pick_best(&mut moves, index);
+        self.quiets_tried[ply].clear();
+        for index in 0..move_count {
+            let Some(mv) = self.move_buffers[ply].pick(index) else {
+                break;
+            };
             let move_number = index + 1;
             let is_capture = self.position.piece_at(mv.to()).is_some();
-            let gives_check = self.position.gives_check(mv);
-            let quiet = !is_capture && !gives_check;
+            // Whether a move checks matters only to pruning and reductions: ask only then.
+            let may_prune = !pv_node && !in_check && depth <= 5 && best > -MATE_BOUND;
+            let may_reduce = depth >= 3 && move_number > 3 && !in_check;
+            let quiet = !is_capture && (may_prune || may_reduce) && !self.position.gives_check(mv);
             if !pv_node && !in_check && quiet && best > -MATE_BOUND {
                 if depth <= 3 && move_number > 4 + (depth * depth) as usize * 2 {
                     continue;
@@ -644,14 +599,14 @@ impl<'a> Worker<'a> {
                     head[ply].extend_from_slice(&tail[0]);
                     if score >= beta {
                         if !is_capture {
-                            self.update_quiet_stats(mv, &quiets_tried, depth, ply);
+                            self.update_quiet_stats(mv, depth, ply);
                         }
                         break;
                     }
                 }
             }
             if !is_capture {
-                quiets_tried.push(mv);
+                self.quiets_tried[ply].push(mv);
             }
             if self.stopped {
                 break;
@@ -666,16 +621,7 @@ impl<'a> Worker<'a> {
                 Bound::Upper
             };
             let eval = if in_check { 0 } else { static_eval };
-            self.shared.tt.store(
-                key,
-                TtData {
-                    mv: best_move,
-                    score: score_to_tt(best, ply),
-                    eval,
-                    depth,
-                    bound,
-                },
-            );
+            self.shared.tt.store(key, TtData { mv: best_move, score: score_to_tt(best, ply), eval, depth, bound });
         }
         best
     }
@@ -700,9 +646,11 @@ impl<'a> Worker<'a> {
             alpha = alpha.max(stand_pat);
             (stand_pat, Selection::Captures)
         };
-        let mut moves = self.scored_moves(selection, None, ply);
-        for index in 0..moves.len() {
-            let (mv, _) = pick_best(&mut moves, index);
+        let move_count = self.score_moves(selection, None, ply);
+        for index in 0..move_count {
+            let Some(mv) = self.move_buffers[ply].pick(index) else {
+                break;
+            };
             if !in_check {
                 let victim = self.position.piece_at(mv.to()).expect("a capture").kind;
                 if best + piece_value(victim) + 200 <= alpha || see(&self.position, mv) < 0 {
@@ -729,13 +677,26 @@ impl<'a> Worker<'a> {
     }
 }
 
-/// Moves the best-scored remaining move to `index` and returns it.
-fn pick_best(moves: &mut [(Move, i32)], index: usize) -> (Move, i32) {
-    let best = (index..moves.len())
-        .max_by_key(|&i| moves[i].1)
-        .expect("a move left");
-    moves.swap(index, best);
-    moves[index]
+/// A node's moves with their ordering scores, on the stack.
+struct ScoredMoves {
+    list: MoveList,
+    scores: [i32; MAX_MOVES],
+    /// Moves scored `i32::MIN` are banned and never picked.
+    banned_tail: bool,
+}
+
+impl ScoredMoves {
+    /// Moves the best-scored remaining move to `index` and returns it; `None` when
+    /// only banned moves remain.
+    fn pick(&mut self, index: usize) -> Option<Move> {
+        let best = (index..self.list.len()).max_by_key(|&i| self.scores[i])?;
+        if self.banned_tail && self.scores[best] == i32::MIN {
+            return None;
+        }
+        self.list.swap(index, best);
+        self.scores.swap(index, best);
+        Some(self.list[index])
+    }
 }
 
 fn score_to_tt(score: i32, ply: usize) -> i32 {
@@ -763,12 +724,8 @@ fn score_from_tt(score: i32, ply: usize) -> i32 {
 /// free to stop. Recaptures are legal moves, so pins, cannon screens that appear or
 /// vanish, and the flying general are all taken into account.
 pub fn see(position: &Position, mv: Move) -> i32 {
-    let victim = position
-        .piece_at(mv.to())
-        .map_or(0, |p| piece_value(p.kind));
-    let attacker = position
-        .piece_at(mv.from())
-        .map_or(0, |p| piece_value(p.kind));
+    let victim = position.piece_at(mv.to()).map_or(0, |p| piece_value(p.kind));
+    let attacker = position.piece_at(mv.from()).map_or(0, |p| piece_value(p.kind));
     if attacker <= victim {
         return victim - attacker.min(victim);
     }
@@ -788,9 +745,7 @@ pub fn see(position: &Position, mv: Move) -> i32 {
             break;
         };
         gains.push(on_square - gains.last().copied().unwrap_or(0));
-        on_square = board
-            .piece_at(recapture.from())
-            .map_or(0, |p| piece_value(p.kind));
+        on_square = board.piece_at(recapture.from()).map_or(0, |p| piece_value(p.kind));
         board.make_move(recapture);
     }
     while gains.len() > 1 {

@@ -67,11 +67,7 @@ fn unpack(bits: u64) -> Option<TtData> {
     };
     let mv_bits = bits as u16;
     Some(TtData {
-        mv: if mv_bits == 0 {
-            None
-        } else {
-            Move::from_u16(mv_bits)
-        },
+        mv: if mv_bits == 0 { None } else { Move::from_u16(mv_bits) },
         score: (bits >> 16) as u16 as i16 as i32,
         eval: (bits >> 32) as u16 as i16 as i32,
         depth: (bits >> 48) as u8 as i8 as i32,
@@ -83,9 +79,7 @@ impl TranspositionTable {
     /// A table of about `megabytes` MiB (at least one entry).
     pub fn new(megabytes: usize) -> Self {
         let count = (megabytes.max(1) << 20) / std::mem::size_of::<Entry>();
-        TranspositionTable {
-            entries: (0..count.max(1)).map(|_| Entry::default()).collect(),
-        }
+        TranspositionTable { entries: (0..count.max(1)).map(|_| Entry::default()).collect() }
     }
 
     fn entry(&self, key: u64) -> &Entry {
@@ -98,11 +92,7 @@ impl TranspositionTable {
         let entry = self.entry(key);
         let data = entry.data.load(Ordering::Relaxed);
         let check = entry.check.load(Ordering::Relaxed);
-        if check ^ data == key {
-            unpack(data)
-        } else {
-            None
-        }
+        if check ^ data == key { unpack(data) } else { None }
     }
 
     /// Stores `data` for `key`, replacing what was there unless that was the same
@@ -133,10 +123,7 @@ impl TranspositionTable {
     /// Permille of a sample of entries in use, for `info hashfull`.
     pub fn hashfull(&self) -> u32 {
         let sample = self.entries.len().min(1000);
-        let used = self.entries[..sample]
-            .iter()
-            .filter(|e| e.data.load(Ordering::Relaxed) != 0)
-            .count();
+        let used = self.entries[..sample].iter().filter(|e| e.data.load(Ordering::Relaxed) != 0).count();
         (used * 1000 / sample.max(1)) as u32
     }
 }
@@ -149,17 +136,8 @@ mod tests {
     #[test]
     fn entries_round_trip_and_other_keys_miss() {
         let table = TranspositionTable::new(1);
-        let mv = Move::new(
-            Square::from_index(7).unwrap(),
-            Square::from_index(70).unwrap(),
-        );
-        let data = TtData {
-            mv: Some(mv),
-            score: -29_950,
-            eval: 31,
-            depth: 17,
-            bound: Bound::Lower,
-        };
+        let mv = Move::new(Square::from_index(7).unwrap(), Square::from_index(70).unwrap());
+        let data = TtData { mv: Some(mv), score: -29_950, eval: 31, depth: 17, bound: Bound::Lower };
         table.store(0xDEAD_BEEF, data);
         assert_eq!(table.probe(0xDEAD_BEEF), Some(data));
         assert_eq!(table.probe(0xDEAD_BEEE), None);

@@ -21,11 +21,7 @@ use xq_worker::selfplay::{SelfPlaySettings, run_selfplay};
 use xq_worker::time_control::TimeControl;
 
 #[derive(Parser)]
-#[command(
-    name = "xq-worker",
-    version,
-    about = "Xiangqi match runner and cluster worker"
-)]
+#[command(name = "xq-worker", version, about = "Xiangqi match runner and cluster worker")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -141,9 +137,7 @@ fn run() -> anyhow::Result<()> {
     match cli.command {
         Command::Match(args) => {
             // Each --engine occurrence is one engine's key=value words.
-            let sub = matches
-                .subcommand_matches("match")
-                .expect("the match subcommand");
+            let sub = matches.subcommand_matches("match").expect("the match subcommand");
             let engines: Vec<Vec<String>> = sub
                 .get_occurrences::<String>("engines")
                 .map(|occurrences| occurrences.map(|words| words.cloned().collect()).collect())
@@ -180,13 +174,7 @@ fn run() -> anyhow::Result<()> {
 }
 
 fn key_values<'a>(words: &'a [String], what: &str) -> anyhow::Result<Vec<(&'a str, &'a str)>> {
-    words
-        .iter()
-        .map(|w| {
-            w.split_once('=')
-                .with_context(|| format!("{what}: '{w}' is not key=value"))
-        })
-        .collect()
+    words.iter().map(|w| w.split_once('=').with_context(|| format!("{what}: '{w}' is not key=value"))).collect()
 }
 
 fn engine_config(words: &[String]) -> anyhow::Result<EngineConfig> {
@@ -218,9 +206,9 @@ fn engine_config(words: &[String]) -> anyhow::Result<EngineConfig> {
                     other => bail!("--engine fen={other}: use nb (N, B) or he (H, E)"),
                 }
             }
-            key if key.starts_with("option.") => config
-                .options
-                .push((key["option.".len()..].to_owned(), value.to_owned())),
+            key if key.starts_with("option.") => {
+                config.options.push((key["option.".len()..].to_owned(), value.to_owned()))
+            }
             other => bail!("--engine: unknown key '{other}'"),
         }
     }
@@ -228,24 +216,17 @@ fn engine_config(words: &[String]) -> anyhow::Result<EngineConfig> {
         bail!("--engine needs cmd=");
     }
     if config.name.is_empty() {
-        config.name = config
-            .command
-            .file_name()
-            .map_or("engine".to_owned(), |n| n.to_string_lossy().into_owned());
+        config.name = config.command.file_name().map_or("engine".to_owned(), |n| n.to_string_lossy().into_owned());
     }
     Ok(config)
 }
 
 fn number<T: std::str::FromStr>(key: &str, value: &str) -> anyhow::Result<T> {
-    value
-        .parse()
-        .ok()
-        .with_context(|| format!("{key}={value} is not a number"))
+    value.parse().ok().with_context(|| format!("{key}={value} is not a number"))
 }
 
 fn sprt(words: &[String]) -> anyhow::Result<Sprt> {
-    let (mut elo0, mut elo1, mut alpha, mut beta, mut model) =
-        (0.0, 2.0, 0.05, 0.05, Model::Normalized);
+    let (mut elo0, mut elo1, mut alpha, mut beta, mut model) = (0.0, 2.0, 0.05, 0.05, Model::Normalized);
     for (key, value) in key_values(words, "--sprt")? {
         match key {
             "elo0" => elo0 = number(key, value)?,
@@ -265,10 +246,7 @@ fn sprt(words: &[String]) -> anyhow::Result<Sprt> {
     Ok(Sprt::new(elo0, elo1, alpha, beta, model)?)
 }
 
-fn adjudication(
-    draw: Option<&[String]>,
-    resign: Option<&[String]>,
-) -> anyhow::Result<Adjudication> {
+fn adjudication(draw: Option<&[String]>, resign: Option<&[String]>) -> anyhow::Result<Adjudication> {
     let mut rules = Adjudication::default();
     if let Some(words) = draw {
         let (mut from, mut count, mut score) = (40, 8, 10);
@@ -320,10 +298,7 @@ fn summary(totals: &MatchTotals, names: &[String; 2], sprt: Option<&Sprt>) -> St
         ));
     }
     if let Some(state) = sprt.and_then(|s| totals.sprt(s)) {
-        text.push_str(&format!(
-            ", LLR {:.2} ({:.2}, {:.2})",
-            state.llr, state.lower, state.upper
-        ));
+        text.push_str(&format!(", LLR {:.2} ({:.2}, {:.2})", state.llr, state.lower, state.upper));
         match state.decision() {
             Some(true) => text.push_str(" H1 accepted"),
             Some(false) => text.push_str(" H0 accepted"),
@@ -339,29 +314,17 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
     };
     let engines = [engine_config(first)?, engine_config(second)?];
     if args.games == 0 || args.games % 2 != 0 {
-        bail!(
-            "--games {} must be even and positive: each opening is played twice",
-            args.games
-        );
+        bail!("--games {} must be even and positive: each opening is played twice", args.games);
     }
     let openings = match &args.book {
-        Some(path) => arrange(
-            read_book(path, args.book_plies)?,
-            args.shuffle,
-            args.book_offset,
-        ),
-        None => vec![Opening {
-            start: Position::startpos(),
-            moves: Vec::new(),
-        }],
+        Some(path) => arrange(read_book(path, args.book_plies)?, args.shuffle, args.book_offset),
+        None => vec![Opening { start: Position::startpos(), moves: Vec::new() }],
     };
     let sprt = args.sprt.as_deref().map(sprt).transpose()?;
     let settings = MatchSettings {
         engines: engines.clone(),
         pairs: args.games / 2,
-        concurrency: args
-            .concurrency
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        concurrency: args.concurrency.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
         openings,
         game: GameSettings {
             time_control: args.tc.clone(),
@@ -374,10 +337,7 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
         sprt,
     };
     let mut pgn = match &args.pgnout {
-        Some(path) => Some(
-            std::fs::File::create(path)
-                .with_context(|| format!("cannot write {}", path.display()))?,
-        ),
+        Some(path) => Some(std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?),
         None => None,
     };
     let names = [engines[0].name.clone(), engines[1].name.clone()];
@@ -386,12 +346,7 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
     let mut write_error = None;
     let totals = run_match(&settings, |finished, totals| {
         if let Some(file) = pgn.as_mut() {
-            let text = game_pgn(
-                &finished.record,
-                &event,
-                finished.pair * 2 + finished.leg + 1,
-                &tc_text,
-            );
+            let text = game_pgn(&finished.record, &event, finished.pair * 2 + finished.leg + 1, &tc_text);
             if let Err(error) = file.write_all(text.as_bytes()) {
                 write_error = Some(error);
                 return false;
