@@ -141,7 +141,7 @@ impl Session {
                 "id author the xq-cluster developers".to_owned(),
                 format!("option name Hash type spin default {DEFAULT_HASH_MB} min 1 max {MAX_HASH_MB}"),
                 format!("option name Threads type spin default 1 min 1 max {MAX_THREADS}"),
-                "option name MultiPV type spin default 1 min 1 max 1".to_owned(),
+                "option name MultiPV type spin default 1 min 1 max 128".to_owned(),
                 "option name Move Overhead type spin default 10 min 0 max 5000".to_owned(),
                 "option name EvalFile type string default <empty>".to_owned(),
                 "option name UCI_Variant type combo default xiangqi var xiangqi".to_owned(),
@@ -188,9 +188,7 @@ impl Session {
                 self.shared = Arc::new(Shared::new(self.hash_mb));
             }
             "threads" => self.options.threads = number(1, MAX_THREADS)?,
-            "multipv" => {
-                number(1, 1)?;
-            }
+            "multipv" => self.options.multipv = number(1, 128)?,
             "move overhead" => self.options.move_overhead = Duration::from_millis(number(0, 5000)? as u64),
             "evalfile" => {
                 if !value.is_empty() && value != "<empty>" {
@@ -278,9 +276,10 @@ fn info_line(info: &SearchInfo, protocol: Protocol) -> String {
     let pv: Vec<String> = info.pv.iter().map(Move::to_string).collect();
     match protocol {
         Protocol::Uci => format!(
-            "info depth {} seldepth {} multipv 1 score {score} nodes {} nps {} hashfull {} time {millis} pv {}",
+            "info depth {} seldepth {} multipv {} score {score} nodes {} nps {} hashfull {} time {millis} pv {}",
             info.depth,
             info.seldepth,
+            info.multipv,
             info.nodes,
             info.nodes as u128 * 1000 / millis,
             info.hashfull,

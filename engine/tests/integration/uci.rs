@@ -163,3 +163,22 @@ fn ucci_speaks_elephanteye_dialect() {
     assert!(!line.contains("h9g7") && !line.contains("b9c7"), "banned move played: {line}");
     assert_eq!(out.lines().last(), Some("bye"));
 }
+
+#[test]
+fn multipv_reports_distinct_lines_best_first() {
+    let out = converse("setoption name MultiPV value 3\nposition startpos\ngo depth 5\n");
+    let last_depth: Vec<&str> = out.lines().filter(|l| l.starts_with("info depth 5 ")).collect();
+    assert_eq!(last_depth.len(), 3, "{out}");
+    let field = |line: &str, key: &str| -> String {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let at = words.iter().position(|w| *w == key).expect("key");
+        words[at + 1].to_owned()
+    };
+    let first_moves: Vec<String> = last_depth.iter().map(|l| field(l, "pv")).collect();
+    assert!(first_moves[0] != first_moves[1] && first_moves[1] != first_moves[2] && first_moves[0] != first_moves[2]);
+    let scores: Vec<i32> = last_depth.iter().map(|l| field(l, "cp").parse().unwrap()).collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    assert_eq!(last_depth.iter().map(|l| field(l, "multipv")).collect::<Vec<_>>(), ["1", "2", "3"]);
+    let best = out.lines().last().unwrap().split_whitespace().nth(1).unwrap();
+    assert_eq!(best, first_moves[0]);
+}

@@ -63,11 +63,13 @@ pub struct SearchOptions {
     pub rules: RuleSet,
     /// Time kept back per move for communication.
     pub move_overhead: Duration,
+    /// Principal variations to report.
+    pub multipv: usize,
 }
 
 impl Default for SearchOptions {
     fn default() -> Self {
-        SearchOptions { threads: 1, rules: RuleSet::Wxf, move_overhead: Duration::from_millis(10) }
+        SearchOptions { threads: 1, rules: RuleSet::Wxf, move_overhead: Duration::from_millis(10), multipv: 1 }
     }
 }
 
@@ -96,6 +98,8 @@ impl Shared {
 pub struct SearchInfo {
     /// The depth completed.
     pub depth: i32,
+    /// Which principal variation this is, from 1 (the best).
+    pub multipv: usize,
     /// The deepest ply reached.
     pub seldepth: usize,
     /// The score.
@@ -140,6 +144,7 @@ pub fn search(
     let deadlines = limits.deadlines(options.move_overhead);
     let started = Instant::now();
     let mut main = Worker::new(shared, start, moves, options.rules, limits, deadlines, started, true);
+    main.multipv = options.multipv;
     std::thread::scope(|scope| {
         for helper in 1..options.threads.max(1) {
             let mut worker = Worker::new(shared, start, moves, options.rules, limits, deadlines, started, false);
@@ -177,6 +182,10 @@ struct Worker<'a> {
     move_buffers: Vec<ScoredMoves>,
     /// Each ply's quiet moves tried before a cutoff, for the history malus.
     quiets_tried: Vec<MoveList>,
+    /// Principal variations to report (UCI MultiPV).
+    multipv: usize,
+    /// Root moves not searched: banned ones and the first moves of earlier lines.
+    root_excluded: Vec<Move>,
 }
 
 /// Late move reduction in plies, by depth and move number.
@@ -227,6 +236,8 @@ impl<'a> Worker<'a> {
                 .map(|_| ScoredMoves { list: MoveList::new(), scores: [0; MAX_MOVES], banned_tail: false })
                 .collect(),
             quiets_tried: vec![MoveList::new(); MAX_PLY + 2],
+            multipv: 1,
+            root_excluded: limits.banned.clone(),
         }
     }
 
@@ -282,34 +293,60 @@ impl<'a> Worker<'a> {
         self.shared.nodes.load(Ordering::Relaxed) + self.nodes - self.reported_nodes
     }
 
+    /// Searches one principal variation at `depth` with aspiration windows around
+    /// `previous`; `None` when stopped before it completed.
+    fn aspiration(&mut self, depth: i32, previous: i32) -> Option<i32> {
+        let mut delta = 25;
+        let (mut alpha, mut beta) =
+            if depth >= 5 { (previous - delta, previous + delta) } else { (-INFINITY, INFINITY) };
+        loop {
+            let value = self.negamax(alpha, beta, depth, 0, true);
+            if self.stopped && depth > 1 {
+                return None;
+            }
+            if value <= alpha {
+                beta = (alpha + beta) / 2;
+                alpha = (value - delta).max(-INFINITY);
+            } else if value >= beta {
+                beta = (value + delta).min(INFINITY);
+            } else {
+                return Some(value);
+            }
+            delta += delta / 2;
+        }
+    }
+
     fn iterate(&mut self, thread: usize, on_info: &mut dyn FnMut(&SearchInfo)) -> SearchResult {
         let max_depth = self.limits.depth.unwrap_or(MAX_PLY as i32 - 1).clamp(1, MAX_PLY as i32 - 1);
         let mut result = SearchResult { best: None, ponder: None, score: Score::Centipawns(0), depth: 0, nodes: 0 };
-        let mut score = 0;
+        let lines_wanted = if self.is_main { self.multipv.max(1) } else { 1 };
+        let mut previous_scores = vec![0; lines_wanted];
         let mut depth = 1 + (thread % 2) as i32;
-        while depth <= max_depth {
-            let mut delta = 25;
-            let (mut alpha, mut beta) = if depth >= 5 { (score - delta, score + delta) } else { (-INFINITY, INFINITY) };
-            loop {
-                let value = self.negamax(alpha, beta, depth, 0, true);
-                if self.stopped && depth > 1 {
+        'deepening: while depth <= max_depth {
+            // Each further line excludes the first moves of the lines before it.
+            let mut lines: Vec<(i32, Vec<Move>)> = Vec::with_capacity(lines_wanted);
+            self.root_excluded.clone_from(&self.limits.banned);
+            for (line, &previous) in previous_scores.iter().enumerate() {
+                let Some(score) = self.aspiration(depth, previous) else {
+                    break 'deepening;
+                };
+                let Some(&first) = self.pv[0].first() else {
+                    break;
+                };
+                if line > 0 && self.root_excluded.contains(&first) {
                     break;
                 }
-                score = value;
-                if value <= alpha {
-                    beta = (alpha + beta) / 2;
-                    alpha = (value - delta).max(-INFINITY);
-                } else if value >= beta {
-                    beta = (value + delta).min(INFINITY);
-                } else {
-                    break;
-                }
-                delta += delta / 2;
+                lines.push((score, self.pv[0].clone()));
+                self.root_excluded.push(first);
             }
-            if self.stopped && depth > 1 {
+            self.root_excluded.clone_from(&self.limits.banned);
+            lines.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
+            let Some((score, pv)) = lines.first().cloned() else {
                 break;
+            };
+            for (index, (line_score, _)) in lines.iter().enumerate() {
+                previous_scores[index] = *line_score;
             }
-            let pv = self.pv[0].clone();
             result = SearchResult {
                 best: pv.first().copied(),
                 ponder: pv.get(1).copied(),
@@ -318,15 +355,18 @@ impl<'a> Worker<'a> {
                 nodes: self.total_nodes(),
             };
             if self.is_main {
-                on_info(&SearchInfo {
-                    depth,
-                    seldepth: self.seldepth,
-                    score: result.score,
-                    nodes: result.nodes,
-                    elapsed: self.started.elapsed(),
-                    pv,
-                    hashfull: self.shared.tt.hashfull(),
-                });
+                for (index, (line_score, line_pv)) in lines.iter().enumerate() {
+                    on_info(&SearchInfo {
+                        depth,
+                        multipv: index + 1,
+                        seldepth: self.seldepth,
+                        score: Score::from_internal(*line_score),
+                        nodes: self.total_nodes(),
+                        elapsed: self.started.elapsed(),
+                        pv: line_pv.clone(),
+                        hashfull: self.shared.tt.hashfull(),
+                    });
+                }
                 if self.iteration_limits_reached(score) {
                     break;
                 }
@@ -524,12 +564,12 @@ impl<'a> Worker<'a> {
 
         let tt_move = entry.and_then(|e| e.mv);
         let move_count = self.score_moves(Selection::All, tt_move, ply);
-        if ply == 0 && !self.limits.banned.is_empty() {
+        if ply == 0 && !self.root_excluded.is_empty() {
             let moves = &mut self.move_buffers[0];
-            let all_banned = moves.list.iter().all(|mv| self.limits.banned.contains(mv));
+            let all_banned = moves.list.iter().all(|mv| self.root_excluded.contains(mv));
             if !all_banned {
                 for index in 0..moves.list.len() {
-                    if self.limits.banned.contains(&moves.list[index]) {
+                    if self.root_excluded.contains(&moves.list[index]) {
                         moves.scores[index] = i32::MIN;
                     }
                 }
