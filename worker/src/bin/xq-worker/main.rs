@@ -1,13 +1,14 @@
 //! `xq-worker`: the match runner (`match`), usable alone like cutechess-cli, and
 //! self-play data generation (`selfplay`).
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
 use xq_engine::xiangqi::Position;
 use xq_engine::xiangqi::notation::Dialect;
 use xq_engine::xiangqi::rules::RuleSet;
@@ -344,6 +345,16 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
     let event = format!("{} vs {}", names[0], names[1]);
     let tc_text = args.tc.to_string();
     let mut write_error = None;
+    // On a terminal: a progress bar carrying the summary, game results above it. In a
+    // log: one line per game and one summary line.
+    let progress = std::io::stderr().is_terminal().then(|| {
+        let bar = ProgressBar::new(args.games as u64);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:30} {pos}/{len} games {elapsed_precise} eta {eta} {msg}")
+                .expect("a valid template"),
+        );
+        bar
+    });
     let totals = run_match(&settings, |finished, totals| {
         if let Some(file) = pgn.as_mut() {
             let text = game_pgn(&finished.record, &event, finished.pair * 2 + finished.leg + 1, &tc_text);
@@ -352,7 +363,7 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
                 return false;
             }
         }
-        eprintln!(
+        let line = format!(
             "game {} ({} - {}): {} {}",
             totals.games(),
             finished.record.players.red,
@@ -360,9 +371,22 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
             finished.record.outcome.pgn(),
             finished.record.reason
         );
-        eprintln!("{}", summary(totals, &names, sprt.as_ref()));
+        match &progress {
+            Some(bar) => {
+                bar.println(line);
+                bar.set_position(totals.games());
+                bar.set_message(summary(totals, &names, sprt.as_ref()));
+            }
+            None => {
+                eprintln!("{line}");
+                eprintln!("{}", summary(totals, &names, sprt.as_ref()));
+            }
+        }
         true
     })?;
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
+    }
     if let Some(error) = write_error {
         return Err(error).context("writing the PGN");
     }
