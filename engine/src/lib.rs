@@ -13,5 +13,7 @@ pub mod color;
 pub mod geometry;
 pub mod line_attacks;
 pub mod moves;
+mod splitmix;
 pub mod uci;
 pub mod xiangqi;
+pub mod xiongqi;

@@ -9,3 +9,4 @@ mod pyffish;
 mod rules;
 mod self_play;
 mod uci;
+mod xiongqi;

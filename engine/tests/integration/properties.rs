@@ -103,10 +103,19 @@ proptest! {
         let _ = parse_uci(&position, &text, Dialect::OneBased);
         let _ = parse_iccs(&position, &text);
         let _ = parse_wxf(&position, &text);
+        let _ = xq_engine::xiongqi::fen::parse(&text);
     }
 
     #[test]
     fn fen_parser_never_panics_on_fen_like_text(text in "[rnbakcpRNBAKCPHEhe1-9/]{0,70} [wbrx] (- - )?[0-9]{0,3} ?[0-9]{0,3}") {
         let _ = fen::parse_composed(&text);
+    }
+
+    #[test]
+    fn xiongqi_fen_parser_never_panics_on_fen_like_text(text in "[gabrhcsdeGABRHCSDE1-9/]{0,60} [wbx] (- - )?[0-9]{0,3} ?[0-9]{0,3}") {
+        if let Ok(position) = xq_engine::xiongqi::fen::parse(&text) {
+            let printed = position.to_string();
+            prop_assert_eq!(xq_engine::xiongqi::fen::parse(&printed).unwrap().to_string(), printed);
+        }
     }
 }

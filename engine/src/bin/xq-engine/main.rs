@@ -19,6 +19,13 @@ struct Cli {
     command: Option<Command>,
 }
 
+/// The two games.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Variant {
+    Xiangqi,
+    Xiongqi,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Counts the leaf nodes of the legal move tree (bulk-counted perft).
@@ -33,6 +40,9 @@ enum Command {
         /// Print the count below each root move first, as `move: count`.
         #[arg(long)]
         divide: bool,
+        /// The game: xiangqi or xiongqi.
+        #[arg(long, default_value = "xiangqi")]
+        variant: Variant,
     },
     /// Rules a game under the tournament rules and prints it as one JSON line: the
     /// cycle its last move closed, or any other ruling it reached.
@@ -89,7 +99,12 @@ fn run() -> anyhow::Result<()> {
             println!("Nodes/second    : {}", (result.nodes as f64 / seconds) as u64);
             Ok(())
         }
-        Some(Command::Perft { fen, depth, divide }) => run_perft(fen.as_deref(), depth, divide),
+        Some(Command::Perft { fen, depth, divide, variant: Variant::Xiangqi }) => {
+            run_perft(fen.as_deref(), depth, divide)
+        }
+        Some(Command::Perft { fen, depth, divide, variant: Variant::Xiongqi }) => {
+            run_xiongqi_perft(fen.as_deref(), depth, divide)
+        }
         Some(Command::Judge { rules, fen, moves, pgn, batch }) => {
             let mut out = std::io::stdout().lock();
             if batch {
@@ -130,6 +145,35 @@ fn run_perft(fen_text: Option<&str>, depth: u32, divide: bool) -> anyhow::Result
         split.iter().map(|(_, count)| count).sum()
     } else {
         perft::perft(&mut position, depth)
+    };
+    let elapsed = start.elapsed();
+    eprintln!("time {} ms, {:.0} nodes/s", elapsed.as_millis(), nodes as f64 / elapsed.as_secs_f64().max(1e-9));
+    writeln!(out, "Nodes searched: {nodes}")?;
+    Ok(())
+}
+
+fn run_xiongqi_perft(fen_text: Option<&str>, depth: u32, divide: bool) -> anyhow::Result<()> {
+    use xq_engine::xiongqi;
+    let position = match fen_text {
+        Some(text) => xiongqi::fen::parse(text).with_context(|| format!("invalid FEN '{text}'"))?,
+        None => xiongqi::Position::startpos(),
+    };
+    let mut game = xiongqi::Game::new(position);
+    let mut out = std::io::stdout().lock();
+    let start = Instant::now();
+    let nodes = if divide && depth > 0 {
+        let mut total = 0;
+        for mv in game.legal_moves() {
+            game.play(mv).expect("a legal move");
+            let count = game.perft(depth - 1);
+            game.undo();
+            writeln!(out, "{mv}: {count}")?;
+            total += count;
+        }
+        writeln!(out)?;
+        total
+    } else {
+        game.perft(depth)
     };
     let elapsed = start.elapsed();
     eprintln!("time {} ms, {:.0} nodes/s", elapsed.as_millis(), nodes as f64 / elapsed.as_secs_f64().max(1e-9));

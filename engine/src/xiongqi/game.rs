@@ -1,0 +1,157 @@
+//! A Xiongqi game: a position and its history, which the repetition rule needs (6.3: a
+//! move that recreates an earlier position by the same move that led to it before is
+//! not a legal move).
+
+use std::collections::HashMap;
+
+use super::movegen::pseudo_legal_moves;
+use super::position::Undo;
+use super::{Position, XiongqiMove};
+
+/// A position with the moves that led to each position of the game so far.
+#[derive(Clone, Debug)]
+pub struct Game {
+    position: Position,
+    undos: Vec<Undo>,
+    /// For each position that occurred, the moves that led to it (none for the start).
+    arrivals: HashMap<u64, Vec<XiongqiMove>>,
+    start_hash: u64,
+}
+
+/// A move the game does not allow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum XiongqiMoveError {
+    /// The pieces do not move that way, or it is not the mover's piece.
+    #[error("{0} is not allowed by the movement rules here")]
+    NotAMove(XiongqiMove),
+    /// It repeats a position by the move that led to it before (rule 6.3).
+    #[error("{0} is a repetitive move (rule 6.3)")]
+    Repetitive(XiongqiMove),
+}
+
+impl Game {
+    /// A game starting at `position`, which counts as having occurred.
+    pub fn new(position: Position) -> Self {
+        let start_hash = position.hash();
+        let arrivals = HashMap::from([(start_hash, Vec::new())]);
+        Game { position, undos: Vec::new(), arrivals, start_hash }
+    }
+
+    /// The current position.
+    pub fn position(&self) -> &Position {
+        &self.position
+    }
+
+    /// Whether playing `mv` (allowed by the movement rules) would be repetitive.
+    pub fn is_repetitive(&mut self, mv: XiongqiMove) -> bool {
+        let undo = self.position.make_move(mv);
+        let repeated = self.arrivals.get(&self.position.hash()).is_some_and(|moves| moves.contains(&mv));
+        self.position.unmake_move(undo);
+        repeated
+    }
+
+    /// The legal moves: those the movement rules allow, less the repetitive ones.
+    pub fn legal_moves(&mut self) -> Vec<XiongqiMove> {
+        let mut moves = pseudo_legal_moves(&self.position);
+        moves.retain(|&mv| !self.is_repetitive(mv));
+        moves
+    }
+
+    /// Plays `mv` if the movement rules allow it; a repetitive move is refused, as the
+    /// rules make it a loss for whoever plays it.
+    pub fn play(&mut self, mv: XiongqiMove) -> Result<Undo, XiongqiMoveError> {
+        if !pseudo_legal_moves(&self.position).contains(&mv) {
+            return Err(XiongqiMoveError::NotAMove(mv));
+        }
+        if self.is_repetitive(mv) {
+            return Err(XiongqiMoveError::Repetitive(mv));
+        }
+        Ok(self.push(mv))
+    }
+
+    fn push(&mut self, mv: XiongqiMove) -> Undo {
+        let undo = self.position.make_move(mv);
+        self.arrivals.entry(self.position.hash()).or_default().push(mv);
+        self.undos.push(undo);
+        undo
+    }
+
+    /// Takes back the last move.
+    pub fn undo(&mut self) {
+        let Some(undo) = self.undos.pop() else { return };
+        let hash = self.position.hash();
+        let no_arrival_left = self.arrivals.get_mut(&hash).is_some_and(|moves| {
+            moves.pop();
+            moves.is_empty()
+        });
+        // The start position stays: it occurred without a move leading to it.
+        if no_arrival_left && hash != self.start_hash {
+            self.arrivals.remove(&hash);
+        }
+        self.position.unmake_move(undo);
+    }
+
+    /// Perft under the repetition rule, the history starting at the current position.
+    pub fn perft(&mut self, depth: u32) -> u64 {
+        if depth == 0 {
+            return 1;
+        }
+        let moves = self.legal_moves();
+        if depth == 1 {
+            return moves.len() as u64;
+        }
+        let mut nodes = 0;
+        for mv in moves {
+            self.push(mv);
+            nodes += self.perft(depth - 1);
+            self.undo();
+        }
+        nodes
+    }
+}
+
+/// Why a Xiongqi game ended, with the rule applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct XiongqiRuling {
+    /// The result.
+    pub outcome: crate::xiangqi::rules::Outcome,
+    /// Why, in words.
+    pub reason: &'static str,
+    /// The section of the rules.
+    pub section: &'static str,
+}
+
+impl Game {
+    /// The game's end, if it has ended: a terminal piece captured (6.1), no legal move
+    /// (6.2), only terminal pieces left (6.4), or 50 moves by each side without a
+    /// capture or a soldier move (6.5, automatic here). A repetitive move is refused by
+    /// [`Game::play`]; a referee rules it a loss for its player (6.3).
+    pub fn ruling(&mut self) -> Option<XiongqiRuling> {
+        use crate::xiangqi::rules::Outcome;
+        let us = self.position.side_to_move();
+        if self.position.terminal(us).is_none() {
+            return Some(XiongqiRuling {
+                outcome: Outcome::Win(!us),
+                reason: "terminal piece captured",
+                section: "6.1",
+            });
+        }
+        if self.legal_moves().is_empty() {
+            return Some(XiongqiRuling { outcome: Outcome::Win(!us), reason: "no legal move", section: "6.2" });
+        }
+        let only_terminals = crate::color::Color::ALL
+            .iter()
+            .all(|&c| self.position.pieces_of(c).all(|(_, piece)| piece.kind.is_terminal()));
+        if only_terminals {
+            return Some(XiongqiRuling { outcome: Outcome::Draw, reason: "only terminal pieces left", section: "6.4" });
+        }
+        if self.position.halfmove_clock() >= 100 {
+            return Some(XiongqiRuling {
+                outcome: Outcome::Draw,
+                reason: "50 moves each without capture or soldier move",
+                section: "6.5",
+            });
+        }
+        None
+    }
+}
