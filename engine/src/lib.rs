@@ -15,5 +15,6 @@ pub mod line_attacks;
 pub mod moves;
 mod splitmix;
 pub mod uci;
+pub mod variant;
 pub mod xiangqi;
 pub mod xiongqi;

@@ -6,6 +6,7 @@
 //! with `info string` and the reason, and the engine carries on.
 
 use std::io::{BufRead, Write};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -15,6 +16,7 @@ use crate::xiangqi::rules::RuleSet;
 use crate::xiangqi::search::limits::Limits;
 use crate::xiangqi::search::{Score, SearchInfo, SearchOptions, Shared, search};
 use crate::xiangqi::{Move, Position, fen, perft};
+use crate::xiongqi;
 
 /// Which protocol the session speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +49,27 @@ struct Session {
     moves: Vec<Move>,
     /// The running search, and whether it runs until stopped.
     search: Option<(JoinHandle<()>, bool)>,
+    /// The game played: Xiangqi, or Xiongqi with its own start and moves.
+    xiongqi: Option<XiongqiSetup>,
+    /// Raised to stop a Xiongqi search.
+    xiongqi_stop: Arc<AtomicBool>,
+}
+
+/// A Xiongqi position as `position` gave it.
+#[derive(Clone)]
+struct XiongqiSetup {
+    start: xiongqi::Position,
+    moves: Vec<xiongqi::XiongqiMove>,
+}
+
+impl XiongqiSetup {
+    fn game(&self) -> xiongqi::Game {
+        let mut game = xiongqi::Game::new(self.start.clone());
+        for &mv in &self.moves {
+            game.play(mv).expect("moves were checked when the position was set");
+        }
+        game
+    }
 }
 
 /// Runs the protocol loop until `quit` or the end of `input`.
@@ -61,6 +84,8 @@ pub fn run(input: impl BufRead, output: impl Write + Send + 'static) {
         start: Position::startpos(),
         moves: Vec::new(),
         search: None,
+        xiongqi: None,
+        xiongqi_stop: Arc::new(AtomicBool::new(false)),
     };
     for line in input.lines() {
         let Ok(line) = line else {
@@ -109,6 +134,13 @@ impl Session {
                     self.info(&message);
                 }
             }
+            "position" if self.xiongqi.is_some() => {
+                self.finish_search(true);
+                match parse_xiongqi_position(rest) {
+                    Ok(setup) => self.xiongqi = Some(setup),
+                    Err(message) => self.info(&message),
+                }
+            }
             "position" => {
                 self.finish_search(true);
                 match parse_position(rest) {
@@ -126,7 +158,10 @@ impl Session {
                     self.info(&message);
                 }
             }
-            "d" => self.info(&format!("fen {}", self.current_position())),
+            "d" => match &self.xiongqi {
+                Some(setup) => self.info(&format!("fen {}", setup.game().position())),
+                None => self.info(&format!("fen {}", self.current_position())),
+            },
             other => self.info(&format!("unknown command '{other}'")),
         }
         true
@@ -144,7 +179,7 @@ impl Session {
                 "option name MultiPV type spin default 1 min 1 max 128".to_owned(),
                 "option name Move Overhead type spin default 10 min 0 max 5000".to_owned(),
                 "option name EvalFile type string default <empty>".to_owned(),
-                "option name UCI_Variant type combo default xiangqi var xiangqi".to_owned(),
+                "option name UCI_Variant type combo default xiangqi var xiangqi var xiongqi".to_owned(),
                 "option name Repetition Rule type combo default wxf var wxf var asian var cxq var computer".to_owned(),
                 "option name Clear Hash type button".to_owned(),
                 "uciok".to_owned(),
@@ -197,11 +232,13 @@ impl Session {
                     ));
                 }
             }
-            "uci_variant" => {
-                if value != "xiangqi" {
-                    return Err(format!("variant '{value}' is not supported; xiangqi is"));
+            "uci_variant" => match value.as_str() {
+                "xiangqi" => self.xiongqi = None,
+                "xiongqi" => {
+                    self.xiongqi = Some(XiongqiSetup { start: xiongqi::Position::startpos(), moves: Vec::new() })
                 }
-            }
+                _ => return Err(format!("variant '{value}' is not supported: xiangqi or xiongqi")),
+            },
             "repetition rule" => self.options.rules = value.parse::<RuleSet>().map_err(|e| e.to_string())?,
             "clear hash" => self.shared.tt.clear(),
             _ => return Err(format!("unknown option '{name}'")),
@@ -218,6 +255,9 @@ impl Session {
     }
 
     fn go(&mut self, words: &[&str]) -> Result<(), String> {
+        if let Some(setup) = self.xiongqi.clone() {
+            return self.go_xiongqi(&setup, words);
+        }
         if let ["perft", depth] = words {
             let depth: u32 = depth.parse().map_err(|_| format!("perft depth '{depth}' is not a whole number"))?;
             let mut position = self.current_position();
@@ -230,7 +270,7 @@ impl Session {
             return Ok(());
         }
         let position = self.current_position();
-        let limits = parse_go(words, &position, self.protocol)?;
+        let limits = parse_go(words, &position, self.protocol, position.side_to_move())?;
         let shared = Arc::clone(&self.shared);
         let out = Arc::clone(&self.out);
         let (start, moves, options) = (self.start.clone(), self.moves.clone(), self.options.clone());
@@ -252,12 +292,57 @@ impl Session {
         Ok(())
     }
 
+    fn go_xiongqi(&mut self, setup: &XiongqiSetup, words: &[&str]) -> Result<(), String> {
+        let mut game = setup.game();
+        if let ["perft", depth] = words {
+            let depth: u32 = depth.parse().map_err(|_| format!("perft depth '{depth}' is not a whole number"))?;
+            let mut total = 0;
+            for mv in game.legal_moves() {
+                game.play(mv).expect("a legal move");
+                let count = game.perft(depth.saturating_sub(1));
+                game.undo();
+                say(&self.out, &format!("{mv}: {count}"));
+                total += count;
+            }
+            say(&self.out, "");
+            say(&self.out, &format!("Nodes searched: {total}"));
+            return Ok(());
+        }
+        let limits = parse_go(words, &Position::startpos(), self.protocol, game.position().side_to_move())?;
+        let out = Arc::clone(&self.out);
+        let stop = Arc::clone(&self.xiongqi_stop);
+        stop.store(false, std::sync::atomic::Ordering::Relaxed);
+        let overhead = self.options.move_overhead;
+        let infinite = limits.infinite;
+        let handle = std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            let result = xiongqi::search::search(&mut game, &limits, &stop, overhead);
+            let millis = started.elapsed().as_millis().max(1);
+            if let Some(best) = result.best {
+                say(
+                    &out,
+                    &format!(
+                        "info depth {} score cp {} nodes {} nps {} time {millis} pv {best}",
+                        result.depth,
+                        result.score,
+                        result.nodes,
+                        result.nodes as u128 * 1000 / millis
+                    ),
+                );
+            }
+            say(&out, &result.best.map_or("bestmove (none)".to_owned(), |mv| format!("bestmove {mv}")));
+        });
+        self.search = Some((handle, infinite));
+        Ok(())
+    }
+
     /// Waits for the running search to report its move; with `interrupt`, or when it
     /// would run until stopped, tells it to stop first.
     fn finish_search(&mut self, interrupt: bool) {
         if let Some((handle, infinite)) = self.search.take() {
             if interrupt || infinite {
                 self.shared.stop();
+                self.xiongqi_stop.store(true, std::sync::atomic::Ordering::Relaxed);
             }
             // A search thread that panicked has nothing more to say.
             let _ = handle.join();
@@ -316,9 +401,14 @@ fn parse_position(words: &[&str]) -> Result<(Position, Vec<Move>), String> {
 }
 
 /// The `go` arguments of either protocol.
-fn parse_go(words: &[&str], position: &Position, protocol: Protocol) -> Result<Limits, String> {
+fn parse_go(
+    words: &[&str],
+    position: &Position,
+    protocol: Protocol,
+    side: crate::color::Color,
+) -> Result<Limits, String> {
     let mut limits = Limits::default();
-    let red = position.side_to_move() == crate::color::Color::Red;
+    let red = side == crate::color::Color::Red;
     let mut index = 0;
     let value = |index: usize| -> Result<u64, String> {
         let word = words.get(index + 1).ok_or_else(|| format!("go {}: a number must follow", words[index]))?;
@@ -363,4 +453,23 @@ fn parse_go(words: &[&str], position: &Position, protocol: Protocol) -> Result<L
         index += 1;
     }
     Ok(limits)
+}
+
+/// `position startpos|fen <fen> [moves m1 m2 ...]` for Xiongqi.
+fn parse_xiongqi_position(words: &[&str]) -> Result<XiongqiSetup, String> {
+    let moves_at = words.iter().position(|&w| w == "moves").unwrap_or(words.len());
+    let (setup, moves) = words.split_at(moves_at);
+    let start = match setup {
+        ["startpos"] => xiongqi::Position::startpos(),
+        ["fen", text @ ..] if !text.is_empty() => {
+            xiongqi::fen::parse(&text.join(" ")).map_err(|error| format!("invalid FEN: {error}"))?
+        }
+        _ => return Err("position expects 'startpos' or 'fen <fen>', then optionally 'moves ...'".to_owned()),
+    };
+    let mut game = xiongqi::Game::new(start.clone());
+    let mut played = Vec::new();
+    for (index, text) in moves.iter().skip(1).enumerate() {
+        played.push(game.play_text(text).map_err(|error| format!("move {} of the list: {error}", index + 1))?);
+    }
+    Ok(XiongqiSetup { start, moves: played })
 }

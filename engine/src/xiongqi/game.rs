@@ -19,7 +19,7 @@ pub struct Game {
 }
 
 /// A move the game does not allow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum XiongqiMoveError {
     /// The pieces do not move that way, or it is not the mover's piece.
     #[error("{0} is not allowed by the movement rules here")]
@@ -27,6 +27,9 @@ pub enum XiongqiMoveError {
     /// It repeats a position by the move that led to it before (rule 6.3).
     #[error("{0} is a repetitive move (rule 6.3)")]
     Repetitive(XiongqiMove),
+    /// The text is not a move such as `a3a4` or `d7d8e`.
+    #[error("'{0}' is not a Xiongqi move: expected two squares (rows 1-8) and an optional promotion letter")]
+    Syntax(String),
 }
 
 impl Game {
@@ -69,11 +72,34 @@ impl Game {
         Ok(self.push(mv))
     }
 
-    fn push(&mut self, mv: XiongqiMove) -> Undo {
+    pub(crate) fn push(&mut self, mv: XiongqiMove) -> Undo {
         let undo = self.position.make_move(mv);
         self.arrivals.entry(self.position.hash()).or_default().push(mv);
         self.undos.push(undo);
         undo
+    }
+
+    /// Reads a move such as `a3a4` or `d7d8e` (rows 1..8, promotion letter in either
+    /// case) and plays it if legal.
+    pub fn play_text(&mut self, text: &str) -> Result<XiongqiMove, XiongqiMoveError> {
+        let syntax = || XiongqiMoveError::Syntax(text.to_owned());
+        if !text.is_ascii() || text.len() < 4 {
+            return Err(syntax());
+        }
+        let split = text[1..].find(|c: char| c.is_ascii_alphabetic()).ok_or_else(syntax)? + 1;
+        let rest = &text[split..];
+        let to_end = rest[1..].find(|c: char| c.is_ascii_alphabetic()).map_or(rest.len(), |i| i + 1);
+        let from = super::Square::parse_with_label(&text[..split], 1).ok_or_else(syntax)?;
+        let to = super::Square::parse_with_label(&rest[..to_end], 1).ok_or_else(syntax)?;
+        let promotion = match &rest[to_end..] {
+            "" => None,
+            letter if letter.len() == 1 => {
+                Some(super::PieceKind::from_letter(letter.chars().next().expect("a letter")).ok_or_else(syntax)?)
+            }
+            _ => return Err(syntax()),
+        };
+        let mv = XiongqiMove { from, to, promotion };
+        self.play(mv).map(|_| mv)
     }
 
     /// Takes back the last move.

@@ -10,6 +10,7 @@ pub mod game;
 pub mod movegen;
 mod piece;
 mod position;
+pub mod search;
 
 pub use game::Game;
 pub use piece::{Piece, PieceKind};

@@ -110,3 +110,21 @@ fn wxf_20_2_a_perpetual_mating_threat_is_reported_and_drawn() {
     assert!(plies.iter().step_by(2).all(|p| p["nature"] == "kill"), "{plies:?}");
     assert!(plies.iter().skip(1).step_by(2).all(|p| p["nature"] == "idle"), "{plies:?}");
 }
+
+#[test]
+fn xiongqi_games_are_ruled_by_their_own_rules() {
+    let (ok, lines, _) = judge(
+        &["--variant", "xiongqi", "--fen", "3g4/8/8/8/8/8/8/R3G3 w - - 0 1", "--moves", "a1a2 d8c8 a2a1 c8d8 a1a2"],
+        "",
+    );
+    assert!(ok);
+    assert_eq!(lines[0]["result"], "0-1", "the repetitive move loses for its player (6.3)");
+    assert_eq!(lines[0]["article"], "Xiongqi 6.3");
+    let (_, lines, _) =
+        judge(&["--variant", "xiongqi", "--fen", "3d4/8/8/2s5/4S3/8/8/3D4 w - - 0 1", "--moves", "d1d8"], "");
+    assert_eq!((lines[0]["result"].as_str(), lines[0]["article"].as_str()), (Some("1-0"), Some("Xiongqi 6.1")));
+    let (ok, _, stderr) = judge(&["--variant", "xiongqi", "--moves", "c3c4 c6c5 c4c6"], "");
+    assert!(!ok && stderr.contains("ply 3 (c4c6)"), "{stderr}");
+    let (_, lines, _) = judge(&["--batch"], "{\"variant\": \"xiongqi\", \"moves\": [\"c3c4\"]}\n");
+    assert_eq!(lines[0]["result"], "*");
+}

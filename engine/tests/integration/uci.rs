@@ -182,3 +182,20 @@ fn multipv_reports_distinct_lines_best_first() {
     let best = out.lines().last().unwrap().split_whitespace().nth(1).unwrap();
     assert_eq!(best, first_moves[0]);
 }
+
+#[test]
+fn xiongqi_is_played_after_uci_variant() {
+    let out = converse(
+        "uci\nsetoption name UCI_Variant value xiongqi\nposition startpos moves c3c4 c6c5\ngo depth 3\nisready\n",
+    );
+    let best = out.lines().find(|l| l.starts_with("bestmove")).expect("bestmove");
+    let mv = best.split_whitespace().nth(1).unwrap();
+    let mut game = xq_engine::xiongqi::Game::new(xq_engine::xiongqi::Position::startpos());
+    for text in ["c3c4", "c6c5", mv] {
+        game.play_text(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    }
+    let perft = converse("setoption name UCI_Variant value xiongqi\nposition startpos\ngo perft 2\n");
+    assert_eq!(perft.lines().last(), Some("Nodes searched: 676"));
+    let bad = converse("setoption name UCI_Variant value xiongqi\nposition startpos moves c3c5\n");
+    assert!(bad.contains("info string move 1 of the list"), "{bad}");
+}

@@ -349,3 +349,36 @@ fn check_does_not_restrict_moves_rule_1_1() {
     assert!(moves.contains(&"e1e2".to_owned()) && moves.contains(&"e1d1".to_owned()));
     let _ = Position::startpos();
 }
+
+/// Plays fast self-play games under the referee; any illegal move or panic fails.
+fn xiongqi_self_play(games: usize, nodes: u64) -> usize {
+    use std::sync::atomic::AtomicBool;
+    use xq_engine::xiangqi::search::limits::Limits;
+    let limits = Limits { nodes: Some(nodes), ..Limits::default() };
+    let stop = AtomicBool::new(false);
+    let mut plies = 0;
+    for index in 0..games {
+        let mut g = Game::new(Position::startpos());
+        // Vary the games: the first ply cycles through the legal moves.
+        let first = g.legal_moves()[index % 26];
+        g.play(first).unwrap();
+        while g.ruling().is_none() && plies < usize::MAX {
+            let result = xq_engine::xiongqi::search::search(&mut g, &limits, &stop, std::time::Duration::ZERO);
+            let mv = result.best.expect("a game not yet ruled has a move");
+            g.play(mv).unwrap_or_else(|e| panic!("game {index}: {e} in {}", g.position()));
+            plies += 1;
+        }
+    }
+    plies
+}
+
+#[test]
+fn a_few_fast_self_play_games() {
+    assert!(xiongqi_self_play(3, 300) > 10);
+}
+
+#[test]
+#[ignore = "a thousand games: run in release"]
+fn a_thousand_fast_self_play_games_without_an_illegal_move_or_a_panic() {
+    println!("{} plies", xiongqi_self_play(1000, 200));
+}

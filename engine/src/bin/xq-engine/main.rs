@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use xq_engine::variant::Variant;
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_engine::xiangqi::rules::judge::JudgeRequest;
 use xq_engine::xiangqi::{Position, fen, perft};
@@ -17,13 +18,6 @@ use xq_engine::xiangqi::{Position, fen, perft};
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-}
-
-/// The two games.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum Variant {
-    Xiangqi,
-    Xiongqi,
 }
 
 #[derive(Subcommand)]
@@ -60,7 +54,10 @@ enum Command {
         /// Rule every game of a PGN file (moves in UCI coordinates, `[FEN]` tag).
         #[arg(long, conflicts_with_all = ["fen", "moves"])]
         pgn: Option<std::path::PathBuf>,
-        /// Read games as JSON lines {"fen": ..., "moves": [...], "rules": ...} on stdin.
+        /// The game: xiangqi or xiongqi.
+        #[arg(long, default_value = "xiangqi")]
+        variant: Variant,
+        /// Read games as JSON lines {"fen": ..., "moves": [...], "rules": ..., "variant": ...} on stdin.
         #[arg(long, conflicts_with_all = ["fen", "moves", "pgn"])]
         batch: bool,
     },
@@ -105,7 +102,7 @@ fn run() -> anyhow::Result<()> {
         Some(Command::Perft { fen, depth, divide, variant: Variant::Xiongqi }) => {
             run_xiongqi_perft(fen.as_deref(), depth, divide)
         }
-        Some(Command::Judge { rules, fen, moves, pgn, batch }) => {
+        Some(Command::Judge { rules, fen, moves, pgn, variant, batch }) => {
             let mut out = std::io::stdout().lock();
             if batch {
                 return judge::judge_batch(std::io::stdin().lock(), &mut out, rules);
@@ -114,7 +111,7 @@ fn run() -> anyhow::Result<()> {
                 return judge::judge_pgn(&path, rules, &mut out);
             }
             let moves = moves.split_whitespace().map(str::to_owned).collect();
-            judge::judge_one(&JudgeRequest { fen, moves, rules }, &mut out)
+            judge::judge_one(&JudgeRequest { fen, moves, rules, variant }, &mut out)
         }
     }
 }

@@ -5,11 +5,14 @@ use serde_json::{Value, json};
 
 use super::identity::Identities;
 use super::nature::{Nature, classify};
-use super::{Referee, RefereeConfig, RuleSet, UnknownRuleSet};
+use super::{Outcome, Referee, RefereeConfig, RuleSet, UnknownRuleSet};
+use crate::variant::Variant;
 use crate::xiangqi::fen::{self, FenError, PositionError};
 use crate::xiangqi::notation::{Dialect, MoveTextError, parse_uci};
 use crate::xiangqi::pgn::PgnGame;
 use crate::xiangqi::{Move, Position};
+use crate::xiongqi::fen::XiongqiFenError;
+use crate::xiongqi::game::XiongqiMoveError;
 
 /// A game to rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,8 +21,10 @@ pub struct JudgeRequest {
     pub fen: Option<String>,
     /// The moves in UCI coordinates (ranks 0..9).
     pub moves: Vec<String>,
-    /// The rule set.
+    /// The rule set (Xiangqi only: Xiongqi has its own rules).
     pub rules: RuleSet,
+    /// The game.
+    pub variant: Variant,
 }
 
 /// Why a game could not be ruled.
@@ -31,6 +36,22 @@ pub enum JudgeError {
     /// The start position is not a playable FEN.
     #[error("invalid FEN: {0}")]
     Fen(#[from] FenError),
+    /// The Xiongqi start position is not a valid FEN.
+    #[error("invalid FEN: {0}")]
+    XiongqiFen(#[from] XiongqiFenError),
+    /// A Xiongqi move cannot be played.
+    #[error("ply {ply} ({text}): {error}")]
+    XiongqiMove {
+        /// 1-based ply number.
+        ply: usize,
+        /// The move as given.
+        text: String,
+        /// Why it cannot be played.
+        error: XiongqiMoveError,
+    },
+    /// Moves follow the end of the game.
+    #[error("ply {0}: the game was already over")]
+    AfterTheEnd(usize),
     /// A move cannot be played.
     #[error("ply {ply} ({text}): {error}")]
     Move {
@@ -79,12 +100,20 @@ impl JudgeRequest {
             Value::String(name) => name.parse()?,
             _ => return Err(JudgeError::Request("\"rules\" must be a string".to_owned())),
         };
-        Ok(JudgeRequest { fen, moves, rules })
+        let variant = match &value["variant"] {
+            Value::Null => Variant::Xiangqi,
+            Value::String(name) => {
+                name.parse().map_err(|e: crate::variant::UnknownVariant| JudgeError::Request(e.to_string()))?
+            }
+            _ => return Err(JudgeError::Request("\"variant\" must be a string".to_owned())),
+        };
+        Ok(JudgeRequest { fen, moves, rules, variant })
     }
 
     /// A game read from PGN: its `[FEN]` tag and moves.
     pub fn from_pgn(game: &PgnGame, rules: RuleSet) -> Self {
-        JudgeRequest { fen: game.tag("FEN").map(str::to_owned), moves: game.moves.clone(), rules }
+        let variant = game.tag("Variant").and_then(|v| v.parse().ok()).unwrap_or_default();
+        JudgeRequest { fen: game.tag("FEN").map(str::to_owned), moves: game.moves.clone(), rules, variant }
     }
 }
 
@@ -93,6 +122,9 @@ impl JudgeRequest {
 /// natural move count). Returns the JSON description and what makes the start
 /// position unreachable, if anything.
 pub fn judge(request: &JudgeRequest) -> Result<(Value, Vec<PositionError>), JudgeError> {
+    if request.variant == Variant::Xiongqi {
+        return judge_xiongqi(request).map(|verdict| (verdict, Vec::new()));
+    }
     let (start, warnings) = match &request.fen {
         Some(text) => fen::parse_composed(text)?,
         None => (Position::startpos(), Vec::new()),
@@ -120,6 +152,52 @@ pub fn judge(request: &JudgeRequest) -> Result<(Value, Vec<PositionError>), Judg
         "plies": plies,
     });
     Ok((verdict, warnings))
+}
+
+/// Rules a Xiongqi game by its own rules (xiongqi-rules.txt section 6): a repetitive
+/// move loses for its player (6.3); check is reported, never ruled on (1.1).
+fn judge_xiongqi(request: &JudgeRequest) -> Result<Value, JudgeError> {
+    use crate::xiongqi::{self, Game};
+    let start = match &request.fen {
+        Some(text) => xiongqi::fen::parse(text)?,
+        None => xiongqi::Position::startpos(),
+    };
+    let mut game = Game::new(start);
+    let mut plies = Vec::with_capacity(request.moves.len());
+    let mut ruling: Option<(Outcome, String, &'static str)> = None;
+    for (index, text) in request.moves.iter().enumerate() {
+        if ruling.is_some() || game.ruling().is_some_and(|r| r.section == "6.1") {
+            return Err(JudgeError::AfterTheEnd(index + 1));
+        }
+        let mover = game.position().side_to_move();
+        match game.play_text(text) {
+            Ok(mv) => {
+                let check = xiongqi::movegen::in_check(game.position(), !mover);
+                plies.push(json!({"move": mv.to_string(), "nature": if check { "check" } else { "idle" }}));
+            }
+            Err(XiongqiMoveError::Repetitive(mv)) => {
+                plies.push(json!({"move": mv.to_string(), "nature": "repetitive"}));
+                ruling = Some((Outcome::Win(!mover), "repetitive move".to_owned(), "Xiongqi 6.3"));
+            }
+            Err(error) => return Err(JudgeError::XiongqiMove { ply: index + 1, text: text.clone(), error }),
+        }
+    }
+    let ruling = ruling.or_else(|| game.ruling().map(|r| (r.outcome, r.reason.to_owned(), xiongqi_article(r.section))));
+    Ok(json!({
+        "result": ruling.as_ref().map_or("*", |r| r.0.pgn()),
+        "reason": ruling.as_ref().map(|r| r.1.clone()),
+        "article": ruling.as_ref().map(|r| r.2),
+        "plies": plies,
+    }))
+}
+
+fn xiongqi_article(section: &str) -> &'static str {
+    match section {
+        "6.1" => "Xiongqi 6.1",
+        "6.2" => "Xiongqi 6.2",
+        "6.4" => "Xiongqi 6.4",
+        _ => "Xiongqi 6.5",
+    }
 }
 
 fn ply_json(nature: &Nature, mv: Move) -> Value {
