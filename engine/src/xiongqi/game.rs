@@ -16,6 +16,17 @@ pub struct Game {
     /// For each position that occurred, the moves that led to it (none for the start).
     arrivals: HashMap<u64, Vec<XiongqiMove>>,
     start_hash: u64,
+    fifty_moves: FiftyMoves,
+}
+
+/// How the 50-move rule (6.5) applies: "either claimed or automatic" by setting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FiftyMoves {
+    /// The game is drawn as soon as the count is reached (the default).
+    #[default]
+    Automatic,
+    /// A player may claim the draw ([`Game::can_claim_fifty_moves`]); the game goes on.
+    Claimed,
 }
 
 /// A move the game does not allow.
@@ -37,7 +48,17 @@ impl Game {
     pub fn new(position: Position) -> Self {
         let start_hash = position.hash();
         let arrivals = HashMap::from([(start_hash, Vec::new())]);
-        Game { position, undos: Vec::new(), arrivals, start_hash }
+        Game { position, undos: Vec::new(), arrivals, start_hash, fifty_moves: FiftyMoves::default() }
+    }
+
+    /// Sets how the 50-move rule applies.
+    pub fn set_fifty_moves(&mut self, rule: FiftyMoves) {
+        self.fifty_moves = rule;
+    }
+
+    /// Whether a draw under the 50-move rule may be claimed now (6.5).
+    pub fn can_claim_fifty_moves(&self) -> bool {
+        self.position.halfmove_clock() >= 100
     }
 
     /// The current position.
@@ -150,7 +171,7 @@ pub struct XiongqiRuling {
 impl Game {
     /// The game's end, if it has ended: a terminal piece captured (6.1), no legal move
     /// (6.2), only terminal pieces left (6.4), or 50 moves by each side without a
-    /// capture or a soldier move (6.5, automatic here). A repetitive move is refused by
+    /// capture or a soldier move (6.5, when the rule is automatic). A repetitive move is refused by
     /// [`Game::play`]; a referee rules it a loss for its player (6.3).
     pub fn ruling(&mut self) -> Option<XiongqiRuling> {
         use crate::xiangqi::rules::Outcome;
@@ -171,7 +192,7 @@ impl Game {
         if only_terminals {
             return Some(XiongqiRuling { outcome: Outcome::Draw, reason: "only terminal pieces left", section: "6.4" });
         }
-        if self.position.halfmove_clock() >= 100 {
+        if self.fifty_moves == FiftyMoves::Automatic && self.can_claim_fifty_moves() {
             return Some(XiongqiRuling {
                 outcome: Outcome::Draw,
                 reason: "50 moves each without capture or soldier move",

@@ -339,6 +339,10 @@ fn rule_6_5_fifty_moves_each_without_capture_or_soldier_move_draw() {
     assert!(g.ruling().is_none());
     g.play(mv("a1a2")).unwrap();
     assert_eq!(g.ruling().map(|r| r.section), Some("6.5"));
+    let mut claimed = game("3g4/8/8/8/8/8/8/R3G3 w - - 99 60");
+    claimed.set_fifty_moves(xq_engine::xiongqi::game::FiftyMoves::Claimed);
+    claimed.play(mv("a1a2")).unwrap();
+    assert!(claimed.ruling().is_none() && claimed.can_claim_fifty_moves(), "claimed, not automatic");
 }
 
 #[test]
