@@ -10,6 +10,7 @@
 pub mod bench;
 pub mod bitboard;
 pub mod color;
+mod fen_text;
 pub mod geometry;
 pub mod line_attacks;
 pub mod moves;

@@ -282,9 +282,9 @@ impl EngineProcess {
     /// Sends the position and `go` with `limits` (already in the protocol's words),
     /// and waits up to `timeout` for `bestmove`.
     pub fn go(&mut self, position: &str, limits: &str, timeout: Duration) -> Result<EngineReply, EngineError> {
-        self.send(position)?;
+        // One write for both lines: one system call and one wake-up of the engine.
         let started = Instant::now();
-        self.send(&format!("go {limits}"))?;
+        self.send(&format!("{position}\ngo {limits}"))?;
         let mut score = None;
         let mut depth = None;
         let line = self.read_until("bestmove", timeout, |line| {

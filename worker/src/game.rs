@@ -237,12 +237,7 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, opening: &Opening, settin
             Err(EngineError::Timeout { .. })
                 if clocks[side].is_some() || matches!(settings.time_control, TimeControl::MoveTime(_)) =>
             {
-                ending = Some(Ending {
-                    outcome: Outcome::Win(!side),
-                    reason: format!("{} loses on time", players[side]),
-                    termination: Termination::TimeForfeit,
-                    failure: None,
-                });
+                ending = Some(time_forfeit(side, &players));
                 break;
             }
             Err(error) => {
@@ -252,12 +247,7 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, opening: &Opening, settin
         };
         if let Some(clock) = clocks[side].as_mut() {
             if clock.charge(reply.elapsed, settings.time_margin).is_err() {
-                ending = Some(Ending {
-                    outcome: Outcome::Win(!side),
-                    reason: format!("{} loses on time", players[side]),
-                    termination: Termination::TimeForfeit,
-                    failure: None,
-                });
+                ending = Some(time_forfeit(side, &players));
                 break;
             }
         }
@@ -291,6 +281,15 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, opening: &Opening, settin
         reason: ending.reason,
         termination: ending.termination,
         failure: ending.failure,
+    }
+}
+
+fn time_forfeit(side: Color, players: &ByColor<String>) -> Ending {
+    Ending {
+        outcome: Outcome::Win(!side),
+        reason: format!("{} loses on time", players[side]),
+        termination: Termination::TimeForfeit,
+        failure: None,
     }
 }
 

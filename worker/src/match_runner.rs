@@ -26,6 +26,8 @@ pub struct MatchSettings {
     pub pairs: usize,
     /// Games played at once.
     pub concurrency: usize,
+    /// Pin each game slot, and so the engines it starts, to its own core.
+    pub pin_cores: bool,
     /// Openings in play order; pair `i` plays opening `i` modulo their number.
     pub openings: Vec<Opening>,
     /// How each game is played.
@@ -149,10 +151,16 @@ pub fn run_match(
     let mut totals = MatchTotals::default();
     let mut first_leg: BTreeMap<usize, u64> = BTreeMap::new();
     std::thread::scope(|scope| {
-        for _ in 0..settings.concurrency.max(1).min(settings.pairs.max(1)) {
+        let cores = if settings.pin_cores { core_affinity::get_core_ids().unwrap_or_default() } else { Vec::new() };
+        for slot in 0..settings.concurrency.max(1).min(settings.pairs.max(1)) {
             let sender = sender.clone();
             let (next_pair, stop) = (&next_pair, &stop);
+            let core = (!cores.is_empty()).then(|| cores[slot % cores.len()]);
             scope.spawn(move || {
+                // Engines started from a pinned thread inherit its core.
+                if let Some(core) = core {
+                    core_affinity::set_for_current(core);
+                }
                 let mut engines = match (start_engine(&settings.engines[0]), start_engine(&settings.engines[1])) {
                     (Ok(a), Ok(b)) => [a, b],
                     (Err(e), _) | (_, Err(e)) => {

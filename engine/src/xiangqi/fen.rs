@@ -7,8 +7,6 @@
 //! of a kind than a side starts with) are refused by [`parse`] and accepted with warnings
 //! by [`parse_composed`], for tools that study composed positions.
 
-use std::fmt::Write as _;
-
 use super::attacks::{elephant_points, home_half, palace, pawn_points};
 use super::{Piece, PieceKind, Position, Square};
 use crate::color::Color;
@@ -267,37 +265,12 @@ pub(crate) fn validate(position: &Position, kings: [u32; 2]) -> Result<Vec<Posit
 
 /// Writes the FEN of `position`.
 pub fn to_fen(position: &Position) -> String {
-    let mut fen = String::with_capacity(80);
-    for rank in (0..10).rev() {
-        let mut empty = 0;
-        for file in 0..9 {
-            match position.piece_at(Square::new(file, rank).expect("on the board")) {
-                None => empty += 1,
-                Some(piece) => {
-                    if empty > 0 {
-                        write!(fen, "{empty}").expect("writing to a string");
-                        empty = 0;
-                    }
-                    fen.push(piece.fen_char());
-                }
-            }
-        }
-        if empty > 0 {
-            write!(fen, "{empty}").expect("writing to a string");
-        }
-        if rank > 0 {
-            fen.push('/');
-        }
-    }
-    write!(
-        fen,
-        " {} - - {} {}",
-        position.side_to_move().fen_char(),
+    crate::fen_text::write_fen(
+        |sq| position.piece_at(sq).map(|piece| piece.fen_char()),
+        position.side_to_move(),
         position.halfmove_clock(),
-        position.fullmove_number()
+        position.fullmove_number(),
     )
-    .expect("writing to a string");
-    fen
 }
 
 #[cfg(test)]

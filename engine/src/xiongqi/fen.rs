@@ -2,8 +2,6 @@
 //! letters, `w` for South and `b` for North; a position whose generals already face
 //! each other is refused (they would have become dragons).
 
-use std::fmt::Write as _;
-
 use super::{Piece, PieceKind, Position, Square};
 use crate::color::Color;
 
@@ -100,35 +98,10 @@ pub fn parse(fen: &str) -> Result<Position, XiongqiFenError> {
 
 /// Writes the FEN of `position`.
 pub fn to_fen(position: &Position) -> String {
-    let mut fen = String::with_capacity(64);
-    for rank in (0..8).rev() {
-        let mut empty = 0;
-        for file in 0..8 {
-            match position.piece_at(Square::new(file, rank).expect("on the board")) {
-                None => empty += 1,
-                Some(piece) => {
-                    if empty > 0 {
-                        write!(fen, "{empty}").expect("writing to a string");
-                        empty = 0;
-                    }
-                    fen.push(piece.fen_char());
-                }
-            }
-        }
-        if empty > 0 {
-            write!(fen, "{empty}").expect("writing to a string");
-        }
-        if rank > 0 {
-            fen.push('/');
-        }
-    }
-    write!(
-        fen,
-        " {} - - {} {}",
-        position.side_to_move().fen_char(),
+    crate::fen_text::write_fen(
+        |sq| position.piece_at(sq).map(|piece| piece.fen_char()),
+        position.side_to_move(),
         position.halfmove_clock(),
-        position.fullmove_number()
+        position.fullmove_number(),
     )
-    .expect("writing to a string");
-    fen
 }

@@ -6,7 +6,7 @@ use std::fmt;
 
 use super::{Occupancy, Piece, PieceKind, Square};
 use crate::color::{ByColor, Color};
-use crate::splitmix::splitmix64;
+use crate::splitmix::zobrist_keys;
 
 /// A Xiongqi move: origin, destination and, for a soldier on the last row, the piece it
 /// becomes. Written `d7d8`, `d7d8e` (the promotion letter lower case for both sides).
@@ -36,22 +36,8 @@ impl fmt::Debug for XiongqiMove {
     }
 }
 
-static KEYS: ([[u64; 64]; Piece::COUNT], u64) = {
-    let mut keys = [[0; 64]; Piece::COUNT];
-    let mut state = 0x000D_D5EE_D50F_u64;
-    let mut p = 0;
-    while p < Piece::COUNT {
-        let mut sq = 0;
-        while sq < 64 {
-            let (next, key) = splitmix64(state);
-            state = next;
-            keys[p][sq] = key;
-            sq += 1;
-        }
-        p += 1;
-    }
-    (keys, splitmix64(state).1)
-};
+/// `[piece][square]` keys and the key of North to move.
+static KEYS: ([[u64; 64]; Piece::COUNT], u64) = zobrist_keys(0x000D_D5EE_D50F_u64);
 
 /// A Xiongqi position.
 #[derive(Clone, PartialEq, Eq)]

@@ -62,6 +62,8 @@ struct Searcher<'a> {
     hard: Option<std::time::Duration>,
     nodes: u64,
     stopped: bool,
+    /// The best root move of the iteration in progress.
+    best_root: Option<XiongqiMove>,
 }
 
 impl Searcher<'_> {
@@ -110,11 +112,14 @@ impl Searcher<'_> {
             self.game.push(mv);
             let score = -self.negamax(depth - 1, -beta, -alpha, ply + 1);
             self.game.undo();
-            if self.stopped && ply > 0 {
+            if self.stopped && (ply > 0 || depth > 1) {
                 return 0;
             }
             if score > best {
                 best = score;
+                if ply == 0 {
+                    self.best_root = Some(mv);
+                }
                 alpha = alpha.max(score);
                 if alpha >= beta {
                     break;
@@ -152,26 +157,6 @@ impl Searcher<'_> {
         }
         best
     }
-
-    fn root(&mut self, depth: i32) -> Option<(XiongqiMove, i32)> {
-        let legal = self.game.legal_moves();
-        let moves = self.ordered(legal);
-        let mut best: Option<(XiongqiMove, i32)> = None;
-        let mut alpha = -INFINITY;
-        for mv in moves {
-            self.game.push(mv);
-            let score = -self.negamax(depth - 1, -INFINITY, -alpha, 1);
-            self.game.undo();
-            if self.stopped && depth > 1 {
-                return None;
-            }
-            if best.is_none_or(|(_, s)| score > s) {
-                best = Some((mv, score));
-                alpha = alpha.max(score);
-            }
-        }
-        best
-    }
 }
 
 /// Searches the game's current position within `limits` (depth, nodes, movetime or
@@ -184,11 +169,24 @@ pub fn search(
 ) -> XiongqiSearchResult {
     let deadlines = limits.deadlines(overhead);
     let max_depth = limits.depth.unwrap_or(MAX_DEPTH).clamp(1, MAX_DEPTH);
-    let mut searcher =
-        Searcher { game, stop, limits, started: Instant::now(), hard: deadlines.hard, nodes: 0, stopped: false };
+    let mut searcher = Searcher {
+        game,
+        stop,
+        limits,
+        started: Instant::now(),
+        hard: deadlines.hard,
+        nodes: 0,
+        stopped: false,
+        best_root: None,
+    };
     let mut result = XiongqiSearchResult { best: None, score: 0, depth: 0, nodes: 0 };
     for depth in 1..=max_depth {
-        let Some((mv, score)) = searcher.root(depth) else {
+        searcher.best_root = None;
+        let score = searcher.negamax(depth, -INFINITY, INFINITY, 0);
+        if searcher.stopped && depth > 1 {
+            break;
+        }
+        let Some(mv) = searcher.best_root else {
             break;
         };
         result = XiongqiSearchResult { best: Some(mv), score, depth, nodes: searcher.nodes };

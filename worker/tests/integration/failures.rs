@@ -15,6 +15,7 @@ fn against_fake(mode: &str, time_control: &str) -> Vec<(Outcome, Termination, St
         engines: [fake_engine(mode), our_engine("xq")],
         pairs: 1,
         concurrency: 1,
+        pin_cores: false,
         openings: startpos(),
         game: settings(time_control),
         sprt: None,
@@ -95,6 +96,7 @@ fn an_engine_that_never_gets_ready_fails_the_match() {
         engines: [fake_engine("noready"), our_engine("xq")],
         pairs: 1,
         concurrency: 1,
+        pin_cores: false,
         openings: startpos(),
         game: settings("nodes=500"),
         sprt: None,
@@ -102,4 +104,24 @@ fn an_engine_that_never_gets_ready_fails_the_match() {
     let error = run_match(&match_settings, |_, _| true).expect_err("the match cannot start");
     assert!(matches!(error, MatchError::Engine { ref name, .. } if name == "fake-noready"), "{error}");
     assert!(error.to_string().contains("no readyok"), "{error}");
+}
+
+#[test]
+fn an_sprt_stops_the_match_at_its_bound() {
+    // The fake engine loses every game at once, so the pairs soon prove our engine
+    // stronger and H1 is accepted long before the 50 pairs are played.
+    let sprt = xq_stats::Sprt::new(0.0, 300.0, 0.2, 0.2, xq_stats::Model::Logistic).unwrap();
+    let match_settings = MatchSettings {
+        engines: [our_engine("xq"), fake_engine("illegal")],
+        pairs: 50,
+        concurrency: 1,
+        pin_cores: true,
+        openings: startpos(),
+        game: settings("nodes=200"),
+        sprt: Some(sprt),
+    };
+    let totals = run_match(&match_settings, |_, _| true).expect("the match runs");
+    let state = totals.sprt(&sprt).expect("an SPRT state");
+    assert_eq!(state.decision(), Some(true), "{state:?}");
+    assert!(totals.games() < 100, "stopped early after {} games", totals.games());
 }

@@ -34,6 +34,7 @@ fn play_from(opponent: EngineConfig, time_control: &str, pairs: usize, fen: &str
         engines: [our_engine("xq"), opponent],
         pairs,
         concurrency: 2,
+        pin_cores: false,
         openings: vec![Opening { start: Position::from_fen(fen).expect("opening FEN"), moves: Vec::new() }],
         game: game_settings,
         sprt: None,

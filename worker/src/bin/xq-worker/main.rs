@@ -84,6 +84,9 @@ struct MatchArgs {
     /// Games at once (default: the number of cores).
     #[arg(long)]
     concurrency: Option<usize>,
+    /// Pin each concurrent game (its engines) to its own core.
+    #[arg(long)]
+    pin: bool,
     /// Opening book: FEN/EPD lines, or PGN (see --book-plies).
     #[arg(long)]
     book: Option<PathBuf>,
@@ -326,6 +329,7 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
         engines: engines.clone(),
         pairs: args.games / 2,
         concurrency: args.concurrency.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        pin_cores: args.pin,
         openings,
         game: GameSettings {
             time_control: args.tc.clone(),
