@@ -165,3 +165,45 @@ impl CxqCounters {
         Some(Ruling { outcome: Outcome::Draw, reason, article: "CXQ Automatic Drawing Rules" })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checks_allowed_with(pieces: u8) -> u32 {
+        let mut streak = Streak::default();
+        let mut allowed = 0;
+        loop {
+            let piece = PieceId::new((allowed % u32::from(pieces)) as u8);
+            streak.extend(StreakKind::Check, vec![piece], Vec::new());
+            if streak.is_violation() {
+                return allowed;
+            }
+            allowed += 1;
+        }
+    }
+
+    #[test]
+    fn six_checks_per_piece_are_allowed_up_to_three_pieces() {
+        assert_eq!(checks_allowed_with(1), 6, "the 7th check with one piece is the violation");
+        assert_eq!(checks_allowed_with(2), 12, "the 13th with two");
+        assert_eq!(checks_allowed_with(3), 18, "the 19th with three");
+        assert_eq!(checks_allowed_with(4), 18, "three or more pieces: 18");
+    }
+
+    #[test]
+    fn a_chase_streak_follows_one_target_and_breaks_on_another() {
+        let (a, b) = (PieceId::new(1), PieceId::new(2));
+        let mut streak = Streak::default();
+        for _ in 0..6 {
+            streak.extend(StreakKind::Chase, vec![PieceId::new(9)], vec![a, b]);
+        }
+        streak.extend(StreakKind::Chase, vec![PieceId::new(9)], vec![a]);
+        assert!(streak.is_violation(), "seven chases of the same piece by one piece");
+        let mut alternating = Streak::default();
+        for i in 0..20 {
+            alternating.extend(StreakKind::Chase, vec![PieceId::new(9)], vec![if i % 2 == 0 { a } else { b }]);
+        }
+        assert!(!alternating.is_violation(), "chasing two pieces in turn is allowed");
+    }
+}

@@ -7,6 +7,14 @@ use crate::xiangqi::{Move, Position, Square};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PieceId(u8);
 
+impl PieceId {
+    /// The identity of the piece that stood on the square of `index` when following
+    /// began.
+    pub(crate) const fn new(index: u8) -> Self {
+        PieceId(index)
+    }
+}
+
 /// Which identity stands on each square.
 #[derive(Clone, Debug)]
 pub struct Identities {
@@ -18,7 +26,7 @@ impl Identities {
     pub fn new(position: &Position) -> Self {
         let mut by_square = [None; 90];
         for sq in position.occupied() {
-            by_square[sq.index()] = Some(PieceId(sq.index() as u8));
+            by_square[sq.index()] = Some(PieceId::new(sq.index() as u8));
         }
         Identities { by_square }
     }
