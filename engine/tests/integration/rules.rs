@@ -26,7 +26,7 @@ const JUDGED: [(u64, &str, &str); 2] = [
 
 /// Cases the arbiter still rules otherwise than the book: open work, listed so that a
 /// change in either direction is noticed.
-const OPEN: [u64; 5] = [86, 87, 106, 117, 155];
+const OPEN: [u64; 4] = [86, 87, 106, 155];
 
 struct Case {
     id: u64,

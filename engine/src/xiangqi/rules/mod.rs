@@ -3,8 +3,10 @@
 //! natural move count.
 //!
 //! # Reading of the rule books
-//! - A repetition is a position recurring with the same side to move. The moves between
-//!   its last two occurrences form the cycle; each side's moves in it are judged
+//! - A repetition is a position recurring with the same side to move. The moves since
+//!   its first occurrence are judged, so that a sequence mixing several shorter cycles
+//!   (two chariots chasing two cannons in turn, Diagram 80) is judged whole; each
+//!   side's moves in it are judged
 //!   (WXF 19.8-19.10, Article 20):
 //!   - every move a check: perpetual check, which loses under all circumstances (20.1),
 //!     also against a perpetual chase (3.1.H); both sides checking perpetually draw;
@@ -441,12 +443,12 @@ impl Referee {
         })
     }
 
-    /// The cycle the last move closed, if the current position occurred before: its
-    /// start position and moves.
+    /// The moves since the current position first occurred, if it occurred before:
+    /// their start position and the moves.
     pub fn last_cycle(&self) -> Option<(Position, Vec<Move>)> {
         let current = *self.hashes.last()?;
         let plies = self.undos.len();
-        let earlier = (0..=plies).rev().step_by(2).skip(1).find(|&i| self.hashes[i] == current)?;
+        let earlier = (0..plies).step_by(2).map(|i| i + plies % 2).find(|&i| i < plies && self.hashes[i] == current)?;
         let mut start = self.position.clone();
         for undo in self.undos[earlier..].iter().rev() {
             start.unmake_move(*undo);
