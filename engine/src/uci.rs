@@ -270,7 +270,7 @@ impl Session {
             return Ok(());
         }
         let position = self.current_position();
-        let limits = parse_go(words, &position, self.protocol, position.side_to_move())?;
+        let limits = parse_go(words, Some(&position), self.protocol, position.side_to_move())?;
         let shared = Arc::clone(&self.shared);
         let out = Arc::clone(&self.out);
         let (start, moves, options) = (self.start.clone(), self.moves.clone(), self.options.clone());
@@ -308,7 +308,7 @@ impl Session {
             say(&self.out, &format!("Nodes searched: {total}"));
             return Ok(());
         }
-        let limits = parse_go(words, &Position::startpos(), self.protocol, game.position().side_to_move())?;
+        let limits = parse_go(words, None, self.protocol, game.position().side_to_move())?;
         let out = Arc::clone(&self.out);
         let stop = Arc::clone(&self.xiongqi_stop);
         stop.store(false, std::sync::atomic::Ordering::Relaxed);
@@ -400,10 +400,11 @@ fn parse_position(words: &[&str]) -> Result<(Position, Vec<Move>), String> {
     Ok((start, played))
 }
 
-/// The `go` arguments of either protocol.
+/// The `go` arguments of either protocol, for `side` to move; `banmoves` is read
+/// against the Xiangqi `position` and refused without one.
 fn parse_go(
     words: &[&str],
-    position: &Position,
+    position: Option<&Position>,
     protocol: Protocol,
     side: crate::color::Color,
 ) -> Result<Limits, String> {
@@ -422,6 +423,7 @@ fn parse_go(
             ("infinite", _) => limits.infinite = true,
             ("ponder", _) => {}
             ("banmoves", _) => {
+                let position = position.ok_or("banmoves is supported for xiangqi only")?;
                 for text in &words[index + 1..] {
                     let mv = parse_uci(position, text, Dialect::ZeroBased).map_err(|e| format!("banmoves: {e}"))?;
                     limits.banned.push(mv);

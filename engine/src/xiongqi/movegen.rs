@@ -59,11 +59,16 @@ fn has_crossed(color: Color, sq: Square) -> bool {
     }
 }
 
-/// (empty squares reached, enemy squares captured on) for `piece` on `sq`.
-fn targets(position: &Position, piece: Piece, sq: Square) -> (Bitboard, Bitboard) {
+/// The squares of `color`'s pieces.
+fn squares_of(position: &Position, color: Color) -> Bitboard {
+    position.pieces_of(color).map(|(sq, _)| sq).collect()
+}
+
+/// (empty squares reached, enemy squares captured on) for `piece` on `sq`, where
+/// `enemy` holds the opponent's pieces.
+fn targets(position: &Position, piece: Piece, sq: Square, enemy: Bitboard) -> (Bitboard, Bitboard) {
     let occupancy = position.occupancy();
     let occupied = occupancy.squares();
-    let enemy: Bitboard = position.pieces_of(!piece.color).map(|(sq, _)| sq).collect();
     let free = !occupied;
     let split = |reach: Bitboard| (reach & free, reach & enemy);
     match piece.kind {
@@ -95,8 +100,9 @@ pub fn pseudo_legal_moves(position: &Position) -> Vec<XiongqiMove> {
     if position.terminal(us).is_none() {
         return moves;
     }
+    let enemy = squares_of(position, !us);
     for (from, piece) in position.pieces_of(us) {
-        let (quiet, captures) = targets(position, piece, from);
+        let (quiet, captures) = targets(position, piece, from, enemy);
         for to in quiet | captures {
             moves.push(XiongqiMove { from, to, promotion: None });
             if piece.kind == PieceKind::Soldier && to.rank() == last_rank(us) {
@@ -114,5 +120,6 @@ pub fn in_check(position: &Position, color: Color) -> bool {
     let Some(terminal) = position.terminal(color) else {
         return false;
     };
-    position.pieces_of(!color).any(|(sq, piece)| targets(position, piece, sq).1.has(terminal))
+    let defenders = squares_of(position, color);
+    position.pieces_of(!color).any(|(sq, piece)| targets(position, piece, sq, defenders).1.has(terminal))
 }
