@@ -15,6 +15,7 @@ pub mod geometry;
 pub mod line_attacks;
 pub mod moves;
 mod splitmix;
+pub mod time_control;
 pub mod uci;
 pub mod variant;
 pub mod xiangqi;

@@ -96,7 +96,7 @@ fn main() {
         read_book(&book, None).unwrap_or_else(|_| vec![Opening { start: Position::startpos(), moves: Vec::new() }]);
     let settings = MatchSettings {
         engines: [engine.clone(), EngineConfig { name: "instant-2".to_owned(), ..engine }],
-        pairs: 50,
+        pairs: (0..50).collect(),
         concurrency: 1,
         pin_cores: false,
         openings,

@@ -41,14 +41,7 @@ pub struct GameSettings {
     pub max_plies: Option<usize>,
 }
 
-/// Where a game starts.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Opening {
-    /// The start position.
-    pub start: Position,
-    /// Moves played from it before the engines take over.
-    pub moves: Vec<Move>,
-}
+pub use xq_engine::xiangqi::book::Opening;
 
 /// How a game ended, beyond its result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

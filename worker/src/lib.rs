@@ -13,4 +13,4 @@ pub mod match_runner;
 pub mod openings;
 pub mod pgn_out;
 pub mod selfplay;
-pub mod time_control;
+pub use xq_engine::time_control;

@@ -22,13 +22,14 @@ use crate::game::{GameRecord, GameSettings, Opening, play_game};
 pub struct MatchSettings {
     /// The two engines; totals are from the first one's view.
     pub engines: [EngineConfig; 2],
-    /// Game pairs to play.
-    pub pairs: usize,
+    /// The pairs to play, by index: pair `i` plays opening `i` modulo their number.
+    /// A standalone match plays `0..n`; a coordinator's lease names its units.
+    pub pairs: Vec<usize>,
     /// Games played at once.
     pub concurrency: usize,
     /// Pin each game slot, and so the engines it starts, to its own core.
     pub pin_cores: bool,
-    /// Openings in play order; pair `i` plays opening `i` modulo their number.
+    /// Openings in play order.
     pub openings: Vec<Opening>,
     /// How each game is played.
     pub game: GameSettings,
@@ -146,13 +147,14 @@ pub fn run_match(
         return Err(MatchError::NoOpenings);
     }
     let next_pair = AtomicUsize::new(0);
+    let pair_count = settings.pairs.len();
     let stop = AtomicBool::new(false);
     let (sender, receiver) = channel::<Result<FinishedGame, MatchError>>();
     let mut totals = MatchTotals::default();
     let mut first_leg: BTreeMap<usize, u64> = BTreeMap::new();
     std::thread::scope(|scope| {
         let cores = if settings.pin_cores { core_affinity::get_core_ids().unwrap_or_default() } else { Vec::new() };
-        for slot in 0..settings.concurrency.max(1).min(settings.pairs.max(1)) {
+        for slot in 0..settings.concurrency.max(1).min(pair_count.max(1)) {
             let sender = sender.clone();
             let (next_pair, stop) = (&next_pair, &stop);
             let core = (!cores.is_empty()).then(|| cores[slot % cores.len()]);
@@ -169,10 +171,11 @@ pub fn run_match(
                     }
                 };
                 loop {
-                    let pair = next_pair.fetch_add(1, Ordering::Relaxed);
-                    if pair >= settings.pairs || stop.load(Ordering::Relaxed) {
+                    let next = next_pair.fetch_add(1, Ordering::Relaxed);
+                    if next >= pair_count || stop.load(Ordering::Relaxed) {
                         return;
                     }
+                    let pair = settings.pairs[next];
                     let opening = &settings.openings[pair % settings.openings.len()];
                     for leg in 0..2 {
                         let [first, second] = &mut engines;

@@ -1,97 +1,12 @@
-//! Opening books: FEN/EPD files (one position a line) and PGN files (the position after
-//! a number of plies), in file order or shuffled with a seed, from an offset.
-
-use std::path::Path;
+//! Opening order: a book's openings (read by the engine library's
+//! [`xq_engine::xiangqi::book`]) shuffled with a seed, from an offset.
 
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
-use xq_engine::xiangqi::notation::{Dialect, parse_uci};
-use xq_engine::xiangqi::pgn::parse_pgn;
-use xq_engine::xiangqi::{Position, fen};
+pub use xq_engine::xiangqi::book::{BookError, read_book};
 
 use crate::game::Opening;
-
-/// A book that cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum BookError {
-    /// The file cannot be read.
-    #[error("cannot read {path}: {reason}")]
-    Read {
-        /// The file.
-        path: String,
-        /// Why.
-        reason: String,
-    },
-    /// An entry is not a valid position or game.
-    #[error("{path}, entry {entry}: {reason}")]
-    Entry {
-        /// The file.
-        path: String,
-        /// 1-based line (FEN/EPD) or game (PGN) number.
-        entry: usize,
-        /// What is wrong.
-        reason: String,
-    },
-    /// The book holds no opening.
-    #[error("{0} holds no opening")]
-    Empty(String),
-}
-
-/// The FEN part of an EPD or FEN line: board and side, then placeholders and counters
-/// while they look like FEN fields; EPD operations after them are dropped.
-fn fen_part(line: &str) -> String {
-    let mut fields: Vec<&str> = Vec::new();
-    for (index, token) in line.split_whitespace().enumerate() {
-        let fen_like = index < 2 || token == "-" || (index >= 4 && token.bytes().all(|b| b.is_ascii_digit()));
-        if index >= 6 || !fen_like {
-            break;
-        }
-        fields.push(token);
-    }
-    fields.join(" ")
-}
-
-/// Reads a book: PGN when the file name ends in `.pgn` (each game's position after
-/// `pgn_plies`, or after all its moves), else one FEN or EPD position a line.
-pub fn read_book(path: &Path, pgn_plies: Option<usize>) -> Result<Vec<Opening>, BookError> {
-    let name = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| BookError::Read { path: name.clone(), reason: e.to_string() })?;
-    let entry_error = |entry, reason: String| BookError::Entry { path: name.clone(), entry, reason };
-    let mut openings = Vec::new();
-    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("pgn")) {
-        let games = parse_pgn(&text).map_err(|e| entry_error(0, e.to_string()))?;
-        for (index, game) in games.iter().enumerate() {
-            let start = match game.tag("FEN") {
-                Some(text) => fen::parse(text).map_err(|e| entry_error(index + 1, e.to_string()))?,
-                None => Position::startpos(),
-            };
-            let mut position = start.clone();
-            let mut moves = Vec::new();
-            for text in game.moves.iter().take(pgn_plies.unwrap_or(usize::MAX)) {
-                let mv = parse_uci(&position, text, Dialect::ZeroBased)
-                    .map_err(|e| entry_error(index + 1, e.to_string()))?;
-                position.make_move(mv);
-                moves.push(mv);
-            }
-            openings.push(Opening { start, moves });
-        }
-    } else {
-        for (index, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let start = fen::parse(&fen_part(line)).map_err(|e| entry_error(index + 1, e.to_string()))?;
-            openings.push(Opening { start, moves: Vec::new() });
-        }
-    }
-    if openings.is_empty() {
-        return Err(BookError::Empty(name));
-    }
-    Ok(openings)
-}
 
 /// The openings in play order: shuffled with `seed` if given, then rotated to start at
 /// `offset`.
@@ -107,31 +22,17 @@ pub fn arrange(mut openings: Vec<Opening>, seed: Option<u64>, offset: usize) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xq_engine::xiangqi::Position;
 
     #[test]
-    fn epd_operations_are_dropped() {
-        assert_eq!(fen_part("4k4/9/9/9/9/9/9/9/9/3K5 w - - bm e1e2; id \"x\";"), "4k4/9/9/9/9/9/9/9/9/3K5 w - -");
-        assert_eq!(fen_part("4k4/9/9/9/9/9/9/9/9/3K5 b - - 3 7"), "4k4/9/9/9/9/9/9/9/9/3K5 b - - 3 7");
-    }
-
-    #[test]
-    fn books_are_read_and_bad_entries_named() {
-        let dir = std::env::temp_dir().join(format!("xq-book-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let epd = dir.join("book.epd");
-        std::fs::write(&epd, "# openings\nrnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C2C4/9/RNBAKABNR b - - 1 1\n\n4k4/9/9/9/9/9/9/9/9/3K5 w - - id \"end\";\n").unwrap();
-        assert_eq!(read_book(&epd, None).unwrap().len(), 2);
-        let pgn = dir.join("book.pgn");
-        std::fs::write(&pgn, "[Event \"a\"]\n\n1. h2e2 h9g7 2. h0g2 *\n").unwrap();
-        let book = read_book(&pgn, Some(2)).unwrap();
-        assert_eq!(book[0].moves.len(), 2);
-        let bad = dir.join("bad.epd");
-        std::fs::write(&bad, "4k4/9/9/9/9/9/9/9/9/4K4 w\n").unwrap();
-        let message = read_book(&bad, None).unwrap_err().to_string();
-        assert!(message.contains("entry 1") && message.contains("face each other"), "{message}");
-        let book = read_book(&epd, None).unwrap();
+    fn arrange_shuffles_and_rotates() {
+        let book: Vec<Opening> = ["rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C2C4/9/RNBAKABNR b - - 1 1", "4k4/9/9/9/9/9/9/9/9/3K5 w - - 0 1"]
+            .iter()
+            .map(|fen| Opening { start: Position::from_fen(fen).unwrap(), moves: Vec::new() })
+            .collect();
         assert_eq!(arrange(book.clone(), None, 1)[0], book[1]);
-        assert_eq!(arrange(book.clone(), Some(7), 0).len(), 2);
-        std::fs::remove_dir_all(&dir).ok();
+        let shuffled = arrange(book.clone(), Some(7), 0);
+        assert_eq!(shuffled.len(), 2);
+        assert!(shuffled.contains(&book[0]) && shuffled.contains(&book[1]));
     }
 }

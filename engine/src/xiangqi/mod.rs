@@ -1,6 +1,7 @@
 //! Xiangqi (Chinese chess, WXF rules): pieces, positions, legal moves, FEN, perft.
 
 pub mod attacks;
+pub mod book;
 pub mod data;
 pub mod eval;
 pub mod fen;

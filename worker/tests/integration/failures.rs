@@ -13,7 +13,7 @@ use crate::{fake_engine, our_engine, settings, startpos};
 fn against_fake(mode: &str, time_control: &str) -> Vec<(Outcome, Termination, String, bool)> {
     let match_settings = MatchSettings {
         engines: [fake_engine(mode), our_engine("xq")],
-        pairs: 1,
+        pairs: vec![0],
         concurrency: 1,
         pin_cores: false,
         openings: startpos(),
@@ -94,7 +94,7 @@ fn a_bestmove_without_a_move_is_a_failure() {
 fn an_engine_that_never_gets_ready_fails_the_match() {
     let match_settings = MatchSettings {
         engines: [fake_engine("noready"), our_engine("xq")],
-        pairs: 1,
+        pairs: vec![0],
         concurrency: 1,
         pin_cores: false,
         openings: startpos(),
@@ -113,7 +113,7 @@ fn an_sprt_stops_the_match_at_its_bound() {
     let sprt = xq_stats::Sprt::new(0.0, 300.0, 0.2, 0.2, xq_stats::Model::Logistic).unwrap();
     let match_settings = MatchSettings {
         engines: [our_engine("xq"), fake_engine("illegal")],
-        pairs: 50,
+        pairs: (0..50).collect(),
         concurrency: 1,
         pin_cores: true,
         openings: startpos(),

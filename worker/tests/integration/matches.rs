@@ -32,7 +32,7 @@ fn play_from(opponent: EngineConfig, time_control: &str, pairs: usize, fen: &str
     game_settings.max_plies = Some(160);
     let match_settings = MatchSettings {
         engines: [our_engine("xq"), opponent],
-        pairs,
+        pairs: (0..pairs).collect(),
         concurrency: 2,
         pin_cores: false,
         openings: vec![Opening { start: Position::from_fen(fen).expect("opening FEN"), moves: Vec::new() }],

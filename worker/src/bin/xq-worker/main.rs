@@ -327,7 +327,7 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
     let sprt = args.sprt.as_deref().map(sprt).transpose()?;
     let settings = MatchSettings {
         engines: engines.clone(),
-        pairs: args.games / 2,
+        pairs: (0..args.games / 2).collect(),
         concurrency: args.concurrency.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
         pin_cores: args.pin,
         openings,

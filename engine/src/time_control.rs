@@ -101,6 +101,44 @@ impl fmt::Display for TimeControl {
     }
 }
 
+impl TimeControl {
+    /// The time control for a machine `factor` times slower than the reference: clock
+    /// times and increments multiplied (fishtest's scaling by bench speed); node and
+    /// depth budgets, which cost the same on any machine, unchanged.
+    pub fn scaled(&self, factor: f64) -> TimeControl {
+        let scale = |d: Duration| Duration::from_secs_f64((d.as_secs_f64() * factor).clamp(0.0, 1e7));
+        match self {
+            TimeControl::Clock(periods) => TimeControl::Clock(
+                periods
+                    .iter()
+                    .map(|p| Period { moves: p.moves, time: scale(p.time), increment: scale(p.increment) })
+                    .collect(),
+            ),
+            TimeControl::MoveTime(t) => TimeControl::MoveTime(scale(*t)),
+            other => other.clone(),
+        }
+    }
+
+    /// An upper estimate of one game's wall time for both sides together, assuming
+    /// `plies` plies and, for node budgets, `nodes_per_second` on one core: what
+    /// leases are sized by.
+    pub fn game_seconds(&self, plies: u32, nodes_per_second: u64) -> f64 {
+        let per_side = f64::from(plies) / 2.0;
+        match self {
+            TimeControl::Clock(periods) => {
+                // Clocks of the first period plus increments over the game, for each
+                // side; later periods add time only in long games.
+                let first = periods[0];
+                2.0 * (first.time.as_secs_f64() + per_side * first.increment.as_secs_f64())
+            }
+            TimeControl::MoveTime(t) => f64::from(plies) * t.as_secs_f64(),
+            TimeControl::Nodes(n) => f64::from(plies) * *n as f64 / nodes_per_second.max(1) as f64,
+            // A depth costs what the engine makes of it; 10 ms a ply is a guess.
+            TimeControl::Depth(d) => f64::from(plies) * 0.01 * f64::from(*d),
+        }
+    }
+}
+
 /// One side's clock under a clock time control.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Clock {
@@ -174,6 +212,16 @@ mod tests {
         for bad in ["", "x", "10+", "0/60", "st=0", "nodes=-1", "10+0.1:abc", "-5"] {
             assert!(bad.parse::<TimeControl>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn scaling_multiplies_clock_times_and_keeps_budgets() {
+        let tc: TimeControl = "40/60+0.5:10/30".parse().unwrap();
+        assert_eq!(tc.scaled(2.0).to_string(), "40/120+1:10/60");
+        assert_eq!("st=0.5".parse::<TimeControl>().unwrap().scaled(0.5).to_string(), "st=0.25");
+        assert_eq!("nodes=100".parse::<TimeControl>().unwrap().scaled(3.0).to_string(), "nodes=100");
+        let seconds = "10+0.1".parse::<TimeControl>().unwrap().game_seconds(100, 1);
+        assert!((seconds - 30.0).abs() < 1e-9, "{seconds}");
     }
 
     #[test]

@@ -1,0 +1,529 @@
+//! The database: one schema and one code path for SQLite (embedded, the default) and
+//! PostgreSQL (a fleet), through sqlx's `Any` driver. Everything the coordinator must
+//! not lose is written here by the [`crate::writer`]; at start the scheduler's state is
+//! loaded back from it.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use sqlx::any::{AnyConnection, AnyPoolOptions};
+use sqlx::{AnyPool, Connection, Executor, Row};
+
+/// The database cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// A query failed.
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// The schema could not be brought up to date.
+    #[error("database migration: {0}")]
+    Migration(#[from] sqlx::migrate::MigrateError),
+    /// A stored value does not read back.
+    #[error("stored data is damaged: {0}")]
+    Damaged(String),
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// The database URL of the embedded SQLite file in `data_dir`.
+pub fn sqlite_url(data_dir: &Path) -> String {
+    format!("sqlite://{}?mode=rwc", data_dir.join("coordinator.sqlite").display())
+}
+
+/// A pool of connections to the coordinator's database.
+#[derive(Clone, Debug)]
+pub struct Storage {
+    pool: AnyPool,
+}
+
+/// A job row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobRow {
+    pub id: i64,
+    pub kind: String,
+    pub state: String,
+    pub outcome: String,
+    pub description: String,
+    pub priority: i64,
+    /// The creation request, protobuf in hex.
+    pub spec: String,
+    pub units_total: i64,
+    pub next_unit: i64,
+    pub units_done: i64,
+    /// Wins, draws, losses of the new engine.
+    pub wdl: [i64; 3],
+    pub pentanomial: [i64; 5],
+    pub positions: i64,
+    pub reasons: HashMap<String, u64>,
+    pub created_ms: i64,
+}
+
+/// A lease row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseRow {
+    pub id: i64,
+    pub job_id: i64,
+    pub worker_id: i64,
+    pub units: Vec<u64>,
+    pub state: String,
+}
+
+/// A worker row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerRow {
+    pub id: i64,
+    pub name: String,
+    /// The last Capabilities message, protobuf in hex.
+    pub capabilities: String,
+    pub last_seen_ms: i64,
+}
+
+/// A token row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenRow {
+    pub hash: String,
+    pub role: String,
+    pub worker_id: Option<i64>,
+}
+
+/// A finished unit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnitRow {
+    pub unit: u64,
+    /// The new engine's half points in the first and second game (0 for self-play).
+    pub points: [i64; 2],
+    /// The two games' endings.
+    pub reasons: [String; 2],
+    /// Self-play positions.
+    pub records: i64,
+    /// The pair's games as PGN, which the writer appends to the job's games file
+    /// (filling `file`, `offset` and `length`); empty for self-play.
+    pub pgn: String,
+    pub file: String,
+    pub offset: i64,
+    pub length: i64,
+}
+
+/// Where a stored unit's bytes are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnitFile {
+    pub unit: u64,
+    pub file: String,
+    pub offset: u64,
+    pub length: u64,
+}
+
+/// Everything the scheduler needs at start.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    pub tokens: Vec<TokenRow>,
+    pub workers: Vec<WorkerRow>,
+    pub jobs: Vec<JobRow>,
+    /// Leases still active when the coordinator stopped.
+    pub active_leases: Vec<LeaseRow>,
+    /// The highest lease id ever given.
+    pub max_lease_id: i64,
+    /// Finished units of running jobs.
+    pub done_units: HashMap<i64, Vec<u64>>,
+}
+
+fn units_text(units: &[u64]) -> String {
+    units.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+}
+
+fn parse_units(text: &str) -> Result<Vec<u64>, StorageError> {
+    if text.is_empty() {
+        return Ok(Vec::new());
+    }
+    text.split(',').map(|u| u.parse().map_err(|_| StorageError::Damaged(format!("lease units '{text}'")))).collect()
+}
+
+const JOB_COLUMNS: &str = "id, kind, state, outcome, description, priority, spec, units_total, next_unit, units_done, \
+     wins, draws, losses, penta0, penta1, penta2, penta3, penta4, positions, reasons, created_ms";
+
+fn job_from_row(row: &sqlx::any::AnyRow) -> Result<JobRow, StorageError> {
+    let reasons: String = row.try_get("reasons")?;
+    Ok(JobRow {
+        id: row.try_get("id")?,
+        kind: row.try_get("kind")?,
+        state: row.try_get("state")?,
+        outcome: row.try_get("outcome")?,
+        description: row.try_get("description")?,
+        priority: row.try_get("priority")?,
+        spec: row.try_get("spec")?,
+        units_total: row.try_get("units_total")?,
+        next_unit: row.try_get("next_unit")?,
+        units_done: row.try_get("units_done")?,
+        wdl: [row.try_get("wins")?, row.try_get("draws")?, row.try_get("losses")?],
+        pentanomial: [
+            row.try_get("penta0")?,
+            row.try_get("penta1")?,
+            row.try_get("penta2")?,
+            row.try_get("penta3")?,
+            row.try_get("penta4")?,
+        ],
+        positions: row.try_get("positions")?,
+        reasons: serde_json::from_str(&reasons).map_err(|e| StorageError::Damaged(format!("job reasons: {e}")))?,
+        created_ms: row.try_get("created_ms")?,
+    })
+}
+
+impl Storage {
+    /// Connects to `url` (`sqlite://...` or `postgres://...`) and brings the schema up
+    /// to date. SQLite runs in WAL mode with full synchronisation: a commit is on disk
+    /// when it returns.
+    pub async fn open(url: &str) -> Result<Self, StorageError> {
+        sqlx::any::install_default_drivers();
+        let sqlite = url.starts_with("sqlite:");
+        let pool = AnyPoolOptions::new()
+            .max_connections(if sqlite { 4 } else { 8 })
+            .after_connect(move |conn, _| {
+                Box::pin(async move {
+                    if sqlite {
+                        conn.execute("PRAGMA journal_mode = WAL").await?;
+                        conn.execute("PRAGMA synchronous = FULL").await?;
+                        conn.execute("PRAGMA busy_timeout = 10000").await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect(url)
+            .await?;
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        Ok(Storage { pool })
+    }
+
+    /// The pool, for reads.
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    /// Reads what the scheduler needs at start.
+    pub async fn load(&self) -> Result<Snapshot, StorageError> {
+        let mut snapshot = Snapshot::default();
+        for row in sqlx::query("SELECT hash, role, worker_id FROM tokens").fetch_all(&self.pool).await? {
+            snapshot.tokens.push(TokenRow {
+                hash: row.try_get("hash")?,
+                role: row.try_get("role")?,
+                worker_id: row.try_get("worker_id")?,
+            });
+        }
+        for row in sqlx::query("SELECT id, name, capabilities, last_seen_ms FROM workers").fetch_all(&self.pool).await? {
+            snapshot.workers.push(WorkerRow {
+                id: row.try_get("id")?,
+                name: row.try_get("name")?,
+                capabilities: row.try_get("capabilities")?,
+                last_seen_ms: row.try_get("last_seen_ms")?,
+            });
+        }
+        for row in sqlx::query(&format!("SELECT {JOB_COLUMNS} FROM jobs ORDER BY id")).fetch_all(&self.pool).await? {
+            snapshot.jobs.push(job_from_row(&row)?);
+        }
+        for row in sqlx::query("SELECT id, job_id, worker_id, units, state FROM leases WHERE state = 'active'")
+            .fetch_all(&self.pool)
+            .await?
+        {
+            let units: String = row.try_get("units")?;
+            snapshot.active_leases.push(LeaseRow {
+                id: row.try_get("id")?,
+                job_id: row.try_get("job_id")?,
+                worker_id: row.try_get("worker_id")?,
+                units: parse_units(&units)?,
+                state: row.try_get("state")?,
+            });
+        }
+        let max: Option<i64> = sqlx::query("SELECT MAX(id) AS m FROM leases").fetch_one(&self.pool).await?.try_get("m")?;
+        snapshot.max_lease_id = max.unwrap_or(0);
+        for job in snapshot.jobs.iter().filter(|j| j.state == "running") {
+            let rows = sqlx::query("SELECT unit FROM units WHERE job_id = $1").bind(job.id).fetch_all(&self.pool).await?;
+            let units = rows.iter().map(|r| r.try_get::<i64, _>("unit").map(|u| u as u64)).collect::<Result<_, _>>()?;
+            snapshot.done_units.insert(job.id, units);
+        }
+        Ok(snapshot)
+    }
+
+    /// One job as stored.
+    pub async fn job(&self, id: i64) -> Result<Option<JobRow>, StorageError> {
+        let row = sqlx::query(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(job_from_row).transpose()
+    }
+
+    /// Where the finished units of a job are stored, in unit order, from `after` on.
+    pub async fn unit_files(&self, job: i64, after: Option<u64>, limit: i64) -> Result<Vec<UnitFile>, StorageError> {
+        let rows = sqlx::query(
+            "SELECT unit, file, file_offset, length FROM units WHERE job_id = $1 AND unit > $2 ORDER BY unit LIMIT $3",
+        )
+        .bind(job)
+        .bind(after.map_or(-1, |u| u as i64))
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(UnitFile {
+                    unit: r.try_get::<i64, _>("unit")? as u64,
+                    file: r.try_get("file")?,
+                    offset: r.try_get::<i64, _>("file_offset")? as u64,
+                    length: r.try_get::<i64, _>("length")? as u64,
+                })
+            })
+            .collect()
+    }
+
+    /// Totals recomputed from the unit rows: (units, wins, draws, losses, pentanomial).
+    /// The job row's counters must always equal these; tests compare them.
+    pub async fn recount(&self, job: i64) -> Result<(u64, [u64; 3], [u64; 5]), StorageError> {
+        let rows = sqlx::query("SELECT first_points, second_points FROM units WHERE job_id = $1")
+            .bind(job)
+            .fetch_all(&self.pool)
+            .await?;
+        let (mut wdl, mut penta) = ([0u64; 3], [0u64; 5]);
+        for row in &rows {
+            let points = [row.try_get::<i64, _>("first_points")?, row.try_get::<i64, _>("second_points")?];
+            for p in points {
+                wdl[(2 - p.clamp(0, 2)) as usize] += 1;
+            }
+            penta[(points[0] + points[1]).clamp(0, 4) as usize] += 1;
+        }
+        Ok((rows.len() as u64, wdl, penta))
+    }
+
+    /// Whether an artifact is indexed.
+    pub async fn artifact(&self, sha256: &str) -> Result<Option<(String, String, u64)>, StorageError> {
+        let row = sqlx::query("SELECT name, kind, size FROM artifacts WHERE sha256 = $1")
+            .bind(sha256)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| Ok((r.try_get("name")?, r.try_get("kind")?, r.try_get::<i64, _>("size")? as u64))).transpose()
+    }
+}
+
+/// One durable change. The writer applies many in one transaction.
+#[derive(Clone, Debug)]
+pub enum Change {
+    Token(TokenRow),
+    /// Inserts or updates a worker.
+    Worker(WorkerRow),
+    Artifact { sha256: String, name: String, kind: String, size: i64 },
+    NewJob(Box<JobRow>),
+    JobState { id: i64, state: String, outcome: String, priority: i64 },
+    /// A new lease; moves the job's `next_unit` forward.
+    NewLease { lease: LeaseRow, next_unit: i64 },
+    LeaseState { id: i64, state: String },
+    /// Finished units of a lease; those already stored are skipped. Self-play units
+    /// add positions, match units game results.
+    Units { job_id: i64, lease_id: i64, worker_id: i64, selfplay: bool, rows: Vec<UnitRow> },
+}
+
+/// What a change did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// For [`Change::Units`]: the units that were new.
+    pub new_units: Vec<u64>,
+}
+
+/// Applies `change` inside the caller's transaction.
+pub async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, StorageError> {
+    let now = now_ms();
+    match change {
+        Change::Token(token) => {
+            sqlx::query("INSERT INTO tokens (hash, role, worker_id, created_ms) VALUES ($1, $2, $3, $4)")
+                .bind(&token.hash)
+                .bind(&token.role)
+                .bind(token.worker_id)
+                .bind(now)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Change::Worker(worker) => {
+            sqlx::query(
+                "INSERT INTO workers (id, name, capabilities, last_seen_ms) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (id) DO UPDATE SET name = excluded.name, capabilities = excluded.capabilities, \
+                 last_seen_ms = excluded.last_seen_ms",
+            )
+            .bind(worker.id)
+            .bind(&worker.name)
+            .bind(&worker.capabilities)
+            .bind(worker.last_seen_ms)
+            .execute(&mut *conn)
+            .await?;
+        }
+        Change::Artifact { sha256, name, kind, size } => {
+            sqlx::query(
+                "INSERT INTO artifacts (sha256, name, kind, size, created_ms) VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (sha256) DO NOTHING",
+            )
+            .bind(sha256)
+            .bind(name)
+            .bind(kind)
+            .bind(size)
+            .bind(now)
+            .execute(&mut *conn)
+            .await?;
+        }
+        Change::NewJob(job) => {
+            sqlx::query(&format!(
+                "INSERT INTO jobs ({JOB_COLUMNS}, updated_ms) VALUES \
+                 ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)"
+            ))
+            .bind(job.id)
+            .bind(&job.kind)
+            .bind(&job.state)
+            .bind(&job.outcome)
+            .bind(&job.description)
+            .bind(job.priority)
+            .bind(&job.spec)
+            .bind(job.units_total)
+            .bind(job.next_unit)
+            .bind(job.units_done)
+            .bind(job.wdl[0])
+            .bind(job.wdl[1])
+            .bind(job.wdl[2])
+            .bind(job.pentanomial[0])
+            .bind(job.pentanomial[1])
+            .bind(job.pentanomial[2])
+            .bind(job.pentanomial[3])
+            .bind(job.pentanomial[4])
+            .bind(job.positions)
+            .bind(serde_json::to_string(&job.reasons).expect("a map of strings serialises"))
+            .bind(job.created_ms)
+            .bind(now)
+            .execute(&mut *conn)
+            .await?;
+        }
+        Change::JobState { id, state, outcome, priority } => {
+            sqlx::query("UPDATE jobs SET state = $1, outcome = $2, priority = $3, updated_ms = $4 WHERE id = $5")
+                .bind(state)
+                .bind(outcome)
+                .bind(priority)
+                .bind(now)
+                .bind(id)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Change::NewLease { lease, next_unit } => {
+            sqlx::query(
+                "INSERT INTO leases (id, job_id, worker_id, units, state, created_ms) VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(lease.id)
+            .bind(lease.job_id)
+            .bind(lease.worker_id)
+            .bind(units_text(&lease.units))
+            .bind(&lease.state)
+            .bind(now)
+            .execute(&mut *conn)
+            .await?;
+            sqlx::query("UPDATE jobs SET next_unit = $1 WHERE id = $2 AND next_unit < $1")
+                .bind(next_unit)
+                .bind(lease.job_id)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Change::LeaseState { id, state } => {
+            sqlx::query("UPDATE leases SET state = $1 WHERE id = $2").bind(state).bind(id).execute(&mut *conn).await?;
+        }
+        Change::Units { job_id, lease_id, worker_id, selfplay, rows } => {
+            return insert_units(conn, (*job_id, *lease_id, *worker_id), *selfplay, rows).await;
+        }
+    }
+    Ok(Applied::default())
+}
+
+async fn insert_units(
+    conn: &mut AnyConnection,
+    (job_id, lease_id, worker_id): (i64, i64, i64),
+    selfplay: bool,
+    rows: &[UnitRow],
+) -> Result<Applied, StorageError> {
+    let now = now_ms();
+    let mut applied = Applied::default();
+    let (mut wdl, mut penta, mut positions) = ([0i64; 3], [0i64; 5], 0i64);
+    let mut reasons: HashMap<String, u64> = HashMap::new();
+    for row in rows {
+        let inserted = sqlx::query(
+            "INSERT INTO units (job_id, unit, lease_id, worker_id, first_points, second_points, reasons, records, \
+             file, file_offset, length, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+             ON CONFLICT (job_id, unit) DO NOTHING",
+        )
+        .bind(job_id)
+        .bind(row.unit as i64)
+        .bind(lease_id)
+        .bind(worker_id)
+        .bind(row.points[0])
+        .bind(row.points[1])
+        .bind(row.reasons.join("|"))
+        .bind(row.records)
+        .bind(&row.file)
+        .bind(row.offset)
+        .bind(row.length)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected();
+        if inserted == 0 {
+            continue;
+        }
+        applied.new_units.push(row.unit);
+        if selfplay {
+            positions += row.records;
+            continue;
+        }
+        for p in row.points {
+            wdl[(2 - p.clamp(0, 2)) as usize] += 1;
+        }
+        penta[(row.points[0] + row.points[1]).clamp(0, 4) as usize] += 1;
+        for reason in &row.reasons {
+            *reasons.entry(reason.clone()).or_default() += 1;
+        }
+    }
+    if applied.new_units.is_empty() {
+        return Ok(applied);
+    }
+    let stored: String =
+        sqlx::query("SELECT reasons FROM jobs WHERE id = $1").bind(job_id).fetch_one(&mut *conn).await?.try_get(0)?;
+    let mut all: HashMap<String, u64> =
+        serde_json::from_str(&stored).map_err(|e| StorageError::Damaged(format!("job reasons: {e}")))?;
+    for (reason, count) in reasons {
+        *all.entry(reason).or_default() += count;
+    }
+    sqlx::query(
+        "UPDATE jobs SET units_done = units_done + $1, wins = wins + $2, draws = draws + $3, losses = losses + $4, \
+         penta0 = penta0 + $5, penta1 = penta1 + $6, penta2 = penta2 + $7, penta3 = penta3 + $8, \
+         penta4 = penta4 + $9, positions = positions + $10, reasons = $11, updated_ms = $12 WHERE id = $13",
+    )
+    .bind(applied.new_units.len() as i64)
+    .bind(wdl[0])
+    .bind(wdl[1])
+    .bind(wdl[2])
+    .bind(penta[0])
+    .bind(penta[1])
+    .bind(penta[2])
+    .bind(penta[3])
+    .bind(penta[4])
+    .bind(positions)
+    .bind(serde_json::to_string(&all).expect("a map of strings serialises"))
+    .bind(now)
+    .bind(job_id)
+    .execute(&mut *conn)
+    .await?;
+    Ok(applied)
+}
+
+/// Applies `changes` in one transaction.
+pub async fn apply_all(pool: &AnyPool, changes: &[&Change]) -> Result<Vec<Applied>, StorageError> {
+    let mut conn = pool.acquire().await?;
+    let mut tx = conn.begin().await?;
+    let mut results = Vec::with_capacity(changes.len());
+    for change in changes {
+        results.push(apply(&mut tx, change).await?);
+    }
+    tx.commit().await?;
+    Ok(results)
+}

@@ -1,0 +1,18 @@
+//! The gRPC contract (`xq/v1/cluster.proto`): the Worker service that workers call and
+//! the Client service that users and tools call. The coordinator and the worker meet
+//! only here.
+
+#![allow(missing_docs, clippy::all, clippy::pedantic)]
+
+/// Version 1 of the contract.
+pub mod v1 {
+    tonic::include_proto!("xq.v1");
+}
+
+/// The largest message either side accepts, in bytes: big enough for an artifact
+/// piece or a report of many game pairs, small enough that one request cannot
+/// exhaust memory.
+pub const MAX_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
+
+/// The size of the pieces artifacts are streamed in.
+pub const ARTIFACT_PIECE_BYTES: usize = 1024 * 1024;
