@@ -1,1 +1,20 @@
+//! The coordinator: holds SPRT tests and self-play jobs, leases their units to
+//! workers, checks and stores every result, and decides tests.
+//!
+//! Layout: [`storage`] is the database (SQLite or PostgreSQL, one schema) and
+//! [`writer`] its group-commit task; [`scheduler`] holds jobs, leases and workers in
+//! memory; [`jobs`] checks requests and presents jobs; [`replay`] checks reported games
+//! with the arbiter; [`artifacts`] stores engines, books and nets by hash; [`tokens`]
+//! authenticates; [`service`] is the gRPC surface, [`listener`] its capped accept
+//! loop, and [`server`] puts them together.
 
+pub mod artifacts;
+pub mod jobs;
+pub mod listener;
+pub mod replay;
+pub mod scheduler;
+pub mod server;
+pub mod service;
+pub mod storage;
+pub mod tokens;
+pub mod writer;

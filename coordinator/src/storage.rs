@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use sqlx::any::{AnyConnection, AnyPoolOptions};
-use sqlx::{AnyPool, Connection, Executor, Row};
+use sqlx::any::AnyPoolOptions;
+use sqlx::{AnyConnection, AnyPool, Connection, Executor, Row};
 
 /// The database cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -127,8 +127,8 @@ pub struct Snapshot {
     pub active_leases: Vec<LeaseRow>,
     /// The highest lease id ever given.
     pub max_lease_id: i64,
-    /// Finished units of running jobs.
-    pub done_units: HashMap<i64, Vec<u64>>,
+    /// Finished units of running jobs: unit, the lease that stored it, its points.
+    pub done_units: HashMap<i64, Vec<(u64, i64, [i64; 2])>>,
 }
 
 fn units_text(units: &[u64]) -> String {
@@ -142,8 +142,13 @@ fn parse_units(text: &str) -> Result<Vec<u64>, StorageError> {
     text.split(',').map(|u| u.parse().map_err(|_| StorageError::Damaged(format!("lease units '{text}'")))).collect()
 }
 
-const JOB_COLUMNS: &str = "id, kind, state, outcome, description, priority, spec, units_total, next_unit, units_done, \
-     wins, draws, losses, penta0, penta1, penta2, penta3, penta4, positions, reasons, created_ms";
+/// The job columns, as a literal so that queries stay literal SQL.
+macro_rules! job_columns {
+    () => {
+        "id, kind, state, outcome, description, priority, spec, units_total, next_unit, units_done, \
+         wins, draws, losses, penta0, penta1, penta2, penta3, penta4, positions, reasons, created_ms"
+    };
+}
 
 fn job_from_row(row: &sqlx::any::AnyRow) -> Result<JobRow, StorageError> {
     let reasons: String = row.try_get("reasons")?;
@@ -212,7 +217,8 @@ impl Storage {
                 worker_id: row.try_get("worker_id")?,
             });
         }
-        for row in sqlx::query("SELECT id, name, capabilities, last_seen_ms FROM workers").fetch_all(&self.pool).await? {
+        for row in sqlx::query("SELECT id, name, capabilities, last_seen_ms FROM workers").fetch_all(&self.pool).await?
+        {
             snapshot.workers.push(WorkerRow {
                 id: row.try_get("id")?,
                 name: row.try_get("name")?,
@@ -220,7 +226,9 @@ impl Storage {
                 last_seen_ms: row.try_get("last_seen_ms")?,
             });
         }
-        for row in sqlx::query(&format!("SELECT {JOB_COLUMNS} FROM jobs ORDER BY id")).fetch_all(&self.pool).await? {
+        for row in
+            sqlx::query(concat!("SELECT ", job_columns!(), " FROM jobs ORDER BY id")).fetch_all(&self.pool).await?
+        {
             snapshot.jobs.push(job_from_row(&row)?);
         }
         for row in sqlx::query("SELECT id, job_id, worker_id, units, state FROM leases WHERE state = 'active'")
@@ -236,11 +244,24 @@ impl Storage {
                 state: row.try_get("state")?,
             });
         }
-        let max: Option<i64> = sqlx::query("SELECT MAX(id) AS m FROM leases").fetch_one(&self.pool).await?.try_get("m")?;
+        let max: Option<i64> =
+            sqlx::query("SELECT MAX(id) AS m FROM leases").fetch_one(&self.pool).await?.try_get("m")?;
         snapshot.max_lease_id = max.unwrap_or(0);
         for job in snapshot.jobs.iter().filter(|j| j.state == "running") {
-            let rows = sqlx::query("SELECT unit FROM units WHERE job_id = $1").bind(job.id).fetch_all(&self.pool).await?;
-            let units = rows.iter().map(|r| r.try_get::<i64, _>("unit").map(|u| u as u64)).collect::<Result<_, _>>()?;
+            let rows = sqlx::query("SELECT unit, lease_id, first_points, second_points FROM units WHERE job_id = $1")
+                .bind(job.id)
+                .fetch_all(&self.pool)
+                .await?;
+            let units = rows
+                .iter()
+                .map(|r| -> Result<_, sqlx::Error> {
+                    Ok((
+                        r.try_get::<i64, _>("unit")? as u64,
+                        r.try_get::<i64, _>("lease_id")?,
+                        [r.try_get::<i64, _>("first_points")?, r.try_get::<i64, _>("second_points")?],
+                    ))
+                })
+                .collect::<Result<_, _>>()?;
             snapshot.done_units.insert(job.id, units);
         }
         Ok(snapshot)
@@ -248,7 +269,7 @@ impl Storage {
 
     /// One job as stored.
     pub async fn job(&self, id: i64) -> Result<Option<JobRow>, StorageError> {
-        let row = sqlx::query(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
+        let row = sqlx::query(concat!("SELECT ", job_columns!(), " FROM jobs WHERE id = $1"))
             .bind(id)
             .fetch_optional(&self.pool)
             .await?;
@@ -311,15 +332,37 @@ pub enum Change {
     Token(TokenRow),
     /// Inserts or updates a worker.
     Worker(WorkerRow),
-    Artifact { sha256: String, name: String, kind: String, size: i64 },
+    Artifact {
+        sha256: String,
+        name: String,
+        kind: String,
+        size: i64,
+    },
     NewJob(Box<JobRow>),
-    JobState { id: i64, state: String, outcome: String, priority: i64 },
+    JobState {
+        id: i64,
+        state: String,
+        outcome: String,
+        priority: i64,
+    },
     /// A new lease; moves the job's `next_unit` forward.
-    NewLease { lease: LeaseRow, next_unit: i64 },
-    LeaseState { id: i64, state: String },
+    NewLease {
+        lease: LeaseRow,
+        next_unit: i64,
+    },
+    LeaseState {
+        id: i64,
+        state: String,
+    },
     /// Finished units of a lease; those already stored are skipped. Self-play units
     /// add positions, match units game results.
-    Units { job_id: i64, lease_id: i64, worker_id: i64, selfplay: bool, rows: Vec<UnitRow> },
+    Units {
+        job_id: i64,
+        lease_id: i64,
+        worker_id: i64,
+        selfplay: bool,
+        rows: Vec<UnitRow>,
+    },
 }
 
 /// What a change did.
@@ -369,9 +412,11 @@ pub async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied,
             .await?;
         }
         Change::NewJob(job) => {
-            sqlx::query(&format!(
-                "INSERT INTO jobs ({JOB_COLUMNS}, updated_ms) VALUES \
-                 ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)"
+            sqlx::query(concat!(
+                "INSERT INTO jobs (",
+                job_columns!(),
+                ", updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+                 $18, $19, $20, $21, $22)"
             ))
             .bind(job.id)
             .bind(&job.kind)

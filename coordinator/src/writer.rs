@@ -70,7 +70,10 @@ impl GamesFiles {
                     std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
                     std::collections::hash_map::Entry::Vacant(entry) => {
                         std::fs::create_dir_all(&self.dir)?;
-                        let file = OpenOptions::new().create(true).append(true).open(self.dir.join(format!("{job_id}.pgn")))?;
+                        let file = OpenOptions::new()
+                            .create(true)
+                            .append(true)
+                            .open(self.dir.join(format!("{job_id}.pgn")))?;
                         let length = file.metadata()?.len();
                         entry.insert((file, length))
                     }

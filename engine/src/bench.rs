@@ -48,9 +48,54 @@ pub fn run(depth: i32) -> BenchResult {
     BenchResult { nodes, elapsed: started.elapsed() }
 }
 
+/// The signature in an engine's `bench` output: the number after the last "Nodes
+/// searched" (Stockfish's format, which ours and most engines print).
+pub fn parse_signature(output: &str) -> Option<u64> {
+    output
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("Nodes searched"))
+        .filter_map(|rest| rest.trim_start_matches([' ', ':']).trim().parse().ok())
+        .next_back()
+}
+
+/// An engine's bench signature could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SignatureError {
+    /// The program did not run.
+    #[error("running {program} bench: {error}")]
+    Run {
+        /// The program.
+        program: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// It ran but printed no signature.
+    #[error("{0} bench printed no 'Nodes searched'")]
+    Missing(String),
+}
+
+/// Runs `<binary> bench` (the engine's default bench) and reads its signature: what a
+/// test's submitter records and every worker checks before playing.
+pub fn signature_of(binary: &std::path::Path) -> Result<u64, SignatureError> {
+    let program = binary.display().to_string();
+    let output = std::process::Command::new(binary)
+        .arg("bench")
+        .output()
+        .map_err(|error| SignatureError::Run { program: program.clone(), error })?;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+    parse_signature(&text).ok_or(SignatureError::Missing(program))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn signatures_are_read_in_either_spacing() {
+        assert_eq!(parse_signature("info x\nNodes searched  : 721742\nNodes/second: 5\n"), Some(721742));
+        assert_eq!(parse_signature("Nodes searched: 12\nNodes searched: 34"), Some(34));
+        assert_eq!(parse_signature("no bench here"), None);
+    }
 
     #[test]
     fn bench_positions_are_reachable_positions() {

@@ -53,6 +53,9 @@ struct Session {
     xiongqi: Option<XiongqiSetup>,
     /// Raised to stop a Xiongqi search.
     xiongqi_stop: Arc<AtomicBool>,
+    /// The deepest iteration a search may reach (0: no cap): a weakened copy of the
+    /// engine for tests and for the coordinator's `xq local` demonstration.
+    depth_limit: i32,
 }
 
 /// A Xiongqi position as `position` gave it.
@@ -86,6 +89,7 @@ pub fn run(input: impl BufRead, output: impl Write + Send + 'static) {
         search: None,
         xiongqi: None,
         xiongqi_stop: Arc::new(AtomicBool::new(false)),
+        depth_limit: 0,
     };
     for line in input.lines() {
         let Ok(line) = line else {
@@ -181,6 +185,7 @@ impl Session {
                 "option name EvalFile type string default <empty>".to_owned(),
                 "option name UCI_Variant type combo default xiangqi var xiangqi var xiongqi".to_owned(),
                 "option name Repetition Rule type combo default wxf var wxf var asian var cxq var computer".to_owned(),
+                "option name Depth Limit type spin default 0 min 0 max 127".to_owned(),
                 "option name Clear Hash type button".to_owned(),
                 "uciok".to_owned(),
             ],
@@ -195,6 +200,14 @@ impl Session {
         for line in lines {
             say(&self.out, &line);
         }
+    }
+
+    /// `limits` under the Depth Limit option.
+    fn capped(&self, mut limits: Limits) -> Limits {
+        if self.depth_limit > 0 {
+            limits.depth = Some(limits.depth.map_or(self.depth_limit, |d| d.min(self.depth_limit)));
+        }
+        limits
     }
 
     fn set_option(&mut self, words: &[&str]) -> Result<(), String> {
@@ -241,6 +254,7 @@ impl Session {
             },
             "repetition rule" => self.options.rules = value.parse::<RuleSet>().map_err(|e| e.to_string())?,
             "clear hash" => self.shared.tt.clear(),
+            "depth limit" => self.depth_limit = number(0, 127)? as i32,
             _ => return Err(format!("unknown option '{name}'")),
         }
         Ok(())
@@ -270,7 +284,7 @@ impl Session {
             return Ok(());
         }
         let position = self.current_position();
-        let limits = parse_go(words, Some(&position), self.protocol, position.side_to_move())?;
+        let limits = self.capped(parse_go(words, Some(&position), self.protocol, position.side_to_move())?);
         let shared = Arc::clone(&self.shared);
         let out = Arc::clone(&self.out);
         let (start, moves, options) = (self.start.clone(), self.moves.clone(), self.options.clone());
@@ -308,7 +322,7 @@ impl Session {
             say(&self.out, &format!("Nodes searched: {total}"));
             return Ok(());
         }
-        let limits = parse_go(words, None, self.protocol, game.position().side_to_move())?;
+        let limits = self.capped(parse_go(words, None, self.protocol, game.position().side_to_move())?);
         let out = Arc::clone(&self.out);
         let stop = Arc::clone(&self.xiongqi_stop);
         stop.store(false, std::sync::atomic::Ordering::Relaxed);

@@ -16,3 +16,21 @@ pub const MAX_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
 
 /// The size of the pieces artifacts are streamed in.
 pub const ARTIFACT_PIECE_BYTES: usize = 1024 * 1024;
+
+/// Adds `authorization: Bearer <token>` to every call of a client.
+#[derive(Clone, Debug)]
+pub struct BearerToken(tonic::metadata::MetadataValue<tonic::metadata::Ascii>);
+
+impl BearerToken {
+    /// The interceptor for `token`; `None` if the token is not printable ASCII.
+    pub fn new(token: &str) -> Option<Self> {
+        format!("Bearer {}", token.trim()).parse().ok().map(BearerToken)
+    }
+}
+
+impl tonic::service::Interceptor for BearerToken {
+    fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        request.metadata_mut().insert("authorization", self.0.clone());
+        Ok(request)
+    }
+}

@@ -230,7 +230,16 @@ pub fn elo_estimate(results: &[u64]) -> Result<EloEstimate, StatsError> {
     let (mean, variance) = mean_and_variance(&pdf);
     let stderr = (variance / total).sqrt();
     let z = 1.959_963_985;
-    let los = if stderr > 0.0 { phi((mean - 0.5) / stderr) } else { 0.5 };
+    // Without spread the sign of the mean's distance from 0.5 is certain.
+    let los = if stderr > 0.0 {
+        phi((mean - 0.5) / stderr)
+    } else if mean > 0.5 {
+        1.0
+    } else if mean < 0.5 {
+        0.0
+    } else {
+        0.5
+    };
     let scale = if n == 5 { std::f64::consts::SQRT_2 } else { 1.0 };
     let nelo = if variance > 0.0 { (mean - 0.5) / (variance.sqrt() * scale) * NELO_PER_T } else { 0.0 };
     Ok(EloEstimate {
@@ -272,6 +281,8 @@ mod tests {
         assert!(even.elo.abs() < 1e-9 && (even.los - 0.5).abs() < 1e-9);
         let better = elo_estimate(&[30, 60, 100]).unwrap();
         assert!(better.elo > 0.0 && better.low < better.elo && better.elo < better.high && better.los > 0.99);
+        assert_eq!(elo_estimate(&[0, 0, 0, 0, 7]).unwrap().los, 1.0, "all pairs won");
+        assert_eq!(elo_estimate(&[7, 0, 0]).unwrap().los, 0.0, "all games lost");
         // 60% score is 70.4 Elo.
         assert!((logistic_elo(0.6) - 70.437).abs() < 1e-2);
     }

@@ -26,10 +26,13 @@ mod tests {
 
     #[test]
     fn arrange_shuffles_and_rotates() {
-        let book: Vec<Opening> = ["rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C2C4/9/RNBAKABNR b - - 1 1", "4k4/9/9/9/9/9/9/9/9/3K5 w - - 0 1"]
-            .iter()
-            .map(|fen| Opening { start: Position::from_fen(fen).unwrap(), moves: Vec::new() })
-            .collect();
+        let book: Vec<Opening> = [
+            "rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C2C4/9/RNBAKABNR b - - 1 1",
+            "4k4/9/9/9/9/9/9/9/9/3K5 w - - 0 1",
+        ]
+        .iter()
+        .map(|fen| Opening { start: Position::from_fen(fen).unwrap(), moves: Vec::new() })
+        .collect();
         assert_eq!(arrange(book.clone(), None, 1)[0], book[1]);
         let shuffled = arrange(book.clone(), Some(7), 0);
         assert_eq!(shuffled.len(), 2);

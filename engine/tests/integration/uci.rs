@@ -199,3 +199,15 @@ fn xiongqi_is_played_after_uci_variant() {
     let bad = converse("setoption name UCI_Variant value xiongqi\nposition startpos moves c3c5\n");
     assert!(bad.contains("info string move 1 of the list"), "{bad}");
 }
+
+#[test]
+fn depth_limit_caps_every_search() {
+    let out = converse("setoption name Depth Limit value 3\nposition startpos\ngo depth 9\nisready\n");
+    let depths: Vec<u32> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("info depth "))
+        .map(|rest| rest.split_whitespace().next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(depths.iter().max(), Some(&3), "{out}");
+    assert!(out.contains("bestmove"), "{out}");
+}

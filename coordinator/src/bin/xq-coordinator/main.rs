@@ -1,1 +1,114 @@
-fn main() {}
+//! `xq-coordinator serve`: the coordinator service.
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use tokio::net::TcpListener;
+use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::server::{CLIENT_TOKEN_FILE, Coordinator};
+
+#[derive(Parser)]
+#[command(name = "xq-coordinator", version, about = "Runs SPRT tests and self-play jobs across a fleet of workers")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serves the Worker and Client gRPC services.
+    Serve(ServeArgs),
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// The data directory: the SQLite database (unless --database), artifacts, games,
+    /// training chunks and the first client token.
+    #[arg(long)]
+    data: PathBuf,
+    /// A database URL (postgres://...) instead of the embedded SQLite.
+    #[arg(long)]
+    database: Option<String>,
+    /// The address to listen on (port 0: any free port; the address is printed).
+    #[arg(long, default_value = "127.0.0.1:7420")]
+    listen: SocketAddr,
+    /// TLS certificate chain (PEM); with --tls-key, serve TLS only.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Connections served at once; more are closed at once. Keep it below the
+    /// process's file limit (ulimit -n).
+    #[arg(long, default_value_t = 16_000)]
+    max_connections: usize,
+    /// Seconds after a worker's last heartbeat at which its leases expire.
+    #[arg(long, default_value_t = 60)]
+    lease_seconds: u64,
+    /// Seconds between heartbeats asked of workers.
+    #[arg(long, default_value_t = 10)]
+    heartbeat_seconds: u64,
+    /// Seconds of work per lease and concurrent game, at the worker's speed.
+    #[arg(long, default_value_t = 300.0)]
+    work_seconds: f64,
+    /// Our engine's bench nodes per second on the machine the time controls are meant
+    /// for; workers' time controls are scaled by their speed against it. 0: no scaling.
+    #[arg(long, default_value_t = 1_000_000)]
+    reference_nps: u64,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("xq-coordinator: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(Cli::parse())) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("xq-coordinator: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let Command::Serve(args) = cli.command;
+    let config = SchedulerConfig {
+        lease_ttl: Duration::from_secs(args.lease_seconds.max(1)),
+        heartbeat: Duration::from_secs(args.heartbeat_seconds.max(1)),
+        lease_seconds: args.work_seconds.max(1.0),
+        reference_nps: args.reference_nps,
+        ..SchedulerConfig::default()
+    };
+    let coordinator = Coordinator::open(&args.data, args.database.as_deref(), config).await?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some((
+            std::fs::read(cert).with_context(|| format!("reading {}", cert.display()))?,
+            std::fs::read(key).with_context(|| format!("reading {}", key.display()))?,
+        )),
+        _ => None,
+    };
+    let listener = TcpListener::bind(args.listen).await.with_context(|| format!("listening on {}", args.listen))?;
+    let address = listener.local_addr()?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    // The first line on stdout is the address: `xq local` and the tests read it.
+    println!("listening on {scheme}://{address}");
+    std::io::stdout().flush()?;
+    tracing::info!("client token in {}", args.data.join(CLIENT_TOKEN_FILE).display());
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    coordinator.serve(listener, tls, args.max_connections, shutdown).await
+}

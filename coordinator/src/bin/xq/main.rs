@@ -1,1 +1,555 @@
-fn main() {}
+//! `xq`: the coordinator's client. Submits tests and self-play jobs, lists, watches and
+//! stops them, downloads their games and data, creates worker tokens, computes an SPRT
+//! by hand (`xq llr`), and runs a whole cluster on this machine (`xq local`).
+
+mod local;
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use tokio::io::AsyncWriteExt;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+use xq_proto::v1::client_client::ClientClient;
+use xq_proto::{ARTIFACT_PIECE_BYTES, BearerToken, MAX_MESSAGE_BYTES, v1};
+use xq_stats::{Model, Sprt, elo_estimate};
+
+pub type Client = ClientClient<InterceptedService<Channel, BearerToken>>;
+
+#[derive(Parser)]
+#[command(name = "xq", version, about = "The xq-cluster client: tests, self-play jobs, workers, SPRT arithmetic")]
+struct Cli {
+    #[command(flatten)]
+    connection: Connection,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone)]
+pub struct Connection {
+    /// The coordinator's URL.
+    #[arg(long, global = true, env = "XQ_COORDINATOR", default_value = "http://127.0.0.1:7420")]
+    coordinator: String,
+    /// A client token.
+    #[arg(long, global = true, env = "XQ_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// A file holding the client token (such as <data>/client-token).
+    #[arg(long, global = true)]
+    token_file: Option<PathBuf>,
+    /// The CA certificate (PEM) for a TLS coordinator.
+    #[arg(long, global = true)]
+    ca_cert: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Submits an SPRT test of --new against --base.
+    Sprt(SprtArgs),
+    /// Submits a test of a fixed number of games.
+    Games(GamesArgs),
+    /// Creates a self-play job.
+    Selfplay(SelfplayArgs),
+    /// Lists jobs.
+    List {
+        /// Finished and stopped jobs too.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Shows one job.
+    Show { job: u64 },
+    /// Watches a job until it ends, with a progress bar.
+    Watch { job: u64 },
+    /// Stops a job.
+    Stop { job: u64 },
+    /// Changes a job's priority.
+    Priority { job: u64, priority: i32 },
+    /// Lists workers.
+    Workers,
+    /// Creates a worker token (shown once).
+    WorkerToken { name: String },
+    /// Downloads a test's games as PGN.
+    Pgn {
+        job: u64,
+        /// The file to write (default: standard output).
+        #[arg(short, long)]
+        out: Option<PathBuf>,
+    },
+    /// Downloads a self-play job's training chunks into a directory.
+    Data {
+        job: u64,
+        #[arg(short, long)]
+        out: PathBuf,
+    },
+    /// The SPRT calculator: LLR, bounds and Elo of pentanomial or trinomial counts.
+    Llr(LlrArgs),
+    /// Runs a coordinator and workers on this machine and an SPRT test to its end.
+    Local(local::LocalArgs),
+}
+
+#[derive(Args, Clone)]
+pub struct EngineArgs {
+    /// The engine under test.
+    #[arg(long)]
+    pub new: PathBuf,
+    /// The base engine.
+    #[arg(long)]
+    pub base: PathBuf,
+    /// Its protocol: uci or ucci (both engines).
+    #[arg(long, default_value = "uci")]
+    pub protocol: String,
+    /// An option of the new engine, NAME=VALUE (repeatable).
+    #[arg(long = "new-option")]
+    pub new_options: Vec<String>,
+    /// An option of the base engine, NAME=VALUE (repeatable).
+    #[arg(long = "base-option")]
+    pub base_options: Vec<String>,
+    /// Check both engines' bench signatures on every worker (they must print
+    /// "Nodes searched: N" for `<engine> bench`).
+    #[arg(long)]
+    pub bench: bool,
+    /// Time control at the reference speed.
+    #[arg(long, default_value = "10+0.1")]
+    pub tc: String,
+    /// Opening book (FEN/EPD lines or PGN).
+    #[arg(long)]
+    pub book: Option<PathBuf>,
+    /// Rule set: wxf, asian, cxq or computer.
+    #[arg(long, default_value = "wxf")]
+    pub rules: String,
+    /// Draw after this many plies (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub max_plies: u32,
+    #[arg(long, default_value_t = 0)]
+    pub priority: i32,
+    /// Follow the test until it ends.
+    #[arg(long)]
+    pub watch: bool,
+}
+
+#[derive(Args, Clone)]
+pub struct SprtArgs {
+    #[command(flatten)]
+    pub engines: EngineArgs,
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    pub elo0: f64,
+    #[arg(long, default_value_t = 2.0, allow_hyphen_values = true)]
+    pub elo1: f64,
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    #[arg(long, default_value_t = 0.05)]
+    pub beta: f64,
+    /// normalized (fishtest's default) or logistic.
+    #[arg(long, default_value = "normalized")]
+    pub model: String,
+    /// The most game pairs before the test is stopped undecided (0: 100,000).
+    #[arg(long, default_value_t = 0)]
+    pub max_pairs: u64,
+}
+
+#[derive(Args)]
+struct GamesArgs {
+    #[command(flatten)]
+    engines: EngineArgs,
+    /// Games to play (even: each opening with both colours).
+    #[arg(long)]
+    games: u64,
+}
+
+#[derive(Args)]
+struct SelfplayArgs {
+    #[arg(long, default_value_t = 5000)]
+    nodes: u64,
+    /// Units (batches of games) to produce.
+    #[arg(long)]
+    units: u64,
+    #[arg(long, default_value_t = 16)]
+    games_per_unit: u32,
+    #[arg(long, default_value_t = 8)]
+    random_plies: u32,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[arg(long, default_value = "wxf")]
+    rules: String,
+    #[arg(long, default_value_t = 0)]
+    priority: i32,
+}
+
+#[derive(Args)]
+struct LlrArgs {
+    /// Pentanomial counts N0,N1,N2,N3,N4 (pairs scoring 0, 0.5, 1, 1.5, 2).
+    #[arg(long, conflicts_with = "trinomial")]
+    penta: Option<String>,
+    /// Trinomial counts L,D,W.
+    #[arg(long)]
+    trinomial: Option<String>,
+    #[arg(long, allow_hyphen_values = true)]
+    elo0: f64,
+    #[arg(long, allow_hyphen_values = true)]
+    elo1: f64,
+    #[arg(long, default_value_t = 0.05)]
+    alpha: f64,
+    #[arg(long, default_value_t = 0.05)]
+    beta: f64,
+    /// normalized or logistic.
+    #[arg(long, default_value = "normalized")]
+    model: String,
+    /// One JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("xq: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("xq: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Command::Llr(args) = &cli.command {
+        return llr(args);
+    }
+    if let Command::Local(args) = cli.command {
+        return local::run(args).await;
+    }
+    let mut client = connect(&cli.connection).await?;
+    match cli.command {
+        Command::Sprt(args) => {
+            let job = submit(&mut client, &args.engines, Some(&args), 0).await?;
+            after_submit(&mut client, job, args.engines.watch).await
+        }
+        Command::Games(args) => {
+            if args.games == 0 || args.games % 2 != 0 {
+                bail!("--games {} must be even and positive: each opening is played with both colours", args.games);
+            }
+            let job = submit(&mut client, &args.engines, None, args.games / 2).await?;
+            after_submit(&mut client, job, args.engines.watch).await
+        }
+        Command::Selfplay(args) => {
+            let spec = v1::SelfPlaySpec {
+                nodes: args.nodes,
+                games_per_unit: args.games_per_unit,
+                random_plies: args.random_plies,
+                seed: args.seed,
+                rules: args.rules,
+                max_plies: 0,
+            };
+            let request = v1::CreateSelfPlayRequest {
+                spec: Some(spec),
+                units: args.units,
+                priority: args.priority,
+                description: String::new(),
+            };
+            let job = client.create_self_play(request).await?.into_inner();
+            println!("job {}: {}", job.job_id, job.summary);
+            Ok(())
+        }
+        Command::List { all } => {
+            let jobs = client.list_jobs(v1::ListJobsRequest { active_only: !all, limit: 100 }).await?.into_inner().jobs;
+            for job in jobs {
+                println!("{}", job_line(&job));
+            }
+            Ok(())
+        }
+        Command::Show { job } => {
+            let job = client.get_job(v1::JobId { job_id: job }).await?.into_inner();
+            println!("{}", job_line(&job));
+            let mut reasons: Vec<_> = job.reasons.iter().collect();
+            reasons.sort();
+            for (reason, count) in reasons {
+                println!("  {reason}: {count}");
+            }
+            Ok(())
+        }
+        Command::Watch { job } => watch(&mut client, job).await,
+        Command::Stop { job } => {
+            let job = client.stop_job(v1::JobId { job_id: job }).await?.into_inner();
+            println!("{}", job_line(&job));
+            Ok(())
+        }
+        Command::Priority { job, priority } => {
+            let job = client.set_priority(v1::SetPriorityRequest { job_id: job, priority }).await?.into_inner();
+            println!("{}", job_line(&job));
+            Ok(())
+        }
+        Command::Workers => {
+            for worker in client.list_workers(v1::ListWorkersRequest {}).await?.into_inner().workers {
+                let caps = worker.capabilities.unwrap_or_default();
+                println!(
+                    "worker {} {}: {} cores, {} nodes/s, version {}, {} leases, last seen {} ms ago",
+                    worker.worker_id,
+                    caps.name,
+                    caps.cores,
+                    caps.bench_nps,
+                    caps.version,
+                    worker.active_leases,
+                    xq_coordinator::storage::now_ms() - worker.last_seen_ms
+                );
+            }
+            Ok(())
+        }
+        Command::WorkerToken { name } => {
+            println!("{}", client.create_worker_token(v1::CreateWorkerTokenRequest { name }).await?.into_inner().token);
+            Ok(())
+        }
+        Command::Pgn { job, out } => {
+            let mut stream = client.download_games(v1::JobId { job_id: job }).await?.into_inner();
+            let mut sink: Box<dyn tokio::io::AsyncWrite + Unpin + Send> = match &out {
+                Some(path) => Box::new(
+                    tokio::fs::File::create(path).await.with_context(|| format!("creating {}", path.display()))?,
+                ),
+                None => Box::new(tokio::io::stdout()),
+            };
+            while let Some(batch) = stream.message().await? {
+                sink.write_all(batch.pgn.as_bytes()).await?;
+            }
+            sink.flush().await?;
+            Ok(())
+        }
+        Command::Data { job, out } => {
+            std::fs::create_dir_all(&out)?;
+            let mut stream = client.stream_training_data(v1::JobId { job_id: job }).await?.into_inner();
+            let mut count = 0;
+            while let Some(chunk) = stream.message().await? {
+                std::fs::write(out.join(format!("job{job}-unit{:06}.xqc", chunk.unit)), &chunk.chunk)?;
+                count += 1;
+            }
+            println!("{count} chunks in {}", out.display());
+            Ok(())
+        }
+        Command::Llr(_) | Command::Local(_) => unreachable!("handled above"),
+    }
+}
+
+/// Connects to the coordinator named by `connection`.
+pub async fn connect(connection: &Connection) -> anyhow::Result<Client> {
+    let token = match (&connection.token, &connection.token_file) {
+        (Some(token), _) => token.clone(),
+        (None, Some(path)) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
+        (None, None) => bail!("give a client token: --token, XQ_TOKEN or --token-file"),
+    };
+    let auth = BearerToken::new(&token).context("the token is not printable ASCII")?;
+    let mut endpoint = Endpoint::from_shared(connection.coordinator.clone()).context("--coordinator is not a URL")?;
+    if let Some(ca) = &connection.ca_cert {
+        let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
+        endpoint = endpoint.tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)))?;
+    }
+    let channel = endpoint.connect().await.with_context(|| format!("connecting to {}", connection.coordinator))?;
+    Ok(ClientClient::with_interceptor(channel, auth)
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES))
+}
+
+/// Uploads a file as an artifact.
+pub async fn upload(client: &mut Client, path: &Path, kind: &str) -> anyhow::Result<v1::ArtifactRef> {
+    let bytes = tokio::fs::read(path).await.with_context(|| format!("reading {}", path.display()))?;
+    let name = path.file_name().map_or("artifact".to_owned(), |n| n.to_string_lossy().into_owned());
+    let mut pieces: Vec<v1::ArtifactPiece> = bytes
+        .chunks(ARTIFACT_PIECE_BYTES)
+        .map(|data| v1::ArtifactPiece { data: data.to_vec(), ..Default::default() })
+        .collect();
+    if pieces.is_empty() {
+        pieces.push(v1::ArtifactPiece::default());
+    }
+    pieces[0].name = name;
+    pieces[0].kind = kind.to_owned();
+    Ok(client.upload_artifact(tokio_stream::iter(pieces)).await?.into_inner())
+}
+
+fn options(words: &[String]) -> anyhow::Result<std::collections::HashMap<String, String>> {
+    words
+        .iter()
+        .map(|w| {
+            w.split_once('=')
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .with_context(|| format!("option '{w}' is not NAME=VALUE"))
+        })
+        .collect()
+}
+
+/// Uploads the engines (and book) and creates the test.
+pub async fn submit(
+    client: &mut Client,
+    args: &EngineArgs,
+    sprt: Option<&SprtArgs>,
+    pairs: u64,
+) -> anyhow::Result<v1::Job> {
+    let engine = |path: &Path, name: &str, opts: &[String]| -> anyhow::Result<(PathBuf, v1::EngineSpec)> {
+        let bench_signature = if args.bench { xq_engine::bench::signature_of(path)? } else { 0 };
+        let spec = v1::EngineSpec {
+            name: name.to_owned(),
+            protocol: args.protocol.clone(),
+            options: options(opts)?,
+            bench_signature,
+            ..Default::default()
+        };
+        Ok((path.to_owned(), spec))
+    };
+    let (new_path, mut new) = engine(&args.new, "new", &args.new_options)?;
+    let (base_path, mut base) = engine(&args.base, "base", &args.base_options)?;
+    new.binary = Some(upload(client, &new_path, "engine").await?);
+    base.binary = Some(upload(client, &base_path, "engine").await?);
+    let book = match &args.book {
+        Some(path) => Some(upload(client, path, "book").await?),
+        None => None,
+    };
+    let request = v1::CreateTestRequest {
+        new_engine: Some(new),
+        base_engine: Some(base),
+        time_control: args.tc.clone(),
+        rules: args.rules.clone(),
+        variant: "xiangqi".to_owned(),
+        book,
+        max_plies: args.max_plies,
+        sprt: sprt.map(|s| v1::SprtSpec {
+            elo0: s.elo0,
+            elo1: s.elo1,
+            alpha: s.alpha,
+            beta: s.beta,
+            model: s.model.clone(),
+        }),
+        pairs: sprt.map_or(pairs, |s| s.max_pairs),
+        priority: args.priority,
+        required_cpu_flags: Vec::new(),
+        description: format!("{} vs {}", args.new.display(), args.base.display()),
+    };
+    Ok(client.create_test(request).await?.into_inner())
+}
+
+async fn after_submit(client: &mut Client, job: v1::Job, follow: bool) -> anyhow::Result<()> {
+    println!("job {}: {}", job.job_id, job.summary);
+    if follow { watch(client, job.job_id).await } else { Ok(()) }
+}
+
+/// One line describing a job.
+pub fn job_line(job: &v1::Job) -> String {
+    let totals = job.totals.clone().unwrap_or_default();
+    let mut text = format!(
+        "job {} [{}{}] {}: {}/{} units, W/D/L {}/{}/{}",
+        job.job_id,
+        job.state,
+        if job.outcome.is_empty() { String::new() } else { format!(", {}", job.outcome) },
+        job.summary,
+        job.units_done,
+        job.units_total,
+        totals.wins,
+        totals.draws,
+        totals.losses
+    );
+    if job.kind == "selfplay" {
+        text.push_str(&format!(", {} positions", job.positions));
+    } else {
+        text.push_str(&format!(", pentanomial {:?}", totals.pentanomial));
+    }
+    if let Some(elo) = &job.elo {
+        text.push_str(&format!(
+            ", Elo {:+.1} [{:+.1}, {:+.1}] LOS {:.1}%",
+            elo.elo,
+            elo.low,
+            elo.high,
+            elo.los * 100.0
+        ));
+    }
+    if let Some(sprt) = &job.sprt {
+        text.push_str(&format!(", LLR {:.2} ({:.2}, {:.2})", sprt.llr, sprt.lower, sprt.upper));
+    }
+    text
+}
+
+/// Follows a job until it ends; prints its last state.
+pub async fn watch(client: &mut Client, job: u64) -> anyhow::Result<()> {
+    let mut stream = client.watch_job(v1::JobId { job_id: job }).await?.into_inner();
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = ProgressBar::new(1000);
+        bar.set_style(ProgressStyle::with_template("{bar:30} {elapsed_precise} {msg}").expect("a valid template"));
+        bar
+    });
+    let mut last = None;
+    while let Some(state) = stream.message().await? {
+        // Progress: an SPRT's LLR between its bounds, else the units done.
+        let fraction = match &state.sprt {
+            Some(s) => ((s.llr - s.lower) / (s.upper - s.lower)).clamp(0.0, 1.0),
+            None => state.units_done as f64 / state.units_total.max(1) as f64,
+        };
+        match &bar {
+            Some(bar) => {
+                bar.set_position((fraction * 1000.0) as u64);
+                bar.set_message(job_line(&state));
+            }
+            None => eprintln!("{}", job_line(&state)),
+        }
+        last = Some(state);
+    }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    if let Some(state) = last {
+        println!("{}", job_line(&state));
+    }
+    Ok(())
+}
+
+fn counts(text: &str, n: usize, what: &str) -> anyhow::Result<Vec<u64>> {
+    let values: Vec<u64> = text
+        .split(',')
+        .map(|c| c.trim().parse::<u64>().with_context(|| format!("{what}: '{c}' is not a count")))
+        .collect::<Result<_, _>>()?;
+    if values.len() != n {
+        bail!("{what} needs {n} counts, not {}", values.len());
+    }
+    Ok(values)
+}
+
+fn llr(args: &LlrArgs) -> anyhow::Result<()> {
+    let results = match (&args.penta, &args.trinomial) {
+        (Some(text), None) => counts(text, 5, "--penta")?,
+        (None, Some(text)) => counts(text, 3, "--trinomial")?,
+        _ => bail!("give --penta N0,N1,N2,N3,N4 or --trinomial L,D,W"),
+    };
+    let model = match args.model.as_str() {
+        "normalized" => Model::Normalized,
+        "logistic" => Model::Logistic,
+        other => bail!("--model {other}: use normalized or logistic"),
+    };
+    let state = Sprt::new(args.elo0, args.elo1, args.alpha, args.beta, model)?.state(&results)?;
+    let elo = elo_estimate(&results)?;
+    let decision = match state.decision() {
+        Some(true) => "H1 accepted",
+        Some(false) => "H0 accepted",
+        None => "continue",
+    };
+    if args.json {
+        let object = serde_json::json!({
+            "llr": state.llr, "lower": state.lower, "upper": state.upper,
+            "elo": elo.elo, "elo_low": elo.low, "elo_high": elo.high,
+            "los": elo.los, "nelo": elo.nelo, "decision": decision,
+        });
+        println!("{object}");
+    } else {
+        println!("LLR {:.4} ({:.4}, {:.4}): {decision}", state.llr, state.lower, state.upper);
+        println!(
+            "Elo {:+.2} [{:+.2}, {:+.2}], nElo {:+.2}, LOS {:.2}%",
+            elo.elo,
+            elo.low,
+            elo.high,
+            elo.nelo,
+            elo.los * 100.0
+        );
+    }
+    Ok(())
+}

@@ -1,5 +1,7 @@
-//! `xq-worker`: the match runner (`match`), usable alone like cutechess-cli, and
-//! self-play data generation (`selfplay`).
+//! `xq-worker`: the match runner (`match`), usable alone like cutechess-cli,
+//! self-play data generation (`selfplay`), and a coordinator's worker (`connect`).
+
+mod connect;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -34,6 +36,30 @@ enum Command {
     Match(MatchArgs),
     /// Generates training data: our engine plays itself in-process.
     Selfplay(SelfplayArgs),
+    /// Works for a coordinator: leases, plays and reports until stopped.
+    Connect(ConnectArgs),
+}
+
+#[derive(clap::Args)]
+struct ConnectArgs {
+    /// The coordinator's URL (http://host:port, or https:// with TLS).
+    #[arg(long, env = "XQ_COORDINATOR")]
+    coordinator: String,
+    /// This worker's token (from `xq worker-token NAME`).
+    #[arg(long, env = "XQ_WORKER_TOKEN", hide_env_values = true)]
+    token: String,
+    /// Games at once (default: the number of cores).
+    #[arg(long)]
+    concurrency: Option<usize>,
+    /// Where downloaded engines, books and nets are kept.
+    #[arg(long, default_value = "xq-worker-cache")]
+    cache: PathBuf,
+    /// The CA certificate (PEM) that signed the coordinator's TLS certificate.
+    #[arg(long)]
+    ca_cert: Option<PathBuf>,
+    /// A name for the dashboard (default: the host name).
+    #[arg(long)]
+    name: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -147,6 +173,22 @@ fn run() -> anyhow::Result<()> {
                 .map(|occurrences| occurrences.map(|words| words.cloned().collect()).collect())
                 .unwrap_or_default();
             run_match_command(args, engines)
+        }
+        Command::Connect(args) => {
+            let settings = connect::ConnectSettings {
+                coordinator: args.coordinator,
+                token: args.token,
+                concurrency: args
+                    .concurrency
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+                    .max(1),
+                cache: args.cache,
+                ca_cert: args.ca_cert,
+                name: args.name.unwrap_or_else(|| {
+                    std::fs::read_to_string("/etc/hostname").map_or("worker".to_owned(), |h| h.trim().to_owned())
+                }),
+            };
+            tokio::runtime::Runtime::new()?.block_on(connect::connect(settings))
         }
         Command::Selfplay(args) => {
             let settings = SelfPlaySettings {

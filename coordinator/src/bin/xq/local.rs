@@ -1,0 +1,194 @@
+//! `xq local`: the whole cluster on this machine. Starts a coordinator on the embedded
+//! SQLite and workers on loopback, submits an SPRT test (by default our engine
+//! against a copy of itself weakened by a depth limit), follows it to its end and
+//! prints the result.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use xq_proto::v1;
+
+use crate::{Connection, EngineArgs, SprtArgs, connect, submit, watch};
+
+#[derive(Args)]
+pub struct LocalArgs {
+    /// The engine under test (default: xq-engine beside xq).
+    #[arg(long)]
+    new: Option<PathBuf>,
+    /// The base engine (default: the same binary; see --base-option).
+    #[arg(long)]
+    base: Option<PathBuf>,
+    /// Options of the new engine, NAME=VALUE.
+    #[arg(long = "new-option")]
+    new_options: Vec<String>,
+    /// Options of the base engine, NAME=VALUE (default, when both engines are the
+    /// same binary: "Depth Limit=2", a weakened copy).
+    #[arg(long = "base-option")]
+    base_options: Vec<String>,
+    #[arg(long, default_value = "uci")]
+    protocol: String,
+    /// Time control.
+    #[arg(long, default_value = "1+0.01")]
+    tc: String,
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    elo0: f64,
+    #[arg(long, default_value_t = 10.0, allow_hyphen_values = true)]
+    elo1: f64,
+    #[arg(long, default_value_t = 0.05)]
+    alpha: f64,
+    #[arg(long, default_value_t = 0.05)]
+    beta: f64,
+    #[arg(long, default_value = "normalized")]
+    model: String,
+    /// The most pairs before the test stops undecided.
+    #[arg(long, default_value_t = 2000)]
+    max_pairs: u64,
+    /// Workers to start (each plays one game at a time).
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Opening book (default: books/xiangqi-2ply.epd when it is there).
+    #[arg(long)]
+    book: Option<PathBuf>,
+    /// The data directory (default: a new one under ~/.cache/xq-cluster/local).
+    #[arg(long)]
+    data: Option<PathBuf>,
+    /// Keep the coordinator running after the test, until Ctrl-C.
+    #[arg(long)]
+    keep: bool,
+}
+
+/// A program installed beside this one.
+fn sibling(name: &str) -> anyhow::Result<PathBuf> {
+    let me = std::env::current_exe().context("finding this program")?;
+    let path = me.parent().context("this program's directory")?.join(name);
+    if !path.exists() {
+        bail!(
+            "{} is missing: build it with `cargo build --release -p xq-engine -p xq-worker -p xq-coordinator`",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+async fn start_coordinator(data: &Path) -> anyhow::Result<(Child, String)> {
+    let mut child = Command::new(sibling("xq-coordinator")?)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--work-seconds",
+            "20",
+            "--lease-seconds",
+            "20",
+            "--heartbeat-seconds",
+            "3",
+            "--data",
+        ])
+        .arg(data)
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .context("starting xq-coordinator")?;
+    let stdout = child.stdout.take().context("the coordinator's output")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let first = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+        .await
+        .context("the coordinator did not start within 60 s")??;
+    let url = first
+        .and_then(|l| l.strip_prefix("listening on ").map(str::to_owned))
+        .context("the coordinator did not say where it listens")?;
+    Ok((child, url))
+}
+
+pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
+    let data = match &args.data {
+        Some(dir) => dir.clone(),
+        None => {
+            let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
+            home.join(".cache/xq-cluster/local").join(format!("{}", xq_coordinator::storage::now_ms()))
+        }
+    };
+    std::fs::create_dir_all(&data)?;
+    let (coordinator, url) = start_coordinator(&data).await?;
+    eprintln!("coordinator at {url}, data in {}", data.display());
+    let connection = Connection {
+        coordinator: url.clone(),
+        token: None,
+        token_file: Some(data.join("client-token")),
+        ca_cert: None,
+    };
+    let mut client = connect(&connection).await?;
+    let worker_binary = sibling("xq-worker")?;
+    let mut workers = Vec::new();
+    for index in 0..args.workers.max(1) {
+        let name = format!("local-{}", index + 1);
+        let token =
+            client.create_worker_token(v1::CreateWorkerTokenRequest { name: name.clone() }).await?.into_inner().token;
+        let child = Command::new(&worker_binary)
+            .args(["connect", "--concurrency", "1", "--coordinator", &url, "--name", &name, "--cache"])
+            .arg(data.join(format!("worker-{}", index + 1)))
+            .env("XQ_WORKER_TOKEN", token)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting xq-worker")?;
+        workers.push(child);
+    }
+    let engine = sibling("xq-engine")?;
+    let new = args.new.clone().unwrap_or_else(|| engine.clone());
+    let base = args.base.clone().unwrap_or_else(|| engine.clone());
+    let mut base_options = args.base_options.clone();
+    if base_options.is_empty() && new == base && args.new_options.is_empty() {
+        base_options.push("Depth Limit=2".to_owned());
+    }
+    let book = args.book.clone().or_else(|| Some(PathBuf::from("books/xiangqi-2ply.epd")).filter(|p| p.exists()));
+    let engines = EngineArgs {
+        new,
+        base,
+        protocol: args.protocol.clone(),
+        new_options: args.new_options.clone(),
+        base_options,
+        bench: false,
+        tc: args.tc.clone(),
+        book,
+        rules: "wxf".to_owned(),
+        max_plies: 0,
+        priority: 0,
+        watch: true,
+    };
+    let sprt = SprtArgs {
+        engines: engines.clone(),
+        elo0: args.elo0,
+        elo1: args.elo1,
+        alpha: args.alpha,
+        beta: args.beta,
+        model: args.model.clone(),
+        max_pairs: args.max_pairs,
+    };
+    let job = submit(&mut client, &engines, Some(&sprt), 0).await?;
+    eprintln!("job {}: {} with {} workers", job.job_id, job.summary, workers.len());
+    watch(&mut client, job.job_id).await?;
+    let last = client.get_job(v1::JobId { job_id: job.job_id }).await?.into_inner();
+    let totals = last.totals.clone().unwrap_or_default();
+    println!("games {}", totals.wins + totals.draws + totals.losses);
+    if let Some(sprt) = &last.sprt {
+        println!("LLR {:.3} ({:.3}, {:.3}) {}", sprt.llr, sprt.lower, sprt.upper, last.outcome);
+    }
+    if let Some(elo) = &last.elo {
+        println!("Elo {:+.1} [{:+.1}, {:+.1}]", elo.elo, elo.low, elo.high);
+    }
+    println!("coordinator {url}, games in {}", data.join("games").display());
+    drop(workers);
+    if args.keep {
+        eprintln!("the coordinator keeps running; Ctrl-C stops it");
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    drop(coordinator);
+    Ok(())
+}

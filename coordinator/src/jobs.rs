@@ -1,0 +1,323 @@
+//! Jobs: what a client may ask for, checked before anything is stored, and how a job
+//! reads back (results, SPRT, Elo).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use prost::Message;
+use xq_engine::time_control::TimeControl;
+use xq_engine::xiangqi::book::Opening;
+use xq_engine::xiangqi::rules::RuleSet;
+use xq_proto::v1;
+use xq_stats::{Model, Sprt, elo_estimate};
+
+use crate::artifacts::check_hash;
+use crate::storage::JobRow;
+
+/// The pair cap of an SPRT that names none: fishtest's default of 250,000 games
+/// would take a small fleet months, so a test that has not decided by then is stopped.
+pub const DEFAULT_SPRT_PAIRS: u64 = 100_000;
+
+/// The most units one job may have.
+pub const MAX_UNITS: u64 = 10_000_000;
+
+/// A request that cannot become a job.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {problem}")]
+pub struct SpecError {
+    /// The request field at fault.
+    pub field: &'static str,
+    pub problem: String,
+}
+
+fn bad(field: &'static str, problem: impl Into<String>) -> SpecError {
+    SpecError { field, problem: problem.into() }
+}
+
+/// What a job is, checked.
+#[derive(Clone, Debug)]
+pub enum JobSpec {
+    /// Games between two engines.
+    Match(Box<MatchJob>),
+    /// Training data from our engine playing itself.
+    SelfPlay(v1::CreateSelfPlayRequest),
+}
+
+/// A match test.
+#[derive(Clone, Debug)]
+pub struct MatchJob {
+    pub request: v1::CreateTestRequest,
+    pub time_control: TimeControl,
+    pub rules: RuleSet,
+    pub sprt: Option<Sprt>,
+    /// The book's openings (unit `i` plays opening `i` modulo their number).
+    pub openings: Option<Arc<Vec<Opening>>>,
+}
+
+fn check_name(field: &'static str, text: &str, max: usize) -> Result<(), SpecError> {
+    if text.len() > max || text.chars().any(char::is_control) {
+        return Err(bad(field, format!("at most {max} characters and no control characters")));
+    }
+    Ok(())
+}
+
+fn check_engine(field: &'static str, engine: Option<&v1::EngineSpec>) -> Result<(), SpecError> {
+    let engine = engine.ok_or_else(|| bad(field, "missing"))?;
+    if engine.name.is_empty() {
+        return Err(bad(field, "the engine needs a name"));
+    }
+    check_name(field, &engine.name, 64)?;
+    if engine.name.contains('"') {
+        return Err(bad(field, "the name may not contain quotes (it goes into PGN tags)"));
+    }
+    let binary = engine.binary.as_ref().ok_or_else(|| bad(field, "no binary"))?;
+    check_hash(&binary.sha256).map_err(|e| bad(field, e.to_string()))?;
+    if let Some(net) = &engine.net {
+        check_hash(&net.sha256).map_err(|e| bad(field, e.to_string()))?;
+    }
+    if !matches!(engine.protocol.as_str(), "uci" | "ucci") {
+        return Err(bad(field, format!("protocol '{}': use uci or ucci", engine.protocol)));
+    }
+    if engine.options.len() > 64 {
+        return Err(bad(field, "more than 64 options"));
+    }
+    for (name, value) in &engine.options {
+        check_name(field, name, 128)?;
+        check_name(field, value, 1024)?;
+    }
+    Ok(())
+}
+
+/// Checks a test request (artifacts are checked against the store by the caller).
+pub fn check_test(request: &v1::CreateTestRequest) -> Result<MatchJob, SpecError> {
+    check_engine("new_engine", request.new_engine.as_ref())?;
+    check_engine("base_engine", request.base_engine.as_ref())?;
+    let names =
+        [&request.new_engine.as_ref().expect("checked").name, &request.base_engine.as_ref().expect("checked").name];
+    if names[0] == names[1] {
+        return Err(bad("base_engine", "the two engines need different names"));
+    }
+    let time_control: TimeControl = request
+        .time_control
+        .parse()
+        .map_err(|e: xq_engine::time_control::BadTimeControl| bad("time_control", e.to_string()))?;
+    let rules: RuleSet = if request.rules.is_empty() {
+        RuleSet::Wxf
+    } else {
+        request.rules.parse().map_err(|e: xq_engine::xiangqi::rules::UnknownRuleSet| bad("rules", e.to_string()))?
+    };
+    if !(request.variant.is_empty() || request.variant == "xiangqi") {
+        return Err(bad("variant", format!("'{}': version 1 leases only xiangqi matches", request.variant)));
+    }
+    if let Some(book) = &request.book {
+        check_hash(&book.sha256).map_err(|e| bad("book", e.to_string()))?;
+    }
+    check_name("description", &request.description, 200)?;
+    for flag in &request.required_cpu_flags {
+        check_name("required_cpu_flags", flag, 32)?;
+    }
+    let sprt = match &request.sprt {
+        Some(spec) => {
+            let model = match spec.model.as_str() {
+                "" | "normalized" => Model::Normalized,
+                "logistic" => Model::Logistic,
+                other => return Err(bad("sprt.model", format!("'{other}': use normalized or logistic"))),
+            };
+            if !(spec.elo0.is_finite() && spec.elo1.is_finite() && spec.elo0 < spec.elo1) {
+                return Err(bad("sprt", "elo0 must be below elo1"));
+            }
+            Some(
+                Sprt::new(spec.elo0, spec.elo1, spec.alpha, spec.beta, model)
+                    .map_err(|e| bad("sprt", e.to_string()))?,
+            )
+        }
+        None => None,
+    };
+    if sprt.is_none() && request.pairs == 0 {
+        return Err(bad("pairs", "a test without an SPRT needs a number of pairs"));
+    }
+    if request.pairs > MAX_UNITS {
+        return Err(bad("pairs", format!("at most {MAX_UNITS}")));
+    }
+    Ok(MatchJob { request: request.clone(), time_control, rules, sprt, openings: None })
+}
+
+/// Checks a self-play request.
+pub fn check_self_play(request: &v1::CreateSelfPlayRequest) -> Result<(), SpecError> {
+    let spec = request.spec.as_ref().ok_or_else(|| bad("spec", "missing"))?;
+    if !(1..=10_000_000).contains(&spec.nodes) {
+        return Err(bad("spec.nodes", "between 1 and 10,000,000"));
+    }
+    if !(1..=10_000).contains(&spec.games_per_unit) {
+        return Err(bad("spec.games_per_unit", "between 1 and 10,000"));
+    }
+    if !spec.rules.is_empty() {
+        spec.rules.parse::<RuleSet>().map_err(|e| bad("spec.rules", e.to_string()))?;
+    }
+    if !(1..=MAX_UNITS).contains(&request.units) {
+        return Err(bad("units", format!("between 1 and {MAX_UNITS}")));
+    }
+    check_name("description", &request.description, 200)
+}
+
+impl JobSpec {
+    /// The stored form: the request, protobuf in hex.
+    pub fn encode(&self) -> String {
+        match self {
+            JobSpec::Match(job) => hex::encode(job.request.encode_to_vec()),
+            JobSpec::SelfPlay(request) => hex::encode(request.encode_to_vec()),
+        }
+    }
+
+    /// Reads a stored spec back (`openings` are loaded by the caller).
+    pub fn decode(kind: &str, text: &str) -> Result<JobSpec, String> {
+        let bytes = hex::decode(text).map_err(|e| e.to_string())?;
+        match kind {
+            "selfplay" => {
+                Ok(JobSpec::SelfPlay(v1::CreateSelfPlayRequest::decode(bytes.as_slice()).map_err(|e| e.to_string())?))
+            }
+            _ => {
+                let request = v1::CreateTestRequest::decode(bytes.as_slice()).map_err(|e| e.to_string())?;
+                Ok(JobSpec::Match(Box::new(check_test(&request).map_err(|e| e.to_string())?)))
+            }
+        }
+    }
+
+    /// One line for lists.
+    pub fn summary(&self) -> String {
+        match self {
+            JobSpec::Match(job) => {
+                let r = &job.request;
+                let name = |e: &Option<v1::EngineSpec>| e.as_ref().map_or(String::new(), |e| e.name.clone());
+                let mut text = format!(
+                    "{} vs {}, {}, {}",
+                    name(&r.new_engine),
+                    name(&r.base_engine),
+                    r.time_control,
+                    job.rules.name()
+                );
+                if let Some(s) = &job.sprt {
+                    let model = if s.model == Model::Logistic { "logistic" } else { "normalized" };
+                    text.push_str(&format!(", SPRT [{}, {}] {model}", s.elo0, s.elo1));
+                }
+                text
+            }
+            JobSpec::SelfPlay(r) => {
+                let s = r.spec.clone().unwrap_or_default();
+                format!("self-play, {} nodes, {} games a unit", s.nodes, s.games_per_unit)
+            }
+        }
+    }
+}
+
+/// The public view of a job.
+pub fn job_view(row: &JobRow, spec: &JobSpec, active_leases: u32) -> v1::Job {
+    let penta: Vec<u64> = row.pentanomial.iter().map(|&c| c.max(0) as u64).collect();
+    let wdl = row.wdl.map(|c| c.max(0) as u64);
+    let games = wdl.iter().sum::<u64>();
+    let sprt = match spec {
+        JobSpec::Match(job) if job.sprt.is_some() => {
+            let sprt = job.sprt.as_ref().expect("just checked");
+            sprt.state(&penta).ok().map(|s| v1::SprtState { llr: s.llr, lower: s.lower, upper: s.upper })
+        }
+        _ => None,
+    };
+    let elo = if penta.iter().sum::<u64>() > 0 { elo_estimate(&penta).ok() } else { None }.map(|e| v1::EloState {
+        elo: e.elo,
+        low: e.low,
+        high: e.high,
+        los: e.los,
+        nelo: e.nelo,
+        draw_ratio: wdl[1] as f64 / games.max(1) as f64,
+    });
+    v1::Job {
+        job_id: row.id as u64,
+        kind: row.kind.clone(),
+        state: row.state.clone(),
+        outcome: row.outcome.clone(),
+        description: row.description.clone(),
+        priority: row.priority as i32,
+        units_total: row.units_total as u64,
+        units_done: row.units_done as u64,
+        totals: Some(v1::Totals { wins: wdl[0], draws: wdl[1], losses: wdl[2], pentanomial: penta }),
+        sprt,
+        elo,
+        reasons: row.reasons.iter().map(|(k, v)| (k.clone(), *v)).collect::<HashMap<_, _>>(),
+        active_leases,
+        positions: row.positions.max(0) as u64,
+        summary: spec.summary(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine(name: &str) -> v1::EngineSpec {
+        v1::EngineSpec {
+            name: name.to_owned(),
+            binary: Some(v1::ArtifactRef { sha256: "a".repeat(64), name: "engine".to_owned(), size: 1 }),
+            protocol: "uci".to_owned(),
+            ..Default::default()
+        }
+    }
+
+    fn request() -> v1::CreateTestRequest {
+        v1::CreateTestRequest {
+            new_engine: Some(engine("new")),
+            base_engine: Some(engine("base")),
+            time_control: "10+0.1".to_owned(),
+            sprt: Some(v1::SprtSpec { elo0: 0.0, elo1: 5.0, alpha: 0.05, beta: 0.05, model: String::new() }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn good_requests_pass_and_round_trip() {
+        let job = check_test(&request()).unwrap();
+        assert_eq!(job.rules, RuleSet::Wxf);
+        let spec = JobSpec::Match(Box::new(job));
+        let JobSpec::Match(back) = JobSpec::decode("sprt", &spec.encode()).unwrap() else { panic!() };
+        assert_eq!(back.request, request());
+        assert!(spec.summary().contains("new vs base, 10+0.1, wxf, SPRT [0, 5]"), "{}", spec.summary());
+    }
+
+    #[test]
+    fn each_bad_field_is_named() {
+        type Change = Box<dyn Fn(&mut v1::CreateTestRequest)>;
+        let cases: Vec<(&str, Change)> = vec![
+            ("time_control", Box::new(|r| r.time_control = "fast".to_owned())),
+            ("rules", Box::new(|r| r.rules = "fide".to_owned())),
+            ("variant", Box::new(|r| r.variant = "chess".to_owned())),
+            ("new_engine", Box::new(|r| r.new_engine = None)),
+            ("new_engine", Box::new(|r| r.new_engine.as_mut().unwrap().protocol = "xboard".to_owned())),
+            (
+                "base_engine",
+                Box::new(|r| r.base_engine.as_mut().unwrap().binary.as_mut().unwrap().sha256 = "../etc".to_owned()),
+            ),
+            ("base_engine", Box::new(|r| r.base_engine.as_mut().unwrap().name = "new".to_owned())),
+            ("sprt", Box::new(|r| r.sprt.as_mut().unwrap().alpha = 0.0)),
+            ("sprt", Box::new(|r| r.sprt.as_mut().unwrap().elo1 = -1.0)),
+            ("sprt.model", Box::new(|r| r.sprt.as_mut().unwrap().model = "bayes".to_owned())),
+            ("pairs", Box::new(|r| r.sprt = None)),
+            ("pairs", Box::new(|r| r.pairs = MAX_UNITS + 1)),
+            ("book", Box::new(|r| r.book = Some(v1::ArtifactRef { sha256: "XYZ".to_owned(), ..Default::default() }))),
+        ];
+        for (field, change) in cases {
+            let mut r = request();
+            change(&mut r);
+            assert_eq!(check_test(&r).unwrap_err().field, field);
+        }
+    }
+
+    #[test]
+    fn self_play_requests_are_checked() {
+        let spec = v1::SelfPlaySpec { nodes: 1000, games_per_unit: 4, ..Default::default() };
+        let good = v1::CreateSelfPlayRequest { spec: Some(spec.clone()), units: 10, ..Default::default() };
+        assert!(check_self_play(&good).is_ok());
+        let zero = v1::CreateSelfPlayRequest { units: 0, ..good.clone() };
+        assert_eq!(check_self_play(&zero).unwrap_err().field, "units");
+        let no_nodes = v1::CreateSelfPlayRequest { spec: Some(v1::SelfPlaySpec { nodes: 0, ..spec }), ..good };
+        assert_eq!(check_self_play(&no_nodes).unwrap_err().field, "spec.nodes");
+    }
+}

@@ -1,0 +1,206 @@
+//! Nothing a worker sends is trusted: a reported game pair counts only after both its
+//! games have been replayed through the arbiter. Each game must start at the unit's
+//! opening, play only legal moves, stop where the rules end it (no move after a
+//! ruling), and carry a result that agrees with the rules: a game ended by the rules
+//! ("normal") must end in the ruling's result; a game ended otherwise (time forfeit,
+//! adjudication, an engine's failure) must not be over by the rules.
+
+use xq_engine::color::Color;
+use xq_engine::xiangqi::Position;
+use xq_engine::xiangqi::book::Opening;
+use xq_engine::xiangqi::fen;
+use xq_engine::xiangqi::notation::{Dialect, parse_uci};
+use xq_engine::xiangqi::pgn::parse_pgn;
+use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet};
+
+/// The most plies a reported game may have: far beyond any rule set's move limits.
+pub const MAX_PLIES: usize = 2000;
+
+/// The most bytes of one game's PGN.
+pub const MAX_PGN_BYTES: usize = 64 * 1024;
+
+/// What a pair's games must match.
+#[derive(Clone, Copy, Debug)]
+pub struct PairContext<'a> {
+    /// The unit's opening, if the job has a book.
+    pub opening: Option<&'a Opening>,
+    pub rules: RuleSet,
+    /// The new engine's and the base engine's names.
+    pub names: [&'a str; 2],
+}
+
+/// A checked game, from the new engine's view.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckedGame {
+    /// Half points of the new engine: 0, 1 or 2.
+    pub points: i64,
+    /// How it ended: the ruling's reason for games ended by the rules, else the PGN's
+    /// termination.
+    pub reason: String,
+}
+
+/// A reported game that does not hold up.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("game {game} of the pair: {problem}")]
+pub struct ReplayError {
+    /// 1 or 2.
+    pub game: usize,
+    pub problem: String,
+}
+
+/// Checks a pair: the first game with the new engine as Red, the second as Black.
+pub fn check_pair(pgns: [&str; 2], context: &PairContext<'_>) -> Result<[CheckedGame; 2], ReplayError> {
+    let first = check_game(pgns[0], context, Color::Red).map_err(|problem| ReplayError { game: 1, problem })?;
+    let second = check_game(pgns[1], context, Color::Black).map_err(|problem| ReplayError { game: 2, problem })?;
+    Ok([first, second])
+}
+
+fn check_game(pgn: &str, context: &PairContext<'_>, new_color: Color) -> Result<CheckedGame, String> {
+    if pgn.len() > MAX_PGN_BYTES {
+        return Err(format!("PGN of {} bytes, more than {MAX_PGN_BYTES}", pgn.len()));
+    }
+    let mut games = parse_pgn(pgn).map_err(|e| e.to_string())?;
+    if games.len() != 1 {
+        return Err(format!("{} games in its PGN, not one", games.len()));
+    }
+    let game = games.remove(0);
+    if let Some(variant) = game.tag("Variant").filter(|v| !v.eq_ignore_ascii_case("xiangqi")) {
+        return Err(format!("variant '{variant}', not xiangqi"));
+    }
+    let (red, black) = match new_color {
+        Color::Red => (context.names[0], context.names[1]),
+        Color::Black => (context.names[1], context.names[0]),
+    };
+    if game.tag("White") != Some(red) || game.tag("Black") != Some(black) {
+        return Err(format!("players {:?} - {:?}, expected {red} - {black}", game.tag("White"), game.tag("Black")));
+    }
+    let start = match game.tag("FEN") {
+        Some(text) => fen::parse(text).map_err(|e| format!("FEN: {e}"))?,
+        None => Position::startpos(),
+    };
+    let book_moves: &[_] = match context.opening {
+        Some(opening) => {
+            if start != opening.start {
+                return Err("it does not start at the unit's opening".to_owned());
+            }
+            &opening.moves
+        }
+        None if start != Position::startpos() => return Err("it does not start at the start position".to_owned()),
+        None => &[],
+    };
+    if game.moves.len() > MAX_PLIES {
+        return Err(format!("{} plies, more than {MAX_PLIES}", game.moves.len()));
+    }
+    let mut referee = Referee::new(start, RefereeConfig { rules: context.rules, ..RefereeConfig::default() });
+    for (ply, text) in game.moves.iter().enumerate() {
+        if let Some(ruling) = referee.ruling() {
+            return Err(format!("move {} ({text}) is played after the game ended: {}", ply + 1, ruling.reason));
+        }
+        let mv =
+            parse_uci(referee.position(), text, Dialect::ZeroBased).map_err(|e| format!("ply {}: {e}", ply + 1))?;
+        if book_moves.get(ply).is_some_and(|&book| book != mv) {
+            return Err(format!("ply {} ({text}) leaves the unit's opening", ply + 1));
+        }
+        referee.play(mv).map_err(|_| format!("ply {}: {text} is illegal", ply + 1))?;
+    }
+    if game.moves.len() < book_moves.len() {
+        return Err("it ends inside the opening".to_owned());
+    }
+    let result = game.tag("Result").ok_or("no Result tag")?;
+    if game.result.as_deref().is_some_and(|token| token != result) {
+        return Err(format!("the Result tag {result} and the movetext's {:?} differ", game.result));
+    }
+    let outcome = match result {
+        "1-0" => Outcome::Win(Color::Red),
+        "0-1" => Outcome::Win(Color::Black),
+        "1/2-1/2" => Outcome::Draw,
+        other => return Err(format!("result '{other}' is not a finished game")),
+    };
+    let termination = game.tag("Termination").ok_or("no Termination tag")?;
+    let reason = match (termination, referee.ruling()) {
+        ("normal", Some(ruling)) if ruling.outcome == outcome => ruling.reason.to_string(),
+        ("normal", Some(ruling)) => {
+            return Err(format!("result {result}, but the rules give {} ({})", ruling.outcome.pgn(), ruling.reason));
+        }
+        ("normal", None) => return Err(format!("result {result} by the rules, but the rules have not ended it")),
+        ("time forfeit" | "adjudication" | "rules infraction" | "abandoned", None) => termination.to_owned(),
+        (_, Some(ruling)) => {
+            return Err(format!("termination '{termination}', but the rules ended it: {}", ruling.reason));
+        }
+        (other, None) => return Err(format!("unknown termination '{other}'")),
+    };
+    let points = match outcome {
+        Outcome::Draw => 1,
+        Outcome::Win(winner) if winner == new_color => 2,
+        Outcome::Win(_) => 0,
+    };
+    Ok(CheckedGame { points, reason })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pgn(white: &str, black: &str, fen: Option<&str>, moves: &str, result: &str, termination: &str) -> String {
+        let fen = fen.map(|f| format!("[SetUp \"1\"]\n[FEN \"{f}\"]\n")).unwrap_or_default();
+        format!(
+            "[White \"{white}\"]\n[Black \"{black}\"]\n[Result \"{result}\"]\n[Variant \"xiangqi\"]\n{fen}\
+             [Termination \"{termination}\"]\n\n{moves} {result}\n\n"
+        )
+    }
+
+    const CONTEXT: PairContext<'static> = PairContext { opening: None, rules: RuleSet::Wxf, names: ["new", "base"] };
+
+    // Two rooks against a bare king: 1. b0b8 confines the king to its back rank, and
+    // after 1... d9e9 2. a1a9 it is mated (f9 faces the red king on the f-file).
+    const MATE_FEN: &str = "3k5/9/9/9/9/9/9/9/R8/1R3K3 w - - 0 1";
+
+    #[test]
+    fn legal_games_with_consistent_results_count() {
+        let context = PairContext { opening: None, ..CONTEXT };
+        let adjudicated = pgn("new", "base", None, "1. h2e2 h9g7", "1/2-1/2", "adjudication");
+        let lost_on_time = pgn("base", "new", None, "1. h2e2", "0-1", "time forfeit");
+        let checked = check_pair([&adjudicated, &lost_on_time], &context).unwrap();
+        assert_eq!(checked[0], CheckedGame { points: 1, reason: "adjudication".to_owned() });
+        assert_eq!(checked[1].points, 2, "the new engine had Black and won on time");
+    }
+
+    #[test]
+    fn rule_endings_are_checked_against_the_arbiter() {
+        let opening = Opening { start: fen::parse(MATE_FEN).unwrap(), moves: Vec::new() };
+        let context = PairContext { opening: Some(&opening), ..CONTEXT };
+        let mate = pgn("new", "base", Some(MATE_FEN), "1. b0b8 d9e9 2. a1a9", "1-0", "normal");
+        let timeout = pgn("base", "new", Some(MATE_FEN), "1. b0b8", "1/2-1/2", "adjudication");
+        let checked = check_pair([&mate, &timeout], &context).unwrap();
+        assert_eq!(checked[0], CheckedGame { points: 2, reason: "checkmate".to_owned() });
+        // The rules ended the game for Red; a claimed draw or a loss is refused.
+        let wrong = pgn("new", "base", Some(MATE_FEN), "1. b0b8 d9e9 2. a1a9", "0-1", "normal");
+        assert!(check_pair([&wrong, &timeout], &context).unwrap_err().problem.contains("the rules give 1-0"));
+        let not_over = pgn("new", "base", Some(MATE_FEN), "1. b0b8", "1-0", "normal");
+        assert!(check_pair([&not_over, &timeout], &context).unwrap_err().problem.contains("not ended"));
+        let adjudicated_mate = pgn("new", "base", Some(MATE_FEN), "1. b0b8 d9e9 2. a1a9", "1-0", "adjudication");
+        assert!(check_pair([&adjudicated_mate, &timeout], &context).is_err());
+        let after_mate = pgn("new", "base", Some(MATE_FEN), "1. b0b8 d9e9 2. a1a9 e9d9", "1-0", "normal");
+        assert!(check_pair([&after_mate, &timeout], &context).unwrap_err().problem.contains("after the game ended"));
+    }
+
+    #[test]
+    fn illegal_moves_wrong_players_and_wrong_openings_are_refused() {
+        let good = pgn("base", "new", None, "1. h2e2", "1/2-1/2", "adjudication");
+        let illegal = pgn("new", "base", None, "1. h2e2 h9h5", "1/2-1/2", "adjudication");
+        let error = check_pair([&illegal, &good], &CONTEXT).unwrap_err();
+        assert_eq!(error.game, 1);
+        assert!(error.problem.contains("ply 2"), "{}", error.problem);
+        let swapped = pgn("base", "new", None, "1. h2e2", "1/2-1/2", "adjudication");
+        assert!(check_pair([&swapped, &good], &CONTEXT).unwrap_err().problem.contains("players"));
+        let elsewhere = pgn("new", "base", Some(MATE_FEN), "1. b0b8", "1/2-1/2", "adjudication");
+        assert!(check_pair([&elsewhere, &good], &CONTEXT).unwrap_err().problem.contains("start position"));
+        let unfinished = pgn("new", "base", None, "1. h2e2", "*", "adjudication");
+        assert!(check_pair([&unfinished, &good], &CONTEXT).is_err());
+        assert!(check_pair(["", &good], &CONTEXT).is_err());
+        let two = format!("{good}{good}");
+        assert!(check_pair([&two, &good], &CONTEXT).is_err());
+        let huge = "x".repeat(MAX_PGN_BYTES + 1);
+        assert!(check_pair([&huge, &good], &CONTEXT).unwrap_err().problem.contains("bytes"));
+    }
+}

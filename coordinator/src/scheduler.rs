@@ -1,0 +1,726 @@
+//! The scheduler: the jobs, leases and workers in memory, rebuilt from the database at
+//! start. It decides who plays what; every decision that must survive a crash is
+//! written through the [`Writer`] before the caller is answered.
+//!
+//! - A lease is a list of units. It lives while its worker's heartbeats arrive; when
+//!   they stop it expires and its unfinished units go back to the job, to be leased
+//!   again first, with the same indices (so the same openings).
+//! - A unit counts once (the database's key), so a resent report, or the old and new
+//!   holders of a re-issued unit both reporting it, count it once.
+//! - Jobs share the fleet by priority, then by fewest leases in flight, then by age;
+//!   a worker only gets a job whose required CPU flags it has.
+//! - A lease holds about `lease_seconds` of work at the worker's measured speed, and a
+//!   match's time control is scaled by that speed against the reference, as fishtest
+//!   does.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+use xq_proto::v1;
+
+use crate::jobs::{JobSpec, job_view};
+use crate::storage::{Change, JobRow, LeaseRow, Snapshot, TokenRow, UnitRow, WorkerRow, now_ms};
+use crate::tokens::{Principal, new_token, token_hash};
+use crate::writer::{WriteError, Writer};
+
+/// How the scheduler sizes and times leases.
+#[derive(Clone, Debug)]
+pub struct SchedulerConfig {
+    /// A lease expires this long after its last heartbeat.
+    pub lease_ttl: Duration,
+    /// Workers are asked to beat this often.
+    pub heartbeat: Duration,
+    /// Work per lease, in seconds at the worker's speed, per concurrent game.
+    pub lease_seconds: f64,
+    /// The most units in one lease.
+    pub max_units_per_lease: usize,
+    /// Our engine's bench speed (nodes per second, one core) on the reference machine
+    /// the time controls are meant for; 0 turns scaling off.
+    pub reference_nps: u64,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            lease_ttl: Duration::from_secs(60),
+            heartbeat: Duration::from_secs(10),
+            lease_seconds: 300.0,
+            max_units_per_lease: 256,
+            reference_nps: 1_000_000,
+        }
+    }
+}
+
+/// Plies a game is assumed to last when sizing leases.
+const ASSUMED_PLIES: u32 = 160;
+
+/// A request the scheduler refuses.
+#[derive(Debug, thiserror::Error)]
+pub enum ScheduleError {
+    /// No such job, lease or worker, or not the caller's.
+    #[error("{0}")]
+    NotFound(String),
+    /// The request contradicts what is stored.
+    #[error("{0}")]
+    Invalid(String),
+    /// The database did not take the change.
+    #[error("storage: {0}")]
+    Write(#[from] WriteError),
+}
+
+struct JobState {
+    row: JobRow,
+    spec: Arc<JobSpec>,
+    done: HashSet<u64>,
+    /// Units of expired leases, not done: leased again first.
+    requeue: BTreeSet<u64>,
+    active_leases: u32,
+    changes: watch::Sender<u64>,
+}
+
+impl JobState {
+    fn has_work(&self) -> bool {
+        self.row.state == "running" && (!self.requeue.is_empty() || self.row.next_unit < self.row.units_total)
+    }
+
+    fn notify(&self) {
+        self.changes.send_modify(|version| *version += 1);
+    }
+}
+
+struct LeaseState {
+    row: LeaseRow,
+    units: HashSet<u64>,
+    deadline: Instant,
+    /// Units this lease has reported, and their totals: what the next cumulative
+    /// report must extend.
+    acked: HashSet<u64>,
+    acked_wdl: [u64; 3],
+    acked_penta: [u64; 5],
+    active: bool,
+}
+
+struct WorkerState {
+    row: WorkerRow,
+    capabilities: v1::Capabilities,
+    leases: BTreeSet<u64>,
+}
+
+#[derive(Default)]
+struct State {
+    jobs: BTreeMap<u64, JobState>,
+    leases: HashMap<u64, LeaseState>,
+    workers: HashMap<u64, WorkerState>,
+    tokens: HashMap<String, Principal>,
+    next_job: u64,
+    next_lease: u64,
+    next_worker: u64,
+}
+
+/// A lease handed to a worker, with what checking its reports needs.
+#[derive(Clone, Debug)]
+pub struct LeaseContext {
+    pub lease_id: u64,
+    pub job_id: u64,
+    pub spec: Arc<JobSpec>,
+    pub units: HashSet<u64>,
+    pub acked: HashSet<u64>,
+    pub acked_wdl: [u64; 3],
+    pub acked_penta: [u64; 5],
+}
+
+/// The scheduler.
+pub struct Scheduler {
+    state: Mutex<State>,
+    writer: Writer,
+    pub config: SchedulerConfig,
+}
+
+fn decode_capabilities(text: &str) -> v1::Capabilities {
+    use prost::Message;
+    hex::decode(text).ok().and_then(|b| v1::Capabilities::decode(b.as_slice()).ok()).unwrap_or_default()
+}
+
+impl Scheduler {
+    /// Rebuilds the state from a snapshot. Leases active at the last stop get a fresh
+    /// deadline: their workers may still be playing them.
+    pub fn new(snapshot: Snapshot, specs: HashMap<i64, JobSpec>, writer: Writer, config: SchedulerConfig) -> Self {
+        let mut state = State::default();
+        for token in snapshot.tokens {
+            let principal = match token.worker_id {
+                Some(id) if token.role == "worker" => Principal::Worker(id as u64),
+                _ => Principal::Client,
+            };
+            state.tokens.insert(token.hash, principal);
+        }
+        for row in snapshot.workers {
+            state.next_worker = state.next_worker.max(row.id as u64);
+            let capabilities = decode_capabilities(&row.capabilities);
+            state.workers.insert(row.id as u64, WorkerState { row, capabilities, leases: BTreeSet::new() });
+        }
+        let mut specs = specs;
+        for row in snapshot.jobs {
+            state.next_job = state.next_job.max(row.id as u64);
+            let Some(spec) = specs.remove(&row.id) else { continue };
+            let done: HashSet<u64> = snapshot.done_units.get(&row.id).into_iter().flatten().map(|d| d.0).collect();
+            let (changes, _) = watch::channel(0);
+            state.jobs.insert(
+                row.id as u64,
+                JobState { row, spec: Arc::new(spec), done, requeue: BTreeSet::new(), active_leases: 0, changes },
+            );
+        }
+        state.next_lease = snapshot.max_lease_id as u64;
+        let deadline = Instant::now() + config.lease_ttl;
+        for row in snapshot.active_leases {
+            let (id, job_id, worker_id) = (row.id as u64, row.job_id as u64, row.worker_id as u64);
+            let mut lease = LeaseState {
+                units: row.units.iter().copied().collect(),
+                row,
+                deadline,
+                acked: HashSet::new(),
+                acked_wdl: [0; 3],
+                acked_penta: [0; 5],
+                active: true,
+            };
+            for &(unit, owner, points) in snapshot.done_units.get(&(job_id as i64)).into_iter().flatten() {
+                if owner == id as i64 {
+                    lease.acked.insert(unit);
+                    add_points(&mut lease.acked_wdl, &mut lease.acked_penta, points);
+                }
+            }
+            if let Some(job) = state.jobs.get_mut(&job_id) {
+                job.active_leases += 1;
+            }
+            if let Some(worker) = state.workers.get_mut(&worker_id) {
+                worker.leases.insert(id);
+            }
+            state.leases.insert(id, lease);
+        }
+        // Units leased before the stop, neither done nor in an active lease, go back.
+        let leased: HashMap<u64, HashSet<u64>> = state.leases.values().fold(HashMap::new(), |mut map, lease| {
+            map.entry(lease.row.job_id as u64).or_default().extend(lease.units.iter().copied());
+            map
+        });
+        for (id, job) in state.jobs.iter_mut().filter(|(_, j)| j.row.state == "running") {
+            let in_flight = leased.get(id);
+            job.requeue = (0..job.row.next_unit as u64)
+                .filter(|u| !job.done.contains(u) && !in_flight.is_some_and(|set| set.contains(u)))
+                .collect();
+        }
+        Scheduler { state: Mutex::new(state), writer, config }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Who holds `token`.
+    pub fn authenticate(&self, token: &str) -> Option<Principal> {
+        self.lock().tokens.get(&token_hash(token)).copied()
+    }
+
+    /// Creates a client token (used at first start, when none exists).
+    pub async fn create_client_token(&self) -> Result<String, ScheduleError> {
+        let token = new_token();
+        let hash = token_hash(&token);
+        self.writer
+            .write(Change::Token(TokenRow { hash: hash.clone(), role: "client".to_owned(), worker_id: None }))
+            .await?;
+        self.lock().tokens.insert(hash, Principal::Client);
+        Ok(token)
+    }
+
+    /// Whether any client token exists.
+    pub fn has_client_token(&self) -> bool {
+        self.lock().tokens.values().any(|p| *p == Principal::Client)
+    }
+
+    /// Creates a worker and its token.
+    pub async fn create_worker(&self, name: &str) -> Result<(u64, String), ScheduleError> {
+        let token = new_token();
+        let hash = token_hash(&token);
+        let id = {
+            let mut state = self.lock();
+            state.next_worker += 1;
+            state.next_worker
+        };
+        let row = WorkerRow { id: id as i64, name: name.to_owned(), capabilities: String::new(), last_seen_ms: 0 };
+        self.writer.write(Change::Worker(row.clone())).await?;
+        self.writer
+            .write(Change::Token(TokenRow {
+                hash: hash.clone(),
+                role: "worker".to_owned(),
+                worker_id: Some(id as i64),
+            }))
+            .await?;
+        let mut state = self.lock();
+        state
+            .workers
+            .insert(id, WorkerState { row, capabilities: v1::Capabilities::default(), leases: BTreeSet::new() });
+        state.tokens.insert(hash, Principal::Worker(id));
+        Ok((id, token))
+    }
+
+    /// Records a worker's capabilities.
+    pub async fn register(&self, worker: u64, capabilities: v1::Capabilities) -> Result<(), ScheduleError> {
+        use prost::Message;
+        let row = {
+            let mut state = self.lock();
+            let entry =
+                state.workers.get_mut(&worker).ok_or_else(|| ScheduleError::NotFound(format!("worker {worker}")))?;
+            entry.row.capabilities = hex::encode(capabilities.encode_to_vec());
+            entry.row.last_seen_ms = now_ms();
+            entry.capabilities = capabilities;
+            entry.row.clone()
+        };
+        self.writer.write(Change::Worker(row)).await?;
+        Ok(())
+    }
+
+    /// Extends the worker's leases; returns those it must drop.
+    pub fn heartbeat(&self, worker: u64, leases: &[u64]) -> Vec<u64> {
+        let mut state = self.lock();
+        let deadline = Instant::now() + self.config.lease_ttl;
+        if let Some(entry) = state.workers.get_mut(&worker) {
+            entry.row.last_seen_ms = now_ms();
+        }
+        let State { leases: all, jobs, .. } = &mut *state;
+        leases
+            .iter()
+            .copied()
+            .filter(|id| {
+                let alive =
+                    all.get_mut(id).filter(|l| l.row.worker_id as u64 == worker && l.active).is_some_and(|lease| {
+                        let running = jobs.get(&(lease.row.job_id as u64)).is_some_and(|j| j.row.state == "running");
+                        if running {
+                            lease.deadline = deadline;
+                        }
+                        running
+                    });
+                !alive
+            })
+            .collect()
+    }
+
+    /// Creates a job.
+    pub async fn create_job(
+        &self,
+        kind: &str,
+        spec: JobSpec,
+        units_total: u64,
+        priority: i32,
+        description: &str,
+    ) -> Result<v1::Job, ScheduleError> {
+        let id = {
+            let mut state = self.lock();
+            state.next_job += 1;
+            state.next_job
+        };
+        let row = JobRow {
+            id: id as i64,
+            kind: kind.to_owned(),
+            state: "running".to_owned(),
+            outcome: String::new(),
+            description: description.to_owned(),
+            priority: i64::from(priority),
+            spec: spec.encode(),
+            units_total: units_total as i64,
+            next_unit: 0,
+            units_done: 0,
+            wdl: [0; 3],
+            pentanomial: [0; 5],
+            positions: 0,
+            reasons: HashMap::new(),
+            created_ms: now_ms(),
+        };
+        self.writer.write(Change::NewJob(Box::new(row.clone()))).await?;
+        let view = job_view(&row, &spec, 0);
+        let (changes, _) = watch::channel(0);
+        self.lock().jobs.insert(
+            id,
+            JobState {
+                row,
+                spec: Arc::new(spec),
+                done: HashSet::new(),
+                requeue: BTreeSet::new(),
+                active_leases: 0,
+                changes,
+            },
+        );
+        Ok(view)
+    }
+
+    /// A job's public view.
+    pub fn job(&self, id: u64) -> Option<v1::Job> {
+        let state = self.lock();
+        state.jobs.get(&id).map(|j| job_view(&j.row, &j.spec, j.active_leases))
+    }
+
+    /// Jobs, newest first.
+    pub fn jobs(&self, active_only: bool, limit: usize) -> Vec<v1::Job> {
+        let state = self.lock();
+        state
+            .jobs
+            .values()
+            .rev()
+            .filter(|j| !active_only || j.row.state == "running")
+            .take(limit)
+            .map(|j| job_view(&j.row, &j.spec, j.active_leases))
+            .collect()
+    }
+
+    /// A job's spec.
+    pub fn spec(&self, id: u64) -> Option<Arc<JobSpec>> {
+        self.lock().jobs.get(&id).map(|j| j.spec.clone())
+    }
+
+    /// A receiver that changes whenever the job does.
+    pub fn watch(&self, id: u64) -> Option<watch::Receiver<u64>> {
+        self.lock().jobs.get(&id).map(|j| j.changes.subscribe())
+    }
+
+    /// Workers and their leases.
+    pub fn workers(&self) -> Vec<v1::WorkerInfo> {
+        let state = self.lock();
+        let mut list: Vec<v1::WorkerInfo> = state
+            .workers
+            .values()
+            .map(|w| v1::WorkerInfo {
+                worker_id: w.row.id as u64,
+                capabilities: Some(v1::Capabilities {
+                    name: if w.capabilities.name.is_empty() { w.row.name.clone() } else { w.capabilities.name.clone() },
+                    ..w.capabilities.clone()
+                }),
+                last_seen_ms: w.row.last_seen_ms,
+                active_leases: w.leases.iter().filter(|l| state.leases.get(l).is_some_and(|l| l.active)).count() as u32,
+            })
+            .collect();
+        list.sort_by_key(|w| w.worker_id);
+        list
+    }
+
+    /// Ends a job: `state` is "stopped" or "finished".
+    pub async fn end_job(&self, id: u64, state_name: &str, outcome: &str) -> Result<v1::Job, ScheduleError> {
+        let (change, view) = {
+            let mut state = self.lock();
+            let job = state.jobs.get_mut(&id).ok_or_else(|| ScheduleError::NotFound(format!("job {id}")))?;
+            if job.row.state != "running" {
+                return Ok(job_view(&job.row, &job.spec, job.active_leases));
+            }
+            job.row.state = state_name.to_owned();
+            job.row.outcome = outcome.to_owned();
+            job.requeue.clear();
+            job.notify();
+            (
+                Change::JobState {
+                    id: id as i64,
+                    state: job.row.state.clone(),
+                    outcome: job.row.outcome.clone(),
+                    priority: job.row.priority,
+                },
+                job_view(&job.row, &job.spec, job.active_leases),
+            )
+        };
+        self.writer.write(change).await?;
+        Ok(view)
+    }
+
+    /// Changes a job's priority.
+    pub async fn set_priority(&self, id: u64, priority: i32) -> Result<v1::Job, ScheduleError> {
+        let (change, view) = {
+            let mut state = self.lock();
+            let job = state.jobs.get_mut(&id).ok_or_else(|| ScheduleError::NotFound(format!("job {id}")))?;
+            job.row.priority = i64::from(priority);
+            job.notify();
+            (
+                Change::JobState {
+                    id: id as i64,
+                    state: job.row.state.clone(),
+                    outcome: job.row.outcome.clone(),
+                    priority: job.row.priority,
+                },
+                job_view(&job.row, &job.spec, job.active_leases),
+            )
+        };
+        self.writer.write(change).await?;
+        Ok(view)
+    }
+
+    /// The speed factor of a worker: how much slower than the reference it is.
+    fn slowness(&self, capabilities: &v1::Capabilities) -> f64 {
+        if self.config.reference_nps == 0 || capabilities.bench_nps == 0 {
+            return 1.0;
+        }
+        (self.config.reference_nps as f64 / capabilities.bench_nps as f64).clamp(0.25, 4.0)
+    }
+
+    /// Leases work to `worker`, or `None` when there is none it can run.
+    pub async fn lease(&self, worker: u64, concurrency: u32) -> Result<Option<v1::Lease>, ScheduleError> {
+        let (lease, change) = {
+            let mut state = self.lock();
+            let capabilities = state
+                .workers
+                .get(&worker)
+                .ok_or_else(|| ScheduleError::NotFound(format!("worker {worker}")))?
+                .capabilities
+                .clone();
+            let flags: HashSet<&str> = capabilities.cpu_flags.iter().map(String::as_str).collect();
+            let chosen = state
+                .jobs
+                .values()
+                .filter(|j| j.has_work())
+                .filter(|j| match &*j.spec {
+                    JobSpec::Match(m) => m.request.required_cpu_flags.iter().all(|f| flags.contains(f.as_str())),
+                    JobSpec::SelfPlay(_) => true,
+                })
+                .min_by_key(|j| (std::cmp::Reverse(j.row.priority), j.active_leases, j.row.id))
+                .map(|j| j.row.id as u64);
+            let Some(job_id) = chosen else { return Ok(None) };
+            let slowness = self.slowness(&capabilities);
+            let concurrency = concurrency.clamp(1, 1024);
+            let nps = capabilities.bench_nps.max(1);
+            let job = state.jobs.get_mut(&job_id).expect("chosen from the map");
+            let (unit_seconds, work) = match &*job.spec {
+                JobSpec::Match(m) => {
+                    let tc = m.time_control.scaled(slowness);
+                    let seconds = 2.0 * tc.game_seconds(ASSUMED_PLIES, nps);
+                    let book = m.request.book.clone();
+                    let spec = v1::MatchSpec {
+                        new_engine: m.request.new_engine.clone(),
+                        base_engine: m.request.base_engine.clone(),
+                        time_control: tc.to_string(),
+                        rules: m.rules.name().to_owned(),
+                        variant: "xiangqi".to_owned(),
+                        book,
+                        max_plies: m.request.max_plies,
+                    };
+                    (seconds, v1::lease::Work::MatchSpec(spec))
+                }
+                JobSpec::SelfPlay(r) => {
+                    let spec = r.spec.clone().unwrap_or_default();
+                    let seconds =
+                        f64::from(spec.games_per_unit) * f64::from(ASSUMED_PLIES) * spec.nodes as f64 / nps as f64;
+                    (seconds, v1::lease::Work::SelfPlay(spec))
+                }
+            };
+            let wanted = (self.config.lease_seconds * f64::from(concurrency) / unit_seconds.max(1e-3)).ceil() as usize;
+            let wanted = wanted.clamp(1, self.config.max_units_per_lease);
+            let mut units: Vec<u64> = Vec::with_capacity(wanted);
+            while units.len() < wanted {
+                if let Some(unit) = job.requeue.pop_first() {
+                    units.push(unit);
+                } else if job.row.next_unit < job.row.units_total {
+                    units.push(job.row.next_unit as u64);
+                    job.row.next_unit += 1;
+                } else {
+                    break;
+                }
+            }
+            job.active_leases += 1;
+            job.notify();
+            let next_unit = job.row.next_unit;
+            state.next_lease += 1;
+            let id = state.next_lease;
+            let row = LeaseRow {
+                id: id as i64,
+                job_id: job_id as i64,
+                worker_id: worker as i64,
+                units: units.clone(),
+                state: "active".to_owned(),
+            };
+            state.leases.insert(
+                id,
+                LeaseState {
+                    row: row.clone(),
+                    units: units.iter().copied().collect(),
+                    deadline: Instant::now() + self.config.lease_ttl,
+                    acked: HashSet::new(),
+                    acked_wdl: [0; 3],
+                    acked_penta: [0; 5],
+                    active: true,
+                },
+            );
+            if let Some(w) = state.workers.get_mut(&worker) {
+                w.leases.insert(id);
+            }
+            let lease = v1::Lease {
+                lease_id: id,
+                job_id,
+                units,
+                lease_seconds: self.config.lease_ttl.as_secs() as u32,
+                work: Some(work),
+            };
+            (lease, Change::NewLease { lease: row, next_unit })
+        };
+        if let Err(error) = self.writer.write(change).await {
+            // Not stored, not given: its units go back.
+            self.close_lease(lease.lease_id, false);
+            return Err(error.into());
+        }
+        Ok(Some(lease))
+    }
+
+    /// Marks a lease inactive in memory; its unfinished units go back to the job if
+    /// `requeue`. Returns whether it was active.
+    fn close_lease(&self, id: u64, requeue: bool) -> bool {
+        let mut state = self.lock();
+        let State { leases, jobs, .. } = &mut *state;
+        let Some(lease) = leases.get_mut(&id).filter(|l| l.active) else { return false };
+        lease.active = false;
+        if let Some(job) = jobs.get_mut(&(lease.row.job_id as u64)) {
+            job.active_leases = job.active_leases.saturating_sub(1);
+            if job.row.state == "running" {
+                for unit in &lease.units {
+                    if !job.done.contains(unit) && (requeue || !lease.acked.contains(unit)) {
+                        job.requeue.insert(*unit);
+                    }
+                }
+            }
+            job.notify();
+        }
+        true
+    }
+
+    /// Expires the leases whose heartbeats stopped; returns how many.
+    pub async fn expire(&self) -> Result<usize, ScheduleError> {
+        let now = Instant::now();
+        let expired: Vec<u64> = {
+            let state = self.lock();
+            state.leases.values().filter(|l| l.active && l.deadline < now).map(|l| l.row.id as u64).collect()
+        };
+        let mut count = 0;
+        for id in expired {
+            if self.close_lease(id, true) {
+                count += 1;
+                self.writer.write(Change::LeaseState { id: id as i64, state: "expired".to_owned() }).await?;
+            }
+        }
+        Ok(count)
+    }
+
+    /// What checking a report on `lease` needs; the lease must be `worker`'s. Reports
+    /// on an expired lease are still taken: its games are real, and a unit counts once.
+    pub fn lease_context(&self, worker: u64, lease: u64) -> Result<LeaseContext, ScheduleError> {
+        let state = self.lock();
+        let entry = state
+            .leases
+            .get(&lease)
+            .filter(|l| l.row.worker_id as u64 == worker)
+            .ok_or_else(|| ScheduleError::NotFound(format!("lease {lease} is not this worker's")))?;
+        let job = state
+            .jobs
+            .get(&(entry.row.job_id as u64))
+            .ok_or_else(|| ScheduleError::NotFound(format!("job {}", entry.row.job_id)))?;
+        Ok(LeaseContext {
+            lease_id: lease,
+            job_id: job.row.id as u64,
+            spec: job.spec.clone(),
+            units: entry.units.clone(),
+            acked: entry.acked.clone(),
+            acked_wdl: entry.acked_wdl,
+            acked_penta: entry.acked_penta,
+        })
+    }
+
+    /// Stores finished units of a lease (already checked), updates the job and decides
+    /// an SPRT. Returns whether the worker should stop the lease.
+    pub async fn record_units(
+        &self,
+        worker: u64,
+        context: &LeaseContext,
+        rows: Vec<UnitRow>,
+        selfplay: bool,
+    ) -> Result<bool, ScheduleError> {
+        let change = Change::Units {
+            job_id: context.job_id as i64,
+            lease_id: context.lease_id as i64,
+            worker_id: worker as i64,
+            selfplay,
+            rows: rows.clone(),
+        };
+        let applied = if rows.is_empty() { Default::default() } else { self.writer.write(change).await? };
+        let new: HashSet<u64> = applied.new_units.iter().copied().collect();
+        let (stop, ending, finished_lease) = {
+            let mut state = self.lock();
+            let State { leases, jobs, .. } = &mut *state;
+            let lease = leases.get_mut(&context.lease_id).expect("a lease is never removed");
+            let job = jobs.get_mut(&context.job_id).expect("a job is never removed");
+            for row in &rows {
+                if lease.acked.insert(row.unit) && !selfplay {
+                    add_points(&mut lease.acked_wdl, &mut lease.acked_penta, row.points);
+                }
+                if !new.contains(&row.unit) {
+                    continue;
+                }
+                job.done.insert(row.unit);
+                job.requeue.remove(&row.unit);
+                job.row.units_done += 1;
+                if selfplay {
+                    job.row.positions += row.records;
+                } else {
+                    let (mut wdl, mut penta) = ([0u64; 3], [0u64; 5]);
+                    add_points(&mut wdl, &mut penta, row.points);
+                    for (total, add) in job.row.wdl.iter_mut().zip(wdl) {
+                        *total += add as i64;
+                    }
+                    for (total, add) in job.row.pentanomial.iter_mut().zip(penta) {
+                        *total += add as i64;
+                    }
+                    for reason in &row.reasons {
+                        *job.row.reasons.entry(reason.clone()).or_default() += 1;
+                    }
+                }
+            }
+            job.notify();
+            let mut ending = None;
+            if job.row.state == "running" {
+                if let JobSpec::Match(m) = &*job.spec {
+                    if let Some(decision) = m
+                        .sprt
+                        .as_ref()
+                        .and_then(|s| s.state(&job.row.pentanomial.map(|c| c as u64)).ok())
+                        .and_then(|s| s.decision())
+                    {
+                        ending = Some(("finished", if decision { "H1 accepted" } else { "H0 accepted" }));
+                    }
+                }
+                if ending.is_none() && job.row.units_done >= job.row.units_total {
+                    ending = Some(("finished", ""));
+                }
+            }
+            let finished_lease = lease.active && lease.units.iter().all(|u| lease.acked.contains(u));
+            (job.row.state != "running" || ending.is_some(), ending, finished_lease)
+        };
+        if let Some((state_name, outcome)) = ending {
+            self.end_job(context.job_id, state_name, outcome).await?;
+        }
+        if finished_lease && self.close_lease(context.lease_id, false) {
+            self.writer.write(Change::LeaseState { id: context.lease_id as i64, state: "done".to_owned() }).await?;
+        }
+        Ok(stop)
+    }
+}
+
+/// Adds a pair's half points (new engine, per game) to W/D/L and pentanomial counts.
+pub fn add_points(wdl: &mut [u64; 3], penta: &mut [u64; 5], points: [i64; 2]) {
+    for p in points {
+        wdl[(2 - p.clamp(0, 2)) as usize] += 1;
+    }
+    penta[(points[0] + points[1]).clamp(0, 4) as usize] += 1;
+}
+
+impl Scheduler {
+    /// Indexes a stored artifact.
+    pub async fn index_artifact(&self, sha256: &str, name: &str, kind: &str, size: u64) -> Result<(), ScheduleError> {
+        let change = Change::Artifact {
+            sha256: sha256.to_owned(),
+            name: name.to_owned(),
+            kind: kind.to_owned(),
+            size: size as i64,
+        };
+        self.writer.write(change).await?;
+        Ok(())
+    }
+}

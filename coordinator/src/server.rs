@@ -1,0 +1,131 @@
+//! The coordinator as a whole: storage opened and migrated, the scheduler rebuilt, the
+//! writer and the lease sweeper started, and both services served on one listener.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tonic::transport::{Identity, Server, ServerTlsConfig};
+use xq_proto::MAX_MESSAGE_BYTES;
+use xq_proto::v1::client_server::ClientServer;
+use xq_proto::v1::worker_server::WorkerServer;
+
+use crate::artifacts::ArtifactStore;
+use crate::jobs::JobSpec;
+use crate::listener::{AcceptStats, capped_incoming};
+use crate::scheduler::{Scheduler, SchedulerConfig};
+use crate::service::{ClientApi, Shared, WorkerApi, authenticate, load_openings};
+use crate::storage::{Storage, sqlite_url};
+use crate::writer::Writer;
+
+/// The file in the data directory holding the first client token.
+pub const CLIENT_TOKEN_FILE: &str = "client-token";
+
+/// A running coordinator's parts.
+pub struct Coordinator {
+    pub shared: Shared,
+    pub accept_stats: Arc<AcceptStats>,
+}
+
+impl Coordinator {
+    /// Opens the data directory and the database (`database_url`, or SQLite in the
+    /// data directory), and rebuilds the scheduler. At first start it creates a client
+    /// token and writes it to `<data>/client-token`.
+    pub async fn open(data_dir: &Path, database_url: Option<&str>, config: SchedulerConfig) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(data_dir)?;
+        let url = database_url.map_or_else(|| sqlite_url(data_dir), str::to_owned);
+        let storage = Storage::open(&url).await?;
+        let artifacts = ArtifactStore::open(&data_dir.join("artifacts"))?;
+        let snapshot = storage.load().await?;
+        let writer = Writer::start(storage.clone(), data_dir.join("games"));
+        // Specs first without books; books need the shared state to be read.
+        let mut specs = HashMap::new();
+        for row in &snapshot.jobs {
+            match JobSpec::decode(&row.kind, &row.spec) {
+                Ok(spec) => {
+                    specs.insert(row.id, spec);
+                }
+                Err(problem) => tracing::error!("job {} cannot be read back and is left out: {problem}", row.id),
+            }
+        }
+        let partial = Shared {
+            scheduler: Arc::new(Scheduler::new(Default::default(), HashMap::new(), writer.clone(), config.clone())),
+            storage: storage.clone(),
+            artifacts: artifacts.clone(),
+            data_dir: data_dir.to_owned(),
+        };
+        for spec in specs.values_mut() {
+            if let JobSpec::Match(job) = spec {
+                if let Some(book) = job.request.book.clone() {
+                    job.openings = Some(load_openings(&partial, &book.sha256).await.map_err(anyhow::Error::msg)?);
+                }
+            }
+        }
+        let scheduler = Arc::new(Scheduler::new(snapshot, specs, writer, config));
+        if !scheduler.has_client_token() {
+            let token = scheduler.create_client_token().await?;
+            write_secret(&data_dir.join(CLIENT_TOKEN_FILE), &token)?;
+        }
+        let shared = Shared { scheduler, storage, artifacts, data_dir: data_dir.to_owned() };
+        Ok(Coordinator { shared, accept_stats: Arc::new(AcceptStats::default()) })
+    }
+
+    /// Serves until `shutdown` completes. `tls` is (certificate PEM, key PEM).
+    pub async fn serve(
+        &self,
+        listener: TcpListener,
+        tls: Option<(Vec<u8>, Vec<u8>)>,
+        max_connections: usize,
+        shutdown: impl std::future::Future<Output = ()> + Send,
+    ) -> anyhow::Result<()> {
+        let scheduler = self.shared.scheduler.clone();
+        let sweeper = tokio::spawn(async move {
+            let period = (scheduler.config.lease_ttl / 10).clamp(Duration::from_millis(100), Duration::from_secs(5));
+            loop {
+                tokio::time::sleep(period).await;
+                match scheduler.expire().await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!("{n} leases expired; their units go back to their jobs"),
+                    Err(error) => tracing::warn!("expiring leases: {error}"),
+                }
+            }
+        });
+        let auth = authenticate(self.shared.scheduler.clone());
+        let worker = WorkerServer::with_interceptor(WorkerApi(self.shared.clone()), auth.clone());
+        let client = ClientServer::with_interceptor(ClientApi(self.shared.clone()), auth);
+        let mut builder = Server::builder().http2_keepalive_interval(Some(Duration::from_secs(30)));
+        if let Some((cert, key)) = tls {
+            builder = builder.tls_config(ServerTlsConfig::new().identity(Identity::from_pem(cert, key)))?;
+        }
+        let incoming = capped_incoming(listener, max_connections, self.accept_stats.clone());
+        let result = builder
+            .add_service(tonic::service::interceptor::InterceptedService::new(
+                WorkerServer::new(WorkerApi(self.shared.clone()))
+                    .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                    .max_encoding_message_size(MAX_MESSAGE_BYTES),
+                authenticate(self.shared.scheduler.clone()),
+            ))
+            .add_service(tonic::service::interceptor::InterceptedService::new(
+                ClientServer::new(ClientApi(self.shared.clone()))
+                    .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                    .max_encoding_message_size(MAX_MESSAGE_BYTES),
+                authenticate(self.shared.scheduler.clone()),
+            ))
+            .serve_with_incoming_shutdown(incoming, shutdown)
+            .await;
+        drop((worker, client));
+        sweeper.abort();
+        Ok(result?)
+    }
+}
+
+/// Writes a secret readable by its owner only.
+pub fn write_secret(path: &PathBuf, secret: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new().create(true).write(true).truncate(true).mode(0o600).open(path)?;
+    writeln!(file, "{secret}")?;
+    file.sync_all()
+}

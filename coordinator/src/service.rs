@@ -1,0 +1,524 @@
+//! The gRPC services: requests checked, authorised and turned into scheduler calls.
+//! Every refusal is a status that says what was wrong.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use tokio::io::AsyncReadExt;
+use tokio_stream::{Stream, StreamExt, wrappers::ReceiverStream};
+use tonic::{Request, Response, Status, Streaming};
+use xq_engine::xiangqi::book::{Opening, parse_book};
+use xq_engine::xiangqi::data::read_chunk;
+use xq_proto::v1;
+use xq_proto::{ARTIFACT_PIECE_BYTES, MAX_MESSAGE_BYTES};
+
+use crate::artifacts::{ArtifactStore, check_hash};
+use crate::jobs::{DEFAULT_SPRT_PAIRS, JobSpec, check_self_play, check_test};
+use crate::replay::{PairContext, check_pair};
+use crate::scheduler::{ScheduleError, Scheduler, add_points};
+use crate::storage::{Storage, UnitRow};
+use crate::tokens::{Principal, bearer};
+
+/// The most pairs one report may carry.
+pub const MAX_PAIRS_PER_REPORT: usize = 512;
+
+type Stream_<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+
+impl From<ScheduleError> for Status {
+    fn from(error: ScheduleError) -> Self {
+        match error {
+            ScheduleError::NotFound(m) => Status::not_found(m),
+            ScheduleError::Invalid(m) => Status::invalid_argument(m),
+            ScheduleError::Write(e) => Status::unavailable(e.to_string()),
+        }
+    }
+}
+
+/// What the services share.
+#[derive(Clone)]
+pub struct Shared {
+    pub scheduler: Arc<Scheduler>,
+    pub storage: Storage,
+    pub artifacts: ArtifactStore,
+    pub data_dir: PathBuf,
+}
+
+/// Checks the bearer token and records who sent the request.
+pub fn authenticate(scheduler: Arc<Scheduler>) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone {
+    move |mut request: Request<()>| {
+        let token = request
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(bearer)
+            .ok_or_else(|| Status::unauthenticated("no bearer token in the authorization metadata"))?;
+        let principal = scheduler.authenticate(token).ok_or_else(|| Status::unauthenticated("unknown token"))?;
+        request.extensions_mut().insert(principal);
+        Ok(request)
+    }
+}
+
+fn worker_of<T>(request: &Request<T>) -> Result<u64, Status> {
+    match request.extensions().get::<Principal>() {
+        Some(Principal::Worker(id)) => Ok(*id),
+        _ => Err(Status::permission_denied("this call needs a worker token")),
+    }
+}
+
+fn client_of<T>(request: &Request<T>) -> Result<(), Status> {
+    match request.extensions().get::<Principal>() {
+        Some(Principal::Client) => Ok(()),
+        _ => Err(Status::permission_denied("this call needs a client token")),
+    }
+}
+
+/// Reads a book artifact's openings.
+pub async fn load_openings(shared: &Shared, sha256: &str) -> Result<Arc<Vec<Opening>>, String> {
+    let (name, _, _) =
+        shared.storage.artifact(sha256).await.map_err(|e| e.to_string())?.ok_or(format!("no artifact {sha256}"))?;
+    let path = shared.artifacts.path(sha256).map_err(|e| e.to_string())?;
+    let text = tokio::fs::read_to_string(&path).await.map_err(|e| format!("book {name}: {e}"))?;
+    let pgn = name.to_ascii_lowercase().ends_with(".pgn");
+    parse_book(&text, pgn, None, &name).map(Arc::new).map_err(|e| e.to_string())
+}
+
+/// The Worker service.
+pub struct WorkerApi(pub Shared);
+
+/// The Client service.
+pub struct ClientApi(pub Shared);
+
+#[tonic::async_trait]
+impl v1::worker_server::Worker for WorkerApi {
+    async fn register(&self, request: Request<v1::RegisterRequest>) -> Result<Response<v1::RegisterReply>, Status> {
+        let worker = worker_of(&request)?;
+        let capabilities =
+            request.into_inner().capabilities.ok_or_else(|| Status::invalid_argument("capabilities missing"))?;
+        if capabilities.name.len() > 128 || capabilities.cpu_flags.len() > 512 || capabilities.version.len() > 64 {
+            return Err(Status::invalid_argument("capabilities too large"));
+        }
+        if capabilities.cores == 0 || capabilities.cores > 4096 {
+            return Err(Status::invalid_argument("cores must be between 1 and 4096"));
+        }
+        self.0.scheduler.register(worker, capabilities).await?;
+        let config = &self.0.scheduler.config;
+        Ok(Response::new(v1::RegisterReply {
+            worker_id: worker,
+            heartbeat_seconds: config.heartbeat.as_secs().max(1) as u32,
+            lease_seconds: config.lease_ttl.as_secs() as u32,
+        }))
+    }
+
+    async fn heartbeat(&self, request: Request<v1::HeartbeatRequest>) -> Result<Response<v1::HeartbeatReply>, Status> {
+        let worker = worker_of(&request)?;
+        let leases = request.into_inner().lease_ids;
+        if leases.len() > 1024 {
+            return Err(Status::invalid_argument("more than 1024 leases"));
+        }
+        let cancelled_lease_ids = self.0.scheduler.heartbeat(worker, &leases);
+        Ok(Response::new(v1::HeartbeatReply { cancelled_lease_ids }))
+    }
+
+    async fn lease(&self, request: Request<v1::LeaseRequest>) -> Result<Response<v1::LeaseReply>, Status> {
+        let worker = worker_of(&request)?;
+        let concurrency = request.into_inner().concurrency;
+        let lease = self.0.scheduler.lease(worker, concurrency).await?;
+        Ok(Response::new(v1::LeaseReply { lease }))
+    }
+
+    async fn report_pairs(
+        &self,
+        request: Request<v1::ReportPairsRequest>,
+    ) -> Result<Response<v1::ReportReply>, Status> {
+        let worker = worker_of(&request)?;
+        let report = request.into_inner();
+        if report.pairs.len() > MAX_PAIRS_PER_REPORT {
+            return Err(Status::invalid_argument(format!("more than {MAX_PAIRS_PER_REPORT} pairs in one report")));
+        }
+        let context = self.0.scheduler.lease_context(worker, report.lease_id)?;
+        let JobSpec::Match(job) = &*context.spec else {
+            return Err(Status::invalid_argument(format!("lease {} is not a match", report.lease_id)));
+        };
+        let cumulative = report.cumulative.ok_or_else(|| Status::invalid_argument("cumulative totals missing"))?;
+        let reported_penta: [u64; 5] = cumulative
+            .pentanomial
+            .as_slice()
+            .try_into()
+            .map_err(|_| Status::invalid_argument("the pentanomial needs 5 counts"))?;
+        let engines = [job.request.new_engine.as_ref(), job.request.base_engine.as_ref()];
+        for (engine, verified) in engines.iter().zip(report.verified_signatures.iter().chain(std::iter::repeat(&0))) {
+            let expected = engine.map_or(0, |e| e.bench_signature);
+            if expected != 0 && *verified != expected {
+                return Err(Status::failed_precondition(format!(
+                    "engine {}: bench signature {verified} verified, {expected} required",
+                    engine.map_or("", |e| e.name.as_str())
+                )));
+            }
+        }
+        let names = [engines[0].map_or("", |e| e.name.as_str()), engines[1].map_or("", |e| e.name.as_str())];
+        let (mut wdl, mut penta) = (context.acked_wdl, context.acked_penta);
+        let mut seen = HashSet::new();
+        let mut rows = Vec::new();
+        for pair in &report.pairs {
+            if !context.units.contains(&pair.unit) {
+                return Err(Status::invalid_argument(format!(
+                    "unit {} is not in lease {}",
+                    pair.unit, report.lease_id
+                )));
+            }
+            if !seen.insert(pair.unit) {
+                return Err(Status::invalid_argument(format!("unit {} reported twice", pair.unit)));
+            }
+            let opening = job.openings.as_ref().map(|o| &o[(pair.unit % o.len() as u64) as usize]);
+            let pair_context = PairContext { opening, rules: job.rules, names };
+            let checked = check_pair([&pair.first_game_pgn, &pair.second_game_pgn], &pair_context)
+                .map_err(|e| Status::invalid_argument(format!("unit {}: {e}", pair.unit)))?;
+            if context.acked.contains(&pair.unit) {
+                continue;
+            }
+            let points = [checked[0].points, checked[1].points];
+            add_points(&mut wdl, &mut penta, points);
+            let [first, second] = checked;
+            rows.push(UnitRow {
+                unit: pair.unit,
+                points,
+                reasons: [first.reason, second.reason],
+                records: 0,
+                pgn: format!("{}\n\n{}\n\n", pair.first_game_pgn.trim_end(), pair.second_game_pgn.trim_end()),
+                file: String::new(),
+                offset: 0,
+                length: 0,
+            });
+        }
+        let reported_wdl = [cumulative.wins, cumulative.draws, cumulative.losses];
+        if reported_penta.iter().sum::<u64>() < context.acked.len() as u64 {
+            return Err(Status::invalid_argument(format!(
+                "cumulative totals went down: {} pairs reported, {} acknowledged before",
+                reported_penta.iter().sum::<u64>(),
+                context.acked.len()
+            )));
+        }
+        if reported_wdl != wdl || reported_penta != penta {
+            return Err(Status::invalid_argument(format!(
+                "cumulative totals W/D/L {reported_wdl:?} pentanomial {reported_penta:?} disagree with the games: \
+                 W/D/L {wdl:?} pentanomial {penta:?}"
+            )));
+        }
+        let stop = self.0.scheduler.record_units(worker, &context, rows, false).await?;
+        Ok(Response::new(v1::ReportReply { stop }))
+    }
+
+    async fn upload_chunk(
+        &self,
+        request: Request<v1::UploadChunkRequest>,
+    ) -> Result<Response<v1::ReportReply>, Status> {
+        let worker = worker_of(&request)?;
+        let upload = request.into_inner();
+        let context = self.0.scheduler.lease_context(worker, upload.lease_id)?;
+        if !matches!(&*context.spec, JobSpec::SelfPlay(_)) {
+            return Err(Status::invalid_argument(format!("lease {} is not a self-play job", upload.lease_id)));
+        }
+        if !context.units.contains(&upload.unit) {
+            return Err(Status::invalid_argument(format!("unit {} is not in lease {}", upload.unit, upload.lease_id)));
+        }
+        let records =
+            read_chunk(&upload.chunk).map_err(|e| Status::invalid_argument(format!("chunk: {e}")))?.len() as i64;
+        let relative = format!("chunks/{}/{}-{}.xqd", context.job_id, upload.unit, upload.lease_id);
+        let path = self.0.data_dir.join(&relative);
+        let length = upload.chunk.len() as i64;
+        let bytes = upload.chunk;
+        tokio::task::spawn_blocking(move || write_durably(&path, &bytes))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(|e| Status::unavailable(format!("storing the chunk: {e}")))?;
+        let row = UnitRow {
+            unit: upload.unit,
+            points: [0, 0],
+            reasons: [String::new(), String::new()],
+            records,
+            pgn: String::new(),
+            file: relative,
+            offset: 0,
+            length,
+        };
+        let stop = self.0.scheduler.record_units(worker, &context, vec![row], true).await?;
+        Ok(Response::new(v1::ReportReply { stop }))
+    }
+
+    type DownloadStream = Stream_<v1::ArtifactPiece>;
+
+    async fn download(&self, request: Request<v1::DownloadRequest>) -> Result<Response<Self::DownloadStream>, Status> {
+        worker_of(&request)?;
+        let sha256 = request.into_inner().sha256;
+        check_hash(&sha256).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        if self.0.storage.artifact(&sha256).await.map_err(|e| Status::unavailable(e.to_string()))?.is_none() {
+            return Err(Status::not_found(format!("no artifact {sha256}")));
+        }
+        let path = self.0.artifacts.path(&sha256).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let mut file = tokio::fs::File::open(&path).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        let (sender, receiver) = tokio::sync::mpsc::channel(4);
+        tokio::spawn(async move {
+            loop {
+                let mut data = vec![0u8; ARTIFACT_PIECE_BYTES];
+                match file.read(&mut data).await {
+                    Ok(0) => return,
+                    Ok(n) => {
+                        data.truncate(n);
+                        let piece = v1::ArtifactPiece { data, ..Default::default() };
+                        if sender.send(Ok(piece)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = sender.send(Err(Status::unavailable(e.to_string()))).await;
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(receiver))))
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file, synced, then renamed.
+fn write_durably(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().expect("a file under a directory");
+    std::fs::create_dir_all(dir)?;
+    let temp = path.with_extension("tmp");
+    let mut file = std::fs::File::create(&temp)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&temp, path)?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+#[tonic::async_trait]
+impl v1::client_server::Client for ClientApi {
+    async fn upload_artifact(
+        &self,
+        request: Request<Streaming<v1::ArtifactPiece>>,
+    ) -> Result<Response<v1::ArtifactRef>, Status> {
+        client_of(&request)?;
+        let mut pieces = request.into_inner();
+        let first =
+            pieces.message().await?.ok_or_else(|| Status::invalid_argument("an upload needs at least one piece"))?;
+        if !matches!(first.kind.as_str(), "engine" | "book" | "net") {
+            return Err(Status::invalid_argument(format!("kind '{}': use engine, book or net", first.kind)));
+        }
+        if first.name.is_empty() || first.name.len() > 200 || first.name.contains(['/', '\\', '\0']) {
+            return Err(Status::invalid_argument("the first piece needs a file name (no path, at most 200 bytes)"));
+        }
+        let mut upload = self.0.artifacts.begin().await.map_err(|e| Status::unavailable(e.to_string()))?;
+        let mut next = Some(first.clone());
+        while let Some(piece) = next {
+            if let Err(error) = upload.write(&piece.data).await {
+                return Err(Status::invalid_argument(error.to_string()));
+            }
+            next = match pieces.message().await {
+                Ok(piece) => piece,
+                Err(status) => {
+                    upload.abandon().await;
+                    return Err(status);
+                }
+            };
+        }
+        let (sha256, size) = self.0.artifacts.finish(upload).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        self.0.scheduler.index_artifact(&sha256, &first.name, &first.kind, size).await?;
+        if first.kind == "book" {
+            if let Err(problem) = load_openings(&self.0, &sha256).await {
+                return Err(Status::invalid_argument(format!("the book cannot be read: {problem}")));
+            }
+        }
+        Ok(Response::new(v1::ArtifactRef { sha256, name: first.name, size }))
+    }
+
+    async fn create_test(&self, request: Request<v1::CreateTestRequest>) -> Result<Response<v1::Job>, Status> {
+        client_of(&request)?;
+        let request = request.into_inner();
+        let mut job = check_test(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let mut hashes = Vec::new();
+        for engine in [&request.new_engine, &request.base_engine].into_iter().flatten() {
+            hashes.extend(engine.binary.iter().map(|b| b.sha256.clone()));
+            hashes.extend(engine.net.iter().map(|b| b.sha256.clone()));
+        }
+        hashes.extend(request.book.iter().map(|b| b.sha256.clone()));
+        for sha256 in &hashes {
+            if self.0.storage.artifact(sha256).await.map_err(|e| Status::unavailable(e.to_string()))?.is_none() {
+                return Err(Status::failed_precondition(format!("artifact {sha256} has not been uploaded")));
+            }
+        }
+        if let Some(book) = &request.book {
+            job.openings = Some(load_openings(&self.0, &book.sha256).await.map_err(Status::invalid_argument)?);
+        }
+        let (kind, units) = match &job.sprt {
+            Some(_) => ("sprt", if request.pairs == 0 { DEFAULT_SPRT_PAIRS } else { request.pairs }),
+            None => ("games", request.pairs),
+        };
+        let view = self
+            .0
+            .scheduler
+            .create_job(kind, JobSpec::Match(Box::new(job)), units, request.priority, &request.description)
+            .await?;
+        Ok(Response::new(view))
+    }
+
+    async fn create_self_play(&self, request: Request<v1::CreateSelfPlayRequest>) -> Result<Response<v1::Job>, Status> {
+        client_of(&request)?;
+        let request = request.into_inner();
+        check_self_play(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let (units, priority, description) = (request.units, request.priority, request.description.clone());
+        let view =
+            self.0.scheduler.create_job("selfplay", JobSpec::SelfPlay(request), units, priority, &description).await?;
+        Ok(Response::new(view))
+    }
+
+    async fn list_jobs(&self, request: Request<v1::ListJobsRequest>) -> Result<Response<v1::ListJobsReply>, Status> {
+        client_of(&request)?;
+        let request = request.into_inner();
+        let limit = if request.limit == 0 { 100 } else { request.limit.min(10_000) } as usize;
+        Ok(Response::new(v1::ListJobsReply { jobs: self.0.scheduler.jobs(request.active_only, limit) }))
+    }
+
+    async fn get_job(&self, request: Request<v1::JobId>) -> Result<Response<v1::Job>, Status> {
+        client_of(&request)?;
+        let id = request.into_inner().job_id;
+        self.0.scheduler.job(id).map(Response::new).ok_or_else(|| Status::not_found(format!("job {id}")))
+    }
+
+    async fn stop_job(&self, request: Request<v1::JobId>) -> Result<Response<v1::Job>, Status> {
+        client_of(&request)?;
+        Ok(Response::new(self.0.scheduler.end_job(request.into_inner().job_id, "stopped", "").await?))
+    }
+
+    async fn set_priority(&self, request: Request<v1::SetPriorityRequest>) -> Result<Response<v1::Job>, Status> {
+        client_of(&request)?;
+        let request = request.into_inner();
+        Ok(Response::new(self.0.scheduler.set_priority(request.job_id, request.priority).await?))
+    }
+
+    type WatchJobStream = Stream_<v1::Job>;
+
+    async fn watch_job(&self, request: Request<v1::JobId>) -> Result<Response<Self::WatchJobStream>, Status> {
+        client_of(&request)?;
+        let id = request.into_inner().job_id;
+        let mut changes = self.0.scheduler.watch(id).ok_or_else(|| Status::not_found(format!("job {id}")))?;
+        let scheduler = self.0.scheduler.clone();
+        let (sender, receiver) = tokio::sync::mpsc::channel(16);
+        tokio::spawn(async move {
+            loop {
+                let Some(job) = scheduler.job(id) else { return };
+                let running = job.state == "running";
+                if sender.send(Ok(job)).await.is_err() || !running {
+                    return;
+                }
+                if changes.changed().await.is_err() {
+                    return;
+                }
+                // Coalesce bursts: at most a few updates a second.
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(receiver))))
+    }
+
+    async fn list_workers(
+        &self,
+        request: Request<v1::ListWorkersRequest>,
+    ) -> Result<Response<v1::ListWorkersReply>, Status> {
+        client_of(&request)?;
+        Ok(Response::new(v1::ListWorkersReply { workers: self.0.scheduler.workers() }))
+    }
+
+    async fn create_worker_token(
+        &self,
+        request: Request<v1::CreateWorkerTokenRequest>,
+    ) -> Result<Response<v1::CreateWorkerTokenReply>, Status> {
+        client_of(&request)?;
+        let name = request.into_inner().name;
+        if name.is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
+            return Err(Status::invalid_argument("a worker name of 1 to 128 printable characters"));
+        }
+        let (_, token) = self.0.scheduler.create_worker(&name).await?;
+        Ok(Response::new(v1::CreateWorkerTokenReply { token }))
+    }
+
+    type DownloadGamesStream = Stream_<v1::PgnBatch>;
+
+    async fn download_games(&self, request: Request<v1::JobId>) -> Result<Response<Self::DownloadGamesStream>, Status> {
+        client_of(&request)?;
+        let id = request.into_inner().job_id;
+        let stream = self
+            .unit_bytes(id, false)?
+            .map(|r| r.map(|(_, bytes)| v1::PgnBatch { pgn: String::from_utf8_lossy(&bytes).into_owned() }));
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    type StreamTrainingDataStream = Stream_<v1::TrainingChunk>;
+
+    async fn stream_training_data(
+        &self,
+        request: Request<v1::JobId>,
+    ) -> Result<Response<Self::StreamTrainingDataStream>, Status> {
+        client_of(&request)?;
+        let id = request.into_inner().job_id;
+        let stream = self.unit_bytes(id, true)?.map(|r| r.map(|(unit, chunk)| v1::TrainingChunk { unit, chunk }));
+        Ok(Response::new(Box::pin(stream)))
+    }
+}
+
+/// A job's stored units: (unit, bytes).
+type UnitStream = ReceiverStream<Result<(u64, Vec<u8>), Status>>;
+
+impl ClientApi {
+    /// Streams the stored bytes of a job's units, in unit order, a page at a time.
+    fn unit_bytes(&self, id: u64, selfplay: bool) -> Result<UnitStream, Status> {
+        let spec = self.0.scheduler.spec(id).ok_or_else(|| Status::not_found(format!("job {id}")))?;
+        if matches!(&*spec, JobSpec::SelfPlay(_)) != selfplay {
+            return Err(Status::invalid_argument(format!(
+                "job {id} is {}",
+                if selfplay { "a match" } else { "a self-play job" }
+            )));
+        }
+        let (storage, data_dir) = (self.0.storage.clone(), self.0.data_dir.clone());
+        let (sender, receiver) = tokio::sync::mpsc::channel(4);
+        tokio::spawn(async move {
+            let mut after = None;
+            loop {
+                let page = match storage.unit_files(id as i64, after, 64).await {
+                    Ok(page) if page.is_empty() => return,
+                    Ok(page) => page,
+                    Err(e) => {
+                        let _ = sender.send(Err(Status::unavailable(e.to_string()))).await;
+                        return;
+                    }
+                };
+                for unit in page {
+                    after = Some(unit.unit);
+                    let read = read_slice(data_dir.join(&unit.file), unit.offset, unit.length).await;
+                    let item = read
+                        .map(|bytes| (unit.unit, bytes))
+                        .map_err(|e| Status::unavailable(format!("{}: {e}", unit.file)));
+                    if sender.send(item).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(ReceiverStream::new(receiver))
+    }
+}
+
+async fn read_slice(path: PathBuf, offset: u64, length: u64) -> std::io::Result<Vec<u8>> {
+    use tokio::io::AsyncSeekExt;
+    if length > MAX_MESSAGE_BYTES as u64 {
+        return Err(std::io::Error::other("stored item larger than a message"));
+    }
+    let mut file = tokio::fs::File::open(path).await?;
+    file.seek(std::io::SeekFrom::Start(offset)).await?;
+    let mut bytes = vec![0; length as usize];
+    file.read_exact(&mut bytes).await?;
+    Ok(bytes)
+}

@@ -1,0 +1,441 @@
+//! `xq-worker connect`: the worker of a coordinator's fleet. It registers, asks for
+//! leases, fetches their engines and books by hash (checked), verifies the engines'
+//! bench signatures, plays the lease's game pairs (or self-play units) and reports
+//! each finished pair with its games at once, so that a crash loses at most the games
+//! in progress. Heartbeats keep the lease alive; the coordinator's answers stop it.
+//! When the coordinator is away, every call is retried with a growing pause.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use sha2::{Digest, Sha256};
+use tokio::runtime::Handle;
+use tonic::Code;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+use xq_engine::color::Color;
+use xq_engine::time_control::TimeControl;
+use xq_engine::xiangqi::Position;
+use xq_engine::xiangqi::book::parse_book;
+use xq_engine::xiangqi::data::{MAX_RECORDS, read_chunk, write_chunk};
+use xq_engine::xiangqi::rules::{Outcome, RuleSet};
+use xq_proto::v1::worker_client::WorkerClient;
+use xq_proto::{BearerToken, v1};
+use xq_worker::engine_process::{EngineConfig, Protocol};
+use xq_worker::game::{Adjudication, GameSettings, Opening};
+use xq_worker::match_runner::{FinishedGame, MatchSettings, run_match};
+use xq_worker::pgn_out::game_pgn;
+use xq_worker::selfplay::{SelfPlaySettings, run_selfplay};
+
+type Client = WorkerClient<InterceptedService<Channel, BearerToken>>;
+
+/// How the worker connects and works.
+pub struct ConnectSettings {
+    pub coordinator: String,
+    pub token: String,
+    pub concurrency: usize,
+    pub cache: PathBuf,
+    pub ca_cert: Option<PathBuf>,
+    pub name: String,
+}
+
+/// A call's status that says the coordinator is away or busy: retry later.
+fn transient(status: &tonic::Status) -> bool {
+    matches!(
+        status.code(),
+        Code::Unavailable
+            | Code::DeadlineExceeded
+            | Code::Unknown
+            | Code::Internal
+            | Code::ResourceExhausted
+            | Code::Cancelled
+    )
+}
+
+/// Retries `call` while it fails transiently, pausing 0.5 s, 1 s, 2 s ... up to 30 s.
+async fn retry<T, F, Fut>(what: &str, mut call: F) -> Result<T, tonic::Status>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, tonic::Status>>,
+{
+    let mut pause = Duration::from_millis(500);
+    loop {
+        match call().await {
+            Ok(value) => return Ok(value),
+            Err(status) if transient(&status) => {
+                eprintln!(
+                    "xq-worker: {what}: {} ({}); retrying in {:.1} s",
+                    status.message(),
+                    status.code(),
+                    pause.as_secs_f64()
+                );
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(30));
+            }
+            Err(status) => return Err(status),
+        }
+    }
+}
+
+/// The CPU flags Linux lists for the first processor.
+fn cpu_flags() -> Vec<String> {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|l| l.starts_with("flags"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").split_whitespace().map(str::to_owned).collect())
+        })
+        .unwrap_or_default()
+}
+
+/// Our engine's single-core speed on this machine, from a short bench.
+fn bench_nps() -> u64 {
+    let result = xq_engine::bench::run(6);
+    (result.nodes as f64 / result.elapsed.as_secs_f64().max(1e-6)) as u64
+}
+
+pub async fn connect(settings: ConnectSettings) -> anyhow::Result<()> {
+    let mut endpoint = Endpoint::from_shared(settings.coordinator.clone())
+        .context("--coordinator is not a URL")?
+        .connect_timeout(Duration::from_secs(5))
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(Duration::from_secs(30));
+    if let Some(ca) = &settings.ca_cert {
+        let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
+        endpoint = endpoint.tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)))?;
+    }
+    let channel = endpoint.connect_lazy();
+    let auth = BearerToken::new(&settings.token).context("the token is not printable ASCII")?;
+    let mut client = WorkerClient::with_interceptor(channel, auth)
+        .max_decoding_message_size(xq_proto::MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(xq_proto::MAX_MESSAGE_BYTES);
+    std::fs::create_dir_all(settings.cache.join("artifacts")).context("creating the cache directory")?;
+    let capabilities = v1::Capabilities {
+        name: settings.name.clone(),
+        cores: settings.concurrency as u32,
+        cpu_flags: cpu_flags(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        bench_nps: tokio::task::spawn_blocking(bench_nps).await?,
+    };
+    eprintln!("xq-worker: {} cores, bench {} nodes/s", capabilities.cores, capabilities.bench_nps);
+    let reply = retry("register", || {
+        let mut client = client.clone();
+        let capabilities = capabilities.clone();
+        async move { client.register(v1::RegisterRequest { capabilities: Some(capabilities) }).await }
+    })
+    .await
+    .context("registering")?
+    .into_inner();
+    eprintln!("xq-worker: registered as worker {}", reply.worker_id);
+    let heartbeat = Duration::from_secs(u64::from(reply.heartbeat_seconds.max(1)));
+    let mut idle = Duration::from_millis(500);
+    loop {
+        let concurrency = settings.concurrency as u32;
+        let lease = retry("lease", || {
+            let mut client = client.clone();
+            async move { client.lease(v1::LeaseRequest { concurrency }).await }
+        })
+        .await
+        .context("asking for work")?
+        .into_inner()
+        .lease;
+        let Some(lease) = lease else {
+            tokio::time::sleep(idle).await;
+            idle = (idle * 2).min(Duration::from_secs(10));
+            continue;
+        };
+        idle = Duration::from_millis(500);
+        let id = lease.lease_id;
+        eprintln!("xq-worker: lease {id} of job {}: {} units", lease.job_id, lease.units.len());
+        if let Err(error) = work(&mut client, &settings, lease, heartbeat).await {
+            // The lease expires at the coordinator and its units go to another worker.
+            eprintln!("xq-worker: lease {id} abandoned: {error:#}");
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+    }
+}
+
+/// Keeps a lease alive until `done`; raises `stop` when the coordinator cancels it.
+fn start_heartbeat(
+    client: Client,
+    lease: u64,
+    every: Duration,
+    stop: Arc<AtomicBool>,
+    done: Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut client = client;
+        while !done.load(Ordering::Relaxed) {
+            tokio::time::sleep(every).await;
+            match client.heartbeat(v1::HeartbeatRequest { lease_ids: vec![lease] }).await {
+                Ok(reply) if reply.get_ref().cancelled_lease_ids.contains(&lease) => {
+                    stop.store(true, Ordering::Relaxed)
+                }
+                Ok(_) => {}
+                Err(status) => eprintln!("xq-worker: heartbeat: {}", status.message()),
+            }
+        }
+    })
+}
+
+async fn work(
+    client: &mut Client,
+    settings: &ConnectSettings,
+    lease: v1::Lease,
+    heartbeat: Duration,
+) -> anyhow::Result<()> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicBool::new(false));
+    let beat = start_heartbeat(client.clone(), lease.lease_id, heartbeat, stop.clone(), done.clone());
+    let result = match lease.work.clone() {
+        Some(v1::lease::Work::MatchSpec(spec)) => play_pairs(client, settings, &lease, spec, stop).await,
+        Some(v1::lease::Work::SelfPlay(spec)) => self_play(client, settings, &lease, spec, stop).await,
+        None => Err(anyhow::anyhow!("the lease names no work")),
+    };
+    done.store(true, Ordering::Relaxed);
+    beat.abort();
+    result
+}
+
+/// The artifact's path in the cache, downloaded and checked if missing.
+async fn fetch(
+    client: &mut Client,
+    cache: &Path,
+    artifact: &v1::ArtifactRef,
+    executable: bool,
+) -> anyhow::Result<PathBuf> {
+    let sha = &artifact.sha256;
+    if sha.len() != 64 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+        bail!("artifact hash '{sha}' is not a sha256");
+    }
+    let path = cache.join("artifacts").join(sha);
+    if path.exists() {
+        return Ok(path);
+    }
+    let mut stream = retry("download", || {
+        let mut client = client.clone();
+        let sha256 = sha.clone();
+        async move { client.download(v1::DownloadRequest { sha256 }).await }
+    })
+    .await?
+    .into_inner();
+    let mut bytes = Vec::new();
+    while let Some(piece) = stream.message().await? {
+        bytes.extend_from_slice(&piece.data);
+    }
+    let actual = hex::encode(Sha256::digest(&bytes));
+    if &actual != sha {
+        bail!("artifact {} arrived with hash {actual}, not {sha}", artifact.name);
+    }
+    let temp = path.with_extension("part");
+    std::fs::write(&temp, &bytes)?;
+    if executable {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(0o755))?;
+    }
+    std::fs::rename(&temp, &path)?;
+    Ok(path)
+}
+
+async fn engine_config(
+    client: &mut Client,
+    settings: &ConnectSettings,
+    spec: &v1::EngineSpec,
+) -> anyhow::Result<(EngineConfig, u64)> {
+    let binary = spec.binary.as_ref().context("an engine without a binary")?;
+    let command = fetch(client, &settings.cache, binary, true).await?;
+    let mut options: Vec<(String, String)> = spec.options.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    options.sort();
+    if let Some(net) = &spec.net {
+        let path = fetch(client, &settings.cache, net, false).await?;
+        options.push(("EvalFile".to_owned(), path.display().to_string()));
+    }
+    let mut verified = 0;
+    if spec.bench_signature != 0 {
+        let path = command.clone();
+        verified = tokio::task::spawn_blocking(move || xq_engine::bench::signature_of(&path)).await??;
+        if verified != spec.bench_signature {
+            bail!("engine {}: bench signature {verified}, the test expects {}", spec.name, spec.bench_signature);
+        }
+    }
+    let protocol = if spec.protocol == "ucci" { Protocol::Ucci } else { Protocol::Uci };
+    Ok((EngineConfig { name: spec.name.clone(), command, protocol, options, ..EngineConfig::default() }, verified))
+}
+
+/// Pairs finished and not yet acknowledged, and the lease's totals.
+#[derive(Default)]
+struct Ledger {
+    legs: BTreeMap<u64, [Option<(String, u64)>; 2]>,
+    pending: Vec<v1::PairResult>,
+    wdl: [u64; 3],
+    penta: [u64; 5],
+}
+
+async fn play_pairs(
+    client: &mut Client,
+    settings: &ConnectSettings,
+    lease: &v1::Lease,
+    spec: v1::MatchSpec,
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<()> {
+    let (new, new_signature) =
+        engine_config(client, settings, spec.new_engine.as_ref().context("no new engine")?).await?;
+    let (base, base_signature) =
+        engine_config(client, settings, spec.base_engine.as_ref().context("no base engine")?).await?;
+    let openings = match &spec.book {
+        Some(book) => {
+            let path = fetch(client, &settings.cache, book, false).await?;
+            let text = std::fs::read_to_string(&path)?;
+            parse_book(&text, book.name.to_ascii_lowercase().ends_with(".pgn"), None, &book.name)?
+        }
+        None => vec![Opening { start: Position::startpos(), moves: Vec::new() }],
+    };
+    let time_control: TimeControl = spec.time_control.parse()?;
+    let tc_text = time_control.to_string();
+    let rules: RuleSet = spec.rules.parse()?;
+    let match_settings = MatchSettings {
+        engines: [new, base],
+        pairs: lease.units.iter().map(|&u| u as usize).collect(),
+        concurrency: settings.concurrency,
+        pin_cores: false,
+        openings,
+        game: GameSettings {
+            time_control,
+            rules,
+            time_margin: Duration::from_millis(100),
+            hang_timeout: Duration::from_secs(60),
+            adjudication: Adjudication::default(),
+            max_plies: (spec.max_plies > 0).then_some(spec.max_plies as usize),
+        },
+        sprt: None,
+    };
+    let event = format!("job {}", lease.job_id);
+    let report_base = v1::ReportPairsRequest {
+        lease_id: lease.lease_id,
+        verified_signatures: vec![new_signature, base_signature],
+        ..Default::default()
+    };
+    let handle = Handle::current();
+    let reporter = client.clone();
+    // The match runs on blocking threads; each finished pair is reported from the
+    // runner's collecting thread, which waits for the acknowledgement.
+    tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+        let mut ledger = Ledger::default();
+        let mut failure = None;
+        let outcome = run_match(&match_settings, |finished: &FinishedGame, _| {
+            record_leg(&mut ledger, finished, &event, &tc_text);
+            if ledger.pending.is_empty() {
+                return !stop.load(Ordering::Relaxed);
+            }
+            let request = v1::ReportPairsRequest {
+                pairs: ledger.pending.clone(),
+                cumulative: Some(totals(&ledger)),
+                ..report_base.clone()
+            };
+            let result = handle.block_on(retry("report", || {
+                let mut client = reporter.clone();
+                let request = request.clone();
+                async move { client.report_pairs(request).await }
+            }));
+            match result {
+                Ok(reply) => {
+                    ledger.pending.clear();
+                    if reply.into_inner().stop {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                Err(status) => {
+                    failure = Some(anyhow::anyhow!("report refused: {} ({})", status.message(), status.code()));
+                    return false;
+                }
+            }
+            !stop.load(Ordering::Relaxed)
+        });
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        outcome?;
+        Ok(())
+    })
+    .await?
+}
+
+fn totals(ledger: &Ledger) -> v1::Totals {
+    v1::Totals { wins: ledger.wdl[0], draws: ledger.wdl[1], losses: ledger.wdl[2], pentanomial: ledger.penta.to_vec() }
+}
+
+/// Files a finished game; a pair whose both games are in moves to `pending`.
+fn record_leg(ledger: &mut Ledger, finished: &FinishedGame, event: &str, tc: &str) {
+    let unit = finished.pair as u64;
+    let record = &finished.record;
+    let new_color = if finished.leg == 0 { Color::Red } else { Color::Black };
+    let points = match record.outcome {
+        Outcome::Draw => 1,
+        Outcome::Win(winner) if winner == new_color => 2,
+        Outcome::Win(_) => 0,
+    };
+    let pgn = game_pgn(record, event, finished.pair * 2 + finished.leg + 1, tc);
+    let legs = ledger.legs.entry(unit).or_default();
+    legs[finished.leg] = Some((pgn, points));
+    if let [Some(_), Some(_)] = legs {
+        let [Some((first, a)), Some((second, b))] = ledger.legs.remove(&unit).expect("just filed") else {
+            unreachable!()
+        };
+        for p in [a, b] {
+            ledger.wdl[(2 - p) as usize] += 1;
+        }
+        ledger.penta[(a + b) as usize] += 1;
+        ledger.pending.push(v1::PairResult { unit, first_game_pgn: first, second_game_pgn: second });
+    }
+}
+
+async fn self_play(
+    client: &mut Client,
+    settings: &ConnectSettings,
+    lease: &v1::Lease,
+    spec: v1::SelfPlaySpec,
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<()> {
+    let rules: RuleSet = if spec.rules.is_empty() { RuleSet::Wxf } else { spec.rules.parse()? };
+    for &unit in &lease.units {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let out = settings.cache.join(format!("selfplay-{}-{unit}", lease.lease_id));
+        let run = SelfPlaySettings {
+            nodes: spec.nodes,
+            games: spec.games_per_unit as usize,
+            random_plies: spec.random_plies as usize,
+            seed: spec.seed.wrapping_add(unit.wrapping_mul(u64::from(spec.games_per_unit))),
+            threads: settings.concurrency,
+            chunk_records: MAX_RECORDS,
+            out: out.clone(),
+            rules,
+            max_plies: if spec.max_plies == 0 { 400 } else { spec.max_plies as usize },
+        };
+        let report = tokio::task::spawn_blocking(move || run_selfplay(&run)).await??;
+        let mut records = Vec::new();
+        for path in &report.chunks {
+            records.extend(read_chunk(&std::fs::read(path)?)?);
+        }
+        let _ = std::fs::remove_dir_all(&out);
+        let chunk = write_chunk(&records);
+        let request = v1::UploadChunkRequest { lease_id: lease.lease_id, unit, chunk, games: spec.games_per_unit };
+        let reply = retry("upload", || {
+            let mut client = client.clone();
+            let request = request.clone();
+            async move { client.upload_chunk(request).await }
+        })
+        .await
+        .map_err(|s| anyhow::anyhow!("upload refused: {} ({})", s.message(), s.code()))?;
+        if reply.into_inner().stop {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
