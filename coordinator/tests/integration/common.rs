@@ -1,0 +1,285 @@
+//! Test helpers: fresh databases of both kinds, an in-process coordinator, and the
+//! workspace's binaries.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use sqlx::Connection;
+use tokio::net::TcpListener;
+use tokio_stream::StreamExt;
+use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::server::{CLIENT_TOKEN_FILE, Coordinator};
+use xq_proto::v1::client_client::ClientClient;
+use xq_proto::v1::worker_client::WorkerClient;
+use xq_proto::{BearerToken, v1};
+
+pub type Client = ClientClient<tonic::service::interceptor::InterceptedService<tonic::transport::Channel, BearerToken>>;
+pub type Worker = WorkerClient<tonic::service::interceptor::InterceptedService<tonic::transport::Channel, BearerToken>>;
+
+/// The PostgreSQL server the tests use (trust auth on this machine).
+fn postgres_server() -> String {
+    std::env::var("XQ_TEST_POSTGRES").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned())
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// A fresh, empty database: `sqlite` in `dir`, or a new PostgreSQL database (named
+/// after this process, so that a later run can drop it).
+pub async fn fresh_database(backend: Backend, dir: &Path) -> String {
+    match backend {
+        Backend::Sqlite => format!("sqlite://{}?mode=rwc", dir.join("test.sqlite").display()),
+        Backend::Postgres => {
+            let server = postgres_server();
+            let mut admin = sqlx::PgConnection::connect(&format!("{server}/test"))
+                .await
+                .expect("PostgreSQL at 127.0.0.1:5432 (scripts/test starts it): is it running?");
+            // Databases of earlier runs (other process ids) are dropped.
+            let pid = std::process::id();
+            let old: Vec<(String,)> = sqlx::query_as("SELECT datname FROM pg_database WHERE datname LIKE 'xqt\\_%'")
+                .fetch_all(&mut admin)
+                .await
+                .unwrap();
+            for (name,) in old {
+                if !name.starts_with(&format!("xqt_{pid}_")) {
+                    let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name}")))
+                        .execute(&mut admin)
+                        .await;
+                }
+            }
+            let name = format!("xqt_{pid}_{}", COUNTER.fetch_add(1, Ordering::Relaxed));
+            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut admin).await.unwrap();
+            format!("{server}/{name}")
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+pub const BACKENDS: [Backend; 2] = [Backend::Sqlite, Backend::Postgres];
+
+/// A temporary directory removed at drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(label: &str) -> Self {
+        let path = std::env::temp_dir().join(format!(
+            "xq-coord-{label}-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A coordinator served in this process.
+pub struct Served {
+    pub address: SocketAddr,
+    pub data: PathBuf,
+    pub url: String,
+    pub coordinator: std::sync::Arc<Coordinator>,
+    pub client_token: String,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    _dir: Option<TempDir>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+    }
+}
+
+/// Serves a coordinator on a fresh database of `backend`.
+pub async fn serve(backend: Backend, config: SchedulerConfig) -> Served {
+    serve_with(backend, config, 1000).await
+}
+
+pub async fn serve_with(backend: Backend, config: SchedulerConfig, max_connections: usize) -> Served {
+    let dir = TempDir::new("served");
+    let url = fresh_database(backend, &dir.0).await;
+    let mut served = serve_on(&dir.0, &url, config, max_connections).await;
+    served._dir = Some(dir);
+    served
+}
+
+/// Serves a coordinator on an existing data directory and database.
+pub async fn serve_on(data: &Path, url: &str, config: SchedulerConfig, max_connections: usize) -> Served {
+    let coordinator = std::sync::Arc::new(Coordinator::open(data, Some(url), config).await.unwrap());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let (shutdown, signal) = tokio::sync::oneshot::channel();
+    let running = coordinator.clone();
+    tokio::spawn(async move {
+        running
+            .serve(listener, None, max_connections, async {
+                let _ = signal.await;
+            })
+            .await
+            .unwrap();
+    });
+    let client_token = std::fs::read_to_string(data.join(CLIENT_TOKEN_FILE)).unwrap().trim().to_owned();
+    Served {
+        address,
+        data: data.to_owned(),
+        url: url.to_owned(),
+        coordinator,
+        client_token,
+        shutdown: Some(shutdown),
+        _dir: None,
+    }
+}
+
+async fn channel(address: SocketAddr) -> tonic::transport::Channel {
+    tonic::transport::Endpoint::from_shared(format!("http://{address}")).unwrap().connect().await.unwrap()
+}
+
+pub async fn client(address: SocketAddr, token: &str) -> Client {
+    ClientClient::with_interceptor(channel(address).await, BearerToken::new(token).unwrap())
+        .max_encoding_message_size(64 << 20)
+}
+
+pub async fn worker(address: SocketAddr, token: &str) -> Worker {
+    WorkerClient::with_interceptor(channel(address).await, BearerToken::new(token).unwrap())
+        .max_encoding_message_size(64 << 20)
+}
+
+/// A registered worker's client.
+pub async fn registered_worker(served: &Served, name: &str, flags: &[&str]) -> Worker {
+    registered_worker_token(served, name, flags).await.0
+}
+
+/// A registered worker's client and its token.
+pub async fn registered_worker_token(served: &Served, name: &str, flags: &[&str]) -> (Worker, String) {
+    let mut admin = client(served.address, &served.client_token).await;
+    let token = admin
+        .create_worker_token(v1::CreateWorkerTokenRequest { name: name.to_owned() })
+        .await
+        .unwrap()
+        .into_inner()
+        .token;
+    let mut worker = worker(served.address, &token).await;
+    let capabilities = v1::Capabilities {
+        name: name.to_owned(),
+        cores: 1,
+        cpu_flags: flags.iter().map(|f| (*f).to_owned()).collect(),
+        version: "test".to_owned(),
+        bench_nps: 1_000_000,
+    };
+    worker.register(v1::RegisterRequest { capabilities: Some(capabilities) }).await.unwrap();
+    (worker, token)
+}
+
+/// Uploads bytes as an artifact.
+pub async fn upload(
+    client: &mut Client,
+    name: &str,
+    kind: &str,
+    bytes: &[u8],
+) -> Result<v1::ArtifactRef, tonic::Status> {
+    let mut pieces: Vec<v1::ArtifactPiece> =
+        bytes.chunks(1 << 20).map(|d| v1::ArtifactPiece { data: d.to_vec(), ..Default::default() }).collect();
+    if pieces.is_empty() {
+        pieces.push(v1::ArtifactPiece::default());
+    }
+    pieces[0].name = name.to_owned();
+    pieces[0].kind = kind.to_owned();
+    client.upload_artifact(tokio_stream::iter(pieces)).await.map(|r| r.into_inner())
+}
+
+/// A test request between two uploaded engines.
+pub async fn test_request(client: &mut Client, pairs: u64, sprt: Option<v1::SprtSpec>) -> v1::CreateTestRequest {
+    let binary = upload(client, "engine", "engine", b"#!/bin/sh\n").await.unwrap();
+    let engine = |name: &str| v1::EngineSpec {
+        name: name.to_owned(),
+        binary: Some(binary.clone()),
+        protocol: "uci".to_owned(),
+        ..Default::default()
+    };
+    v1::CreateTestRequest {
+        new_engine: Some(engine("new")),
+        base_engine: Some(engine("base")),
+        time_control: "10+0.1".to_owned(),
+        rules: "wxf".to_owned(),
+        variant: "xiangqi".to_owned(),
+        sprt,
+        pairs,
+        ..Default::default()
+    }
+}
+
+/// One game's PGN as a worker writes it: `moves` from the start position, ended by
+/// adjudication with `result`.
+pub fn game(red: &str, black: &str, moves: &str, result: &str) -> String {
+    format!(
+        "[Event \"t\"]\n[White \"{red}\"]\n[Black \"{black}\"]\n[Result \"{result}\"]\n[Variant \"xiangqi\"]\n\
+         [Termination \"adjudication\"]\n\n{moves} {result}\n\n"
+    )
+}
+
+/// A pair in which the new engine scores `points` half points in each game.
+pub fn pair(unit: u64, points: [u8; 2]) -> v1::PairResult {
+    let red_result = |p: u8| ["0-1", "1/2-1/2", "1-0"][p as usize];
+    let black_result = |p: u8| ["1-0", "1/2-1/2", "0-1"][p as usize];
+    v1::PairResult {
+        unit,
+        first_game_pgn: game("new", "base", "1. h2e2 h9g7", red_result(points[0])),
+        second_game_pgn: game("base", "new", "1. b2e2 b9c7", black_result(points[1])),
+    }
+}
+
+/// Cumulative totals of pairs.
+pub fn totals(pairs: &[[u8; 2]]) -> v1::Totals {
+    let mut t = v1::Totals { pentanomial: vec![0; 5], ..Default::default() };
+    for p in pairs {
+        for g in p {
+            match g {
+                2 => t.wins += 1,
+                1 => t.draws += 1,
+                _ => t.losses += 1,
+            }
+        }
+        t.pentanomial[(p[0] + p[1]) as usize] += 1;
+    }
+    t
+}
+
+/// Waits until `check` holds, polling; panics after `limit`.
+pub async fn eventually<F: FnMut() -> bool>(limit: Duration, what: &str, mut check: F) {
+    let start = std::time::Instant::now();
+    while !check() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Collects a server stream.
+pub async fn collect<T>(mut stream: tonic::Streaming<T>) -> Vec<T> {
+    let mut items = Vec::new();
+    while let Some(item) = stream.next().await {
+        items.push(item.unwrap());
+    }
+    items
+}
+
+/// A workspace binary built beside the tests (`cargo test --workspace` builds them).
+pub fn binary(name: &str) -> PathBuf {
+    let coordinator = PathBuf::from(env!("CARGO_BIN_EXE_xq-coordinator"));
+    let path = coordinator.parent().unwrap().join(name);
+    assert!(path.exists(), "{} is missing: run the tests with `cargo test --workspace`", path.display());
+    path
+}

@@ -1,0 +1,8 @@
+//! The coordinator's tests: storage on SQLite and PostgreSQL, the scheduler, the
+//! services under bad input, and whole clusters of real processes with faults.
+
+mod cluster;
+mod common;
+mod scheduler;
+mod security;
+mod storage;

@@ -1,0 +1,265 @@
+//! Scheduling through the services: leases, expiry and re-issue, priorities,
+//! capabilities, SPRT stops, time-control scaling, restarts and self-play, on both
+//! databases.
+
+use std::time::Duration;
+
+use xq_coordinator::scheduler::SchedulerConfig;
+use xq_proto::v1;
+
+use crate::common::{
+    BACKENDS, TempDir, client, collect, fresh_database, pair, registered_worker, registered_worker_token, serve,
+    serve_on, test_request, totals,
+};
+
+async fn create(admin: &mut crate::common::Client, pairs: u64, sprt: Option<v1::SprtSpec>) -> v1::Job {
+    let request = test_request(admin, pairs, sprt).await;
+    admin.create_test(request).await.unwrap().into_inner()
+}
+
+/// Leases of 4 pairs at 10+0.1 (a pair is sized at 72 s), expiring after 1 s.
+fn config() -> SchedulerConfig {
+    SchedulerConfig {
+        lease_ttl: Duration::from_millis(1000),
+        lease_seconds: 4.0 * 72.0,
+        reference_nps: 0,
+        ..SchedulerConfig::default()
+    }
+}
+
+fn units(lease: &v1::Lease) -> Vec<u64> {
+    lease.units.clone()
+}
+
+#[tokio::test]
+async fn expired_leases_come_back_with_the_same_units_and_nothing_counts_twice() {
+    for backend in BACKENDS {
+        let served = serve(backend, config()).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let request = test_request(&mut admin, 6, None).await;
+        let job = admin.create_test(request).await.unwrap().into_inner();
+        let mut first = registered_worker(&served, "a", &[]).await;
+        let mut second = registered_worker(&served, "b", &[]).await;
+        let lease_a = first.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        assert_eq!(units(&lease_a), [0, 1, 2, 3], "{backend:?}");
+        let lease_b = second.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        assert_eq!(units(&lease_b), [4, 5], "{backend:?}: the rest of the job");
+        // A reports one pair, then goes silent; B keeps beating.
+        let report = v1::ReportPairsRequest {
+            lease_id: lease_a.lease_id,
+            pairs: vec![pair(0, [2, 1])],
+            cumulative: Some(totals(&[[2, 1]])),
+            ..Default::default()
+        };
+        first.report_pairs(report).await.unwrap();
+        for _ in 0..6 {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let reply = second
+                .heartbeat(v1::HeartbeatRequest { lease_ids: vec![lease_b.lease_id] })
+                .await
+                .unwrap()
+                .into_inner();
+            assert!(reply.cancelled_lease_ids.is_empty());
+        }
+        let reply =
+            first.heartbeat(v1::HeartbeatRequest { lease_ids: vec![lease_a.lease_id] }).await.unwrap().into_inner();
+        assert_eq!(reply.cancelled_lease_ids, [lease_a.lease_id], "{backend:?}: the expired lease is cancelled");
+        let reissued = second.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        assert_eq!(units(&reissued), [1, 2, 3], "{backend:?}: the unfinished units, same indices");
+        // The late report of the expired lease still counts (its games are real) ...
+        let late = v1::ReportPairsRequest {
+            lease_id: lease_a.lease_id,
+            pairs: vec![pair(0, [2, 1]), pair(1, [1, 1])],
+            cumulative: Some(totals(&[[2, 1], [1, 1]])),
+            ..Default::default()
+        };
+        first.report_pairs(late).await.unwrap();
+        // ... and the same unit from the new holder does not count again.
+        let pairs = [[1, 1], [0, 0], [2, 2]];
+        let report = v1::ReportPairsRequest {
+            lease_id: reissued.lease_id,
+            pairs: vec![pair(1, [1, 1]), pair(2, [0, 0]), pair(3, [2, 2])],
+            cumulative: Some(totals(&pairs)),
+            ..Default::default()
+        };
+        second.report_pairs(report).await.unwrap();
+        let report = v1::ReportPairsRequest {
+            lease_id: lease_b.lease_id,
+            pairs: vec![pair(4, [2, 0]), pair(5, [1, 2])],
+            cumulative: Some(totals(&[[2, 0], [1, 2]])),
+            ..Default::default()
+        };
+        let reply = second.report_pairs(report).await.unwrap().into_inner();
+        assert!(reply.stop, "{backend:?}: all pairs played");
+        let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        assert_eq!((state.state.as_str(), state.units_done), ("finished", 6), "{backend:?}");
+        let t = state.totals.unwrap();
+        assert_eq!([t.wins, t.draws, t.losses], [5, 4, 3], "{backend:?}");
+        assert_eq!(t.pentanomial, [1, 0, 2, 2, 1]);
+        let (count, wdl, penta) = served.coordinator.shared.storage.recount(job.job_id as i64).await.unwrap();
+        assert_eq!((count, wdl, penta), (6, [5, 4, 3], [1, 0, 2, 2, 1]));
+        let pgn: String = collect(admin.download_games(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner())
+            .await
+            .into_iter()
+            .map(|b| b.pgn)
+            .collect();
+        assert_eq!(pgn.matches("[Event ").count(), 12, "{backend:?}: each unit's two games, once");
+        assert!(second.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.is_none());
+    }
+}
+
+#[tokio::test]
+async fn priority_first_and_only_work_a_worker_can_run() {
+    for backend in BACKENDS {
+        let served = serve(backend, config()).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let low = create(&mut admin, 100, None).await;
+        let mut high_request = test_request(&mut admin, 100, None).await;
+        high_request.priority = 5;
+        let high = admin.create_test(high_request).await.unwrap().into_inner();
+        let mut special = test_request(&mut admin, 100, None).await;
+        special.priority = 9;
+        special.required_cpu_flags = vec!["avx512f".to_owned()];
+        let needs_flag = admin.create_test(special).await.unwrap().into_inner();
+        let mut plain = registered_worker(&served, "plain", &["sse2", "avx2"]).await;
+        let mut wide = registered_worker(&served, "wide", &["avx2", "avx512f"]).await;
+        let job_of = |lease: Option<v1::Lease>| lease.unwrap().job_id;
+        assert_eq!(
+            job_of(plain.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease),
+            high.job_id,
+            "{backend:?}"
+        );
+        assert_eq!(
+            job_of(wide.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease),
+            needs_flag.job_id
+        );
+        admin.set_priority(v1::SetPriorityRequest { job_id: low.job_id, priority: 7 }).await.unwrap();
+        assert_eq!(
+            job_of(plain.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease),
+            low.job_id
+        );
+        admin.stop_job(v1::JobId { job_id: low.job_id }).await.unwrap();
+        assert_eq!(
+            job_of(plain.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease),
+            high.job_id
+        );
+        let workers = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
+        assert_eq!(workers.len(), 2);
+        assert_eq!(workers.iter().map(|w| w.active_leases).sum::<u32>(), 4);
+    }
+}
+
+#[tokio::test]
+async fn leases_are_sized_and_time_controls_scaled_by_the_worker_speed() {
+    let config = SchedulerConfig { reference_nps: 1_000_000, lease_seconds: 600.0, ..config() };
+    let served = serve(BACKENDS[0], config).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    create(&mut admin, 1000, None).await;
+    let mut worker = registered_worker(&served, "slow", &[]).await;
+    let capabilities = v1::Capabilities { name: "slow".to_owned(), cores: 4, bench_nps: 500_000, ..Default::default() };
+    worker.register(v1::RegisterRequest { capabilities: Some(capabilities) }).await.unwrap();
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 4 }).await.unwrap().into_inner().lease.unwrap();
+    let Some(v1::lease::Work::MatchSpec(spec)) = lease.work else { panic!("a match") };
+    assert_eq!(spec.time_control, "20+0.2", "half the reference speed: twice the time");
+    // 600 s of work on each of 4 slots, at 2 x 36 s per game: 17 pairs.
+    assert_eq!(lease.units.len(), 17);
+}
+
+#[tokio::test]
+async fn an_sprt_stops_itself_at_its_bound() {
+    for backend in BACKENDS {
+        let served = serve(backend, config()).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let sprt = v1::SprtSpec { elo0: 0.0, elo1: 10.0, alpha: 0.05, beta: 0.05, model: "logistic".to_owned() };
+        let job = create(&mut admin, 0, Some(sprt)).await;
+        assert_eq!(job.units_total, 100_000);
+        let watch = admin.watch_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        let mut worker = registered_worker(&served, "w", &[]).await;
+        let mut played = Vec::new();
+        let mut stopped = false;
+        while !stopped {
+            let Some(lease) = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease
+            else {
+                break;
+            };
+            let mut acked: Vec<[u8; 2]> = Vec::new();
+            for &unit in &lease.units {
+                // The new engine wins 3 pairs of 4 and splits the fourth.
+                let points = if unit % 4 == 3 { [2, 0] } else { [2, 2] };
+                acked.push(points);
+                let report = v1::ReportPairsRequest {
+                    lease_id: lease.lease_id,
+                    pairs: vec![pair(unit, points)],
+                    cumulative: Some(totals(&acked)),
+                    ..Default::default()
+                };
+                played.push(points);
+                if worker.report_pairs(report).await.unwrap().into_inner().stop {
+                    stopped = true;
+                    break;
+                }
+            }
+        }
+        assert!(stopped, "{backend:?}");
+        let states = collect(watch).await;
+        let last = states.last().unwrap();
+        assert_eq!((last.state.as_str(), last.outcome.as_str()), ("finished", "H1 accepted"), "{backend:?}");
+        let sprt = last.sprt.unwrap();
+        assert!(sprt.llr >= sprt.upper);
+        assert_eq!(last.units_done as usize, played.len());
+        assert!(worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.is_none());
+    }
+}
+
+#[tokio::test]
+async fn a_restart_keeps_jobs_leases_and_results() {
+    for backend in BACKENDS {
+        let dir = TempDir::new("restart");
+        let url = fresh_database(backend, &dir.0).await;
+        let config = SchedulerConfig { lease_ttl: Duration::from_secs(30), ..config() };
+        let first = serve_on(&dir.0, &url, config.clone(), 100).await;
+        let mut admin = client(first.address, &first.client_token).await;
+        let job = create(&mut admin, 6, None).await;
+        let (mut worker, token) = registered_worker_token(&first, "w", &[]).await;
+        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        assert_eq!(lease.units, [0, 1, 2, 3]);
+        let report = v1::ReportPairsRequest {
+            lease_id: lease.lease_id,
+            pairs: vec![pair(0, [2, 1])],
+            cumulative: Some(totals(&[[2, 1]])),
+            ..Default::default()
+        };
+        worker.report_pairs(report).await.unwrap();
+        drop(first);
+        // A new coordinator on the same data: tokens, the job, its results and the
+        // active lease are back.
+        let second = serve_on(&dir.0, &url, config, 100).await;
+        let mut admin = client(second.address, &second.client_token).await;
+        let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        assert_eq!((state.units_done, state.active_leases), (1, 1), "{backend:?}");
+        assert_eq!(state.totals.unwrap().wins, 1);
+        let mut worker = crate::common::worker(second.address, &token).await;
+        // The lease goes on: its next cumulative report extends the acknowledged one,
+        // and a report that forgets it is refused.
+        let forgetful = v1::ReportPairsRequest {
+            lease_id: lease.lease_id,
+            pairs: vec![pair(1, [1, 1])],
+            cumulative: Some(totals(&[[1, 1]])),
+            ..Default::default()
+        };
+        assert_eq!(worker.report_pairs(forgetful).await.unwrap_err().code(), tonic::Code::InvalidArgument);
+        let all = [[2, 1], [1, 1], [1, 1], [1, 1]];
+        let pairs = (1..4).map(|u| pair(u, [1, 1])).collect();
+        let report = v1::ReportPairsRequest {
+            lease_id: lease.lease_id,
+            pairs,
+            cumulative: Some(totals(&all)),
+            ..Default::default()
+        };
+        worker.report_pairs(report).await.unwrap();
+        // Units leased before the restart are not leased again; the rest are.
+        let rest = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        assert_eq!(rest.units, [4, 5], "{backend:?}");
+        assert!(rest.lease_id > lease.lease_id, "lease ids are not reused");
+    }
+}

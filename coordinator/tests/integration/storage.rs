@@ -1,0 +1,206 @@
+//! The storage suite, run against SQLite and PostgreSQL alike.
+
+use std::collections::HashMap;
+
+use xq_coordinator::storage::{Change, JobRow, LeaseRow, Storage, TokenRow, UnitRow, WorkerRow};
+use xq_coordinator::writer::Writer;
+
+use crate::common::{BACKENDS, Backend, TempDir, fresh_database};
+
+fn job(id: i64) -> JobRow {
+    JobRow {
+        id,
+        kind: "games".to_owned(),
+        state: "running".to_owned(),
+        outcome: String::new(),
+        description: "d".to_owned(),
+        priority: 0,
+        spec: "00".to_owned(),
+        units_total: 100,
+        next_unit: 0,
+        units_done: 0,
+        wdl: [0; 3],
+        pentanomial: [0; 5],
+        positions: 0,
+        reasons: HashMap::new(),
+        created_ms: 1,
+    }
+}
+
+fn unit(unit: u64, points: [i64; 2]) -> UnitRow {
+    UnitRow {
+        unit,
+        points,
+        reasons: ["adjudication".to_owned(), "checkmate".to_owned()],
+        records: 0,
+        pgn: format!("[Round \"{unit}\"]\n\n*\n\n"),
+        file: String::new(),
+        offset: 0,
+        length: 0,
+    }
+}
+
+async fn open(backend: Backend, dir: &TempDir) -> (Storage, Writer) {
+    let url = fresh_database(backend, &dir.0).await;
+    let storage = Storage::open(&url).await.unwrap();
+    let writer = Writer::start(storage.clone(), dir.0.join("games"));
+    (storage, writer)
+}
+
+#[tokio::test]
+async fn rows_round_trip_and_the_snapshot_holds_what_was_written() {
+    for backend in BACKENDS {
+        let dir = TempDir::new("storage");
+        let (storage, writer) = open(backend, &dir).await;
+        writer
+            .write(Change::Token(TokenRow { hash: "h1".to_owned(), role: "client".to_owned(), worker_id: None }))
+            .await
+            .unwrap();
+        writer
+            .write(Change::Worker(WorkerRow {
+                id: 3,
+                name: "w".to_owned(),
+                capabilities: "0a".to_owned(),
+                last_seen_ms: 5,
+            }))
+            .await
+            .unwrap();
+        writer
+            .write(Change::Worker(WorkerRow {
+                id: 3,
+                name: "w2".to_owned(),
+                capabilities: "0b".to_owned(),
+                last_seen_ms: 6,
+            }))
+            .await
+            .unwrap();
+        writer.write(Change::NewJob(Box::new(job(7)))).await.unwrap();
+        let lease = LeaseRow { id: 11, job_id: 7, worker_id: 3, units: vec![0, 1, 2], state: "active".to_owned() };
+        writer.write(Change::NewLease { lease: lease.clone(), next_unit: 3 }).await.unwrap();
+        writer
+            .write(Change::JobState { id: 7, state: "running".to_owned(), outcome: String::new(), priority: 4 })
+            .await
+            .unwrap();
+        writer
+            .write(Change::Artifact {
+                sha256: "a".repeat(64),
+                name: "e".to_owned(),
+                kind: "engine".to_owned(),
+                size: 9,
+            })
+            .await
+            .unwrap();
+        let units = vec![unit(0, [2, 1]), unit(2, [0, 0])];
+        let applied = writer
+            .write(Change::Units { job_id: 7, lease_id: 11, worker_id: 3, selfplay: false, rows: units })
+            .await
+            .unwrap();
+        assert_eq!(applied.new_units, [0, 2], "{backend:?}");
+        let snapshot = storage.load().await.unwrap();
+        assert_eq!(snapshot.tokens, [TokenRow { hash: "h1".to_owned(), role: "client".to_owned(), worker_id: None }]);
+        assert_eq!(snapshot.workers[0].name, "w2", "{backend:?}: upsert");
+        let stored = &snapshot.jobs[0];
+        assert_eq!((stored.next_unit, stored.priority, stored.units_done), (3, 4, 2), "{backend:?}");
+        assert_eq!(stored.wdl, [1, 1, 2]);
+        assert_eq!(stored.pentanomial, [1, 0, 0, 1, 0]);
+        assert_eq!(stored.reasons, HashMap::from([("adjudication".to_owned(), 2), ("checkmate".to_owned(), 2)]));
+        assert_eq!(snapshot.active_leases, [lease]);
+        assert_eq!(snapshot.max_lease_id, 11);
+        let mut done = snapshot.done_units[&7].clone();
+        done.sort();
+        assert_eq!(done, [(0, 11, [2, 1]), (2, 11, [0, 0])]);
+        assert_eq!(storage.artifact(&"a".repeat(64)).await.unwrap(), Some(("e".to_owned(), "engine".to_owned(), 9)));
+        // The games are on disk where the rows say.
+        let files = storage.unit_files(7, None, 10).await.unwrap();
+        assert_eq!(files.len(), 2);
+        let text = std::fs::read(dir.0.join(&files[1].file)).unwrap();
+        let slice = &text[files[1].offset as usize..(files[1].offset + files[1].length) as usize];
+        assert_eq!(slice, b"[Round \"2\"]\n\n*\n\n");
+        assert_eq!(storage.unit_files(7, Some(0), 10).await.unwrap().len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn a_unit_counts_once_however_often_it_arrives() {
+    for backend in BACKENDS {
+        let dir = TempDir::new("storage");
+        let (storage, writer) = open(backend, &dir).await;
+        writer.write(Change::NewJob(Box::new(job(1)))).await.unwrap();
+        // The same units from two leases (a re-issued lease) and twice from one (a resend),
+        // written concurrently so that they share transactions.
+        let mut tasks = Vec::new();
+        for round in 0..4 {
+            for u in 0..50u64 {
+                let writer = writer.clone();
+                let points = [(u % 3) as i64, ((u + round) % 3) as i64];
+                tasks.push(tokio::spawn(async move {
+                    let change = Change::Units {
+                        job_id: 1,
+                        lease_id: round as i64 % 2,
+                        worker_id: 1,
+                        selfplay: false,
+                        rows: vec![unit(u, points)],
+                    };
+                    writer.write(change).await.unwrap().new_units
+                }));
+            }
+        }
+        let mut counted = 0;
+        for task in tasks {
+            counted += task.await.unwrap().len();
+        }
+        assert_eq!(counted, 50, "{backend:?}: each unit new exactly once");
+        let stored = storage.job(1).await.unwrap().unwrap();
+        let (units, wdl, penta) = storage.recount(1).await.unwrap();
+        assert_eq!(units, 50);
+        assert_eq!(stored.units_done, 50, "{backend:?}");
+        assert_eq!(stored.wdl.map(|c| c as u64), wdl, "{backend:?}: the job's counters equal its rows");
+        assert_eq!(stored.pentanomial.map(|c| c as u64), penta);
+        assert_eq!(stored.reasons.values().sum::<u64>(), 100);
+    }
+}
+
+#[tokio::test]
+async fn a_failing_change_fails_alone() {
+    for backend in BACKENDS {
+        let dir = TempDir::new("storage");
+        let (storage, writer) = open(backend, &dir).await;
+        let token = TokenRow { hash: "same".to_owned(), role: "client".to_owned(), worker_id: None };
+        let (a, b, c) = tokio::join!(
+            writer.write(Change::Token(token.clone())),
+            writer.write(Change::Token(token.clone())),
+            writer.write(Change::NewJob(Box::new(job(2)))),
+        );
+        assert!(a.is_ok() != b.is_ok(), "{backend:?}: one of the duplicate tokens is refused");
+        assert!(c.is_ok(), "{backend:?}: the job in the same batch is stored");
+        assert!(storage.job(2).await.unwrap().is_some());
+    }
+}
+
+#[tokio::test]
+async fn self_play_units_add_positions() {
+    for backend in BACKENDS {
+        let dir = TempDir::new("storage");
+        let (storage, writer) = open(backend, &dir).await;
+        writer.write(Change::NewJob(Box::new(JobRow { kind: "selfplay".to_owned(), ..job(5) }))).await.unwrap();
+        let row = UnitRow {
+            records: 321,
+            pgn: String::new(),
+            file: "chunks/5/0-1.xqd".to_owned(),
+            length: 10,
+            ..unit(0, [0, 0])
+        };
+        writer
+            .write(Change::Units {
+                job_id: 5,
+                lease_id: 1,
+                worker_id: 1,
+                selfplay: true,
+                rows: vec![row.clone(), UnitRow { unit: 1, ..row }],
+            })
+            .await
+            .unwrap();
+        let stored = storage.job(5).await.unwrap().unwrap();
+        assert_eq!((stored.positions, stored.units_done, stored.wdl), (642, 2, [0, 0, 0]), "{backend:?}");
+    }
+}
