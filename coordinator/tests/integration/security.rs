@@ -1,1 +1,182 @@
+//! Nothing a worker or client sends is trusted: tokens, sizes, ranges, artifacts,
+//! totals and games are checked, and every refusal says what was wrong.
 
+use std::time::Duration;
+
+use tonic::Code;
+use xq_coordinator::scheduler::SchedulerConfig;
+use xq_proto::v1;
+
+use crate::common::{
+    BACKENDS, Client, client, game, pair, registered_worker, serve, serve_with, test_request, totals, upload, worker,
+};
+
+fn config() -> SchedulerConfig {
+    SchedulerConfig { lease_seconds: 4.0 * 72.0, reference_nps: 0, ..SchedulerConfig::default() }
+}
+
+async fn create(admin: &mut Client, pairs: u64) -> v1::Job {
+    let request = test_request(admin, pairs, None).await;
+    admin.create_test(request).await.unwrap().into_inner()
+}
+
+#[tokio::test]
+async fn tokens_are_checked_and_roles_kept_apart() {
+    let served = serve(BACKENDS[0], config()).await;
+    let mut stranger = client(served.address, "not-a-token").await;
+    let status = stranger.list_jobs(v1::ListJobsRequest::default()).await.unwrap_err();
+    assert_eq!(status.code(), Code::Unauthenticated, "{status:?}");
+    let mut worker_posing_as_client = {
+        let mut admin = client(served.address, &served.client_token).await;
+        let token = admin.create_worker_token(v1::CreateWorkerTokenRequest { name: "w".to_owned() }).await.unwrap().into_inner().token;
+        client(served.address, &token).await
+    };
+    let status = worker_posing_as_client.list_jobs(v1::ListJobsRequest::default()).await.unwrap_err();
+    assert_eq!(status.code(), Code::PermissionDenied);
+    let mut client_posing_as_worker = worker(served.address, &served.client_token).await;
+    let status = client_posing_as_worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap_err();
+    assert_eq!(status.code(), Code::PermissionDenied);
+    // Tokens are stored hashed: the database does not hold the client token.
+    let stored = std::fs::read(served.data.join("test.sqlite")).unwrap();
+    assert!(!stored.windows(served.client_token.len()).any(|w| w == served.client_token.as_bytes()));
+}
+
+#[tokio::test]
+async fn bad_requests_are_refused_with_what_was_wrong() {
+    let served = serve(BACKENDS[0], config()).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let mut request = test_request(&mut admin, 10, None).await;
+    request.time_control = "ten minutes".to_owned();
+    let status = admin.create_test(request.clone()).await.unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert!(status.message().starts_with("time_control:"), "{}", status.message());
+    request.time_control = "10+0.1".to_owned();
+    request.new_engine.as_mut().unwrap().binary.as_mut().unwrap().sha256 = "b".repeat(64);
+    let status = admin.create_test(request).await.unwrap_err();
+    assert_eq!(status.code(), Code::FailedPrecondition);
+    assert!(status.message().contains("has not been uploaded"), "{}", status.message());
+    // Artifacts: kinds, names, books that do not read.
+    assert_eq!(upload(&mut admin, "x", "virus", b"1").await.unwrap_err().code(), Code::InvalidArgument);
+    assert_eq!(upload(&mut admin, "../x", "engine", b"1").await.unwrap_err().code(), Code::InvalidArgument);
+    let status = upload(&mut admin, "book.epd", "book", b"not a fen\n").await.unwrap_err();
+    assert!(status.message().contains("the book cannot be read"), "{}", status.message());
+    // A message beyond the size limit.
+    let huge = v1::CreateWorkerTokenRequest { name: "x".repeat(xq_proto::MAX_MESSAGE_BYTES + 10) };
+    let status = admin.create_worker_token(huge).await.unwrap_err();
+    assert!(matches!(status.code(), Code::ResourceExhausted | Code::OutOfRange | Code::Internal), "{status:?}");
+    let status = admin.get_job(v1::JobId { job_id: 999 }).await.unwrap_err();
+    assert_eq!(status.code(), Code::NotFound);
+    // The coordinator still serves.
+    assert!(admin.list_jobs(v1::ListJobsRequest::default()).await.is_ok());
+}
+
+#[tokio::test]
+async fn reports_are_replayed_and_their_totals_checked() {
+    for backend in BACKENDS {
+        let served = serve(backend, config()).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let job = create(&mut admin, 10).await;
+        let mut worker = registered_worker(&served, "w", &[]).await;
+        let mut intruder = registered_worker(&served, "intruder", &[]).await;
+        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        let id = lease.lease_id;
+        let report = |pairs: Vec<v1::PairResult>, cumulative: v1::Totals| v1::ReportPairsRequest { lease_id: id, pairs, cumulative: Some(cumulative), ..Default::default() };
+        let refused = |status: tonic::Status, needle: &str| {
+            assert_eq!(status.code(), Code::InvalidArgument, "{backend:?} {status:?}");
+            assert!(status.message().contains(needle), "{backend:?}: '{}' lacks '{needle}'", status.message());
+        };
+        // An illegal move.
+        let mut bad = pair(0, [2, 2]);
+        bad.first_game_pgn = game("new", "base", "1. h2e2 h9h5", "1-0");
+        refused(worker.report_pairs(report(vec![bad], totals(&[[2, 2]]))).await.unwrap_err(), "cannot be played");
+        // A unit outside the lease, twice the same unit, totals that disagree.
+        refused(worker.report_pairs(report(vec![pair(9, [1, 1])], totals(&[[1, 1]]))).await.unwrap_err(), "not in lease");
+        refused(worker.report_pairs(report(vec![pair(0, [1, 1]), pair(0, [1, 1])], totals(&[[1, 1], [1, 1]]))).await.unwrap_err(), "twice");
+        refused(worker.report_pairs(report(vec![pair(0, [1, 1])], totals(&[[2, 2]]))).await.unwrap_err(), "disagree");
+        let mut short = totals(&[[1, 1]]);
+        short.pentanomial.pop();
+        refused(worker.report_pairs(report(vec![pair(0, [1, 1])], short)).await.unwrap_err(), "5 counts");
+        // Another worker's lease.
+        let status = intruder.report_pairs(report(vec![pair(0, [1, 1])], totals(&[[1, 1]]))).await.unwrap_err();
+        assert_eq!(status.code(), Code::NotFound, "{backend:?}");
+        // Nothing of that counted.
+        assert_eq!(admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner().units_done, 0);
+        // A good report, sent twice (its acknowledgement lost), counts once.
+        let good = report(vec![pair(0, [2, 1])], totals(&[[2, 1]]));
+        worker.report_pairs(good.clone()).await.unwrap();
+        worker.report_pairs(good).await.unwrap();
+        let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        assert_eq!(state.units_done, 1, "{backend:?}");
+        assert_eq!(state.totals.unwrap().wins, 1);
+        // Totals that go down are refused.
+        refused(worker.report_pairs(report(vec![], totals(&[]))).await.unwrap_err(), "went down");
+        // A report on a lease of another job's kind is refused.
+        let status = worker.upload_chunk(v1::UploadChunkRequest { lease_id: id, unit: 0, chunk: vec![1, 2, 3], games: 1 }).await.unwrap_err();
+        assert!(status.message().contains("not a self-play job"), "{}", status.message());
+    }
+}
+
+#[tokio::test]
+async fn self_play_chunks_are_checked_then_stored_and_streamed() {
+    let served = serve(BACKENDS[1], config()).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let spec = v1::SelfPlaySpec { nodes: 1000, games_per_unit: 2, ..Default::default() };
+    let job = admin.create_self_play(v1::CreateSelfPlayRequest { spec: Some(spec), units: 2, ..Default::default() }).await.unwrap().into_inner();
+    let mut worker = registered_worker(&served, "w", &[]).await;
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    assert!(matches!(lease.work, Some(v1::lease::Work::SelfPlay(_))));
+    let status = worker.upload_chunk(v1::UploadChunkRequest { lease_id: lease.lease_id, unit: 0, chunk: b"garbage".to_vec(), games: 2 }).await.unwrap_err();
+    assert!(status.message().starts_with("chunk:"), "{}", status.message());
+    let chunk_bytes = chunk();
+    for unit in [0, 1] {
+        let request = v1::UploadChunkRequest { lease_id: lease.lease_id, unit, chunk: chunk_bytes.clone(), games: 2 };
+        let stop = worker.upload_chunk(request.clone()).await.unwrap().into_inner().stop;
+        assert_eq!(stop, unit == 1);
+        worker.upload_chunk(request).await.unwrap();
+    }
+    let records = xq_engine::xiangqi::data::read_chunk(&chunk_bytes).unwrap().len() as u64;
+    let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+    assert_eq!((state.state.as_str(), state.positions), ("finished", 2 * records));
+    let chunks = crate::common::collect(admin.stream_training_data(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner()).await;
+    assert_eq!(chunks.iter().map(|c| c.unit).collect::<Vec<_>>(), [0, 1]);
+    assert_eq!(chunks[0].chunk, chunk_bytes);
+}
+
+/// A valid chunk of a few records.
+fn chunk() -> Vec<u8> {
+    use xq_engine::xiangqi::data::{Record, write_chunk};
+    use xq_engine::xiangqi::notation::{Dialect, parse_uci};
+    use xq_engine::xiangqi::rules::Outcome;
+    use xq_engine::xiangqi::Position;
+    let position = Position::startpos();
+    let best_move = parse_uci(&position, "h2e2", Dialect::ZeroBased).unwrap();
+    let records: Vec<Record> =
+        (0..5).map(|i| Record { position: position.clone(), score: 10 * i, best_move, ply: i as u16, result: Outcome::Draw }).collect();
+    write_chunk(&records)
+}
+
+#[tokio::test]
+async fn connections_beyond_the_cap_are_refused_and_the_server_goes_on() {
+    let served = serve_with(BACKENDS[0], config(), 2).await;
+    let mut first = client(served.address, &served.client_token).await;
+    let mut second = client(served.address, &served.client_token).await;
+    first.list_jobs(v1::ListJobsRequest::default()).await.unwrap();
+    second.list_jobs(v1::ListJobsRequest::default()).await.unwrap();
+    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{}", served.address)).unwrap();
+    let refused = endpoint.connect_timeout(Duration::from_secs(2)).timeout(Duration::from_secs(2)).connect().await;
+    let third_failed = match refused {
+        Err(_) => true,
+        Ok(channel) => {
+            let mut third = xq_proto::v1::client_client::ClientClient::with_interceptor(channel, xq_proto::BearerToken::new(&served.client_token).unwrap());
+            third.list_jobs(v1::ListJobsRequest::default()).await.is_err()
+        }
+    };
+    assert!(third_failed, "a third connection is served");
+    assert!(served.coordinator.accept_stats.refused.load(std::sync::atomic::Ordering::Relaxed) >= 1);
+    // The first two still work; when one closes, a new connection is served.
+    first.list_jobs(v1::ListJobsRequest::default()).await.unwrap();
+    drop(second);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut fourth = client(served.address, &served.client_token).await;
+    fourth.list_jobs(v1::ListJobsRequest::default()).await.unwrap();
+}
