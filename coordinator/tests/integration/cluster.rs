@@ -1,1 +1,217 @@
+//! Whole clusters of real processes on loopback: a coordinator, `xq-worker connect`
+//! workers and our engine; then faults: a worker killed mid-job, the coordinator
+//! killed mid-test.
 
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use xq_proto::v1;
+
+use crate::common::{Client, TempDir, binary, client, collect, upload};
+
+/// Starts `xq-coordinator serve` on `data` at `port` (0: any); returns it and its address.
+async fn start_coordinator(data: &Path, port: u16, lease_seconds: u32) -> (Child, std::net::SocketAddr) {
+    let mut child = Command::new(binary("xq-coordinator"))
+        .args(["serve", "--reference-nps", "0", "--work-seconds", "15", "--heartbeat-seconds", "1"])
+        .args(["--lease-seconds", &lease_seconds.to_string(), "--listen", &format!("127.0.0.1:{port}"), "--data"])
+        .arg(data)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await.unwrap().unwrap().unwrap();
+    let address = line.strip_prefix("listening on http://").unwrap().parse().unwrap();
+    (child, address)
+}
+
+async fn start_worker(admin: &mut Client, address: std::net::SocketAddr, cache: PathBuf, name: &str) -> Child {
+    let token = admin
+        .create_worker_token(v1::CreateWorkerTokenRequest { name: name.to_owned() })
+        .await
+        .unwrap()
+        .into_inner()
+        .token;
+    Command::new(binary("xq-worker"))
+        .args([
+            "connect",
+            "--concurrency",
+            "1",
+            "--name",
+            name,
+            "--coordinator",
+            &format!("http://{address}"),
+            "--cache",
+        ])
+        .arg(cache)
+        .env("XQ_WORKER_TOKEN", token)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
+fn token(data: &Path) -> String {
+    std::fs::read_to_string(data.join("client-token")).unwrap().trim().to_owned()
+}
+
+/// Our engine at depth 3 against itself capped at depth 1, from the 2-ply book.
+async fn engines_test(admin: &mut Client, sprt: Option<v1::SprtSpec>, pairs: u64) -> v1::Job {
+    let engine = std::fs::read(binary("xq-engine")).unwrap();
+    let binary = upload(admin, "xq-engine", "engine", &engine).await.unwrap();
+    let book_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../books/xiangqi-2ply.epd");
+    let book = upload(admin, "xiangqi-2ply.epd", "book", &std::fs::read(book_path).unwrap()).await.unwrap();
+    let new = v1::EngineSpec {
+        name: "new".to_owned(),
+        binary: Some(binary.clone()),
+        protocol: "uci".to_owned(),
+        ..Default::default()
+    };
+    let mut base = v1::EngineSpec { name: "base".to_owned(), ..new.clone() };
+    base.options.insert("Depth Limit".to_owned(), "1".to_owned());
+    let request = v1::CreateTestRequest {
+        new_engine: Some(new),
+        base_engine: Some(base),
+        time_control: "depth=3".to_owned(),
+        rules: "wxf".to_owned(),
+        variant: "xiangqi".to_owned(),
+        book: Some(book),
+        max_plies: 160,
+        sprt,
+        pairs,
+        ..Default::default()
+    };
+    admin.create_test(request).await.unwrap().into_inner()
+}
+
+async fn wait_for(
+    admin: &mut Client,
+    job: u64,
+    limit: Duration,
+    what: &str,
+    done: impl Fn(&v1::Job) -> bool,
+) -> v1::Job {
+    let start = Instant::now();
+    loop {
+        if let Ok(reply) = admin.get_job(v1::JobId { job_id: job }).await {
+            let state = reply.into_inner();
+            if done(&state) {
+                return state;
+            }
+        }
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The games of a job from its PGN, from the new engine's view: (wins, draws, losses).
+async fn games_in_pgn(admin: &mut Client, job: u64) -> (usize, [u64; 3]) {
+    let text: String = collect(admin.download_games(v1::JobId { job_id: job }).await.unwrap().into_inner())
+        .await
+        .into_iter()
+        .map(|b| b.pgn)
+        .collect();
+    let games = xq_engine::xiangqi::pgn::parse_pgn(&text).unwrap();
+    let mut wdl = [0; 3];
+    for game in &games {
+        let new_is_red = game.tag("White") == Some("new");
+        match (game.tag("Result").unwrap(), new_is_red) {
+            ("1/2-1/2", _) => wdl[1] += 1,
+            ("1-0", true) | ("0-1", false) => wdl[0] += 1,
+            _ => wdl[2] += 1,
+        }
+    }
+    (games.len(), wdl)
+}
+
+async fn check_counts(admin: &mut Client, data: &Path, state: &v1::Job) {
+    let totals = state.totals.clone().unwrap();
+    let (games, wdl) = games_in_pgn(admin, state.job_id).await;
+    assert_eq!(games as u64, 2 * state.units_done, "every counted pair has its two games stored");
+    assert_eq!(wdl, [totals.wins, totals.draws, totals.losses], "the counts equal the stored games' results");
+    // And the job's counters equal its unit rows.
+    let storage = xq_coordinator::storage::Storage::open(&xq_coordinator::storage::sqlite_url(data)).await.unwrap();
+    let (units, row_wdl, penta) = storage.recount(state.job_id as i64).await.unwrap();
+    assert_eq!(units, state.units_done);
+    assert_eq!(row_wdl, wdl);
+    assert_eq!(penta.to_vec(), totals.pentanomial);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_workers_finish_an_sprt_and_its_counts_equal_the_stored_games() {
+    let dir = TempDir::new("cluster");
+    let (_coordinator, address) = start_coordinator(&dir.0, 0, 10).await;
+    let mut admin = client(address, &token(&dir.0)).await;
+    let sprt = v1::SprtSpec { elo0: 0.0, elo1: 30.0, alpha: 0.05, beta: 0.05, model: "normalized".to_owned() };
+    let job = engines_test(&mut admin, Some(sprt), 400).await;
+    let mut workers = Vec::new();
+    for i in 0..3 {
+        workers.push(start_worker(&mut admin, address, dir.0.join(format!("w{i}")), &format!("w{i}")).await);
+    }
+    let state =
+        wait_for(&mut admin, job.job_id, Duration::from_secs(600), "the SPRT to end", |j| j.state != "running").await;
+    assert_eq!((state.state.as_str(), state.outcome.as_str()), ("finished", "H1 accepted"), "{state:?}");
+    let sprt = state.sprt.unwrap();
+    assert!(sprt.llr >= sprt.upper);
+    let workers_seen = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
+    assert_eq!(workers_seen.iter().filter(|w| w.last_seen_ms > 0).count(), 3, "all three registered");
+    check_counts(&mut admin, &dir.0, &state).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_worker_s_units_are_played_elsewhere_and_counted_once() {
+    let dir = TempDir::new("cluster");
+    let (_coordinator, address) = start_coordinator(&dir.0, 0, 3).await;
+    let mut admin = client(address, &token(&dir.0)).await;
+    let job = engines_test(&mut admin, None, 8).await;
+    let mut first = start_worker(&mut admin, address, dir.0.join("first"), "first").await;
+    wait_for(&mut admin, job.job_id, Duration::from_secs(300), "a first pair", |j| j.units_done >= 1).await;
+    first.start_kill().unwrap();
+    first.wait().await.unwrap();
+    let killed_at = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner().units_done;
+    assert!(killed_at < 8, "the worker was killed mid-job");
+    let _second = start_worker(&mut admin, address, dir.0.join("second"), "second").await;
+    let state =
+        wait_for(&mut admin, job.job_id, Duration::from_secs(600), "the test to end", |j| j.state != "running").await;
+    assert_eq!((state.state.as_str(), state.units_done), ("finished", 8));
+    check_counts(&mut admin, &dir.0, &state).await;
+    let storage = xq_coordinator::storage::Storage::open(&xq_coordinator::storage::sqlite_url(&dir.0)).await.unwrap();
+    let expired: (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM leases WHERE state = 'expired'").fetch_one(storage.pool()).await.unwrap();
+    assert!(expired.0 >= 1, "the killed worker's lease expired");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_coordinator_restarts_and_the_test_goes_on_without_losing_a_result() {
+    let dir = TempDir::new("cluster");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (mut coordinator, address) = start_coordinator(&dir.0, port, 20).await;
+    let mut admin = client(address, &token(&dir.0)).await;
+    let job = engines_test(&mut admin, None, 10).await;
+    let _workers = [
+        start_worker(&mut admin, address, dir.0.join("a"), "a").await,
+        start_worker(&mut admin, address, dir.0.join("b"), "b").await,
+    ];
+    let before = wait_for(&mut admin, job.job_id, Duration::from_secs(300), "two pairs", |j| j.units_done >= 2).await;
+    coordinator.start_kill().unwrap();
+    coordinator.wait().await.unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (_coordinator, address) = start_coordinator(&dir.0, port, 20).await;
+    let mut admin = client(address, &token(&dir.0)).await;
+    let after_restart = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+    assert!(
+        after_restart.units_done >= before.units_done,
+        "acknowledged results survive: {} then {}",
+        before.units_done,
+        after_restart.units_done
+    );
+    let state =
+        wait_for(&mut admin, job.job_id, Duration::from_secs(600), "the test to end", |j| j.state != "running").await;
+    assert_eq!((state.state.as_str(), state.units_done), ("finished", 10), "the workers came back");
+    check_counts(&mut admin, &dir.0, &state).await;
+}

@@ -28,7 +28,12 @@ async fn tokens_are_checked_and_roles_kept_apart() {
     assert_eq!(status.code(), Code::Unauthenticated, "{status:?}");
     let mut worker_posing_as_client = {
         let mut admin = client(served.address, &served.client_token).await;
-        let token = admin.create_worker_token(v1::CreateWorkerTokenRequest { name: "w".to_owned() }).await.unwrap().into_inner().token;
+        let token = admin
+            .create_worker_token(v1::CreateWorkerTokenRequest { name: "w".to_owned() })
+            .await
+            .unwrap()
+            .into_inner()
+            .token;
         client(served.address, &token).await
     };
     let status = worker_posing_as_client.list_jobs(v1::ListJobsRequest::default()).await.unwrap_err();
@@ -80,7 +85,12 @@ async fn reports_are_replayed_and_their_totals_checked() {
         let mut intruder = registered_worker(&served, "intruder", &[]).await;
         let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
         let id = lease.lease_id;
-        let report = |pairs: Vec<v1::PairResult>, cumulative: v1::Totals| v1::ReportPairsRequest { lease_id: id, pairs, cumulative: Some(cumulative), ..Default::default() };
+        let report = |pairs: Vec<v1::PairResult>, cumulative: v1::Totals| v1::ReportPairsRequest {
+            lease_id: id,
+            pairs,
+            cumulative: Some(cumulative),
+            ..Default::default()
+        };
         let refused = |status: tonic::Status, needle: &str| {
             assert_eq!(status.code(), Code::InvalidArgument, "{backend:?} {status:?}");
             assert!(status.message().contains(needle), "{backend:?}: '{}' lacks '{needle}'", status.message());
@@ -90,8 +100,17 @@ async fn reports_are_replayed_and_their_totals_checked() {
         bad.first_game_pgn = game("new", "base", "1. h2e2 h9h5", "1-0");
         refused(worker.report_pairs(report(vec![bad], totals(&[[2, 2]]))).await.unwrap_err(), "cannot be played");
         // A unit outside the lease, twice the same unit, totals that disagree.
-        refused(worker.report_pairs(report(vec![pair(9, [1, 1])], totals(&[[1, 1]]))).await.unwrap_err(), "not in lease");
-        refused(worker.report_pairs(report(vec![pair(0, [1, 1]), pair(0, [1, 1])], totals(&[[1, 1], [1, 1]]))).await.unwrap_err(), "twice");
+        refused(
+            worker.report_pairs(report(vec![pair(9, [1, 1])], totals(&[[1, 1]]))).await.unwrap_err(),
+            "not in lease",
+        );
+        refused(
+            worker
+                .report_pairs(report(vec![pair(0, [1, 1]), pair(0, [1, 1])], totals(&[[1, 1], [1, 1]])))
+                .await
+                .unwrap_err(),
+            "twice",
+        );
         refused(worker.report_pairs(report(vec![pair(0, [1, 1])], totals(&[[2, 2]]))).await.unwrap_err(), "disagree");
         let mut short = totals(&[[1, 1]]);
         short.pentanomial.pop();
@@ -111,7 +130,10 @@ async fn reports_are_replayed_and_their_totals_checked() {
         // Totals that go down are refused.
         refused(worker.report_pairs(report(vec![], totals(&[]))).await.unwrap_err(), "went down");
         // A report on a lease of another job's kind is refused.
-        let status = worker.upload_chunk(v1::UploadChunkRequest { lease_id: id, unit: 0, chunk: vec![1, 2, 3], games: 1 }).await.unwrap_err();
+        let status = worker
+            .upload_chunk(v1::UploadChunkRequest { lease_id: id, unit: 0, chunk: vec![1, 2, 3], games: 1 })
+            .await
+            .unwrap_err();
         assert!(status.message().contains("not a self-play job"), "{}", status.message());
     }
 }
@@ -121,11 +143,23 @@ async fn self_play_chunks_are_checked_then_stored_and_streamed() {
     let served = serve(BACKENDS[1], config()).await;
     let mut admin = client(served.address, &served.client_token).await;
     let spec = v1::SelfPlaySpec { nodes: 1000, games_per_unit: 2, ..Default::default() };
-    let job = admin.create_self_play(v1::CreateSelfPlayRequest { spec: Some(spec), units: 2, ..Default::default() }).await.unwrap().into_inner();
+    let job = admin
+        .create_self_play(v1::CreateSelfPlayRequest { spec: Some(spec), units: 2, ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner();
     let mut worker = registered_worker(&served, "w", &[]).await;
     let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
     assert!(matches!(lease.work, Some(v1::lease::Work::SelfPlay(_))));
-    let status = worker.upload_chunk(v1::UploadChunkRequest { lease_id: lease.lease_id, unit: 0, chunk: b"garbage".to_vec(), games: 2 }).await.unwrap_err();
+    let status = worker
+        .upload_chunk(v1::UploadChunkRequest {
+            lease_id: lease.lease_id,
+            unit: 0,
+            chunk: b"garbage".to_vec(),
+            games: 2,
+        })
+        .await
+        .unwrap_err();
     assert!(status.message().starts_with("chunk:"), "{}", status.message());
     let chunk_bytes = chunk();
     for unit in [0, 1] {
@@ -137,21 +171,25 @@ async fn self_play_chunks_are_checked_then_stored_and_streamed() {
     let records = xq_engine::xiangqi::data::read_chunk(&chunk_bytes).unwrap().len() as u64;
     let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
     assert_eq!((state.state.as_str(), state.positions), ("finished", 2 * records));
-    let chunks = crate::common::collect(admin.stream_training_data(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner()).await;
+    let chunks = crate::common::collect(
+        admin.stream_training_data(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner(),
+    )
+    .await;
     assert_eq!(chunks.iter().map(|c| c.unit).collect::<Vec<_>>(), [0, 1]);
     assert_eq!(chunks[0].chunk, chunk_bytes);
 }
 
 /// A valid chunk of a few records.
 fn chunk() -> Vec<u8> {
+    use xq_engine::xiangqi::Position;
     use xq_engine::xiangqi::data::{Record, write_chunk};
     use xq_engine::xiangqi::notation::{Dialect, parse_uci};
     use xq_engine::xiangqi::rules::Outcome;
-    use xq_engine::xiangqi::Position;
     let position = Position::startpos();
     let best_move = parse_uci(&position, "h2e2", Dialect::ZeroBased).unwrap();
-    let records: Vec<Record> =
-        (0..5).map(|i| Record { position: position.clone(), score: 10 * i, best_move, ply: i as u16, result: Outcome::Draw }).collect();
+    let records: Vec<Record> = (0..5)
+        .map(|i| Record { position: position.clone(), score: 10 * i, best_move, ply: i as u16, result: Outcome::Draw })
+        .collect();
     write_chunk(&records)
 }
 
@@ -167,7 +205,10 @@ async fn connections_beyond_the_cap_are_refused_and_the_server_goes_on() {
     let third_failed = match refused {
         Err(_) => true,
         Ok(channel) => {
-            let mut third = xq_proto::v1::client_client::ClientClient::with_interceptor(channel, xq_proto::BearerToken::new(&served.client_token).unwrap());
+            let mut third = xq_proto::v1::client_client::ClientClient::with_interceptor(
+                channel,
+                xq_proto::BearerToken::new(&served.client_token).unwrap(),
+            );
             third.list_jobs(v1::ListJobsRequest::default()).await.is_err()
         }
     };
