@@ -89,7 +89,6 @@ impl Drop for TempDir {
 pub struct Served {
     pub address: SocketAddr,
     pub data: PathBuf,
-    pub url: String,
     pub coordinator: std::sync::Arc<Coordinator>,
     pub client_token: String,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
@@ -133,15 +132,7 @@ pub async fn serve_on(data: &Path, url: &str, config: SchedulerConfig, max_conne
             .unwrap();
     });
     let client_token = std::fs::read_to_string(data.join(CLIENT_TOKEN_FILE)).unwrap().trim().to_owned();
-    Served {
-        address,
-        data: data.to_owned(),
-        url: url.to_owned(),
-        coordinator,
-        client_token,
-        shutdown: Some(shutdown),
-        _dir: None,
-    }
+    Served { address, data: data.to_owned(), coordinator, client_token, shutdown: Some(shutdown), _dir: None }
 }
 
 async fn channel(address: SocketAddr) -> tonic::transport::Channel {
@@ -256,15 +247,6 @@ pub fn totals(pairs: &[[u8; 2]]) -> v1::Totals {
         t.pentanomial[(p[0] + p[1]) as usize] += 1;
     }
     t
-}
-
-/// Waits until `check` holds, polling; panics after `limit`.
-pub async fn eventually<F: FnMut() -> bool>(limit: Duration, what: &str, mut check: F) {
-    let start = std::time::Instant::now();
-    while !check() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// Collects a server stream.
