@@ -119,14 +119,16 @@ struct State {
     next_worker: u64,
 }
 
-/// A lease handed to a worker, with what checking its reports needs.
+/// What checking a report on a lease needs.
 #[derive(Clone, Debug)]
 pub struct LeaseContext {
     pub lease_id: u64,
     pub job_id: u64,
     pub spec: Arc<JobSpec>,
-    pub units: HashSet<u64>,
+    /// Of the reported units, those this lease has reported before.
     pub acked: HashSet<u64>,
+    /// How many units the lease has reported, and their totals.
+    pub acked_count: u64,
     pub acked_wdl: [u64; 3],
     pub acked_penta: [u64; 5],
 }
@@ -600,9 +602,10 @@ impl Scheduler {
         Ok(count)
     }
 
-    /// What checking a report on `lease` needs; the lease must be `worker`'s. Reports
-    /// on an expired lease are still taken: its games are real, and a unit counts once.
-    pub fn lease_context(&self, worker: u64, lease: u64) -> Result<LeaseContext, ScheduleError> {
+    /// What checking a report of `units` on `lease` needs; the lease must be
+    /// `worker`'s and hold every unit, each named once. Reports on an expired lease are
+    /// still taken: its games are real, and a unit counts once.
+    pub fn lease_context(&self, worker: u64, lease: u64, units: &[u64]) -> Result<LeaseContext, ScheduleError> {
         let state = self.lock();
         let entry = state
             .leases
@@ -613,12 +616,21 @@ impl Scheduler {
             .jobs
             .get(&(entry.row.job_id as u64))
             .ok_or_else(|| ScheduleError::NotFound(format!("job {}", entry.row.job_id)))?;
+        let mut seen = HashSet::with_capacity(units.len());
+        for unit in units {
+            if !entry.units.contains(unit) {
+                return Err(ScheduleError::Invalid(format!("unit {unit} is not in lease {lease}")));
+            }
+            if !seen.insert(*unit) {
+                return Err(ScheduleError::Invalid(format!("unit {unit} reported twice")));
+            }
+        }
         Ok(LeaseContext {
             lease_id: lease,
             job_id: job.row.id as u64,
             spec: job.spec.clone(),
-            units: entry.units.clone(),
-            acked: entry.acked.clone(),
+            acked: units.iter().copied().filter(|u| entry.acked.contains(u)).collect(),
+            acked_count: entry.acked.len() as u64,
             acked_wdl: entry.acked_wdl,
             acked_penta: entry.acked_penta,
         })

@@ -1,7 +1,6 @@
 //! The gRPC services: requests checked, authorised and turned into scheduler calls.
 //! Every refusal is a status that says what was wrong.
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -137,7 +136,8 @@ impl v1::worker_server::Worker for WorkerApi {
         if report.pairs.len() > MAX_PAIRS_PER_REPORT {
             return Err(Status::invalid_argument(format!("more than {MAX_PAIRS_PER_REPORT} pairs in one report")));
         }
-        let context = self.0.scheduler.lease_context(worker, report.lease_id)?;
+        let units: Vec<u64> = report.pairs.iter().map(|p| p.unit).collect();
+        let context = self.0.scheduler.lease_context(worker, report.lease_id, &units)?;
         let JobSpec::Match(job) = &*context.spec else {
             return Err(Status::invalid_argument(format!("lease {} is not a match", report.lease_id)));
         };
@@ -159,18 +159,8 @@ impl v1::worker_server::Worker for WorkerApi {
         }
         let names = [engines[0].map_or("", |e| e.name.as_str()), engines[1].map_or("", |e| e.name.as_str())];
         let (mut wdl, mut penta) = (context.acked_wdl, context.acked_penta);
-        let mut seen = HashSet::new();
         let mut rows = Vec::new();
         for pair in &report.pairs {
-            if !context.units.contains(&pair.unit) {
-                return Err(Status::invalid_argument(format!(
-                    "unit {} is not in lease {}",
-                    pair.unit, report.lease_id
-                )));
-            }
-            if !seen.insert(pair.unit) {
-                return Err(Status::invalid_argument(format!("unit {} reported twice", pair.unit)));
-            }
             let opening = job.openings.as_ref().map(|o| &o[(pair.unit % o.len() as u64) as usize]);
             let pair_context = PairContext { opening, rules: job.rules, names };
             let checked = check_pair([&pair.first_game_pgn, &pair.second_game_pgn], &pair_context)
@@ -193,11 +183,11 @@ impl v1::worker_server::Worker for WorkerApi {
             });
         }
         let reported_wdl = [cumulative.wins, cumulative.draws, cumulative.losses];
-        if reported_penta.iter().sum::<u64>() < context.acked.len() as u64 {
+        if reported_penta.iter().sum::<u64>() < context.acked_count {
             return Err(Status::invalid_argument(format!(
                 "cumulative totals went down: {} pairs reported, {} acknowledged before",
                 reported_penta.iter().sum::<u64>(),
-                context.acked.len()
+                context.acked_count
             )));
         }
         if reported_wdl != wdl || reported_penta != penta {
@@ -216,12 +206,9 @@ impl v1::worker_server::Worker for WorkerApi {
     ) -> Result<Response<v1::ReportReply>, Status> {
         let worker = worker_of(&request)?;
         let upload = request.into_inner();
-        let context = self.0.scheduler.lease_context(worker, upload.lease_id)?;
+        let context = self.0.scheduler.lease_context(worker, upload.lease_id, &[upload.unit])?;
         if !matches!(&*context.spec, JobSpec::SelfPlay(_)) {
             return Err(Status::invalid_argument(format!("lease {} is not a self-play job", upload.lease_id)));
-        }
-        if !context.units.contains(&upload.unit) {
-            return Err(Status::invalid_argument(format!("unit {} is not in lease {}", upload.unit, upload.lease_id)));
         }
         let records =
             read_chunk(&upload.chunk).map_err(|e| Status::invalid_argument(format!("chunk: {e}")))?.len() as i64;

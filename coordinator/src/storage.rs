@@ -475,22 +475,38 @@ pub async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied,
             sqlx::query("UPDATE leases SET state = $1 WHERE id = $2").bind(state).bind(id).execute(&mut *conn).await?;
         }
         Change::Units { job_id, lease_id, worker_id, selfplay, rows } => {
-            return insert_units(conn, (*job_id, *lease_id, *worker_id), *selfplay, rows).await;
+            let mut delta = JobDelta::default();
+            let applied = insert_units(conn, (*job_id, *lease_id, *worker_id), *selfplay, rows, &mut delta).await?;
+            if delta.units > 0 {
+                add_to_job(conn, *job_id, &delta).await?;
+            }
+            return Ok(applied);
         }
     }
     Ok(Applied::default())
 }
 
+/// What a batch's new units add to a job.
+#[derive(Debug, Default)]
+struct JobDelta {
+    units: i64,
+    wdl: [i64; 3],
+    penta: [i64; 5],
+    positions: i64,
+    reasons: HashMap<String, u64>,
+}
+
+/// Inserts unit rows, skipping those already stored; returns the new ones and adds
+/// what they count to `delta`.
 async fn insert_units(
     conn: &mut AnyConnection,
     (job_id, lease_id, worker_id): (i64, i64, i64),
     selfplay: bool,
     rows: &[UnitRow],
+    delta: &mut JobDelta,
 ) -> Result<Applied, StorageError> {
     let now = now_ms();
     let mut applied = Applied::default();
-    let (mut wdl, mut penta, mut positions) = ([0i64; 3], [0i64; 5], 0i64);
-    let mut reasons: HashMap<String, u64> = HashMap::new();
     for row in rows {
         let inserted = sqlx::query(
             "INSERT INTO units (job_id, unit, lease_id, worker_id, first_points, second_points, reasons, records, \
@@ -516,49 +532,52 @@ async fn insert_units(
             continue;
         }
         applied.new_units.push(row.unit);
+        delta.units += 1;
         if selfplay {
-            positions += row.records;
+            delta.positions += row.records;
             continue;
         }
         for p in row.points {
-            wdl[(2 - p.clamp(0, 2)) as usize] += 1;
+            delta.wdl[(2 - p.clamp(0, 2)) as usize] += 1;
         }
-        penta[(row.points[0] + row.points[1]).clamp(0, 4) as usize] += 1;
+        delta.penta[(row.points[0] + row.points[1]).clamp(0, 4) as usize] += 1;
         for reason in &row.reasons {
-            *reasons.entry(reason.clone()).or_default() += 1;
+            *delta.reasons.entry(reason.clone()).or_default() += 1;
         }
     }
-    if applied.new_units.is_empty() {
-        return Ok(applied);
-    }
+    Ok(applied)
+}
+
+/// Adds a batch's new units to their job's counters: one update per job per batch.
+async fn add_to_job(conn: &mut AnyConnection, job_id: i64, delta: &JobDelta) -> Result<(), StorageError> {
     let stored: String =
         sqlx::query("SELECT reasons FROM jobs WHERE id = $1").bind(job_id).fetch_one(&mut *conn).await?.try_get(0)?;
-    let mut all: HashMap<String, u64> =
+    let mut reasons: HashMap<String, u64> =
         serde_json::from_str(&stored).map_err(|e| StorageError::Damaged(format!("job reasons: {e}")))?;
-    for (reason, count) in reasons {
-        *all.entry(reason).or_default() += count;
+    for (reason, count) in &delta.reasons {
+        *reasons.entry(reason.clone()).or_default() += count;
     }
     sqlx::query(
         "UPDATE jobs SET units_done = units_done + $1, wins = wins + $2, draws = draws + $3, losses = losses + $4, \
          penta0 = penta0 + $5, penta1 = penta1 + $6, penta2 = penta2 + $7, penta3 = penta3 + $8, \
          penta4 = penta4 + $9, positions = positions + $10, reasons = $11, updated_ms = $12 WHERE id = $13",
     )
-    .bind(applied.new_units.len() as i64)
-    .bind(wdl[0])
-    .bind(wdl[1])
-    .bind(wdl[2])
-    .bind(penta[0])
-    .bind(penta[1])
-    .bind(penta[2])
-    .bind(penta[3])
-    .bind(penta[4])
-    .bind(positions)
-    .bind(serde_json::to_string(&all).expect("a map of strings serialises"))
-    .bind(now)
+    .bind(delta.units)
+    .bind(delta.wdl[0])
+    .bind(delta.wdl[1])
+    .bind(delta.wdl[2])
+    .bind(delta.penta[0])
+    .bind(delta.penta[1])
+    .bind(delta.penta[2])
+    .bind(delta.penta[3])
+    .bind(delta.penta[4])
+    .bind(delta.positions)
+    .bind(serde_json::to_string(&reasons).expect("a map of strings serialises"))
+    .bind(now_ms())
     .bind(job_id)
     .execute(&mut *conn)
     .await?;
-    Ok(applied)
+    Ok(())
 }
 
 /// Applies `changes` in one transaction.
@@ -566,8 +585,19 @@ pub async fn apply_all(pool: &AnyPool, changes: &[&Change]) -> Result<Vec<Applie
     let mut conn = pool.acquire().await?;
     let mut tx = conn.begin().await?;
     let mut results = Vec::with_capacity(changes.len());
+    let mut deltas: std::collections::BTreeMap<i64, JobDelta> = Default::default();
     for change in changes {
-        results.push(apply(&mut tx, change).await?);
+        let applied = match change {
+            Change::Units { job_id, lease_id, worker_id, selfplay, rows } => {
+                let delta = deltas.entry(*job_id).or_default();
+                insert_units(&mut tx, (*job_id, *lease_id, *worker_id), *selfplay, rows, delta).await?
+            }
+            other => apply(&mut tx, other).await?,
+        };
+        results.push(applied);
+    }
+    for (job_id, delta) in deltas.iter().filter(|(_, d)| d.units > 0) {
+        add_to_job(&mut tx, *job_id, delta).await?;
     }
     tx.commit().await?;
     Ok(results)
