@@ -372,8 +372,8 @@ pub struct Applied {
     pub new_units: Vec<u64>,
 }
 
-/// Applies `change` inside the caller's transaction.
-pub async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, StorageError> {
+/// Applies a change other than unit rows inside the caller's transaction.
+async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, StorageError> {
     let now = now_ms();
     match change {
         Change::Token(token) => {
@@ -474,14 +474,7 @@ pub async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied,
         Change::LeaseState { id, state } => {
             sqlx::query("UPDATE leases SET state = $1 WHERE id = $2").bind(state).bind(id).execute(&mut *conn).await?;
         }
-        Change::Units { job_id, lease_id, worker_id, selfplay, rows } => {
-            let mut delta = JobDelta::default();
-            let applied = insert_units(conn, (*job_id, *lease_id, *worker_id), *selfplay, rows, &mut delta).await?;
-            if delta.units > 0 {
-                add_to_job(conn, *job_id, &delta).await?;
-            }
-            return Ok(applied);
-        }
+        Change::Units { .. } => unreachable!("unit rows are inserted by apply_all"),
     }
     Ok(Applied::default())
 }
@@ -496,44 +489,90 @@ struct JobDelta {
     reasons: HashMap<String, u64>,
 }
 
-/// Inserts unit rows, skipping those already stored; returns the new ones and adds
-/// what they count to `delta`.
+/// The row counts of the multi-row inserts: a batch is cut greedily into these, so
+/// that only a few statement shapes exist and each stays prepared in the connection's
+/// cache (a new shape per batch size would be parsed and planned every time). Larger
+/// statements cost more per row: sqlx's SQLite driver looks every parameter up by
+/// name, which grows with the parameters of the statement.
+const INSERT_SIZES: [usize; 4] = [32, 8, 2, 1];
+
+/// `INSERT INTO units ... VALUES` with `rows` rows of numbered placeholders (the Any
+/// driver leaves placeholders to the SQL; `$n` reads on both databases).
+fn units_insert(rows: usize) -> String {
+    let mut sql = String::from(
+        "INSERT INTO units (job_id, unit, lease_id, worker_id, first_points, second_points, reasons, records, \
+         file, file_offset, length, created_ms) VALUES ",
+    );
+    for index in 0..rows {
+        let first = index * 12;
+        let placeholders: Vec<String> = (first + 1..=first + 12).map(|n| format!("${n}")).collect();
+        sql.push_str(if index == 0 { "(" } else { ", (" });
+        sql.push_str(&placeholders.join(", "));
+        sql.push(')');
+    }
+    sql.push_str(" ON CONFLICT (job_id, unit) DO NOTHING RETURNING job_id, unit, lease_id");
+    sql
+}
+
+/// The statements of [`INSERT_SIZES`], built once.
+fn units_inserts() -> &'static [String; 4] {
+    static STATEMENTS: std::sync::OnceLock<[String; 4]> = std::sync::OnceLock::new();
+    STATEMENTS.get_or_init(|| INSERT_SIZES.map(units_insert))
+}
+
+/// A unit row with the ids it is stored under.
+struct Keyed<'a> {
+    job_id: i64,
+    lease_id: i64,
+    worker_id: i64,
+    selfplay: bool,
+    row: &'a UnitRow,
+}
+
+/// Inserts unit rows in multi-row statements, skipping those already stored (a resend,
+/// or a unit a re-issued lease also played); returns the (job, unit, lease) keys of
+/// the rows that went in, and adds what they count to their jobs' deltas.
 async fn insert_units(
     conn: &mut AnyConnection,
-    (job_id, lease_id, worker_id): (i64, i64, i64),
-    selfplay: bool,
-    rows: &[UnitRow],
-    delta: &mut JobDelta,
-) -> Result<Applied, StorageError> {
+    rows: &[Keyed<'_>],
+    deltas: &mut std::collections::BTreeMap<i64, JobDelta>,
+) -> Result<std::collections::HashSet<(i64, u64, i64)>, StorageError> {
     let now = now_ms();
-    let mut applied = Applied::default();
-    for row in rows {
-        let inserted = sqlx::query(
-            "INSERT INTO units (job_id, unit, lease_id, worker_id, first_points, second_points, reasons, records, \
-             file, file_offset, length, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
-             ON CONFLICT (job_id, unit) DO NOTHING",
-        )
-        .bind(job_id)
-        .bind(row.unit as i64)
-        .bind(lease_id)
-        .bind(worker_id)
-        .bind(row.points[0])
-        .bind(row.points[1])
-        .bind(row.reasons.join("|"))
-        .bind(row.records)
-        .bind(&row.file)
-        .bind(row.offset)
-        .bind(row.length)
-        .bind(now)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-        if inserted == 0 {
-            continue;
+    let mut inserted = std::collections::HashSet::new();
+    let mut rest = rows;
+    while !rest.is_empty() {
+        let shape = INSERT_SIZES.iter().position(|&size| size <= rest.len()).expect("the sizes end with 1");
+        let (chunk, tail) = rest.split_at(INSERT_SIZES[shape]);
+        rest = tail;
+        let sql = units_inserts()[shape].as_str();
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for keyed in chunk {
+            let row = keyed.row;
+            query = query
+                .bind(keyed.job_id)
+                .bind(row.unit as i64)
+                .bind(keyed.lease_id)
+                .bind(keyed.worker_id)
+                .bind(row.points[0])
+                .bind(row.points[1])
+                .bind(row.reasons.join("|"))
+                .bind(row.records)
+                .bind(row.file.clone())
+                .bind(row.offset)
+                .bind(row.length)
+                .bind(now);
         }
-        applied.new_units.push(row.unit);
+        for returned in query.fetch_all(&mut *conn).await? {
+            let key: (i64, i64, i64) = (returned.try_get(0)?, returned.try_get(1)?, returned.try_get(2)?);
+            inserted.insert((key.0, key.1 as u64, key.2));
+        }
+    }
+    // Each row that went in counts once, even if the batch carried copies of it.
+    let mut uncounted = inserted.clone();
+    for keyed in rows.iter().filter(|k| uncounted.remove(&(k.job_id, k.row.unit, k.lease_id))) {
+        let (row, delta) = (keyed.row, deltas.entry(keyed.job_id).or_default());
         delta.units += 1;
-        if selfplay {
+        if keyed.selfplay {
             delta.positions += row.records;
             continue;
         }
@@ -545,7 +584,7 @@ async fn insert_units(
             *delta.reasons.entry(reason.clone()).or_default() += 1;
         }
     }
-    Ok(applied)
+    Ok(inserted)
 }
 
 /// Adds a batch's new units to their job's counters: one update per job per batch.
@@ -580,25 +619,42 @@ async fn add_to_job(conn: &mut AnyConnection, job_id: i64, delta: &JobDelta) -> 
     Ok(())
 }
 
-/// Applies `changes` in one transaction.
+/// Applies `changes` in one transaction: the other changes in order, then every unit
+/// row at once, then one counter update per job.
 pub async fn apply_all(pool: &AnyPool, changes: &[&Change]) -> Result<Vec<Applied>, StorageError> {
     let mut conn = pool.acquire().await?;
     let mut tx = conn.begin().await?;
     let mut results = Vec::with_capacity(changes.len());
-    let mut deltas: std::collections::BTreeMap<i64, JobDelta> = Default::default();
+    let mut rows = Vec::new();
     for change in changes {
-        let applied = match change {
-            Change::Units { job_id, lease_id, worker_id, selfplay, rows } => {
-                let delta = deltas.entry(*job_id).or_default();
-                insert_units(&mut tx, (*job_id, *lease_id, *worker_id), *selfplay, rows, delta).await?
+        match change {
+            Change::Units { job_id, lease_id, worker_id, selfplay, rows: units } => {
+                rows.extend(units.iter().map(|row| Keyed {
+                    job_id: *job_id,
+                    lease_id: *lease_id,
+                    worker_id: *worker_id,
+                    selfplay: *selfplay,
+                    row,
+                }));
+                results.push(Applied::default());
             }
-            other => apply(&mut tx, other).await?,
-        };
-        results.push(applied);
+            other => results.push(apply(&mut tx, other).await?),
+        }
     }
-    for (job_id, delta) in deltas.iter().filter(|(_, d)| d.units > 0) {
+    let mut deltas = std::collections::BTreeMap::new();
+    let inserted = insert_units(&mut tx, &rows, &mut deltas).await?;
+    for (job_id, delta) in &deltas {
         add_to_job(&mut tx, *job_id, delta).await?;
     }
     tx.commit().await?;
+    // A row that went in is new for the first change that carried it; a copy in a
+    // later change (a resend racing the original) is not.
+    let mut inserted = inserted;
+    for (change, applied) in changes.iter().zip(&mut results) {
+        if let Change::Units { job_id, lease_id, rows, .. } = change {
+            applied.new_units =
+                rows.iter().map(|r| r.unit).filter(|u| inserted.remove(&(*job_id, *u, *lease_id))).collect();
+        }
+    }
     Ok(results)
 }
