@@ -33,7 +33,8 @@ struct Options {
 }
 
 fn options() -> Options {
-    let mut options = Options { workers: 20_000, rate: 10_000.0, seconds: 20.0, connections: 64, database: "sqlite".to_owned() };
+    let mut options =
+        Options { workers: 20_000, rate: 10_000.0, seconds: 20.0, connections: 64, database: "sqlite".to_owned() };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut index = 0;
     while index < args.len() {
@@ -58,7 +59,8 @@ async fn database_url(kind: &str, dir: &std::path::Path) -> String {
     match kind {
         "sqlite" => xq_coordinator::storage::sqlite_url(dir),
         "postgres" => {
-            let server = std::env::var("XQ_TEST_POSTGRES").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned());
+            let server =
+                std::env::var("XQ_TEST_POSTGRES").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned());
             let mut admin = sqlx::PgConnection::connect(&format!("{server}/test")).await.expect("PostgreSQL");
             sqlx::query("DROP DATABASE IF EXISTS xq_fleet_bench").execute(&mut admin).await.unwrap();
             sqlx::query("CREATE DATABASE xq_fleet_bench").execute(&mut admin).await.unwrap();
@@ -94,7 +96,12 @@ async fn run(options: Options) {
     let url = database_url(&options.database, &dir).await;
     std::fs::create_dir_all(&dir).unwrap();
     // Leases of 256 pairs, living through the run without heartbeats cut short.
-    let config = SchedulerConfig { lease_ttl: Duration::from_secs(600), lease_seconds: 72.0 * 256.0, reference_nps: 0, ..SchedulerConfig::default() };
+    let config = SchedulerConfig {
+        lease_ttl: Duration::from_secs(600),
+        lease_seconds: 72.0 * 256.0,
+        reference_nps: 0,
+        ..SchedulerConfig::default()
+    };
     let coordinator = Arc::new(Coordinator::open(&dir, Some(&url), config).await.unwrap());
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
@@ -103,14 +110,22 @@ async fn run(options: Options) {
     let client_token = std::fs::read_to_string(dir.join(CLIENT_TOKEN_FILE)).unwrap();
     let mut channels = Vec::new();
     for _ in 0..options.connections {
-        channels.push(Endpoint::from_shared(format!("http://{address}")).unwrap().tcp_nodelay(true).connect().await.unwrap());
+        channels.push(
+            Endpoint::from_shared(format!("http://{address}")).unwrap().tcp_nodelay(true).connect().await.unwrap(),
+        );
     }
     let mut admin = ClientClient::with_interceptor(channels[0].clone(), BearerToken::new(&client_token).unwrap());
     let engine = {
-        let piece = v1::ArtifactPiece { name: "engine".to_owned(), kind: "engine".to_owned(), data: b"#!/bin/sh\n".to_vec() };
+        let piece =
+            v1::ArtifactPiece { name: "engine".to_owned(), kind: "engine".to_owned(), data: b"#!/bin/sh\n".to_vec() };
         admin.upload_artifact(tokio_stream::iter(vec![piece])).await.unwrap().into_inner()
     };
-    let spec = |name: &str| v1::EngineSpec { name: name.to_owned(), binary: Some(engine.clone()), protocol: "uci".to_owned(), ..Default::default() };
+    let spec = |name: &str| v1::EngineSpec {
+        name: name.to_owned(),
+        binary: Some(engine.clone()),
+        protocol: "uci".to_owned(),
+        ..Default::default()
+    };
     let request = v1::CreateTestRequest {
         new_engine: Some(spec("new")),
         base_engine: Some(spec("base")),
@@ -130,9 +145,15 @@ async fn run(options: Options) {
         let in_flight = in_flight.clone();
         setups.spawn(async move {
             let _place = in_flight.acquire().await.unwrap();
-            let token = admin.create_worker_token(v1::CreateWorkerTokenRequest { name: format!("sim-{index}") }).await.unwrap().into_inner().token;
+            let token = admin
+                .create_worker_token(v1::CreateWorkerTokenRequest { name: format!("sim-{index}") })
+                .await
+                .unwrap()
+                .into_inner()
+                .token;
             let mut worker: Worker = WorkerClient::with_interceptor(channel, BearerToken::new(&token).unwrap());
-            let capabilities = v1::Capabilities { name: format!("sim-{index}"), cores: 1, bench_nps: 1_000_000, ..Default::default() };
+            let capabilities =
+                v1::Capabilities { name: format!("sim-{index}"), cores: 1, bench_nps: 1_000_000, ..Default::default() };
             worker.register(v1::RegisterRequest { capabilities: Some(capabilities) }).await.unwrap();
             let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
             (worker, lease)
@@ -190,8 +211,17 @@ async fn run(options: Options) {
                 cumulative.wins += 1;
                 cumulative.draws += 1;
                 cumulative.pentanomial[3] += 1;
-                let pair = v1::PairResult { unit, first_game_pgn: game("new", "base", "1-0"), second_game_pgn: game("base", "new", "1/2-1/2") };
-                let report = v1::ReportPairsRequest { lease_id: lease.lease_id, pairs: vec![pair], cumulative: Some(cumulative.clone()), ..Default::default() };
+                let pair = v1::PairResult {
+                    unit,
+                    first_game_pgn: game("new", "base", "1-0"),
+                    second_game_pgn: game("base", "new", "1/2-1/2"),
+                };
+                let report = v1::ReportPairsRequest {
+                    lease_id: lease.lease_id,
+                    pairs: vec![pair],
+                    cumulative: Some(cumulative.clone()),
+                    ..Default::default()
+                };
                 let start = Instant::now();
                 worker.report_pairs(report).await.expect("a report");
                 latencies.push(start.elapsed().as_micros().min(u32::MAX as u128) as u32);
@@ -212,7 +242,11 @@ async fn run(options: Options) {
     let rate = reports as f64 / options.seconds;
     println!(
         "{} reports acknowledged in {:.1} s (+{} heartbeats): {:.0} durable reports/s at a target of {:.0}/s",
-        reports, elapsed, heartbeats.load(Ordering::Relaxed), rate, options.rate
+        reports,
+        elapsed,
+        heartbeats.load(Ordering::Relaxed),
+        rate,
+        options.rate
     );
     println!(
         "report latency ms: p50 {:.2}, p90 {:.2}, p99 {:.2}, max {:.2}",

@@ -96,12 +96,23 @@ impl GamesFiles {
     }
 }
 
-async fn run(storage: Storage, mut games: GamesFiles, mut receiver: mpsc::Receiver<(Change, Reply)>) {
+async fn run(storage: Storage, games: GamesFiles, mut receiver: mpsc::Receiver<(Change, Reply)>) {
+    let mut games = Some(games);
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while receiver.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        if let Err(error) = games.append(&mut batch) {
+        // Writing and syncing the games blocks; it runs off the request threads.
+        let mut files = games.take().expect("the games files are back after each batch");
+        let (files, back, appended) = tokio::task::spawn_blocking(move || {
+            let appended = files.append(&mut batch);
+            (files, batch, appended)
+        })
+        .await
+        .expect("appending games does not panic");
+        games = Some(files);
+        batch = back;
+        if let Err(error) = appended {
             // Unit rows must not point at games that are not on disk.
-            games.open.clear();
+            games.as_mut().expect("just put back").open.clear();
             for (_, reply) in batch.drain(..) {
                 let _ = reply.send(Err(format!("writing games: {error}")));
             }

@@ -212,7 +212,8 @@ async fn large_batches_are_stored_whole() {
         let (storage, writer) = open(backend, &dir).await;
         writer.write(Change::NewJob(Box::new(JobRow { units_total: 5000, ..job(1) }))).await.unwrap();
         let rows: Vec<UnitRow> = (0..2500).map(|u| unit(u, [2, 1])).collect();
-        let applied = writer.write(Change::Units { job_id: 1, lease_id: 1, worker_id: 1, selfplay: false, rows }).await.unwrap();
+        let applied =
+            writer.write(Change::Units { job_id: 1, lease_id: 1, worker_id: 1, selfplay: false, rows }).await.unwrap();
         assert_eq!(applied.new_units.len(), 2500, "{backend:?}");
         assert_eq!(storage.job(1).await.unwrap().unwrap().units_done, 2500);
     }
