@@ -6,3 +6,4 @@ mod common;
 mod scheduler;
 mod security;
 mod storage;
+mod tls;
