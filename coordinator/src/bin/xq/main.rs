@@ -495,10 +495,9 @@ pub async fn watch(client: &mut Client, job: u64) -> anyhow::Result<()> {
         }
         last = Some(state);
     }
-    if let Some(bar) = bar {
+    // The bar is cleared at the end; without one every state was already printed.
+    if let (Some(bar), Some(state)) = (bar, last) {
         bar.finish_and_clear();
-    }
-    if let Some(state) = last {
         println!("{}", job_line(&state));
     }
     Ok(())
