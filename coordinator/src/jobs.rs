@@ -9,7 +9,7 @@ use xq_engine::time_control::TimeControl;
 use xq_engine::xiangqi::book::Opening;
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_proto::v1;
-use xq_stats::{Model, Sprt, elo_estimate};
+use xq_stats::{Model, Sprt, SprtState, elo_estimate};
 
 use crate::artifacts::check_hash;
 use crate::storage::JobRow;
@@ -198,7 +198,8 @@ impl JobSpec {
                 );
                 if let Some(s) = &job.sprt {
                     let model = if s.model == Model::Logistic { "logistic" } else { "normalized" };
-                    text.push_str(&format!(", SPRT [{}, {}] {model}", s.elo0, s.elo1));
+                    let trinomial = if r.sprt.as_ref().is_some_and(|s| s.trinomial) { " trinomial" } else { "" };
+                    text.push_str(&format!(", SPRT [{}, {}] {model}{trinomial}", s.elo0, s.elo1));
                 }
                 text
             }
@@ -210,17 +211,32 @@ impl JobSpec {
     }
 }
 
+impl MatchJob {
+    /// Where the job's SPRT stands on its results, if it has one: on the pairs
+    /// (pentanomial), or on the games (losses, draws, wins) when the spec asks for the
+    /// trinomial model.
+    pub fn sprt_state(&self, row: &JobRow) -> Option<SprtState> {
+        let sprt = self.sprt.as_ref()?;
+        let trinomial = self.request.sprt.as_ref().is_some_and(|s| s.trinomial);
+        let results: Vec<u64> = if trinomial {
+            vec![row.wdl[2].max(0) as u64, row.wdl[1].max(0) as u64, row.wdl[0].max(0) as u64]
+        } else {
+            row.pentanomial.iter().map(|&c| c.max(0) as u64).collect()
+        };
+        sprt.state(&results).ok()
+    }
+}
+
 /// The public view of a job.
 pub fn job_view(row: &JobRow, spec: &JobSpec, active_leases: u32) -> v1::Job {
     let penta: Vec<u64> = row.pentanomial.iter().map(|&c| c.max(0) as u64).collect();
     let wdl = row.wdl.map(|c| c.max(0) as u64);
     let games = wdl.iter().sum::<u64>();
     let sprt = match spec {
-        JobSpec::Match(job) if job.sprt.is_some() => {
-            let sprt = job.sprt.as_ref().expect("just checked");
-            sprt.state(&penta).ok().map(|s| v1::SprtState { llr: s.llr, lower: s.lower, upper: s.upper })
+        JobSpec::Match(job) => {
+            job.sprt_state(row).map(|s| v1::SprtState { llr: s.llr, lower: s.lower, upper: s.upper })
         }
-        _ => None,
+        JobSpec::SelfPlay(_) => None,
     };
     let elo = if penta.iter().sum::<u64>() > 0 { elo_estimate(&penta).ok() } else { None }.map(|e| v1::EloState {
         elo: e.elo,

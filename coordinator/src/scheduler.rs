@@ -689,12 +689,7 @@ impl Scheduler {
             let mut ending = None;
             if job.row.state == "running" {
                 if let JobSpec::Match(m) = &*job.spec {
-                    if let Some(decision) = m
-                        .sprt
-                        .as_ref()
-                        .and_then(|s| s.state(&job.row.pentanomial.map(|c| c as u64)).ok())
-                        .and_then(|s| s.decision())
-                    {
+                    if let Some(decision) = m.sprt_state(&job.row).and_then(|s| s.decision()) {
                         ending = Some(("finished", if decision { "H1 accepted" } else { "H0 accepted" }));
                     }
                 }

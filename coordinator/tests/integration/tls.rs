@@ -24,7 +24,13 @@ async fn tls_clients_are_served_and_plaintext_ones_are_not() {
     let token = std::fs::read_to_string(dir.0.join(CLIENT_TOKEN_FILE)).unwrap();
 
     let trusted = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(&cert)).domain_name("localhost");
-    let channel = Endpoint::from_shared(format!("https://{address}")).unwrap().tls_config(trusted).unwrap().connect().await.unwrap();
+    let channel = Endpoint::from_shared(format!("https://{address}"))
+        .unwrap()
+        .tls_config(trusted)
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
     let mut client = ClientClient::with_interceptor(channel, BearerToken::new(&token).unwrap());
     assert!(client.list_jobs(v1::ListJobsRequest::default()).await.unwrap().into_inner().jobs.is_empty());
 
