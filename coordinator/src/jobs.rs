@@ -283,7 +283,7 @@ mod tests {
             new_engine: Some(engine("new")),
             base_engine: Some(engine("base")),
             time_control: "10+0.1".to_owned(),
-            sprt: Some(v1::SprtSpec { elo0: 0.0, elo1: 5.0, alpha: 0.05, beta: 0.05, model: String::new() }),
+            sprt: Some(v1::SprtSpec { elo0: 0.0, elo1: 5.0, alpha: 0.05, beta: 0.05, ..Default::default() }),
             ..Default::default()
         }
     }
@@ -324,6 +324,36 @@ mod tests {
             change(&mut r);
             assert_eq!(check_test(&r).unwrap_err().field, field);
         }
+    }
+
+    #[test]
+    fn the_trinomial_model_tests_the_games() {
+        let mut request = request();
+        let row = JobRow {
+            id: 1,
+            kind: "sprt".to_owned(),
+            state: "running".to_owned(),
+            outcome: String::new(),
+            description: String::new(),
+            priority: 0,
+            spec: String::new(),
+            units_total: 10,
+            next_unit: 0,
+            units_done: 0,
+            wdl: [30, 50, 20],
+            pentanomial: [5, 10, 20, 10, 5],
+            positions: 0,
+            reasons: HashMap::new(),
+            created_ms: 0,
+        };
+        let pairs = check_test(&request).unwrap().sprt_state(&row).unwrap();
+        request.sprt.as_mut().unwrap().trinomial = true;
+        let games = check_test(&request).unwrap().sprt_state(&row).unwrap();
+        let sprt = Sprt::new(0.0, 5.0, 0.05, 0.05, Model::Normalized).unwrap();
+        assert_eq!(pairs, sprt.state(&[5, 10, 20, 10, 5]).unwrap());
+        assert_eq!(games, sprt.state(&[20, 50, 30]).unwrap(), "losses, draws, wins");
+        assert!(games.llr > 0.0, "30 wins to 20 losses lean to H1");
+        assert!(pairs.llr < 0.0, "even pairs lean to H0");
     }
 
     #[test]

@@ -147,7 +147,14 @@ async fn three_workers_finish_an_sprt_and_its_counts_equal_the_stored_games() {
     let dir = TempDir::new("cluster");
     let (_coordinator, address) = start_coordinator(&dir.0, 0, 10).await;
     let mut admin = client(address, &token(&dir.0)).await;
-    let sprt = v1::SprtSpec { elo0: 0.0, elo1: 30.0, alpha: 0.05, beta: 0.05, model: "normalized".to_owned() };
+    let sprt = v1::SprtSpec {
+        elo0: 0.0,
+        elo1: 30.0,
+        alpha: 0.05,
+        beta: 0.05,
+        model: "normalized".to_owned(),
+        trinomial: false,
+    };
     let job = engines_test(&mut admin, Some(sprt), 400).await;
     let mut workers = Vec::new();
     for i in 0..3 {
@@ -214,4 +221,51 @@ async fn a_killed_coordinator_restarts_and_the_test_goes_on_without_losing_a_res
         wait_for(&mut admin, job.job_id, Duration::from_secs(600), "the test to end", |j| j.state != "running").await;
     assert_eq!((state.state.as_str(), state.units_done), ("finished", 10), "the workers came back");
     check_counts(&mut admin, &dir.0, &state).await;
+}
+
+/// CPU seconds a process has used (user + system), from /proc.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    ticks / 100.0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_file_descriptors_the_coordinator_waits_instead_of_spinning() {
+    let dir = TempDir::new("cluster");
+    // A coordinator allowed 64 files, with a connection cap above that: accept fails
+    // for want of descriptors before the cap refuses anything.
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 64 && exec {} serve --listen 127.0.0.1:0 --max-connections 1000 --data {}",
+            binary("xq-coordinator").display(),
+            dir.0.display()
+        ))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await.unwrap().unwrap().unwrap();
+    let address: std::net::SocketAddr = line.strip_prefix("listening on http://").unwrap().parse().unwrap();
+    let pid = child.id().unwrap();
+    let mut log = BufReader::new(child.stderr.take().unwrap()).lines();
+    let hogs: Vec<std::net::TcpStream> = (0..100).filter_map(|_| std::net::TcpStream::connect(address).ok()).collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = cpu_seconds(pid);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let used = cpu_seconds(pid) - before;
+    assert!(used < 0.5, "{used} CPU seconds in 2 s while out of descriptors: a busy loop");
+    let warning = tokio::time::timeout(Duration::from_secs(5), log.next_line()).await.unwrap().unwrap().unwrap();
+    assert!(warning.contains("accept failed"), "the descriptors ran out: {warning}");
+    // Once the connections close, it serves again.
+    drop(hogs);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut admin = client(address, &token(&dir.0)).await;
+    admin.list_jobs(v1::ListJobsRequest::default()).await.unwrap();
 }

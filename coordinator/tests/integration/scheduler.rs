@@ -170,7 +170,14 @@ async fn an_sprt_stops_itself_at_its_bound() {
     for backend in BACKENDS {
         let served = serve(backend, config()).await;
         let mut admin = client(served.address, &served.client_token).await;
-        let sprt = v1::SprtSpec { elo0: 0.0, elo1: 10.0, alpha: 0.05, beta: 0.05, model: "logistic".to_owned() };
+        let sprt = v1::SprtSpec {
+            elo0: 0.0,
+            elo1: 10.0,
+            alpha: 0.05,
+            beta: 0.05,
+            model: "logistic".to_owned(),
+            trinomial: false,
+        };
         let job = create(&mut admin, 0, Some(sprt)).await;
         assert_eq!(job.units_total, 100_000);
         let watch = admin.watch_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();

@@ -170,6 +170,7 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
         beta: args.beta,
         model: args.model.clone(),
         max_pairs: args.max_pairs,
+        trinomial: false,
     };
     let job = submit(&mut client, &engines, Some(&sprt), 0).await?;
     eprintln!("job {}: {} with {} workers", job.job_id, job.summary, workers.len());

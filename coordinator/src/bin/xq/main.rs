@@ -148,6 +148,9 @@ pub struct SprtArgs {
     /// The most game pairs before the test is stopped undecided (0: 100,000).
     #[arg(long, default_value_t = 0)]
     pub max_pairs: u64,
+    /// Test the games (losses, draws, wins) instead of the pairs.
+    #[arg(long)]
+    pub trinomial: bool,
 }
 
 #[derive(Args)]
@@ -422,6 +425,7 @@ pub async fn submit(
             alpha: s.alpha,
             beta: s.beta,
             model: s.model.clone(),
+            trinomial: s.trinomial,
         }),
         pairs: sprt.map_or(pairs, |s| s.max_pairs),
         priority: args.priority,
