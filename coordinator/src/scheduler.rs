@@ -7,7 +7,8 @@
 //!   again first, with the same indices (so the same openings).
 //! - A unit counts once (the database's key), so a resent report, or the old and new
 //!   holders of a re-issued unit both reporting it, count it once.
-//! - Jobs share the fleet by priority, then by fewest leases in flight, then by age;
+//! - Jobs share the fleet by priority, then by fewest leases in flight per share of
+//!   the fleet (their throughput, as fishtest weighs tests), then by age;
 //!   a worker only gets a job whose required CPU flags it has.
 //! - A lease holds about `lease_seconds` of work at the worker's measured speed, and a
 //!   match's time control is scaled by that speed against the reference, as fishtest
@@ -83,6 +84,17 @@ struct JobState {
 impl JobState {
     fn has_work(&self) -> bool {
         self.row.state == "running" && (!self.requeue.is_empty() || self.row.next_unit < self.row.units_total)
+    }
+
+    /// Leases in flight per share of the fleet: among jobs of equal priority the one
+    /// furthest below its share is served first.
+    fn load(&self) -> u64 {
+        let throughput = match &*self.spec {
+            JobSpec::Match(m) => m.request.throughput,
+            JobSpec::SelfPlay(r) => r.throughput,
+        };
+        let throughput = if throughput == 0 { 100 } else { u64::from(throughput) };
+        u64::from(self.active_leases) * 1_000_000 / throughput
     }
 
     fn notify(&self) {
@@ -477,7 +489,7 @@ impl Scheduler {
                     JobSpec::Match(m) => m.request.required_cpu_flags.iter().all(|f| flags.contains(f.as_str())),
                     JobSpec::SelfPlay(_) => true,
                 })
-                .min_by_key(|j| (std::cmp::Reverse(j.row.priority), j.active_leases, j.row.id))
+                .min_by_key(|j| (std::cmp::Reverse(j.row.priority), j.load(), j.row.id))
                 .map(|j| j.row.id as u64);
             let Some(job_id) = chosen else { return Ok(None) };
             let slowness = self.slowness(&capabilities);

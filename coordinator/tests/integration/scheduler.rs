@@ -150,6 +150,23 @@ async fn priority_first_and_only_work_a_worker_can_run() {
 }
 
 #[tokio::test]
+async fn jobs_of_equal_priority_share_the_fleet_by_throughput() {
+    let served = serve(BACKENDS[0], config()).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let mut heavy = test_request(&mut admin, 1000, None).await;
+    heavy.throughput = 300;
+    let heavy = admin.create_test(heavy).await.unwrap().into_inner();
+    let light = create(&mut admin, 1000, None).await;
+    let mut counts = std::collections::HashMap::new();
+    for index in 0..8 {
+        let mut worker = registered_worker(&served, &format!("w{index}"), &[]).await;
+        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        *counts.entry(lease.job_id).or_insert(0) += 1;
+    }
+    assert_eq!((counts[&heavy.job_id], counts[&light.job_id]), (6, 2), "three times the share: {counts:?}");
+}
+
+#[tokio::test]
 async fn leases_are_sized_and_time_controls_scaled_by_the_worker_speed() {
     let config = SchedulerConfig { reference_nps: 1_000_000, lease_seconds: 600.0, ..config() };
     let served = serve(BACKENDS[0], config).await;

@@ -221,3 +221,27 @@ async fn connections_beyond_the_cap_are_refused_and_the_server_goes_on() {
     let mut fourth = client(served.address, &served.client_token).await;
     fourth.list_jobs(v1::ListJobsRequest::default()).await.unwrap();
 }
+
+#[tokio::test]
+async fn a_report_without_the_required_bench_signatures_is_refused() {
+    let served = serve(BACKENDS[0], config()).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let mut request = test_request(&mut admin, 4, None).await;
+    request.new_engine.as_mut().unwrap().bench_signature = 721742;
+    admin.create_test(request).await.unwrap();
+    let mut worker = registered_worker(&served, "w", &[]).await;
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    let Some(v1::lease::Work::MatchSpec(spec)) = &lease.work else { panic!("a match") };
+    assert_eq!(spec.new_engine.as_ref().unwrap().bench_signature, 721742, "the worker is told what to verify");
+    let report = |signatures: Vec<u64>| v1::ReportPairsRequest {
+        lease_id: lease.lease_id,
+        pairs: vec![pair(0, [1, 1])],
+        cumulative: Some(totals(&[[1, 1]])),
+        verified_signatures: signatures,
+    };
+    let status = worker.report_pairs(report(vec![])).await.unwrap_err();
+    assert_eq!(status.code(), Code::FailedPrecondition);
+    assert!(status.message().contains("bench signature 0 verified, 721742 required"), "{}", status.message());
+    assert_eq!(worker.report_pairs(report(vec![721741, 0])).await.unwrap_err().code(), Code::FailedPrecondition);
+    worker.report_pairs(report(vec![721742, 0])).await.unwrap();
+}

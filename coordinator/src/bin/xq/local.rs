@@ -160,6 +160,7 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
         rules: "wxf".to_owned(),
         max_plies: 0,
         priority: 0,
+        throughput: 100,
         watch: true,
     };
     let sprt = SprtArgs {

@@ -125,6 +125,9 @@ pub struct EngineArgs {
     pub max_plies: u32,
     #[arg(long, default_value_t = 0)]
     pub priority: i32,
+    /// Share of the fleet among tests of equal priority, in percent.
+    #[arg(long, default_value_t = 100)]
+    pub throughput: u32,
     /// Follow the test until it ends.
     #[arg(long)]
     pub watch: bool,
@@ -179,6 +182,9 @@ struct SelfplayArgs {
     rules: String,
     #[arg(long, default_value_t = 0)]
     priority: i32,
+    /// Share of the fleet among jobs of equal priority, in percent.
+    #[arg(long, default_value_t = 100)]
+    throughput: u32,
 }
 
 #[derive(Args)]
@@ -257,6 +263,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 units: args.units,
                 priority: args.priority,
                 description: String::new(),
+                throughput: args.throughput,
             };
             let job = client.create_self_play(request).await?.into_inner();
             println!("job {}: {}", job.job_id, job.summary);
@@ -431,6 +438,7 @@ pub async fn submit(
         priority: args.priority,
         required_cpu_flags: Vec::new(),
         description: format!("{} vs {}", args.new.display(), args.base.display()),
+        throughput: args.throughput,
     };
     Ok(client.create_test(request).await?.into_inner())
 }
