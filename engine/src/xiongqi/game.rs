@@ -2,6 +2,7 @@
 //! move that recreates an earlier position by the same move that led to it before is
 //! not a legal move).
 
+use crate::xiangqi::rules::{Outcome, Reason, Ruling};
 use std::collections::HashMap;
 
 use super::movegen::pseudo_legal_moves;
@@ -157,48 +158,38 @@ impl Game {
     }
 }
 
-/// Why a Xiongqi game ended, with the rule applied.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct XiongqiRuling {
-    /// The result.
-    pub outcome: crate::xiangqi::rules::Outcome,
-    /// Why, in words.
-    pub reason: &'static str,
-    /// The section of the rules.
-    pub section: &'static str,
-}
-
 impl Game {
     /// The game's end, if it has ended: a terminal piece captured (6.1), no legal move
     /// (6.2), only terminal pieces left (6.4), or 50 moves by each side without a
     /// capture or a soldier move (6.5, when the rule is automatic). A repetitive move is refused by
     /// [`Game::play`]; a referee rules it a loss for its player (6.3).
-    pub fn ruling(&mut self) -> Option<XiongqiRuling> {
-        use crate::xiangqi::rules::Outcome;
+    pub fn ruling(&mut self) -> Option<Ruling> {
         let us = self.position.side_to_move();
         if self.position.terminal(us).is_none() {
-            return Some(XiongqiRuling {
+            return Some(Ruling {
                 outcome: Outcome::Win(!us),
-                reason: "terminal piece captured",
-                section: "6.1",
+                reason: Reason::TerminalCaptured,
+                article: "Xiongqi 6.1",
             });
         }
         if self.legal_moves().is_empty() {
-            return Some(XiongqiRuling { outcome: Outcome::Win(!us), reason: "no legal move", section: "6.2" });
+            return Some(Ruling { outcome: Outcome::Win(!us), reason: Reason::NoLegalMove, article: "Xiongqi 6.2" });
         }
         let only_terminals = crate::color::Color::ALL
             .iter()
             .all(|&c| self.position.pieces_of(c).all(|(_, piece)| piece.kind.is_terminal()));
         if only_terminals {
-            return Some(XiongqiRuling { outcome: Outcome::Draw, reason: "only terminal pieces left", section: "6.4" });
+            return Some(Ruling { outcome: Outcome::Draw, reason: Reason::OnlyTerminals, article: "Xiongqi 6.4" });
         }
         if self.fifty_moves == FiftyMoves::Automatic && self.can_claim_fifty_moves() {
-            return Some(XiongqiRuling {
-                outcome: Outcome::Draw,
-                reason: "50 moves each without capture or soldier move",
-                section: "6.5",
-            });
+            return Some(Ruling { outcome: Outcome::Draw, reason: Reason::FiftyMoves, article: "Xiongqi 6.5" });
         }
         None
+    }
+
+    /// The ruling on a repetitive move by `mover`: it loses (6.3). [`Game::play`]
+    /// refuses such a move; a referee that lets an engine make one rules this.
+    pub fn repetitive_move_ruling(mover: crate::color::Color) -> Ruling {
+        Ruling { outcome: Outcome::Win(!mover), reason: Reason::RepetitiveMove, article: "Xiongqi 6.3" }
     }
 }

@@ -316,7 +316,7 @@ fn rule_6_2_no_legal_move_loses_even_without_check() {
     // nothing can move, and nothing is in check.
     let mut g = game("8/8/8/4G3/8/8/ssssssss/gsssssss b - - 0 1");
     let ruling = g.ruling().expect("stalemate");
-    assert_eq!((ruling.outcome, ruling.section), (Outcome::Win(Color::Red), "6.2"));
+    assert_eq!((ruling.outcome, ruling.article), (Outcome::Win(Color::Red), "Xiongqi 6.2"));
 }
 
 #[test]
@@ -324,13 +324,13 @@ fn rule_6_1_capturing_the_terminal_piece_wins_at_once() {
     let mut g = game("3d4/8/8/2s5/4S3/8/8/3D4 w - - 0 1");
     g.play(mv("d1d8")).unwrap();
     let ruling = g.ruling().expect("captured");
-    assert_eq!((ruling.outcome, ruling.section), (Outcome::Win(Color::Red), "6.1"));
+    assert_eq!((ruling.outcome, ruling.article), (Outcome::Win(Color::Red), "Xiongqi 6.1"));
 }
 
 #[test]
 fn rule_6_4_bare_terminal_pieces_draw() {
     let mut g = game("3g4/8/8/8/8/8/8/4G3 w - - 0 1");
-    assert_eq!(g.ruling().map(|r| r.section), Some("6.4"));
+    assert_eq!(g.ruling().map(|r| r.article), Some("Xiongqi 6.4"));
 }
 
 #[test]
@@ -338,7 +338,7 @@ fn rule_6_5_fifty_moves_each_without_capture_or_soldier_move_draw() {
     let mut g = game("3g4/8/8/8/8/8/8/R3G3 w - - 99 60");
     assert!(g.ruling().is_none());
     g.play(mv("a1a2")).unwrap();
-    assert_eq!(g.ruling().map(|r| r.section), Some("6.5"));
+    assert_eq!(g.ruling().map(|r| r.article), Some("Xiongqi 6.5"));
     let mut claimed = game("3g4/8/8/8/8/8/8/R3G3 w - - 99 60");
     claimed.set_fifty_moves(xq_engine::xiongqi::game::FiftyMoves::Claimed);
     claimed.play(mv("a1a2")).unwrap();

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::identity::Identities;
 use super::nature::{Nature, classify};
-use super::{Outcome, Referee, RefereeConfig, RuleSet, UnknownRuleSet};
+use super::{Reason, Referee, RefereeConfig, RuleSet, UnknownRuleSet};
 use crate::variant::Variant;
 use crate::xiangqi::fen::{self, FenError, PositionError};
 use crate::xiangqi::notation::{Dialect, MoveTextError, parse_uci};
@@ -164,9 +164,9 @@ fn judge_xiongqi(request: &JudgeRequest) -> Result<Value, JudgeError> {
     };
     let mut game = Game::new(start);
     let mut plies = Vec::with_capacity(request.moves.len());
-    let mut ruling: Option<(Outcome, String, &'static str)> = None;
+    let mut ruling = None;
     for (index, text) in request.moves.iter().enumerate() {
-        if ruling.is_some() || game.ruling().is_some_and(|r| r.section == "6.1") {
+        if ruling.is_some() || game.ruling().is_some_and(|r| r.reason == Reason::TerminalCaptured) {
             return Err(JudgeError::AfterTheEnd(index + 1));
         }
         let mover = game.position().side_to_move();
@@ -177,27 +177,18 @@ fn judge_xiongqi(request: &JudgeRequest) -> Result<Value, JudgeError> {
             }
             Err(XiongqiMoveError::Repetitive(mv)) => {
                 plies.push(json!({"move": mv.to_string(), "nature": "repetitive"}));
-                ruling = Some((Outcome::Win(!mover), "repetitive move".to_owned(), "Xiongqi 6.3"));
+                ruling = Some(Game::repetitive_move_ruling(mover));
             }
             Err(error) => return Err(JudgeError::XiongqiMove { ply: index + 1, text: text.clone(), error }),
         }
     }
-    let ruling = ruling.or_else(|| game.ruling().map(|r| (r.outcome, r.reason.to_owned(), xiongqi_article(r.section))));
+    let ruling = ruling.or_else(|| game.ruling());
     Ok(json!({
-        "result": ruling.as_ref().map_or("*", |r| r.0.pgn()),
-        "reason": ruling.as_ref().map(|r| r.1.clone()),
-        "article": ruling.as_ref().map(|r| r.2),
+        "result": ruling.map_or("*", |r| r.outcome.pgn()),
+        "reason": ruling.map(|r| r.reason.to_string()),
+        "article": ruling.map(|r| r.article),
         "plies": plies,
     }))
-}
-
-fn xiongqi_article(section: &str) -> &'static str {
-    match section {
-        "6.1" => "Xiongqi 6.1",
-        "6.2" => "Xiongqi 6.2",
-        "6.4" => "Xiongqi 6.4",
-        _ => "Xiongqi 6.5",
-    }
 }
 
 fn ply_json(nature: &Nature, mv: Move) -> Value {

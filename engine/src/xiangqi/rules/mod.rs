@@ -165,6 +165,16 @@ pub enum Reason {
     CxqEffectiveMoves,
     /// CXQ: 30 moves by each side without progress.
     CxqNoProgress,
+    /// Xiongqi: a terminal piece was captured (6.1).
+    TerminalCaptured,
+    /// Xiongqi: the side to move has no legal move and loses (6.2).
+    NoLegalMove,
+    /// Xiongqi: a repetitive move, which loses for its player (6.3).
+    RepetitiveMove,
+    /// Xiongqi: only terminal pieces are left (6.4).
+    OnlyTerminals,
+    /// Xiongqi: 50 moves by each side without a capture or a soldier move (6.5).
+    FiftyMoves,
 }
 
 impl fmt::Display for Reason {
@@ -181,6 +191,11 @@ impl fmt::Display for Reason {
             Reason::CxqMoveLimit => "300 moves by each side (CXQ)",
             Reason::CxqEffectiveMoves => "120 effective moves by each side (CXQ)",
             Reason::CxqNoProgress => "30 moves by each side without progress (CXQ)",
+            Reason::TerminalCaptured => "terminal piece captured",
+            Reason::NoLegalMove => "no legal move",
+            Reason::RepetitiveMove => "repetitive move",
+            Reason::OnlyTerminals => "only terminal pieces left",
+            Reason::FiftyMoves => "50 moves each without capture or soldier move",
         })
     }
 }
