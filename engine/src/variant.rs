@@ -27,3 +27,13 @@ impl FromStr for Variant {
         }
     }
 }
+
+impl Variant {
+    /// The name in PGN `[Variant]` tags and in `UCI_Variant`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Xiangqi => "xiangqi",
+            Variant::Xiongqi => "xiongqi",
+        }
+    }
+}

@@ -14,7 +14,7 @@ use xq_engine::xiangqi::notation::{Dialect, parse_uci};
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_engine::xiangqi::{Position, fen};
 use xq_worker::engine_process::EngineConfig;
-use xq_worker::game::{Adjudication, GameSettings, Opening};
+use xq_worker::game::{Adjudication, GameSettings, Opening, Start};
 use xq_worker::match_runner::{MatchSettings, run_match};
 use xq_worker::openings::read_book;
 
@@ -92,8 +92,11 @@ fn main() {
         ..EngineConfig::default()
     };
     let book = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../books/xiangqi-2ply.epd");
-    let openings: Vec<Opening> =
-        read_book(&book, None).unwrap_or_else(|_| vec![Opening { start: Position::startpos(), moves: Vec::new() }]);
+    let openings: Vec<Start> = read_book(&book, None)
+        .unwrap_or_else(|_| vec![Opening { start: Position::startpos(), moves: Vec::new() }])
+        .into_iter()
+        .map(Start::from)
+        .collect();
     let settings = MatchSettings {
         engines: [engine.clone(), EngineConfig { name: "instant-2".to_owned(), ..engine }],
         pairs: (0..50).collect(),

@@ -5,9 +5,12 @@
 use std::time::Duration;
 
 use xq_engine::color::{ByColor, Color};
-use xq_engine::xiangqi::notation::{format_uci, parse_uci};
-use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet};
-use xq_engine::xiangqi::{Move, Position};
+use xq_engine::variant::Variant;
+use xq_engine::xiangqi::Position;
+use xq_engine::xiangqi::notation::{Dialect, format_uci, parse_uci};
+use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet, Ruling};
+use xq_engine::xiongqi;
+use xq_engine::xiongqi::game::XiongqiMoveError;
 
 use crate::engine_process::{EngineError, EngineProcess, Protocol};
 use crate::time_control::{Clock, TimeControl};
@@ -43,6 +46,32 @@ pub struct GameSettings {
 
 pub use xq_engine::xiangqi::book::Opening;
 
+/// Where a game starts: a Xiangqi opening (a position and book moves), or a Xiongqi
+/// position. The engines must have been told the variant (`UCI_Variant`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// A Xiangqi game (boxed: a Xiangqi position is several times a Xiongqi one).
+    Xiangqi(Box<Opening>),
+    /// A Xiongqi game.
+    Xiongqi(xiongqi::Position),
+}
+
+impl From<Opening> for Start {
+    fn from(opening: Opening) -> Self {
+        Start::Xiangqi(Box::new(opening))
+    }
+}
+
+impl Start {
+    /// The game played.
+    pub fn variant(&self) -> Variant {
+        match self {
+            Start::Xiangqi(_) => Variant::Xiangqi,
+            Start::Xiongqi(_) => Variant::Xiongqi,
+        }
+    }
+}
+
 /// How a game ended, beyond its result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Termination {
@@ -72,10 +101,10 @@ impl Termination {
 }
 
 /// A move as played, with what the engine said of it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlayedMove {
-    /// The move.
-    pub mv: Move,
+    /// The move in the product's coordinates (UCI, Xiangqi ranks 0..9).
+    pub mv: String,
     /// The engine's last score, from the mover's view; `None` for book moves.
     pub score: Option<i32>,
     /// The engine's last depth.
@@ -87,10 +116,14 @@ pub struct PlayedMove {
 /// A finished game.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GameRecord {
-    /// Names of the engines playing Red and Black.
+    /// Names of the engines playing Red (South) and Black (North).
     pub players: ByColor<String>,
-    /// The start position.
-    pub start: Position,
+    /// The game played.
+    pub variant: Variant,
+    /// The start position's FEN.
+    pub start_fen: String,
+    /// Whether it is the variant's standard start position.
+    pub from_startpos: bool,
     /// Every move, book moves first.
     pub moves: Vec<PlayedMove>,
     /// How many of them were book moves.
@@ -135,22 +168,88 @@ fn limits_text(protocol: Protocol, time_control: &TimeControl, clocks: &ByColor<
 }
 
 /// `position startpos` for the start position, which every engine reads; otherwise
-/// the FEN in the engine's flavour.
-fn position_text(start: &Position, moves: &[PlayedMove], engine: &EngineProcess) -> String {
-    let dialect = engine.config().dialect;
-    let mut text = if *start == Position::startpos() {
+/// the FEN (Xiangqi's in the engine's flavour); then the moves in its dialect.
+fn position_text(record: &GameRecord, arbiter: &Arbiter, engine: &EngineProcess) -> String {
+    let config = engine.config();
+    let mut text = if record.from_startpos {
         "position startpos".to_owned()
     } else {
-        format!("position fen {}", engine.config().fen_flavour.write(&start.to_string()))
+        match arbiter {
+            Arbiter::Xiangqi { .. } => format!("position fen {}", config.fen_flavour.write(&record.start_fen)),
+            Arbiter::Xiongqi { .. } => format!("position fen {}", record.start_fen),
+        }
     };
-    if !moves.is_empty() {
+    if !record.moves.is_empty() {
         text.push_str(" moves");
-        for played in moves {
+        for played in &record.moves {
             text.push(' ');
-            text.push_str(&format_uci(played.mv, dialect));
+            text.push_str(&arbiter.engine_text(&played.mv, config.dialect));
         }
     }
     text
+}
+
+/// The rules of the game played: the Xiangqi referee, or a Xiongqi game.
+enum Arbiter {
+    Xiangqi { referee: Box<Referee> },
+    Xiongqi { game: Box<xiongqi::Game>, repetitive: Option<Ruling> },
+}
+
+impl Arbiter {
+    fn side_to_move(&self) -> Color {
+        match self {
+            Arbiter::Xiangqi { referee } => referee.position().side_to_move(),
+            Arbiter::Xiongqi { game, .. } => game.position().side_to_move(),
+        }
+    }
+
+    fn ruling(&mut self) -> Option<Ruling> {
+        match self {
+            Arbiter::Xiangqi { referee } => referee.ruling(),
+            Arbiter::Xiongqi { game, repetitive } => repetitive.or_else(|| game.ruling()),
+        }
+    }
+
+    /// Plays an engine's move text, in its dialect; returns the move in the product's
+    /// coordinates. A Xiongqi repetitive move is played as a loss for its player (6.3).
+    fn play_text(&mut self, text: &str, dialect: Dialect) -> Result<String, String> {
+        match self {
+            Arbiter::Xiangqi { referee } => {
+                let mv = parse_uci(referee.position(), text, dialect).map_err(|e| e.to_string())?;
+                referee.play(mv).expect("a parsed move is legal");
+                Ok(format_uci(mv, Dialect::ZeroBased))
+            }
+            Arbiter::Xiongqi { game, repetitive } => {
+                let mover = game.position().side_to_move();
+                match game.play_text(text) {
+                    Ok(mv) => Ok(mv.to_string()),
+                    Err(XiongqiMoveError::Repetitive(mv)) => {
+                        *repetitive = Some(xiongqi::Game::repetitive_move_ruling(mover));
+                        Ok(mv.to_string())
+                    }
+                    Err(error) => Err(error.to_string()),
+                }
+            }
+        }
+    }
+
+    /// A recorded move as the engine writes it.
+    fn engine_text(&self, mv: &str, dialect: Dialect) -> String {
+        match self {
+            Arbiter::Xiangqi { .. } => convert_ranks(mv, dialect),
+            Arbiter::Xiongqi { .. } => mv.to_owned(),
+        }
+    }
+}
+
+/// A Xiangqi move in ranks 0..9 written in `dialect` (ranks 1..10).
+fn convert_ranks(mv: &str, dialect: Dialect) -> String {
+    let bytes = mv.as_bytes();
+    if dialect == Dialect::ZeroBased || bytes.len() != 4 {
+        return mv.to_owned();
+    }
+    let rank = |b: u8| (b - b'0' + 1).to_string();
+    format!("{}{}{}{}", bytes[0] as char, rank(bytes[1]), bytes[2] as char, rank(bytes[3]))
 }
 
 struct Ending {
@@ -160,28 +259,61 @@ struct Ending {
     failure: Option<(Color, EngineError)>,
 }
 
+/// Sets up the arbiter and the record for `start`, playing its book moves.
+fn begin(start: &Start, settings: &GameSettings, players: ByColor<String>) -> (Arbiter, GameRecord, Option<Ending>) {
+    let mut ending = None;
+    let mut moves = Vec::new();
+    let (arbiter, start_fen, from_startpos) = match start {
+        Start::Xiangqi(opening) => {
+            let config = RefereeConfig { rules: settings.rules, ..RefereeConfig::default() };
+            let mut referee = Referee::new(opening.start.clone(), config);
+            for &mv in &opening.moves {
+                if referee.play(mv).is_err() {
+                    ending = Some(Ending {
+                        outcome: Outcome::Draw,
+                        reason: format!("the opening's move {mv} is illegal"),
+                        termination: Termination::Adjudication,
+                        failure: None,
+                    });
+                    break;
+                }
+                moves.push(PlayedMove {
+                    mv: format_uci(mv, Dialect::ZeroBased),
+                    score: None,
+                    depth: None,
+                    elapsed: Duration::ZERO,
+                });
+            }
+            let fen = opening.start.to_string();
+            (Arbiter::Xiangqi { referee: Box::new(referee) }, fen, opening.start == Position::startpos())
+        }
+        Start::Xiongqi(position) => {
+            let game = xiongqi::Game::new(position.clone());
+            let startpos = *position == xiongqi::Position::startpos();
+            (Arbiter::Xiongqi { game: Box::new(game), repetitive: None }, position.to_string(), startpos)
+        }
+    };
+    let record = GameRecord {
+        players,
+        variant: start.variant(),
+        start_fen,
+        from_startpos,
+        book_plies: moves.len(),
+        moves,
+        outcome: Outcome::Draw,
+        reason: String::new(),
+        termination: Termination::Rules,
+        failure: None,
+    };
+    (arbiter, record, ending)
+}
+
 /// Plays one game; `engines` by colour. Engine failures end the game as a loss for
 /// the failing engine and are reported in the record; the caller restarts it.
-pub fn play_game(engines: ByColor<&mut EngineProcess>, opening: &Opening, settings: &GameSettings) -> GameRecord {
+pub fn play_game(engines: ByColor<&mut EngineProcess>, start: &Start, settings: &GameSettings) -> GameRecord {
     let mut engines = engines;
     let players = ByColor { red: engines.red.config().name.clone(), black: engines.black.config().name.clone() };
-    let config = RefereeConfig { rules: settings.rules, ..RefereeConfig::default() };
-    let mut referee = Referee::new(opening.start.clone(), config);
-    let mut moves: Vec<PlayedMove> = Vec::new();
-    let mut ending = None;
-    for &mv in &opening.moves {
-        if referee.play(mv).is_err() {
-            ending = Some(Ending {
-                outcome: Outcome::Draw,
-                reason: format!("the opening's move {mv} is illegal"),
-                termination: Termination::Adjudication,
-                failure: None,
-            });
-            break;
-        }
-        moves.push(PlayedMove { mv, score: None, depth: None, elapsed: Duration::ZERO });
-    }
-    let book_plies = moves.len();
+    let (mut arbiter, mut record, mut ending) = begin(start, settings, players);
     let mut clocks: ByColor<Option<Clock>> = match &settings.time_control {
         TimeControl::Clock(periods) => ByColor { red: Some(Clock::new(periods)), black: Some(Clock::new(periods)) },
         _ => ByColor { red: None, black: None },
@@ -196,7 +328,7 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, opening: &Opening, settin
     let mut draw_streak = 0;
     let mut resign_streak = ByColor { red: 0, black: 0 };
     while ending.is_none() {
-        if let Some(ruling) = referee.ruling() {
+        if let Some(ruling) = arbiter.ruling() {
             ending = Some(Ending {
                 outcome: ruling.outcome,
                 reason: format!("{} ({})", ruling.reason, ruling.article),
@@ -205,7 +337,7 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, opening: &Opening, settin
             });
             break;
         }
-        if settings.max_plies.is_some_and(|max| moves.len() >= max) {
+        if settings.max_plies.is_some_and(|max| record.moves.len() >= max) {
             ending = Some(Ending {
                 outcome: Outcome::Draw,
                 reason: "maximum game length".to_owned(),
@@ -214,7 +346,7 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, opening: &Opening, settin
             });
             break;
         }
-        let side = referee.position().side_to_move();
+        let side = arbiter.side_to_move();
         let engine = &mut engines[side];
         let limits = limits_text(engine.config().protocol, &settings.time_control, &clocks, side);
         let timeout = match &clocks[side] {
@@ -224,13 +356,13 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, opening: &Opening, settin
                 _ => settings.hang_timeout,
             },
         };
-        let position = position_text(&opening.start, &moves, engine);
+        let position = position_text(&record, &arbiter, engine);
         let reply = match engine.go(&position, &limits, timeout) {
             Ok(reply) => reply,
             Err(EngineError::Timeout { .. })
                 if clocks[side].is_some() || matches!(settings.time_control, TimeControl::MoveTime(_)) =>
             {
-                ending = Some(time_forfeit(side, &players));
+                ending = Some(time_forfeit(side, &record.players));
                 break;
             }
             Err(error) => {
@@ -240,41 +372,40 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, opening: &Opening, settin
         };
         if let Some(clock) = clocks[side].as_mut() {
             if clock.charge(reply.elapsed, settings.time_margin).is_err() {
-                ending = Some(time_forfeit(side, &players));
+                ending = Some(time_forfeit(side, &record.players));
                 break;
             }
         }
-        let mv = match parse_uci(referee.position(), &reply.bestmove, engine.config().dialect) {
+        let mv = match arbiter.play_text(&reply.bestmove, engine.config().dialect) {
             Ok(mv) => mv,
             Err(error) => {
                 ending = Some(Ending {
                     outcome: Outcome::Win(!side),
-                    reason: format!("{} played an illegal move: {error}", players[side]),
+                    reason: format!("{} played an illegal move: {error}", record.players[side]),
                     termination: Termination::IllegalMove,
                     failure: None,
                 });
                 break;
             }
         };
-        referee.play(mv).expect("a parsed move is legal");
-        moves.push(PlayedMove { mv, score: reply.score, depth: reply.depth, elapsed: reply.elapsed });
-        if let Some(adjudged) =
-            adjudicate(settings.adjudication, &moves, side, &mut draw_streak, &mut resign_streak, &players)
-        {
+        record.moves.push(PlayedMove { mv, score: reply.score, depth: reply.depth, elapsed: reply.elapsed });
+        if let Some(adjudged) = adjudicate(
+            settings.adjudication,
+            &record.moves,
+            side,
+            &mut draw_streak,
+            &mut resign_streak,
+            &record.players,
+        ) {
             ending = Some(adjudged);
         }
     }
     let ending = ending.expect("the loop ends with an ending");
-    GameRecord {
-        players,
-        start: opening.start.clone(),
-        moves,
-        book_plies,
-        outcome: ending.outcome,
-        reason: ending.reason,
-        termination: ending.termination,
-        failure: ending.failure,
-    }
+    record.outcome = ending.outcome;
+    record.reason = ending.reason;
+    record.termination = ending.termination;
+    record.failure = ending.failure;
+    record
 }
 
 fn time_forfeit(side: Color, players: &ByColor<String>) -> Ending {

@@ -15,7 +15,7 @@ use xq_engine::xiangqi::rules::Outcome;
 use xq_stats::{EloEstimate, Sprt, SprtState, elo_estimate};
 
 use crate::engine_process::{EngineConfig, EngineError, EngineProcess};
-use crate::game::{GameRecord, GameSettings, Opening, play_game};
+use crate::game::{GameRecord, GameSettings, Start, play_game};
 
 /// A match to play.
 #[derive(Clone, Debug)]
@@ -29,8 +29,8 @@ pub struct MatchSettings {
     pub concurrency: usize,
     /// Pin each game slot, and so the engines it starts, to its own core.
     pub pin_cores: bool,
-    /// Openings in play order.
-    pub openings: Vec<Opening>,
+    /// Where the pairs start, in play order (Xiangqi openings or Xiongqi positions).
+    pub openings: Vec<Start>,
     /// How each game is played.
     pub game: GameSettings,
     /// Stop at an SPRT bound.

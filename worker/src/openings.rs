@@ -1,22 +1,49 @@
-//! Opening order: a book's openings (read by the engine library's
-//! [`xq_engine::xiangqi::book`]) shuffled with a seed, from an offset.
+//! Opening order: a book's openings (Xiangqi books are read by the engine library's
+//! [`xq_engine::xiangqi::book`], Xiongqi books of FEN lines here) shuffled with a
+//! seed, from an offset.
 
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 pub use xq_engine::xiangqi::book::{BookError, read_book};
+use xq_engine::xiongqi;
 
+#[cfg(test)]
 use crate::game::Opening;
 
 /// The openings in play order: shuffled with `seed` if given, then rotated to start at
 /// `offset`.
-pub fn arrange(mut openings: Vec<Opening>, seed: Option<u64>, offset: usize) -> Vec<Opening> {
+pub fn arrange<T>(mut openings: Vec<T>, seed: Option<u64>, offset: usize) -> Vec<T> {
     if let Some(seed) = seed {
         openings.shuffle(&mut StdRng::seed_from_u64(seed));
     }
     let len = openings.len();
     openings.rotate_left(offset % len.max(1));
     openings
+}
+
+/// Reads a Xiongqi book: one FEN a line (blank lines and `#` comments skipped).
+pub fn read_xiongqi_book(path: &std::path::Path) -> Result<Vec<xiongqi::Position>, BookError> {
+    let name = path.display().to_string();
+    let text =
+        std::fs::read_to_string(path).map_err(|e| BookError::Read { path: name.clone(), reason: e.to_string() })?;
+    let mut positions = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let position = xiongqi::fen::parse(line).map_err(|e| BookError::Entry {
+            path: name.clone(),
+            entry: index + 1,
+            reason: e.to_string(),
+        })?;
+        positions.push(position);
+    }
+    if positions.is_empty() {
+        return Err(BookError::Empty(name));
+    }
+    Ok(positions)
 }
 
 #[cfg(test)]

@@ -1,12 +1,11 @@
 //! Game records in PGN, as the product writes them (shared/reference/CONVENTIONS.md):
-//! the usual headers with `[Variant]`, `[FEN]`, `[TimeControl]` and `[Termination]`,
-//! moves in UCI coordinates, and a comment after each engine move with its score,
+//! the usual headers with `[Variant]` (xiangqi or xiongqi), `[FEN]`, `[TimeControl]`
+//! and `[Termination]`, moves in UCI coordinates, and a comment after each engine move with its score,
 //! depth and time.
 
 use std::fmt::Write as _;
 
 use xq_engine::color::Color;
-use xq_engine::xiangqi::Position;
 
 use crate::game::GameRecord;
 
@@ -27,18 +26,20 @@ pub fn game_pgn(game: &GameRecord, event: &str, round: usize, time_control: &str
     tag("White", &game.players.red);
     tag("Black", &game.players.black);
     tag("Result", game.outcome.pgn());
-    tag("Variant", "xiangqi");
-    if game.start != Position::startpos() {
+    tag("Variant", game.variant.name());
+    if !game.from_startpos {
         tag("SetUp", "1");
-        tag("FEN", &game.start.to_string());
+        tag("FEN", &game.start_fen);
     }
     tag("TimeControl", time_control);
     tag("PlyCount", &game.moves.len().to_string());
     tag("Termination", game.termination.pgn());
     text.push('\n');
     let mut line = String::new();
-    let mut side = game.start.side_to_move();
-    let mut number = game.start.fullmove_number();
+    // Both games' FENs: side to move second, the move number sixth.
+    let fields: Vec<&str> = game.start_fen.split_whitespace().collect();
+    let mut side = if fields.get(1) == Some(&"b") { Color::Black } else { Color::Red };
+    let mut number: u32 = fields.get(5).and_then(|n| n.parse().ok()).unwrap_or(1);
     for (index, played) in game.moves.iter().enumerate() {
         let mut token = String::new();
         if side == Color::Red {

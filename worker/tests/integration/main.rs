@@ -11,7 +11,7 @@ use std::time::Duration;
 use xq_engine::xiangqi::Position;
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_worker::engine_process::EngineConfig;
-use xq_worker::game::{Adjudication, GameSettings, Opening};
+use xq_worker::game::{Adjudication, GameSettings, Opening, Start};
 use xq_worker::time_control::TimeControl;
 
 /// Our engine, built by cargo next to the worker (the workspace builds both).
@@ -44,6 +44,6 @@ pub fn settings(time_control: &str) -> GameSettings {
     }
 }
 
-pub fn startpos() -> Vec<Opening> {
-    vec![Opening { start: Position::startpos(), moves: Vec::new() }]
+pub fn startpos() -> Vec<Start> {
+    vec![Start::from(Opening { start: Position::startpos(), moves: Vec::new() })]
 }

@@ -14,7 +14,7 @@ use xq_worker::match_runner::{MatchSettings, run_match};
 use xq_worker::pgn_out::game_pgn;
 
 use xq_engine::xiangqi::Position;
-use xq_worker::game::Opening;
+use xq_worker::game::{Opening, Start};
 
 use crate::{our_engine, settings};
 
@@ -35,7 +35,10 @@ fn play_from(opponent: EngineConfig, time_control: &str, pairs: usize, fen: &str
         pairs: (0..pairs).collect(),
         concurrency: 2,
         pin_cores: false,
-        openings: vec![Opening { start: Position::from_fen(fen).expect("opening FEN"), moves: Vec::new() }],
+        openings: vec![Start::from(Opening {
+            start: Position::from_fen(fen).expect("opening FEN"),
+            moves: Vec::new(),
+        })],
         game: game_settings,
         sprt: None,
     };
@@ -108,5 +111,50 @@ fn against_sjaak_ii() {
     sjaak.fen_flavour = xq_worker::engine_process::FenFlavour::HorseElephant;
     let records =
         play_from(sjaak, "depth=4", 1, "rnbakabnr/9/1c2c4/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w - - 2 2");
+    replays_to_the_same_results(&records);
+}
+
+#[test]
+fn xiongqi_games_are_refereed_by_its_rules_and_replay_to_the_same_results() {
+    use xq_engine::variant::Variant;
+    use xq_engine::xiongqi;
+    let mut game_settings = settings("depth=3");
+    game_settings.max_plies = Some(200);
+    let told_the_variant = |mut engine: EngineConfig| {
+        engine.options.push(("UCI_Variant".to_owned(), "xiongqi".to_owned()));
+        engine
+    };
+    // The start position, and one with an empress and a dragon on the board.
+    let middle_game = xiongqi::fen::parse("4g3/8/2e5/8/8/3E4/8/R2G4 b").expect("a Xiongqi FEN");
+    let match_settings = MatchSettings {
+        engines: [told_the_variant(our_engine("xq")), told_the_variant(our_engine("xq-copy"))],
+        pairs: (0..2).collect(),
+        concurrency: 2,
+        pin_cores: false,
+        openings: vec![Start::Xiongqi(xiongqi::Position::startpos()), Start::Xiongqi(middle_game)],
+        game: game_settings,
+        sprt: None,
+    };
+    let mut records = Vec::new();
+    let totals = run_match(&match_settings, |finished, _| {
+        records.push(finished.record.clone());
+        true
+    })
+    .expect("the match runs");
+    assert_eq!(totals.games(), 4);
+    for record in &records {
+        assert_eq!(record.variant, Variant::Xiongqi);
+        assert!(
+            matches!(record.termination, Termination::Rules | Termination::Adjudication),
+            "{:?}: {}",
+            record.termination,
+            record.reason
+        );
+        if record.termination == Termination::Rules {
+            assert!(record.reason.contains("(Xiongqi 6."), "{}", record.reason);
+        }
+    }
+    let pgn = game_pgn(&records[0], "test", 1, "depth=3");
+    assert!(pgn.contains("[Variant \"xiongqi\"]"), "{pgn}");
     replays_to_the_same_results(&records);
 }

@@ -26,7 +26,7 @@ use xq_engine::xiangqi::rules::{Outcome, RuleSet};
 use xq_proto::v1::worker_client::WorkerClient;
 use xq_proto::{BearerToken, v1};
 use xq_worker::engine_process::{EngineConfig, Protocol};
-use xq_worker::game::{Adjudication, GameSettings, Opening};
+use xq_worker::game::{Adjudication, GameSettings, Opening, Start};
 use xq_worker::match_runner::{FinishedGame, MatchSettings, run_match};
 use xq_worker::pgn_out::game_pgn;
 use xq_worker::selfplay::{SelfPlaySettings, run_selfplay};
@@ -303,7 +303,7 @@ async fn play_pairs(
         pairs: lease.units.iter().map(|&u| u as usize).collect(),
         concurrency: settings.concurrency,
         pin_cores: false,
-        openings,
+        openings: openings.into_iter().map(Start::from).collect(),
         game: GameSettings {
             time_control,
             rules,

@@ -11,14 +11,15 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
+use xq_engine::variant::Variant;
 use xq_engine::xiangqi::Position;
 use xq_engine::xiangqi::notation::Dialect;
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_stats::{Model, Sprt};
 use xq_worker::engine_process::{EngineConfig, FenFlavour, Protocol};
-use xq_worker::game::{Adjudication, GameSettings, Opening};
+use xq_worker::game::{Adjudication, GameSettings, Opening, Start};
 use xq_worker::match_runner::{MatchSettings, MatchTotals, run_match};
-use xq_worker::openings::{arrange, read_book};
+use xq_worker::openings::{arrange, read_book, read_xiongqi_book};
 use xq_worker::pgn_out::game_pgn;
 use xq_worker::selfplay::{SelfPlaySettings, run_selfplay};
 use xq_worker::time_control::TimeControl;
@@ -128,6 +129,10 @@ struct MatchArgs {
     /// Rule set: wxf, asian, cxq or computer.
     #[arg(long, default_value = "wxf")]
     rules: RuleSet,
+    /// The game: xiangqi, or xiongqi (engines get `UCI_Variant xiongqi`; a book is
+    /// one Xiongqi FEN a line).
+    #[arg(long, default_value = "xiangqi")]
+    variant: Variant,
     /// SPRT as key=value words: elo0=, elo1=, alpha=, beta=, model=normalized|logistic.
     #[arg(long, num_args = 1..)]
     sprt: Option<Vec<String>>,
@@ -362,10 +367,26 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
     if args.games == 0 || args.games % 2 != 0 {
         bail!("--games {} must be even and positive: each opening is played twice", args.games);
     }
-    let openings = match &args.book {
-        Some(path) => arrange(read_book(path, args.book_plies)?, args.shuffle, args.book_offset),
-        None => vec![Opening { start: Position::startpos(), moves: Vec::new() }],
+    let openings: Vec<Start> = match (args.variant, &args.book) {
+        (Variant::Xiangqi, Some(path)) => arrange(read_book(path, args.book_plies)?, args.shuffle, args.book_offset)
+            .into_iter()
+            .map(Start::from)
+            .collect(),
+        (Variant::Xiangqi, None) => vec![Start::from(Opening { start: Position::startpos(), moves: Vec::new() })],
+        (Variant::Xiongqi, Some(path)) => {
+            arrange(read_xiongqi_book(path)?, args.shuffle, args.book_offset).into_iter().map(Start::Xiongqi).collect()
+        }
+        (Variant::Xiongqi, None) => vec![Start::Xiongqi(xq_engine::xiongqi::Position::startpos())],
     };
+    // Both engines are told the game, unless their options already say it.
+    let mut engines = engines;
+    if args.variant != Variant::Xiangqi {
+        for engine in &mut engines {
+            if !engine.options.iter().any(|(name, _)| name.eq_ignore_ascii_case("UCI_Variant")) {
+                engine.options.insert(0, ("UCI_Variant".to_owned(), args.variant.name().to_owned()));
+            }
+        }
+    }
     let sprt = args.sprt.as_deref().map(sprt).transpose()?;
     let settings = MatchSettings {
         engines: engines.clone(),
