@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use prost::Message;
 use xq_engine::time_control::TimeControl;
+use xq_engine::variant::Variant;
 use xq_engine::xiangqi::book::Opening;
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_proto::v1;
@@ -154,10 +155,19 @@ pub fn check_self_play(request: &v1::CreateSelfPlayRequest) -> Result<(), SpecEr
     if !spec.rules.is_empty() {
         spec.rules.parse::<RuleSet>().map_err(|e| bad("spec.rules", e.to_string()))?;
     }
+    self_play_variant(spec)?;
     if !(1..=MAX_UNITS).contains(&request.units) {
         return Err(bad("units", format!("between 1 and {MAX_UNITS}")));
     }
     check_name("description", &request.description, 200)
+}
+
+/// The game a self-play spec plays (default Xiangqi).
+pub fn self_play_variant(spec: &v1::SelfPlaySpec) -> Result<Variant, SpecError> {
+    if spec.variant.is_empty() {
+        return Ok(Variant::Xiangqi);
+    }
+    spec.variant.parse().map_err(|e: xq_engine::variant::UnknownVariant| bad("spec.variant", e.to_string()))
 }
 
 impl JobSpec {
@@ -205,7 +215,8 @@ impl JobSpec {
             }
             JobSpec::SelfPlay(r) => {
                 let s = r.spec.clone().unwrap_or_default();
-                format!("self-play, {} nodes, {} games a unit", s.nodes, s.games_per_unit)
+                let variant = self_play_variant(&s).unwrap_or_default().name();
+                format!("{variant} self-play, {} nodes, {} games a unit", s.nodes, s.games_per_unit)
             }
         }
     }
@@ -363,7 +374,18 @@ mod tests {
         assert!(check_self_play(&good).is_ok());
         let zero = v1::CreateSelfPlayRequest { units: 0, ..good.clone() };
         assert_eq!(check_self_play(&zero).unwrap_err().field, "units");
-        let no_nodes = v1::CreateSelfPlayRequest { spec: Some(v1::SelfPlaySpec { nodes: 0, ..spec }), ..good };
+        let no_nodes =
+            v1::CreateSelfPlayRequest { spec: Some(v1::SelfPlaySpec { nodes: 0, ..spec.clone() }), ..good.clone() };
         assert_eq!(check_self_play(&no_nodes).unwrap_err().field, "spec.nodes");
+        let chess = v1::CreateSelfPlayRequest {
+            spec: Some(v1::SelfPlaySpec { variant: "chess".to_owned(), ..spec.clone() }),
+            ..good.clone()
+        };
+        assert_eq!(check_self_play(&chess).unwrap_err().field, "spec.variant");
+        let xiongqi = v1::CreateSelfPlayRequest {
+            spec: Some(v1::SelfPlaySpec { variant: "xiongqi".to_owned(), ..spec }),
+            ..good
+        };
+        assert!(check_self_play(&xiongqi).is_ok());
     }
 }

@@ -9,12 +9,12 @@ use tokio::io::AsyncReadExt;
 use tokio_stream::{Stream, StreamExt, wrappers::ReceiverStream};
 use tonic::{Request, Response, Status, Streaming};
 use xq_engine::xiangqi::book::{Opening, parse_book};
-use xq_engine::xiangqi::data::read_chunk;
+use xq_engine::xiangqi::data::check_chunk;
 use xq_proto::v1;
 use xq_proto::{ARTIFACT_PIECE_BYTES, MAX_MESSAGE_BYTES};
 
 use crate::artifacts::{ArtifactStore, check_hash};
-use crate::jobs::{DEFAULT_SPRT_PAIRS, JobSpec, check_self_play, check_test};
+use crate::jobs::{DEFAULT_SPRT_PAIRS, JobSpec, check_self_play, check_test, self_play_variant};
 use crate::replay::{PairContext, check_pair};
 use crate::scheduler::{ScheduleError, Scheduler, add_points};
 use crate::storage::{Storage, UnitRow};
@@ -207,11 +207,20 @@ impl v1::worker_server::Worker for WorkerApi {
         let worker = worker_of(&request)?;
         let upload = request.into_inner();
         let context = self.0.scheduler.lease_context(worker, upload.lease_id, &[upload.unit])?;
-        if !matches!(&*context.spec, JobSpec::SelfPlay(_)) {
+        let JobSpec::SelfPlay(request) = &*context.spec else {
             return Err(Status::invalid_argument(format!("lease {} is not a self-play job", upload.lease_id)));
+        };
+        let (variant, records) =
+            check_chunk(&upload.chunk).map_err(|e| Status::invalid_argument(format!("chunk: {e}")))?;
+        let expected = request.spec.as_ref().map(self_play_variant).transpose().ok().flatten().unwrap_or_default();
+        if variant != expected {
+            return Err(Status::invalid_argument(format!(
+                "chunk: {} records in a {} job",
+                variant.name(),
+                expected.name()
+            )));
         }
-        let records =
-            read_chunk(&upload.chunk).map_err(|e| Status::invalid_argument(format!("chunk: {e}")))?.len() as i64;
+        let records = records as i64;
         let relative = format!("chunks/{}/{}-{}.xqd", context.job_id, upload.unit, upload.lease_id);
         let path = self.0.data_dir.join(&relative);
         let length = upload.chunk.len() as i64;

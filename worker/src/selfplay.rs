@@ -1,7 +1,7 @@
 //! Self-play data generation: our engine plays itself in-process (no pipes) at a node
 //! budget per move, from a few random opening plies, and every position after them is
 //! written with the search's score and move and the game's result, in the engine
-//! library's chunk format ([`xq_engine::xiangqi::data`]).
+//! library's chunk format ([`xq_engine::xiangqi::data`]), for Xiangqi or Xiongqi.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use xq_engine::xiangqi::data::{Record, write_chunk};
+use std::sync::atomic::AtomicBool;
+
+use xq_engine::variant::Variant;
+use xq_engine::xiangqi::data::{Record, XiongqiRecord, write_chunk, write_xiongqi_chunk};
 use xq_engine::xiangqi::movegen::legal_moves;
 use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet};
 use xq_engine::xiangqi::search::limits::Limits;
@@ -38,6 +41,8 @@ pub struct SelfPlaySettings {
     pub rules: RuleSet,
     /// Plies after which a game is drawn.
     pub max_plies: usize,
+    /// The game played (the rule set applies to Xiangqi only).
+    pub variant: Variant,
 }
 
 /// What was generated.
@@ -70,7 +75,42 @@ fn score_to_i16(score: Score) -> i16 {
     value.clamp(i16::MIN as i32 + 1, i16::MAX as i32) as i16
 }
 
-/// Plays one game; returns its records with the result filled in.
+/// Plays one Xiongqi game; returns its records with the result filled in.
+fn play_xiongqi_game(settings: &SelfPlaySettings, index: usize) -> Vec<XiongqiRecord> {
+    use xq_engine::xiongqi;
+    let mut rng = StdRng::seed_from_u64(settings.seed.wrapping_add(index as u64));
+    let mut game = xiongqi::Game::new(xiongqi::Position::startpos());
+    let limits = Limits { nodes: Some(settings.nodes), ..Limits::default() };
+    let never = AtomicBool::new(false);
+    let mut records = Vec::new();
+    let mut plies = 0;
+    while game.ruling().is_none() && plies < settings.max_plies {
+        let mv = if plies < settings.random_plies {
+            let legal = game.legal_moves();
+            legal[rng.random_range(0..legal.len())]
+        } else {
+            let result = xiongqi::search::search(&mut game, &limits, &never, Duration::ZERO);
+            let best = result.best.expect("a game not yet ruled has a legal move");
+            records.push(XiongqiRecord {
+                position: game.position().clone(),
+                score: result.score.clamp(i16::MIN as i32 + 1, i16::MAX as i32) as i16,
+                best_move: best,
+                ply: plies as u16,
+                result: Outcome::Draw,
+            });
+            best
+        };
+        game.play(mv).expect("generated and searched moves are legal and not repetitive");
+        plies += 1;
+    }
+    let result = game.ruling().map_or(Outcome::Draw, |r| r.outcome);
+    for record in &mut records {
+        record.result = result;
+    }
+    records
+}
+
+/// Plays one Xiangqi game; returns its records with the result filled in.
 fn play_game(settings: &SelfPlaySettings, game: usize, shared: &Shared) -> Vec<Record> {
     let mut rng = StdRng::seed_from_u64(settings.seed.wrapping_add(game as u64));
     let start = Position::startpos();
@@ -114,18 +154,36 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), SelfPlayError> {
 
 /// Plays the games and writes the chunks.
 pub fn run_selfplay(settings: &SelfPlaySettings) -> Result<SelfPlayReport, SelfPlayError> {
+    match settings.variant {
+        Variant::Xiangqi => {
+            run_games(settings, || Shared::new(8), |index, shared| play_game(settings, index, shared), write_chunk)
+        }
+        Variant::Xiongqi => {
+            run_games(settings, || (), |index, _| play_xiongqi_game(settings, index), write_xiongqi_chunk)
+        }
+    }
+}
+
+/// Plays the games on `settings.threads` threads, each with its own `state` (a
+/// transposition table), and writes their records in chunks.
+fn run_games<R: Send, S>(
+    settings: &SelfPlaySettings,
+    state: impl Fn() -> S + Sync,
+    play: impl Fn(usize, &mut S) -> Vec<R> + Sync,
+    encode: fn(&[R]) -> Vec<u8>,
+) -> Result<SelfPlayReport, SelfPlayError> {
     std::fs::create_dir_all(&settings.out)
         .map_err(|source| SelfPlayError { path: settings.out.display().to_string(), source })?;
     let started = Instant::now();
     let next_game = AtomicUsize::new(0);
-    let pending: Mutex<Vec<Record>> = Mutex::new(Vec::new());
+    let pending: Mutex<Vec<R>> = Mutex::new(Vec::new());
     let chunks: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
     let positions = AtomicUsize::new(0);
     let failure: Mutex<Option<SelfPlayError>> = Mutex::new(None);
-    let flush = |records: Vec<Record>| {
+    let flush = |records: Vec<R>| {
         let mut chunks = chunks.lock().expect("chunk list");
         let path = settings.out.join(format!("selfplay-s{}-{:05}.xqc", settings.seed, chunks.len()));
-        match write_file(&path, &write_chunk(&records)) {
+        match write_file(&path, &encode(&records)) {
             Ok(()) => chunks.push(path),
             Err(error) => *failure.lock().expect("failure slot") = Some(error),
         }
@@ -133,13 +191,13 @@ pub fn run_selfplay(settings: &SelfPlaySettings) -> Result<SelfPlayReport, SelfP
     std::thread::scope(|scope| {
         for _ in 0..settings.threads.max(1) {
             scope.spawn(|| {
-                let shared = Shared::new(8);
+                let mut state = state();
                 loop {
                     let game = next_game.fetch_add(1, Ordering::Relaxed);
                     if game >= settings.games || failure.lock().expect("failure slot").is_some() {
                         return;
                     }
-                    let records = play_game(settings, game, &shared);
+                    let records = play(game, &mut state);
                     positions.fetch_add(records.len(), Ordering::Relaxed);
                     let full = {
                         let mut pending = pending.lock().expect("pending records");

@@ -271,31 +271,40 @@ async fn out_of_file_descriptors_the_coordinator_waits_instead_of_spinning() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_plays_a_self_play_job_and_the_trainer_can_stream_its_data() {
+async fn a_worker_plays_self_play_jobs_of_both_games_and_the_trainer_can_stream_their_data() {
     let dir = TempDir::new("cluster");
     let (_coordinator, address) = start_coordinator(&dir.0, 0, 10).await;
     let mut admin = client(address, &token(&dir.0)).await;
-    let spec = v1::SelfPlaySpec {
-        nodes: 300,
-        games_per_unit: 2,
-        random_plies: 6,
-        seed: 7,
-        rules: "wxf".to_owned(),
-        max_plies: 120,
-    };
-    let job = admin
-        .create_self_play(v1::CreateSelfPlayRequest { spec: Some(spec), units: 3, ..Default::default() })
-        .await
-        .unwrap()
-        .into_inner();
+    let mut jobs = Vec::new();
+    for variant in ["xiangqi", "xiongqi"] {
+        let spec = v1::SelfPlaySpec {
+            nodes: 300,
+            games_per_unit: 2,
+            random_plies: 6,
+            seed: 7,
+            rules: "wxf".to_owned(),
+            max_plies: 120,
+            variant: variant.to_owned(),
+        };
+        let request = v1::CreateSelfPlayRequest { spec: Some(spec), units: 2, ..Default::default() };
+        jobs.push((variant, admin.create_self_play(request).await.unwrap().into_inner()));
+    }
     let _worker = start_worker(&mut admin, address, dir.0.join("w"), "w").await;
-    let state =
-        wait_for(&mut admin, job.job_id, Duration::from_secs(600), "the self-play job", |j| j.state != "running").await;
-    assert_eq!((state.state.as_str(), state.units_done), ("finished", 3));
-    let chunks =
-        collect(admin.stream_training_data(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner()).await;
-    assert_eq!(chunks.iter().map(|c| c.unit).collect::<Vec<_>>(), [0, 1, 2]);
-    let records: usize = chunks.iter().map(|c| xq_engine::xiangqi::data::read_chunk(&c.chunk).unwrap().len()).sum();
-    assert_eq!(records as u64, state.positions, "the stored chunks hold the positions counted");
-    assert!(records > 0);
+    for (variant, job) in jobs {
+        let state =
+            wait_for(&mut admin, job.job_id, Duration::from_secs(600), "a self-play job", |j| j.state != "running")
+                .await;
+        assert_eq!((state.state.as_str(), state.units_done), ("finished", 2), "{variant}");
+        let chunks =
+            collect(admin.stream_training_data(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner()).await;
+        assert_eq!(chunks.iter().map(|c| c.unit).collect::<Vec<_>>(), [0, 1]);
+        let mut records = 0;
+        for chunk in &chunks {
+            let (game, count) = xq_engine::xiangqi::data::check_chunk(&chunk.chunk).unwrap();
+            assert_eq!(game.name(), variant, "the chunks hold the job's game");
+            records += count;
+        }
+        assert_eq!(records as u64, state.positions, "{variant}: the stored chunks hold the positions counted");
+        assert!(records > 0);
+    }
 }

@@ -10,10 +10,10 @@
 //! |---|---|---|
 //! | 0 | 8 | magic `XQCHUNK\0` |
 //! | 8 | 2 | format version, 1 |
-//! | 10 | 1 | variant: 0 Xiangqi |
+//! | 10 | 1 | variant: 0 Xiangqi, 1 Xiongqi |
 //! | 11 | 1 | reserved, 0 |
 //! | 12 | 4 | number of records |
-//! | 16 | 4 | payload length, uncompressed (records x 40) |
+//! | 16 | 4 | payload length, uncompressed (records x 40 for Xiangqi, x 72 for Xiongqi) |
 //! | 20 | 4 | payload length, compressed |
 //! | 24 | 4 | CRC-32 (IEEE) of the uncompressed payload |
 //! | 28 | 4 | reserved, 0 |
@@ -29,18 +29,47 @@
 //! | 34 | 2 | search score in centipawns from the side to move's view, `i16` |
 //! | 36 | 2 | best move: origin + 128 x destination (square indices) |
 //! | 38 | 2 | ply number in the game |
+//!
+//! A Xiongqi record is 72 bytes (its 18 kinds of piece do not fit a nibble):
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 64 | the squares a1, b1 .. h8 (index = row x 8 + file), one byte each: 0 empty, else 1 + the piece's index (South's kinds 0-8 in `PieceKind::ALL` order, North's 9-17) |
+//! | 64 | 1 | side to move: 0 South, 1 North |
+//! | 65 | 1 | game result from South's view: 0 North won, 1 draw, 2 South won |
+//! | 66 | 2 | search score from the side to move's view, `i16` |
+//! | 68 | 2 | best move: origin + 64 x destination + 4096 x (1 + promotion kind index), 0 for no promotion |
+//! | 70 | 2 | ply number in the game |
 
 use super::fen::validate;
 use super::{Bitboard, Move, Piece, PieceKind, Position};
 use crate::color::Color;
+use crate::variant::Variant;
 use crate::xiangqi::rules::Outcome;
+use crate::xiongqi;
 
 const MAGIC: &[u8; 8] = b"XQCHUNK\0";
 const VERSION: u16 = 1;
 const HEADER_LEN: usize = 32;
 const RECORD_LEN: usize = 40;
+const XIONGQI_RECORD_LEN: usize = 72;
 /// Most records one chunk may hold (about 40 MB uncompressed).
 pub const MAX_RECORDS: usize = 1 << 20;
+
+/// One Xiongqi training position.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XiongqiRecord {
+    /// The position (its move counters are not stored).
+    pub position: xiongqi::Position,
+    /// The search score, from the side to move's view.
+    pub score: i16,
+    /// The move the search chose.
+    pub best_move: xiongqi::XiongqiMove,
+    /// The ply number in the game.
+    pub ply: u16,
+    /// How the game ended.
+    pub result: Outcome,
+}
 
 /// One training position.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,8 +98,8 @@ pub enum ChunkError {
     /// A version this reader does not know.
     #[error("chunk format version {0} is not supported (this reader knows version 1)")]
     Version(u16),
-    /// An unknown variant.
-    #[error("variant {0} is not supported")]
+    /// An unknown variant, or not the one asked for.
+    #[error("variant {0} is not supported here (0 Xiangqi, 1 Xiongqi)")]
     Variant(u8),
     /// Too many records.
     #[error("the chunk claims {0} records, more than allowed")]
@@ -91,6 +120,103 @@ pub enum ChunkError {
     },
 }
 
+fn result_code(result: Outcome) -> u8 {
+    match result {
+        Outcome::Win(Color::Black) => 0,
+        Outcome::Draw => 1,
+        Outcome::Win(Color::Red) => 2,
+    }
+}
+
+fn result_of(code: u8) -> Result<Outcome, String> {
+    match code {
+        0 => Ok(Outcome::Win(Color::Black)),
+        1 => Ok(Outcome::Draw),
+        2 => Ok(Outcome::Win(Color::Red)),
+        other => Err(format!("result {other}")),
+    }
+}
+
+fn encode_xiongqi(record: &XiongqiRecord) -> [u8; XIONGQI_RECORD_LEN] {
+    let mut bytes = [0u8; XIONGQI_RECORD_LEN];
+    for sq in xiongqi::Square::all() {
+        if let Some(piece) = record.position.piece_at(sq) {
+            bytes[sq.index()] = 1 + piece.index() as u8;
+        }
+    }
+    bytes[64] = record.position.side_to_move().index() as u8;
+    bytes[65] = result_code(record.result);
+    bytes[66..68].copy_from_slice(&record.score.to_le_bytes());
+    let mv = record.best_move;
+    let promotion = mv.promotion.map_or(0, |kind| 1 + kind.index() as u16);
+    let code = mv.from.index() as u16 + 64 * mv.to.index() as u16 + 4096 * promotion;
+    bytes[68..70].copy_from_slice(&code.to_le_bytes());
+    bytes[70..72].copy_from_slice(&record.ply.to_le_bytes());
+    bytes
+}
+
+fn decode_xiongqi(bytes: &[u8]) -> Result<XiongqiRecord, String> {
+    // The board goes through FEN, whose reader checks what a position must be.
+    let pieces = all_xiongqi_pieces();
+    let mut fen = String::new();
+    for rank in (0..8u8).rev() {
+        let mut empty = 0;
+        for file in 0..8u8 {
+            let sq = xiongqi::Square::new(file, rank).expect("on the board");
+            match bytes[sq.index()] {
+                0 => empty += 1,
+                code => {
+                    let piece = pieces.get(usize::from(code - 1)).ok_or(format!("piece code {code}"))?;
+                    if empty > 0 {
+                        fen.push_str(&empty.to_string());
+                        empty = 0;
+                    }
+                    fen.push(piece.fen_char());
+                }
+            }
+        }
+        if empty > 0 {
+            fen.push_str(&empty.to_string());
+        }
+        if rank > 0 {
+            fen.push('/');
+        }
+    }
+    fen.push_str(match bytes[64] {
+        0 => " w",
+        1 => " b",
+        other => return Err(format!("side to move {other}")),
+    });
+    let position = xiongqi::fen::parse(&fen).map_err(|e| e.to_string())?;
+    let code = u16::from_le_bytes([bytes[68], bytes[69]]);
+    let square = |index: u16| xiongqi::Square::from_index(index as u8).expect("6 bits index a square");
+    let promotion = match code >> 12 {
+        0 => None,
+        p => Some(*xiongqi::PieceKind::ALL.get(usize::from(p - 1)).ok_or(format!("promotion code {p}"))?),
+    };
+    let best_move = xiongqi::XiongqiMove { from: square(code & 63), to: square((code >> 6) & 63), promotion };
+    if !xiongqi::Game::new(position.clone()).legal_moves().contains(&best_move) {
+        return Err(format!("best move {best_move} is not legal"));
+    }
+    Ok(XiongqiRecord {
+        position,
+        score: i16::from_le_bytes([bytes[66], bytes[67]]),
+        best_move,
+        ply: u16::from_le_bytes([bytes[70], bytes[71]]),
+        result: result_of(bytes[65])?,
+    })
+}
+
+/// Xiongqi's pieces by index.
+fn all_xiongqi_pieces() -> Vec<xiongqi::Piece> {
+    let mut pieces: Vec<xiongqi::Piece> = Color::ALL
+        .iter()
+        .flat_map(|&color| xiongqi::PieceKind::ALL.iter().map(move |&kind| xiongqi::Piece::new(color, kind)))
+        .collect();
+    pieces.sort_by_key(|p| p.index());
+    pieces
+}
+
 fn encode(record: &Record) -> [u8; RECORD_LEN] {
     let mut bytes = [0u8; RECORD_LEN];
     let occupied = record.position.occupied();
@@ -101,11 +227,7 @@ fn encode(record: &Record) -> [u8; RECORD_LEN] {
         bytes[16 + i / 2] |= nibble << (4 * (i % 2));
     }
     bytes[32] = record.position.side_to_move().index() as u8;
-    bytes[33] = match record.result {
-        Outcome::Win(Color::Black) => 0,
-        Outcome::Draw => 1,
-        Outcome::Win(Color::Red) => 2,
-    };
+    bytes[33] = result_code(record.result);
     bytes[34..36].copy_from_slice(&record.score.to_le_bytes());
     bytes[36..38].copy_from_slice(&record.best_move.to_u16().to_le_bytes());
     bytes[38..40].copy_from_slice(&record.ply.to_le_bytes());
@@ -135,12 +257,7 @@ fn decode(bytes: &[u8]) -> Result<Record, String> {
     }
     let kings = [position.count(Color::Red, PieceKind::King), position.count(Color::Black, PieceKind::King)];
     validate(&position, kings).map_err(|e| e.to_string())?;
-    let result = match bytes[33] {
-        0 => Outcome::Win(Color::Black),
-        1 => Outcome::Draw,
-        2 => Outcome::Win(Color::Red),
-        other => return Err(format!("result {other}")),
-    };
+    let result = result_of(bytes[33])?;
     let best_move = Move::from_u16(u16::from_le_bytes([bytes[36], bytes[37]])).ok_or("best move off the board")?;
     position.check_move(best_move).map_err(|e| format!("best move {best_move}: {e}"))?;
     Ok(Record {
@@ -152,33 +269,55 @@ fn decode(bytes: &[u8]) -> Result<Record, String> {
     })
 }
 
-/// Writes `records` as one chunk.
-pub fn write_chunk(records: &[Record]) -> Vec<u8> {
-    assert!(records.len() <= MAX_RECORDS, "a chunk holds at most {MAX_RECORDS} records");
-    let mut payload = Vec::with_capacity(records.len() * RECORD_LEN);
-    for record in records {
-        payload.extend_from_slice(&encode(record));
-    }
-    let compressed = zstd::bulk::compress(&payload, 3).expect("compressing to memory");
+/// Writes encoded records as one chunk of `variant`.
+fn write_payload(variant: Variant, count: usize, payload: &[u8]) -> Vec<u8> {
+    assert!(count <= MAX_RECORDS, "a chunk holds at most {MAX_RECORDS} records");
+    let compressed = zstd::bulk::compress(payload, 3).expect("compressing to memory");
     let mut chunk = Vec::with_capacity(HEADER_LEN + compressed.len());
     chunk.extend_from_slice(MAGIC);
     chunk.extend_from_slice(&VERSION.to_le_bytes());
-    chunk.extend_from_slice(&[0, 0]);
-    chunk.extend_from_slice(&(records.len() as u32).to_le_bytes());
+    chunk.extend_from_slice(&[variant_code(variant), 0]);
+    chunk.extend_from_slice(&(count as u32).to_le_bytes());
     chunk.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     chunk.extend_from_slice(&(compressed.len() as u32).to_le_bytes());
-    chunk.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    chunk.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
     chunk.extend_from_slice(&[0; 4]);
     chunk.extend_from_slice(&compressed);
     chunk
+}
+
+fn variant_code(variant: Variant) -> u8 {
+    match variant {
+        Variant::Xiangqi => 0,
+        Variant::Xiongqi => 1,
+    }
+}
+
+fn record_len(variant: Variant) -> usize {
+    match variant {
+        Variant::Xiangqi => RECORD_LEN,
+        Variant::Xiongqi => XIONGQI_RECORD_LEN,
+    }
+}
+
+/// Writes Xiangqi `records` as one chunk.
+pub fn write_chunk(records: &[Record]) -> Vec<u8> {
+    let payload: Vec<u8> = records.iter().flat_map(encode).collect();
+    write_payload(Variant::Xiangqi, records.len(), &payload)
+}
+
+/// Writes Xiongqi `records` as one chunk.
+pub fn write_xiongqi_chunk(records: &[XiongqiRecord]) -> Vec<u8> {
+    let payload: Vec<u8> = records.iter().flat_map(encode_xiongqi).collect();
+    write_payload(Variant::Xiongqi, records.len(), &payload)
 }
 
 fn u32_at(bytes: &[u8], offset: usize) -> u32 {
     u32::from_le_bytes(bytes[offset..offset + 4].try_into().expect("4 bytes"))
 }
 
-/// Reads a chunk, checking its header, checksum and every record.
-pub fn read_chunk(chunk: &[u8]) -> Result<Vec<Record>, ChunkError> {
+/// Checks a chunk's header and checksum; returns its variant and payload.
+fn read_payload(chunk: &[u8]) -> Result<(Variant, Vec<u8>), ChunkError> {
     let header = chunk.get(..HEADER_LEN).ok_or(ChunkError::Truncated("no complete header"))?;
     if &header[..8] != MAGIC {
         return Err(ChunkError::BadMagic);
@@ -187,15 +326,17 @@ pub fn read_chunk(chunk: &[u8]) -> Result<Vec<Record>, ChunkError> {
     if version != VERSION {
         return Err(ChunkError::Version(version));
     }
-    if header[10] != 0 {
-        return Err(ChunkError::Variant(header[10]));
-    }
+    let variant = match header[10] {
+        0 => Variant::Xiangqi,
+        1 => Variant::Xiongqi,
+        other => return Err(ChunkError::Variant(other)),
+    };
     let count = u32_at(header, 12);
     if count as usize > MAX_RECORDS {
         return Err(ChunkError::TooLarge(count));
     }
     let payload_len = u32_at(header, 16) as usize;
-    if payload_len != count as usize * RECORD_LEN {
+    if payload_len != count as usize * record_len(variant) {
         return Err(ChunkError::Truncated("payload length does not match the record count"));
     }
     let compressed_len = u32_at(header, 20) as usize;
@@ -210,11 +351,46 @@ pub fn read_chunk(chunk: &[u8]) -> Result<Vec<Record>, ChunkError> {
     if crc32fast::hash(&payload) != u32_at(header, 24) {
         return Err(ChunkError::Checksum);
     }
+    Ok((variant, payload))
+}
+
+fn decode_all<T>(
+    payload: &[u8],
+    len: usize,
+    decode: impl Fn(&[u8]) -> Result<T, String>,
+) -> Result<Vec<T>, ChunkError> {
     payload
-        .chunks_exact(RECORD_LEN)
+        .chunks_exact(len)
         .enumerate()
         .map(|(index, bytes)| decode(bytes).map_err(|problem| ChunkError::Record { index, problem }))
         .collect()
+}
+
+/// Reads a Xiangqi chunk, checking its header, checksum and every record.
+pub fn read_chunk(chunk: &[u8]) -> Result<Vec<Record>, ChunkError> {
+    match read_payload(chunk)? {
+        (Variant::Xiangqi, payload) => decode_all(&payload, RECORD_LEN, decode),
+        (other, _) => Err(ChunkError::Variant(variant_code(other))),
+    }
+}
+
+/// Reads a Xiongqi chunk, checking its header, checksum and every record.
+pub fn read_xiongqi_chunk(chunk: &[u8]) -> Result<Vec<XiongqiRecord>, ChunkError> {
+    match read_payload(chunk)? {
+        (Variant::Xiongqi, payload) => decode_all(&payload, XIONGQI_RECORD_LEN, decode_xiongqi),
+        (other, _) => Err(ChunkError::Variant(variant_code(other))),
+    }
+}
+
+/// Checks a chunk of either game whole (header, checksum, every record); returns its
+/// game and number of records: what the coordinator stores it by.
+pub fn check_chunk(chunk: &[u8]) -> Result<(Variant, usize), ChunkError> {
+    match read_payload(chunk)? {
+        (Variant::Xiangqi, payload) => Ok((Variant::Xiangqi, decode_all(&payload, RECORD_LEN, decode)?.len())),
+        (Variant::Xiongqi, payload) => {
+            Ok((Variant::Xiongqi, decode_all(&payload, XIONGQI_RECORD_LEN, decode_xiongqi)?.len()))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -246,6 +422,60 @@ mod tests {
             assert_eq!(x.position.hash(), y.position.hash());
             assert_eq!((x.score, x.best_move, x.ply, x.result), (y.score, y.best_move, y.ply, y.result));
         }
+    }
+
+    /// Xiongqi records along a game of varied moves, promotions included.
+    fn xiongqi_sample() -> Vec<XiongqiRecord> {
+        let fens = ["rhb1gbhr/2c2c2/s1ss1sss/3a4/1S2S3/S1S2SSS/2C2C2/RHBAGBHR b", "r2g4/1S4S1/8/8/8/8/8/4G2R w"];
+        let mut records = Vec::new();
+        for fen in fens {
+            let mut game = xiongqi::Game::new(xiongqi::fen::parse(fen).unwrap());
+            for ply in 0..20u16 {
+                let moves = game.legal_moves();
+                if moves.is_empty() || game.ruling().is_some() {
+                    break;
+                }
+                // Promotions first when there are any, else a spread of moves.
+                let mv = moves
+                    .iter()
+                    .copied()
+                    .find(|m| m.promotion.is_some())
+                    .unwrap_or(moves[(ply as usize * 5) % moves.len()]);
+                records.push(XiongqiRecord {
+                    position: game.position().clone(),
+                    score: 7 - ply as i16,
+                    best_move: mv,
+                    ply,
+                    result: Outcome::Win(Color::Red),
+                });
+                game.play(mv).unwrap();
+            }
+        }
+        assert!(records.iter().any(|r| r.best_move.promotion.is_some()));
+        records
+    }
+
+    #[test]
+    fn xiongqi_chunks_round_trip_bit_for_bit_and_are_told_apart() {
+        let records = xiongqi_sample();
+        let chunk = write_xiongqi_chunk(&records);
+        let back = read_xiongqi_chunk(&chunk).unwrap();
+        assert_eq!(back.len(), records.len());
+        for (x, y) in records.iter().zip(&back) {
+            assert_eq!(x.position.hash(), y.position.hash());
+            assert_eq!((x.score, x.best_move, x.ply, x.result), (y.score, y.best_move, y.ply, y.result));
+        }
+        assert_eq!(write_xiongqi_chunk(&back), chunk);
+        assert_eq!(check_chunk(&chunk), Ok((Variant::Xiongqi, records.len())));
+        assert_eq!(read_chunk(&chunk), Err(ChunkError::Variant(1)), "a Xiongqi chunk is not read as Xiangqi");
+        let xiangqi = write_chunk(&sample());
+        assert_eq!(read_xiongqi_chunk(&xiangqi), Err(ChunkError::Variant(0)));
+        assert_eq!(check_chunk(&xiangqi), Ok((Variant::Xiangqi, 30)));
+        // A best move that is not legal in its position is refused.
+        let mut bad = records.clone();
+        bad[0].best_move = bad[1].best_move;
+        let error = read_xiongqi_chunk(&write_xiongqi_chunk(&bad)).unwrap_err();
+        assert!(matches!(error, ChunkError::Record { index: 0, .. }), "{error}");
     }
 
     #[test]

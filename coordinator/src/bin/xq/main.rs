@@ -185,6 +185,9 @@ struct SelfplayArgs {
     /// Share of the fleet among jobs of equal priority, in percent.
     #[arg(long, default_value_t = 100)]
     throughput: u32,
+    /// The game: xiangqi or xiongqi.
+    #[arg(long, default_value = "xiangqi")]
+    variant: String,
 }
 
 #[derive(Args)]
@@ -257,6 +260,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 seed: args.seed,
                 rules: args.rules,
                 max_plies: 0,
+                variant: args.variant,
             };
             let request = v1::CreateSelfPlayRequest {
                 spec: Some(spec),

@@ -19,9 +19,10 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use xq_engine::color::Color;
 use xq_engine::time_control::TimeControl;
+use xq_engine::variant::Variant;
 use xq_engine::xiangqi::Position;
 use xq_engine::xiangqi::book::parse_book;
-use xq_engine::xiangqi::data::{MAX_RECORDS, read_chunk, write_chunk};
+use xq_engine::xiangqi::data::{MAX_RECORDS, read_chunk, read_xiongqi_chunk, write_chunk, write_xiongqi_chunk};
 use xq_engine::xiangqi::rules::{Outcome, RuleSet};
 use xq_proto::v1::worker_client::WorkerClient;
 use xq_proto::{BearerToken, v1};
@@ -394,6 +395,24 @@ fn record_leg(ledger: &mut Ledger, finished: &FinishedGame, event: &str, tc: &st
     }
 }
 
+/// The unit's chunk files as one chunk.
+fn merged_chunk(variant: Variant, paths: &[PathBuf]) -> anyhow::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    for path in paths {
+        bytes.push(std::fs::read(path)?);
+    }
+    Ok(match variant {
+        Variant::Xiangqi => {
+            let records: Vec<_> = bytes.iter().map(|b| read_chunk(b)).collect::<Result<Vec<_>, _>>()?.concat();
+            write_chunk(&records)
+        }
+        Variant::Xiongqi => {
+            let records: Vec<_> = bytes.iter().map(|b| read_xiongqi_chunk(b)).collect::<Result<Vec<_>, _>>()?.concat();
+            write_xiongqi_chunk(&records)
+        }
+    })
+}
+
 async fn self_play(
     client: &mut Client,
     settings: &ConnectSettings,
@@ -402,6 +421,7 @@ async fn self_play(
     stop: Arc<AtomicBool>,
 ) -> anyhow::Result<()> {
     let rules: RuleSet = if spec.rules.is_empty() { RuleSet::Wxf } else { spec.rules.parse()? };
+    let variant: Variant = if spec.variant.is_empty() { Variant::Xiangqi } else { spec.variant.parse()? };
     for &unit in &lease.units {
         if stop.load(Ordering::Relaxed) {
             return Ok(());
@@ -417,14 +437,11 @@ async fn self_play(
             out: out.clone(),
             rules,
             max_plies: if spec.max_plies == 0 { 400 } else { spec.max_plies as usize },
+            variant,
         };
         let report = tokio::task::spawn_blocking(move || run_selfplay(&run)).await??;
-        let mut records = Vec::new();
-        for path in &report.chunks {
-            records.extend(read_chunk(&std::fs::read(path)?)?);
-        }
+        let chunk = merged_chunk(variant, &report.chunks)?;
         let _ = std::fs::remove_dir_all(&out);
-        let chunk = write_chunk(&records);
         let request = v1::UploadChunkRequest { lease_id: lease.lease_id, unit, chunk, games: spec.games_per_unit };
         let reply = retry("upload", || {
             let mut client = client.clone();

@@ -92,6 +92,9 @@ struct SelfplayArgs {
     /// Plies after which a game is drawn.
     #[arg(long, default_value_t = 400)]
     maxplies: usize,
+    /// The game: xiangqi or xiongqi.
+    #[arg(long, default_value = "xiangqi")]
+    variant: Variant,
 }
 
 #[derive(clap::Args)]
@@ -208,6 +211,7 @@ fn run() -> anyhow::Result<()> {
                 out: args.out,
                 rules: args.rules,
                 max_plies: args.maxplies,
+                variant: args.variant,
             };
             let report = run_selfplay(&settings)?;
             let seconds = report.elapsed.as_secs_f64().max(1e-9);
