@@ -185,6 +185,35 @@ mod tests {
     }
 
     #[test]
+    fn mangled_reports_are_refused_not_panicked_on() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let good = pgn("new", "base", Some(MATE_FEN), "1. b0b8 d9e9 2. a1a9", "1-0", "normal");
+        let other = pgn("base", "new", Some(MATE_FEN), "1. b0b8", "1/2-1/2", "adjudication");
+        let opening = Opening { start: fen::parse(MATE_FEN).unwrap(), moves: Vec::new() };
+        let context = PairContext { opening: Some(&opening), ..CONTEXT };
+        let alphabet = b" \n[]\"{}.0123456789abcdefghiRNBAKCPrnbakcp/-*";
+        for _ in 0..3000 {
+            let mut bytes = good.clone().into_bytes();
+            for _ in 0..rng.random_range(1..6) {
+                let at = rng.random_range(0..bytes.len());
+                match rng.random_range(0..3) {
+                    0 => bytes[at] = alphabet[rng.random_range(0..alphabet.len())],
+                    1 => {
+                        bytes.remove(at);
+                    }
+                    _ => bytes.insert(at, alphabet[rng.random_range(0..alphabet.len())]),
+                }
+            }
+            let text = String::from_utf8_lossy(&bytes);
+            // Either refused with a reason, or still a consistent game.
+            if let Ok(checked) = check_pair([&text, &other], &context) {
+                assert!(checked[0].points <= 2);
+            }
+        }
+    }
+
+    #[test]
     fn illegal_moves_wrong_players_and_wrong_openings_are_refused() {
         let good = pgn("base", "new", None, "1. h2e2", "1/2-1/2", "adjudication");
         let illegal = pgn("new", "base", None, "1. h2e2 h9h5", "1/2-1/2", "adjudication");

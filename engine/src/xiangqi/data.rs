@@ -479,6 +479,24 @@ mod tests {
     }
 
     #[test]
+    fn random_records_behind_a_valid_header_are_refused_not_panicked_on() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for round in 0..2000 {
+            let variant = if round % 2 == 0 { Variant::Xiangqi } else { Variant::Xiongqi };
+            let count = rng.random_range(1..4);
+            // Bytes drawn mostly small, so that some fields land in range.
+            let payload: Vec<u8> = (0..count * record_len(variant))
+                .map(|_| if rng.random_bool(0.8) { rng.random_range(0..20) } else { rng.random() })
+                .collect();
+            let chunk = write_payload(variant, count, &payload);
+            if let Ok((read_variant, read_count)) = check_chunk(&chunk) {
+                assert_eq!((read_variant, read_count), (variant, count));
+            }
+        }
+    }
+
+    #[test]
     fn chunks_round_trip_bit_for_bit() {
         let records = sample();
         let chunk = write_chunk(&records);
