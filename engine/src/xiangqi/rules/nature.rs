@@ -19,11 +19,21 @@
 //! - a piece threatening one of its own kind is no chase when the target can capture it
 //!   back; it is when the target is pinned or, for horses, blocked (20.7).
 //!
-//! "Created by the move" is judged per attacker and target: the pair qualifies after the
-//! move and did not before. So a chase can be discovered (a line opened, a horse leg or
-//! elephant eye freed, a cannon screen placed), can come from taking a defender's cover
-//! away (36.1), and an attack that merely persists is not renewed (36.5). A move that
-//! checks is a check, whatever else it threatens (36.2: the heavier nature counts).
+//! "Created by the move" is judged per attacker and target: the attacker could not
+//! capture the target before the move and can, profitably, after it. So a chase can be
+//! discovered (a line opened, a horse leg or elephant eye freed, a cannon screen placed,
+//! Sections 20-21), and an attack that merely persists is not renewed (36.5). A capture
+//! that was possible before and only became profitable because the move cut a
+//! defender's cover is not a new threat: in Diagram 61 (rule cases #86 and #87) Black's
+//! horse, shuttling in and out of the line of the Red cannon that chases its chariot,
+//! cuts that cannon's cover of another Red cannon standing beside the Black chariot on
+//! every move, and the book still rules Red alone the chaser; with two chariots taking
+//! turns against two cannons (rule cases #106 and #155) the cover each chariot gives the
+//! other decides nothing either. 36.1 (Diagram 105) words a pawn cutting a cover as a
+//! chase by the chariot behind it; there the chariot is also the leg that holds back
+//! the horse's check on its own king and chases nothing by Section 14, so both readings
+//! rule that example alike (rule case #152). A move that checks is a check, whatever else it threatens (36.2: the heavier
+//! nature counts).
 //!
 //! A mating threat ("kill", 19.2) is a move after which the mover, were it to move
 //! again, mates by a series of checks. The search is checks only and bounded to
@@ -150,11 +160,16 @@ pub fn classify(before: &Position, ids: &Identities, mv: Move) -> Nature {
     let mut ids_after = ids.clone();
     ids_after.apply(mv);
     let stepped_into_a_pin = !before.king_safety().blockers.has(mv.from());
-    let old = threats(before, ids, None);
+    let mut captures_before = MoveList::new();
+    generate_into(before, Selection::Captures, &mut captures_before);
+    let could_capture_before = |threat: &Threat| {
+        let from = if threat.attacker_square == mv.to() { mv.from() } else { threat.attacker_square };
+        captures_before.iter().any(|c| c.from() == from && c.to() == threat.target_square)
+    };
     let exempt = stepped_into_a_pin.then_some(mv.to());
     let chases: Vec<Threat> = threats(&after.with_other_side_to_move(), &ids_after, exempt)
         .into_iter()
-        .filter(|new| !old.iter().any(|o| o.attacker == new.attacker && o.target == new.target))
+        .filter(|threat| !could_capture_before(threat))
         .collect();
     let kill = chases.is_empty() && mates_by_checks(&mut after.with_other_side_to_move(), KILL_CHECKS);
     Nature { check: false, chases, kill }
