@@ -140,7 +140,8 @@ impl Position {
         }
     }
 
-    fn take(&mut self, sq: Square) -> Piece {
+    /// Lifts the piece off `sq` (which must hold one), leaving the side to move as is.
+    pub(crate) fn take(&mut self, sq: Square) -> Piece {
         let piece = self.board[sq.index()].take().expect("a piece to take");
         self.pieces[piece.index()].remove(sq);
         self.by_color[piece.color].remove(sq);

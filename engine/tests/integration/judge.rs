@@ -111,6 +111,65 @@ fn wxf_20_2_a_perpetual_mating_threat_is_reported_and_drawn() {
     assert!(plies.iter().skip(1).step_by(2).all(|p| p["nature"] == "idle"), "{plies:?}");
 }
 
+/// Each side's natures over a game: for every ply, the list the judge reports.
+fn natures_by_side(fen: &str, moves: &str) -> (String, [Vec<Vec<String>>; 2]) {
+    let (ok, lines, stderr) = judge(&["--fen", fen, "--moves", moves], "");
+    assert!(ok, "{stderr}");
+    let plies = lines[0]["plies"].as_array().unwrap();
+    let natures = |first: usize| -> Vec<Vec<String>> {
+        plies
+            .iter()
+            .skip(first)
+            .step_by(2)
+            .map(|p| p["natures"].as_array().unwrap().iter().map(|n| n.as_str().unwrap().to_owned()).collect())
+            .collect()
+    };
+    (lines[0]["result"].as_str().unwrap().to_owned(), [natures(0), natures(1)])
+}
+
+fn every(side: &[Vec<String>], nature: &str) -> bool {
+    side.iter().all(|natures| natures.iter().any(|n| n == nature))
+}
+
+#[test]
+fn the_allowed_natures_of_article_19_are_reported_as_the_book_names_them() {
+    // Diagram 97 (rule case #141): the cannon threatens to win material after a check;
+    // the king's replies are idle. Allowed (20.10): a draw.
+    let (result, [red, black]) =
+        natures_by_side("C1Na5/3Rak3/4bc3/2p6/n5b2/9/1p6r/4B4/4A4/2B1KA3 w - - 0 1", "a9a8 f8f9 a8a9 f9f8 a9a8 f8f9");
+    assert_eq!(result, "1/2-1/2");
+    assert!(every(&red, "capture-after-check"), "{red:?}");
+    assert!(black.iter().all(|n| n == &["idle"]), "{black:?}");
+
+    // Diagram 99 (rule case #142): the chariot threatens to win material after checks,
+    // the cannon keeps blocking its file (Section 34, perpetual block). A draw.
+    let (result, [red, black]) = natures_by_side(
+        "5k3/1n7/9/3P5/P1r5c/2B5R/6P2/4B4/4A4/3AK4 w - - 0 1",
+        "i4h4 i5h5 h4g4 h5g5 g4i4 g5i5 i4h4 i5h5",
+    );
+    assert_eq!(result, "1/2-1/2");
+    assert!(every(&red, "capture-after-check"), "{red:?}");
+    assert!(every(&black, "block"), "{black:?}");
+
+    // Diagram 101 (rule case #147): Red's chariot invites the exchange of chariots on
+    // every move (Section 35, perpetual exchange); Black's chariot is not limited. A draw.
+    let (result, [red, black]) = natures_by_side(
+        "2bak4/4a4/4b4/9/2p2r3/r8/1R7/4B4/9/1R2K1B2 w - - 0 1",
+        "b3b4 a4a1 b4b1 a1a3 b1b3 a3a6 b3b6 a6a8 b6b8 a8a1 b8b1 a1a3 b1b3",
+    );
+    assert_eq!(result, "1/2-1/2");
+    assert!(every(&red, "exchange"), "{red:?}");
+    assert!(!every(&black, "exchange"), "{black:?}");
+
+    // Diagram 104 (rule case #151): Black's chariot threatens mate, Red's pawn offers
+    // itself on every move. Both allowed: a draw.
+    let (result, [red, black]) =
+        natures_by_side("1r1ak4/4aP3/b1P1b4/4C4/9/3R5/9/9/4p4/3K5 w - - 0 1", "c7b7 b9c9 b7c7 c9b9 c7b7 b9c9");
+    assert_eq!(result, "1/2-1/2");
+    assert!(every(&red, "offer"), "{red:?}");
+    assert!(every(&black, "kill"), "{black:?}");
+}
+
 #[test]
 fn xiongqi_games_are_ruled_by_their_own_rules() {
     let (ok, lines, _) = judge(

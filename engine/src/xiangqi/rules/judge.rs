@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::identity::Identities;
-use super::nature::{Nature, classify};
+use super::nature::{AllowedNatures, Nature, allowed_natures, classify, nature_names};
 use super::{Reason, Referee, RefereeConfig, RuleSet, UnknownRuleSet};
 use crate::variant::Variant;
 use crate::xiangqi::fen::{self, FenError, PositionError};
@@ -140,7 +140,7 @@ pub fn judge(request: &JudgeRequest) -> Result<(Value, Vec<PositionError>), Judg
             text: text.clone(),
             error,
         })?;
-        plies.push(ply_json(&classify(&before, &ids, mv), mv));
+        plies.push(ply_json(&classify(&before, &ids, mv), &allowed_natures(&before, &ids, mv), mv));
         ids.apply(mv);
         referee.play(mv).expect("a parsed move is legal");
     }
@@ -191,13 +191,8 @@ fn judge_xiongqi(request: &JudgeRequest) -> Result<Value, JudgeError> {
     }))
 }
 
-fn ply_json(nature: &Nature, mv: Move) -> Value {
-    let kind = match (nature.check, nature.chases.is_empty(), nature.kill) {
-        (true, _, _) => "check",
-        (false, false, _) => "chase",
-        (false, true, true) => "kill",
-        (false, true, false) => "idle",
-    };
+fn ply_json(nature: &Nature, allowed: &AllowedNatures, mv: Move) -> Value {
+    let natures = nature_names(nature, allowed);
     let mut targets: Vec<_> = nature.chases.iter().map(|t| (t.target_square, t.target_kind)).collect();
     targets.dedup();
     let chases: Vec<Value> = targets
@@ -212,5 +207,5 @@ fn ply_json(nature: &Nature, mv: Move) -> Value {
             json!({"target": format!("{} {square}", kind.name()), "by": by})
         })
         .collect();
-    json!({"move": mv.to_string(), "nature": kind, "chases": chases})
+    json!({"move": mv.to_string(), "nature": natures[0], "natures": natures, "chases": chases})
 }

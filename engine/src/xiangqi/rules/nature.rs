@@ -35,11 +35,31 @@
 //! rule that example alike (rule case #152). A move that checks is a check, whatever else it threatens (36.2: the heavier
 //! nature counts).
 //!
-//! A mating threat ("kill", 19.2) is a move after which the mover, were it to move
-//! again, mates by a series of checks. The search is checks only and bounded to
-//! [`KILL_CHECKS`] checking moves (five plies): enough for the book's diagrams, cheap
-//! enough to run on every move of a cycle. A kill is allowed whenever repeated (20.2)
-//! and a chase outweighs it (36.4), so it is reported, never ruled on.
+//! The rulings weigh only checks and chases. The other natures of Article 19 are
+//! allowed whenever repeated (20.2, 20.10) and are described by [`allowed_natures`] for
+//! the judge's report, each as this arbiter reads it:
+//! - mating threat ("kill", 19.2): were the mover to move again, it mates by a series of
+//!   checks. The search is checks only and bounded to [`KILL_CHECKS`] checking moves
+//!   (five plies): enough for the book's diagrams, cheap enough for every move of a
+//!   cycle;
+//! - threat to capture after check (20.10; Diagrams 97-99): were the mover to move
+//!   again, it has a series of checks, as many as the kill search allows, after which,
+//!   whatever the replies, it can capture with profit a piece it could not before (by
+//!   the chase test above);
+//! - exchange (19.4): the moved piece meets an enemy piece of its own value, one of the
+//!   two able to capture the other, so that a capture trades like for like; trades of
+//!   several pieces at once are not looked for;
+//! - offer (19.6): the opponent can capture the moved piece with profit (by the chase
+//!   test above, from the opponent's side);
+//! - block (19.5): the moved piece stands where it takes squares from an enemy piece's
+//!   moves (a line, a horse's leg, an elephant's eye) without threatening to capture
+//!   that piece ("the piece doing the blocking cannot threaten to capture the
+//!   opponent's piece"); whether the blocked piece can capture the blocker does not
+//!   matter: a block with a protected piece is the usual one.
+//!
+//! One move may have several natures; the heaviest names it (36.2, 36.4): check, chase,
+//! kill, threat to capture after check, exchange, offer, block, and idle (19.7) when
+//! none applies.
 
 use super::identity::{Identities, PieceId};
 use crate::xiangqi::movegen::{MoveList, Selection, generate_into, legal_moves};
@@ -72,9 +92,39 @@ pub struct Nature {
     pub check: bool,
     /// The threats the move creates (19.3); empty for a check.
     pub chases: Vec<Threat>,
-    /// The move threatens mate by checks (19.2); only asked of moves that neither check
-    /// nor chase.
+}
+
+/// The natures the rulings allow whenever repeated (see the module documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AllowedNatures {
+    /// A mating threat by checks (19.2).
     pub kill: bool,
+    /// A threat to capture after a check (20.10).
+    pub capture_after_check: bool,
+    /// An exchange (19.4).
+    pub exchange: bool,
+    /// An offer (19.6).
+    pub offer: bool,
+    /// A block (19.5).
+    pub block: bool,
+}
+
+/// The names of the natures of a move, heaviest first (36.2, 36.4); `["idle"]` when it
+/// has none (19.7).
+pub fn nature_names(nature: &Nature, allowed: &AllowedNatures) -> Vec<&'static str> {
+    let names: Vec<&'static str> = [
+        (nature.check, "check"),
+        (!nature.chases.is_empty(), "chase"),
+        (allowed.kill, "kill"),
+        (allowed.capture_after_check, "capture-after-check"),
+        (allowed.exchange, "exchange"),
+        (allowed.offer, "offer"),
+        (allowed.block, "block"),
+    ]
+    .into_iter()
+    .filter_map(|(applies, name)| applies.then_some(name))
+    .collect();
+    if names.is_empty() { vec!["idle"] } else { names }
 }
 
 impl Nature {
@@ -155,7 +205,7 @@ pub fn classify(before: &Position, ids: &Identities, mv: Move) -> Nature {
     let mut after = before.clone();
     after.make_move(mv);
     if after.in_check() {
-        return Nature { check: true, chases: Vec::new(), kill: false };
+        return Nature { check: true, chases: Vec::new() };
     }
     let mut ids_after = ids.clone();
     ids_after.apply(mv);
@@ -171,8 +221,90 @@ pub fn classify(before: &Position, ids: &Identities, mv: Move) -> Nature {
         .into_iter()
         .filter(|threat| !could_capture_before(threat))
         .collect();
-    let kill = chases.is_empty() && mates_by_checks(&mut after.with_other_side_to_move(), KILL_CHECKS);
-    Nature { check: false, chases, kill }
+    Nature { check: false, chases }
+}
+
+/// The allowed natures of the legal move `mv` in `before`, whose pieces are followed by
+/// `ids`.
+pub fn allowed_natures(before: &Position, ids: &Identities, mv: Move) -> AllowedNatures {
+    let mut after = before.clone();
+    after.make_move(mv);
+    let mut ids_after = ids.clone();
+    ids_after.apply(mv);
+    let mut again = after.with_other_side_to_move();
+    AllowedNatures {
+        kill: mates_by_checks(&mut again, KILL_CHECKS),
+        capture_after_check: {
+            let now: Vec<PieceId> = threats(&again, &ids_after, None).iter().map(|t| t.target).collect();
+            captures_after_checks(&mut again, &ids_after, &now, KILL_CHECKS)
+        },
+        exchange: meets_its_equal(&after, mv.to()),
+        offer: threats(&after, &ids_after, None).iter().any(|t| t.target_square == mv.to()),
+        block: blocks(&after, mv.to()),
+    }
+}
+
+/// Whether the side to move has a series of at most `checks` checks after which,
+/// whatever the replies, it can capture with profit a piece that it cannot capture with
+/// profit now (`now` lists those it can).
+fn captures_after_checks(position: &mut Position, ids: &Identities, now: &[PieceId], checks: u32) -> bool {
+    if checks == 0 {
+        return false;
+    }
+    for &check in legal_moves(position).iter() {
+        if !position.gives_check(check) {
+            continue;
+        }
+        let mut ids_check = ids.clone();
+        ids_check.apply(check);
+        let undo = position.make_move(check);
+        let replies = legal_moves(position);
+        let wins = !replies.is_empty()
+            && replies.iter().all(|&reply| {
+                let mut ids_reply = ids_check.clone();
+                ids_reply.apply(reply);
+                let reply_undo = position.make_move(reply);
+                let gained = threats(position, &ids_reply, None).iter().any(|t| !now.contains(&t.target))
+                    || captures_after_checks(position, &ids_reply, now, checks - 1);
+                position.unmake_move(reply_undo);
+                gained
+            });
+        position.unmake_move(undo);
+        if wins {
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether the piece on `square`, of the side not to move, and an enemy piece of the
+/// same value stand so that one can capture the other.
+fn meets_its_equal(position: &Position, square: Square) -> bool {
+    let moved = position.piece_at(square).expect("the moved piece");
+    let mover_view = position.with_other_side_to_move();
+    let captures = |from: &Position| {
+        let mut list = MoveList::new();
+        generate_into(from, Selection::Captures, &mut list);
+        list
+    };
+    let equal = |sq: Square| position.piece_at(sq).is_some_and(|p| value(p.kind) == value(moved.kind));
+    captures(position).iter().any(|c| c.to() == square && equal(c.from()))
+        || captures(&mover_view).iter().any(|c| c.from() == square && equal(c.to()))
+}
+
+/// Whether the piece on `square`, of the side not to move, takes empty squares from the
+/// moves of an enemy piece that it does not threaten to capture.
+fn blocks(position: &Position, square: Square) -> bool {
+    let blocker = position.piece_at(square).expect("the moved piece");
+    let threatened = position.pseudo_targets(blocker, square);
+    let mut without = position.clone();
+    without.take(square);
+    Iterator::any(&mut position.pieces_of(position.side_to_move()), |sq| {
+        let piece = position.piece_at(sq).expect("an enemy piece");
+        let free_without = without.pseudo_targets(piece, sq) - without.occupied();
+        let lost = free_without - position.occupied() - position.pseudo_targets(piece, sq);
+        lost.any() && !threatened.has(sq)
+    })
 }
 
 /// Whether the side to move mates by a series of at most `checks` checking moves,
