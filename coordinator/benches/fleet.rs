@@ -84,6 +84,12 @@ fn game(red: &str, black: &str, result: &str) -> String {
     )
 }
 
+/// Request handling allocates many small short-lived buffers (frames, messages, rows)
+/// from two threads; mimalloc's thread-local free lists cut the time glibc's allocator
+/// spends there (about a fifth of a loaded coordinator's cycles, measured with perf).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let options = options();
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();

@@ -62,6 +62,12 @@ struct ServeArgs {
     reference_nps: u64,
 }
 
+/// Request handling allocates many small short-lived buffers (frames, messages, rows)
+/// from two threads; mimalloc's thread-local free lists cut the time glibc's allocator
+/// spends there (about a fifth of a loaded coordinator's cycles, measured with perf).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
