@@ -231,10 +231,13 @@ pub fn allowed_natures(before: &Position, ids: &Identities, mv: Move) -> Allowed
     after.make_move(mv);
     let mut ids_after = ids.clone();
     ids_after.apply(mv);
+    // "Were the mover to move again" has no meaning after a check: it would take the
+    // king. A check is the heaviest nature anyway.
+    let checks = after.in_check();
     let mut again = after.with_other_side_to_move();
     AllowedNatures {
-        kill: mates_by_checks(&mut again, KILL_CHECKS),
-        capture_after_check: {
+        kill: !checks && mates_by_checks(&mut again, KILL_CHECKS),
+        capture_after_check: !checks && {
             let now: Vec<PieceId> = threats(&again, &ids_after, None).iter().map(|t| t.target).collect();
             captures_after_checks(&mut again, &ids_after, &now, KILL_CHECKS)
         },
