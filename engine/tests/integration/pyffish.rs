@@ -5,8 +5,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use xq_engine::xiangqi::movegen;
 use xq_engine::xiangqi::notation::{Dialect, format_uci, format_wxf, parse_wxf};
+use xq_engine::xiangqi::{Position, movegen};
 
 use crate::common::random_positions;
 
@@ -23,6 +23,19 @@ fn python() -> PathBuf {
     path
 }
 
+/// Runs an oracle script on `input` and returns its output lines.
+fn oracle(script: &str, input: String) -> Vec<String> {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/oracles").join(script);
+    let mut child =
+        Command::new(python()).arg(script).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("start python");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let output = child.wait_with_output().expect("pyffish output");
+    writer.join().expect("writer thread").expect("write queries");
+    assert!(output.status.success(), "pyffish oracle failed");
+    String::from_utf8(output.stdout).expect("utf-8").lines().map(str::to_owned).collect()
+}
+
 #[test]
 fn wxf_agrees_with_pyffish() {
     let positions: Vec<_> = random_positions(0xA11CE, 12, 100).into_iter().step_by(3).collect();
@@ -34,19 +47,12 @@ fn wxf_agrees_with_pyffish() {
             queries.push((position, mv));
         }
     }
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/oracles/pyffish_wxf.py");
-    let mut child =
-        Command::new(python()).arg(script).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("start python");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let output = child.wait_with_output().expect("pyffish output");
-    writer.join().expect("writer thread").expect("write queries");
-    assert!(output.status.success(), "pyffish oracle failed");
-    let answers: Vec<&str> = std::str::from_utf8(&output.stdout).expect("utf-8").lines().collect();
+    let answers = oracle("pyffish_wxf.py", input);
     assert_eq!(answers.len(), queries.len());
     assert!(queries.len() > 5000, "only {} moves", queries.len());
     let mut plain = 0;
     for ((position, mv), theirs) in queries.iter().zip(answers) {
+        let theirs = theirs.as_str();
         assert_eq!(parse_wxf(position, theirs).as_ref(), Ok(mv), "{position}: pyffish wrote {theirs}");
         // Where a file holds two pieces of the kind, the book marks front and rear
         // (7.5) while pyffish writes the plain form whenever it is unambiguous; where
@@ -56,8 +62,50 @@ fn wxf_agrees_with_pyffish() {
             && ours.chars().nth(1).is_some_and(|c| c.is_ascii_digit());
         if ours_is_plain {
             plain += 1;
-            assert_eq!(ours, *theirs, "{position} {mv}");
+            assert_eq!(ours, theirs, "{position} {mv}");
         }
     }
     assert!(plain > queries.len() / 2);
+}
+
+/// The Chapter 5 examples built for the rule tests, ruled by Fairy-Stockfish too: an
+/// oracle independent of the rule book's reading here. It rules at the third
+/// occurrence, so each game is extended by its last cycle once more.
+#[test]
+fn chapter_5_examples_agree_with_pyffish() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/wxf-chapter5-examples.json");
+    let examples: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("examples")).expect("JSON");
+    let mut input = String::new();
+    let mut expected = Vec::new();
+    for example in &examples {
+        let fen = example["fen"].as_str().unwrap();
+        let mut position = Position::from_fen(fen).unwrap();
+        let mut hashes = vec![position.hash()];
+        let mut moves = Vec::new();
+        for text in example["moves"].as_array().unwrap() {
+            let mv = parse_wxf(&position, text.as_str().unwrap()).unwrap();
+            position.make_move(mv);
+            hashes.push(position.hash());
+            moves.push(mv);
+        }
+        let last = *hashes.last().unwrap();
+        let first = hashes.iter().position(|&h| h == last).unwrap();
+        let cycle = moves[first..].to_vec();
+        moves.extend(cycle);
+        let text: Vec<String> = moves.iter().map(|&m| format_uci(m, Dialect::OneBased)).collect();
+        input.push_str(&format!("{fen}\t{}\n", text.join(" ")));
+        expected.push((example["section"].as_str().unwrap().to_owned(), example["ruling_for_side_to_move"].clone()));
+    }
+    let answers = oracle("pyffish_rules.py", input);
+    assert_eq!(answers.len(), expected.len());
+    for ((section, ruling), answer) in expected.iter().zip(&answers) {
+        let theirs = match answer.as_str() {
+            "True 32000" => "Win",
+            "True -32000" => "Loss",
+            "True 0" => "Draw",
+            other => panic!("{section}: pyffish answered {other}"),
+        };
+        assert_eq!(ruling, theirs, "{section}");
+    }
 }
