@@ -4,6 +4,8 @@
 
 use serde_json::Value;
 use xq_engine::xiangqi::notation::{Dialect, parse_uci, parse_wxf};
+use xq_engine::xiangqi::rules::identity::Identities;
+use xq_engine::xiangqi::rules::nature::{allowed_natures, classify, nature_names};
 use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig};
 use xq_engine::xiangqi::{Move, Position, fen};
 
@@ -109,7 +111,9 @@ fn rulings_do_not_change_when_the_board_is_mirrored_or_the_colours_swapped() {
 
 /// The rule book's Chapter 5 examples that the rule cases do not hold: a position built
 /// to realise the printed moves, which are read in the book's own notation, so that the
-/// sequence is the book's; the ruling is the book's.
+/// sequence is the book's; the ruling is the book's, and so are the natures it names
+/// for each side's moves (`natures`: a pattern repeated over the side's moves, "-" for
+/// a move that neither checks, chases nor threatens mate, which the book calls idle).
 #[test]
 fn chapter_5_examples_are_ruled_as_the_book_rules_them() {
     let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/wxf-chapter5-examples.json");
@@ -132,9 +136,36 @@ fn chapter_5_examples_are_ruled_as_the_book_rules_them() {
             .collect();
         let expected = example["ruling_for_side_to_move"].as_str().unwrap();
         assert_eq!(ruling_for_side_to_move(start.clone(), &moves), expected, "{section}");
+        let named = weighed_natures(&start, &moves);
+        for (side, first) in [("red", 0), ("black", 1)] {
+            let Some(pattern) = example["natures"][side].as_array() else { continue };
+            let pattern: Vec<&str> = pattern.iter().map(|p| p.as_str().unwrap()).collect();
+            let theirs: Vec<&str> = named.iter().skip(first).step_by(2).copied().collect();
+            let book: Vec<&str> = (0..theirs.len()).map(|i| pattern[i % pattern.len()]).collect();
+            assert_eq!(theirs, book, "{section}: {side}'s natures");
+        }
         let mirrored: Vec<Move> = moves.iter().map(|m| Move::new(m.from().mirrored(), m.to().mirrored())).collect();
         assert_eq!(ruling_for_side_to_move(start.mirrored(), &mirrored), expected, "{section}, mirrored");
     }
+}
+
+/// Each ply's heaviest nature among check, chase and kill, or "-".
+fn weighed_natures(start: &Position, moves: &[Move]) -> Vec<&'static str> {
+    let mut ids = Identities::new(start);
+    let mut position = start.clone();
+    moves
+        .iter()
+        .map(|&mv| {
+            let nature = classify(&position, &ids, mv);
+            let allowed = allowed_natures(&position, &ids, mv);
+            ids.apply(mv);
+            position.make_move(mv);
+            match nature_names(&nature, &allowed)[0] {
+                name @ ("check" | "chase" | "kill") => name,
+                _ => "-",
+            }
+        })
+        .collect()
 }
 
 fn play_all(referee: &mut Referee, moves: &str) -> Vec<Option<xq_engine::xiangqi::rules::Ruling>> {
