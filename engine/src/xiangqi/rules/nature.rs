@@ -20,7 +20,8 @@
 //!   back; it is when the target is pinned or, for horses, blocked (20.7).
 //!
 //! "Created by the move" is judged per attacker and target: the attacker could not
-//! capture the target before the move and can, profitably, after it. So a chase can be
+//! capture the target before the move (for a side in check, were it not in check) and
+//! can, profitably, after it. So a chase can be
 //! discovered (a line opened, a horse leg or elephant eye freed, a cannon screen placed,
 //! Sections 20-21), and an attack that merely persists is not renewed (36.5). A capture
 //! that was possible before and only became profitable because the move cut a
@@ -212,9 +213,17 @@ pub fn classify(before: &Position, ids: &Identities, mv: Move) -> Nature {
     let stepped_into_a_pin = !before.king_safety().blockers.has(mv.from());
     let mut captures_before = MoveList::new();
     generate_into(before, Selection::Captures, &mut captures_before);
+    // A side in check can capture only what resolves the check; its other attacks stand
+    // all the same, and resolving the check does not renew them (Diagram 5: the pawn
+    // that blocks a check and steps back is idle).
+    let blockers = before.king_safety().blockers;
     let could_capture_before = |threat: &Threat| {
         let from = if threat.attacker_square == mv.to() { mv.from() } else { threat.attacker_square };
-        captures_before.iter().any(|c| c.from() == from && c.to() == threat.target_square)
+        let to = threat.target_square;
+        captures_before.iter().any(|c| c.from() == from && c.to() == to)
+            || (before.in_check()
+                && !blockers.has(from)
+                && before.piece_at(from).is_some_and(|piece| before.pseudo_targets(piece, from).has(to)))
     };
     let exempt = stepped_into_a_pin.then_some(mv.to());
     let chases: Vec<Threat> = threats(&after.with_other_side_to_move(), &ids_after, exempt)
