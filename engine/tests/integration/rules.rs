@@ -278,6 +278,38 @@ fn cxq_thirty_moves_each_without_progress_draw() {
 }
 
 #[test]
+fn cxq_one_hundred_and_twenty_effective_moves_each_draw() {
+    // Kings step back and forth and a crossed pawn advances every 24th Red move, so
+    // that the 30-move rule never applies: no move checks or chases, every move is
+    // effective, and the 240th ply is the draw.
+    use xq_engine::xiangqi::rules::Reason;
+    let start = Position::from_fen("5k3/9/9/9/P1P6/9/9/9/9/3K5 w").unwrap();
+    let mut referee = Referee::new(start, cxq());
+    let pawn_steps = ["a5a6", "a6a7", "a7a8", "c5c6", "c6c7"];
+    let mut rulings = Vec::new();
+    for ply in 0..240 {
+        let position = referee.position();
+        let text = if ply % 2 == 0 {
+            let red_move = ply / 2;
+            if red_move % 24 == 23 {
+                pawn_steps[red_move / 24]
+            } else if position.king(xq_engine::color::Color::Red).rank() == 0 {
+                "d0d1"
+            } else {
+                "d1d0"
+            }
+        } else if position.king(xq_engine::color::Color::Black).rank() == 9 {
+            "f9f8"
+        } else {
+            "f8f9"
+        };
+        rulings.extend(play_all(&mut referee, text));
+    }
+    assert!(rulings[..239].iter().all(Option::is_none), "{:?}", rulings.iter().position(Option::is_some));
+    assert_eq!(rulings[239].map(|r| r.reason), Some(Reason::CxqEffectiveMoves));
+}
+
+#[test]
 fn cxq_three_hundred_moves_each_draw() {
     use xq_engine::xiangqi::rules::Reason;
     let start = Position::from_fen("4k4/9/9/9/9/R8/9/9/9/3K5 w - - 0 300").unwrap();
