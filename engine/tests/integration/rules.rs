@@ -277,36 +277,49 @@ fn cxq_thirty_moves_each_without_progress_draw() {
     assert_eq!(rulings[59].map(|r| r.reason), Some(Reason::CxqNoProgress));
 }
 
-#[test]
-fn cxq_one_hundred_and_twenty_effective_moves_each_draw() {
-    // Kings step back and forth and a crossed pawn advances every 24th Red move, so
-    // that the 30-move rule never applies: no move checks or chases, every move is
-    // effective, and the 240th ply is the draw.
-    use xq_engine::xiangqi::rules::Reason;
-    let start = Position::from_fen("5k3/9/9/9/P1P6/9/9/9/9/3K5 w").unwrap();
+/// A CXQ game of `plies` plies in which kings step back and forth and a crossed pawn
+/// advances every 24th Red move, so that the 30-move rule never applies; with
+/// `check_at`, Red's move of that number checks with the chariot on i0 instead and the
+/// next one brings it back.
+fn effective_moves_game(plies: usize, check_at: Option<usize>) -> Vec<Option<xq_engine::xiangqi::rules::Ruling>> {
+    use xq_engine::color::Color;
+    let start = Position::from_fen("5k3/9/9/9/P1P6/9/9/9/9/3K4R w").unwrap();
     let mut referee = Referee::new(start, cxq());
     let pawn_steps = ["a5a6", "a6a7", "a7a8", "c5c6", "c6c7"];
     let mut rulings = Vec::new();
-    for ply in 0..240 {
+    for ply in 0..plies {
         let position = referee.position();
-        let text = if ply % 2 == 0 {
-            let red_move = ply / 2;
-            if red_move % 24 == 23 {
-                pawn_steps[red_move / 24]
-            } else if position.king(xq_engine::color::Color::Red).rank() == 0 {
-                "d0d1"
-            } else {
-                "d1d0"
-            }
-        } else if position.king(xq_engine::color::Color::Black).rank() == 9 {
-            "f9f8"
+        let red_move = ply / 2;
+        let text = if ply % 2 == 1 {
+            if position.king(Color::Black).rank() == 9 { "f9f8" } else { "f8f9" }
+        } else if Some(red_move) == check_at {
+            "i0i9"
+        } else if check_at.is_some_and(|at| red_move == at + 1) {
+            "i9i0"
+        } else if red_move % 24 == 23 {
+            pawn_steps[red_move / 24]
+        } else if position.king(Color::Red).rank() == 0 {
+            "d0d1"
         } else {
-            "f8f9"
+            "d1d0"
         };
         rulings.extend(play_all(&mut referee, text));
     }
+    rulings
+}
+
+#[test]
+fn cxq_one_hundred_and_twenty_effective_moves_each_draw() {
+    use xq_engine::xiangqi::rules::Reason;
+    // No move checks or chases: every move is effective, and the 240th ply draws.
+    let rulings = effective_moves_game(240, None);
     assert!(rulings[..239].iter().all(Option::is_none), "{:?}", rulings.iter().position(Option::is_some));
     assert_eq!(rulings[239].map(|r| r.reason), Some(Reason::CxqEffectiveMoves));
+    // A check and the move answering it are not effective: the draw comes two plies
+    // later.
+    let rulings = effective_moves_game(242, Some(10));
+    assert!(rulings[..241].iter().all(Option::is_none), "{:?}", rulings.iter().position(Option::is_some));
+    assert_eq!(rulings[241].map(|r| r.reason), Some(Reason::CxqEffectiveMoves));
 }
 
 #[test]
