@@ -210,19 +210,20 @@ pub fn classify(before: &Position, ids: &Identities, mv: Move) -> Nature {
     }
     let mut ids_after = ids.clone();
     ids_after.apply(mv);
-    let stepped_into_a_pin = !before.king_safety().blockers.has(mv.from());
+    let safety = before.king_safety();
+    let stepped_into_a_pin = !safety.blockers.has(mv.from());
     let mut captures_before = MoveList::new();
     generate_into(before, Selection::Captures, &mut captures_before);
     // A side in check can capture only what resolves the check; its other attacks stand
     // all the same, and resolving the check does not renew them (Diagram 5: the pawn
     // that blocks a check and steps back is idle).
-    let blockers = before.king_safety().blockers;
+    let in_check = safety.checkers.any();
     let could_capture_before = |threat: &Threat| {
         let from = if threat.attacker_square == mv.to() { mv.from() } else { threat.attacker_square };
         let to = threat.target_square;
         captures_before.iter().any(|c| c.from() == from && c.to() == to)
-            || (before.in_check()
-                && !blockers.has(from)
+            || (in_check
+                && !safety.blockers.has(from)
                 && before.piece_at(from).is_some_and(|piece| before.pseudo_targets(piece, from).has(to)))
     };
     let exempt = stepped_into_a_pin.then_some(mv.to());
@@ -245,10 +246,10 @@ pub fn allowed_natures(before: &Position, ids: &Identities, mv: Move) -> Allowed
     let checks = after.in_check();
     let mut again = after.with_other_side_to_move();
     AllowedNatures {
-        kill: !checks && mates_by_checks(&mut again, KILL_CHECKS),
+        kill: !checks && forces_by_checks(&mut again, &ids_after, KILL_CHECKS, Goal::Mate),
         capture_after_check: !checks && {
             let now: Vec<PieceId> = threats(&again, &ids_after, None).iter().map(|t| t.target).collect();
-            captures_after_checks(&mut again, &ids_after, &now, KILL_CHECKS)
+            forces_by_checks(&mut again, &ids_after, KILL_CHECKS, Goal::CaptureBeyond(&now))
         },
         exchange: meets_its_equal(&after, mv.to()),
         offer: threats(&after, &ids_after, None).iter().any(|t| t.target_square == mv.to()),
@@ -256,10 +257,20 @@ pub fn allowed_natures(before: &Position, ids: &Identities, mv: Move) -> Allowed
     }
 }
 
-/// Whether the side to move has a series of at most `checks` checks after which,
-/// whatever the replies, it can capture with profit a piece that it cannot capture with
-/// profit now (`now` lists those it can).
-fn captures_after_checks(position: &mut Position, ids: &Identities, now: &[PieceId], checks: u32) -> bool {
+/// What a series of checks must force.
+#[derive(Clone, Copy)]
+enum Goal<'a> {
+    /// Checkmate.
+    Mate,
+    /// A profitable capture of a piece other than those listed, which the side could
+    /// capture with profit before the checks.
+    CaptureBeyond(&'a [PieceId]),
+}
+
+/// Whether the side to move has a series of at most `checks` checking moves that forces
+/// `goal` whatever the replies: for a mate, a check with no reply; for a capture, a
+/// reply after which the capture is there.
+fn forces_by_checks(position: &mut Position, ids: &Identities, checks: u32, goal: Goal<'_>) -> bool {
     if checks == 0 {
         return false;
     }
@@ -271,18 +282,26 @@ fn captures_after_checks(position: &mut Position, ids: &Identities, now: &[Piece
         ids_check.apply(check);
         let undo = position.make_move(check);
         let replies = legal_moves(position);
-        let wins = !replies.is_empty()
-            && replies.iter().all(|&reply| {
+        let forced = if replies.is_empty() {
+            matches!(goal, Goal::Mate)
+        } else {
+            replies.iter().all(|&reply| {
                 let mut ids_reply = ids_check.clone();
                 ids_reply.apply(reply);
                 let reply_undo = position.make_move(reply);
-                let gained = threats(position, &ids_reply, None).iter().any(|t| !now.contains(&t.target))
-                    || captures_after_checks(position, &ids_reply, now, checks - 1);
+                let reached = match goal {
+                    Goal::Mate => false,
+                    Goal::CaptureBeyond(now) => {
+                        threats(position, &ids_reply, None).iter().any(|t| !now.contains(&t.target))
+                    }
+                };
+                let forced = reached || forces_by_checks(position, &ids_reply, checks - 1, goal);
                 position.unmake_move(reply_undo);
-                gained
-            });
+                forced
+            })
+        };
         position.unmake_move(undo);
-        if wins {
+        if forced {
             return true;
         }
     }
@@ -317,29 +336,4 @@ fn blocks(position: &Position, square: Square) -> bool {
         let lost = free_without - position.occupied() - position.pseudo_targets(piece, sq);
         lost.any() && !threatened.has(sq)
     })
-}
-
-/// Whether the side to move mates by a series of at most `checks` checking moves,
-/// whatever the defence.
-fn mates_by_checks(position: &mut Position, checks: u32) -> bool {
-    if checks == 0 {
-        return false;
-    }
-    for &mv in legal_moves(position).iter() {
-        if !position.gives_check(mv) {
-            continue;
-        }
-        let undo = position.make_move(mv);
-        let mates = legal_moves(position).iter().all(|&reply| {
-            let reply_undo = position.make_move(reply);
-            let mated = mates_by_checks(position, checks - 1);
-            position.unmake_move(reply_undo);
-            mated
-        });
-        position.unmake_move(undo);
-        if mates {
-            return true;
-        }
-    }
-    false
 }
