@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use xq_engine::xiangqi::{Position, fen, movegen};
+use xq_engine::xiangqi::notation::parse_wxf;
+use xq_engine::xiangqi::{Move, Position, fen, movegen};
 
 /// The perft data file, one position a line: `FEN ;D1 n ;D2 n ...`.
 pub fn perft_cases() -> Vec<(String, Vec<(u32, u64)>)> {
@@ -56,4 +57,46 @@ pub fn random_positions(seed: u64, games: usize, max_plies: usize) -> Vec<Positi
 /// The `xq-engine` binary built for these tests.
 pub fn engine_binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_xq-engine"))
+}
+
+/// One of the rule book's Chapter 5 examples (tests/data/wxf-chapter5-examples.json),
+/// its moves read in the book's notation from its position.
+pub struct Chapter5Example {
+    pub section: String,
+    pub fen: String,
+    pub start: Position,
+    pub moves: Vec<Move>,
+    /// `Win`, `Loss` or `Draw` for the side to move after the last move.
+    pub ruling: String,
+    /// Per side ("red", "black"), the pattern of natures the book names, if it does.
+    pub natures: serde_json::Value,
+}
+
+pub fn chapter_5_examples() -> Vec<Chapter5Example> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/wxf-chapter5-examples.json");
+    let examples: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("examples")).expect("JSON");
+    assert!(!examples.is_empty());
+    examples
+        .iter()
+        .map(|example| {
+            let section = example["section"].as_str().unwrap().to_owned();
+            let fen = example["fen"].as_str().unwrap().to_owned();
+            let start = Position::from_fen(&fen).expect("example FEN");
+            let mut position = start.clone();
+            let moves = example["moves"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|text| {
+                    let text = text.as_str().unwrap();
+                    let mv = parse_wxf(&position, text).unwrap_or_else(|e| panic!("{section}: {text}: {e}"));
+                    position.make_move(mv);
+                    mv
+                })
+                .collect();
+            let ruling = example["ruling_for_side_to_move"].as_str().unwrap().to_owned();
+            Chapter5Example { section, fen, start, moves, ruling, natures: example["natures"].clone() }
+        })
+        .collect()
 }

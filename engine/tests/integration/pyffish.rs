@@ -5,10 +5,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
+use xq_engine::xiangqi::movegen;
 use xq_engine::xiangqi::notation::{Dialect, format_uci, format_wxf, parse_wxf};
-use xq_engine::xiangqi::{Position, movegen};
 
-use crate::common::random_positions;
+use crate::common::{chapter_5_examples, random_positions};
 
 fn python() -> PathBuf {
     let path = std::env::var_os("XQ_PYTHON")
@@ -73,39 +73,31 @@ fn wxf_agrees_with_pyffish() {
 /// occurrence, so each game is extended by its last cycle once more.
 #[test]
 fn chapter_5_examples_agree_with_pyffish() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/wxf-chapter5-examples.json");
-    let examples: Vec<serde_json::Value> =
-        serde_json::from_str(&std::fs::read_to_string(path).expect("examples")).expect("JSON");
+    let examples = chapter_5_examples();
     let mut input = String::new();
-    let mut expected = Vec::new();
     for example in &examples {
-        let fen = example["fen"].as_str().unwrap();
-        let mut position = Position::from_fen(fen).unwrap();
+        let mut position = example.start.clone();
         let mut hashes = vec![position.hash()];
-        let mut moves = Vec::new();
-        for text in example["moves"].as_array().unwrap() {
-            let mv = parse_wxf(&position, text.as_str().unwrap()).unwrap();
+        for &mv in &example.moves {
             position.make_move(mv);
             hashes.push(position.hash());
-            moves.push(mv);
         }
         let last = *hashes.last().unwrap();
         let first = hashes.iter().position(|&h| h == last).unwrap();
-        let cycle = moves[first..].to_vec();
-        moves.extend(cycle);
+        let mut moves = example.moves.clone();
+        moves.extend_from_slice(&example.moves[first..]);
         let text: Vec<String> = moves.iter().map(|&m| format_uci(m, Dialect::OneBased)).collect();
-        input.push_str(&format!("{fen}\t{}\n", text.join(" ")));
-        expected.push((example["section"].as_str().unwrap().to_owned(), example["ruling_for_side_to_move"].clone()));
+        input.push_str(&format!("{}\t{}\n", example.fen, text.join(" ")));
     }
     let answers = oracle("pyffish_rules.py", input);
-    assert_eq!(answers.len(), expected.len());
-    for ((section, ruling), answer) in expected.iter().zip(&answers) {
+    assert_eq!(answers.len(), examples.len());
+    for (example, answer) in examples.iter().zip(&answers) {
         let theirs = match answer.as_str() {
             "True 32000" => "Win",
             "True -32000" => "Loss",
             "True 0" => "Draw",
-            other => panic!("{section}: pyffish answered {other}"),
+            other => panic!("{}: pyffish answered {other}", example.section),
         };
-        assert_eq!(ruling, theirs, "{section}");
+        assert_eq!(example.ruling, theirs, "{}", example.section);
     }
 }

@@ -3,11 +3,13 @@
 //! invariance under mirroring and colour swapping.
 
 use serde_json::Value;
-use xq_engine::xiangqi::notation::{Dialect, parse_uci, parse_wxf};
+use xq_engine::xiangqi::notation::{Dialect, parse_uci};
 use xq_engine::xiangqi::rules::identity::Identities;
 use xq_engine::xiangqi::rules::nature::{allowed_natures, classify, nature_names};
 use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig};
 use xq_engine::xiangqi::{Move, Position, fen};
+
+use crate::common::chapter_5_examples;
 
 /// Cases whose recorded ruling the rule book's text does not support, with the ruling
 /// this arbiter derives (the rule-cases README asks for a judgement on these two).
@@ -116,29 +118,12 @@ fn rulings_do_not_change_when_the_board_is_mirrored_or_the_colours_swapped() {
 /// a move that neither checks, chases nor threatens mate, which the book calls idle).
 #[test]
 fn chapter_5_examples_are_ruled_as_the_book_rules_them() {
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/wxf-chapter5-examples.json");
-    let examples: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(path).expect("examples")).expect("JSON");
-    assert!(!examples.is_empty());
-    for example in examples {
-        let section = example["section"].as_str().unwrap();
-        let start = Position::from_fen(example["fen"].as_str().unwrap()).expect("example FEN");
-        let mut position = start.clone();
-        let moves: Vec<Move> = example["moves"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|text| {
-                let text = text.as_str().unwrap();
-                let mv = parse_wxf(&position, text).unwrap_or_else(|e| panic!("{section}: {text}: {e}"));
-                position.make_move(mv);
-                mv
-            })
-            .collect();
-        let expected = example["ruling_for_side_to_move"].as_str().unwrap();
-        assert_eq!(ruling_for_side_to_move(start.clone(), &moves), expected, "{section}");
-        let named = weighed_natures(&start, &moves);
+    for example in chapter_5_examples() {
+        let (section, start, moves, expected) = (&example.section, &example.start, &example.moves, &example.ruling);
+        assert_eq!(ruling_for_side_to_move(start.clone(), moves), expected, "{section}");
+        let named = weighed_natures(start, moves);
         for (side, first) in [("red", 0), ("black", 1)] {
-            let Some(pattern) = example["natures"][side].as_array() else { continue };
+            let Some(pattern) = example.natures[side].as_array() else { continue };
             let pattern: Vec<&str> = pattern.iter().map(|p| p.as_str().unwrap()).collect();
             let theirs: Vec<&str> = named.iter().skip(first).step_by(2).copied().collect();
             let book: Vec<&str> = (0..theirs.len()).map(|i| pattern[i % pattern.len()]).collect();
