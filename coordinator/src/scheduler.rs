@@ -700,10 +700,10 @@ impl Scheduler {
             job.notify();
             let mut ending = None;
             if job.row.state == "running" {
-                if let JobSpec::Match(m) = &*job.spec {
-                    if let Some(decision) = m.sprt_state(&job.row).and_then(|s| s.decision()) {
-                        ending = Some(("finished", if decision { "H1 accepted" } else { "H0 accepted" }));
-                    }
+                if let JobSpec::Match(m) = &*job.spec
+                    && let Some(decision) = m.sprt_state(&job.row).and_then(|s| s.decision())
+                {
+                    ending = Some(("finished", if decision { "H1 accepted" } else { "H0 accepted" }));
                 }
                 if ending.is_none() && job.row.units_done >= job.row.units_total {
                     ending = Some(("finished", ""));

@@ -57,10 +57,10 @@ impl Coordinator {
             data_dir: data_dir.to_owned(),
         };
         for spec in specs.values_mut() {
-            if let JobSpec::Match(job) = spec {
-                if let Some(book) = job.request.book.clone() {
-                    job.openings = Some(load_openings(&partial, &book.sha256).await.map_err(anyhow::Error::msg)?);
-                }
+            if let JobSpec::Match(job) = spec
+                && let Some(book) = job.request.book.clone()
+            {
+                job.openings = Some(load_openings(&partial, &book.sha256).await.map_err(anyhow::Error::msg)?);
             }
         }
         let scheduler = Arc::new(Scheduler::new(snapshot, specs, writer, config));

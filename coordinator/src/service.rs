@@ -323,10 +323,10 @@ impl v1::client_server::Client for ClientApi {
         }
         let (sha256, size) = self.0.artifacts.finish(upload).await.map_err(|e| Status::unavailable(e.to_string()))?;
         self.0.scheduler.index_artifact(&sha256, &first.name, &first.kind, size).await?;
-        if first.kind == "book" {
-            if let Err(problem) = load_openings(&self.0, &sha256).await {
-                return Err(Status::invalid_argument(format!("the book cannot be read: {problem}")));
-            }
+        if first.kind == "book"
+            && let Err(problem) = load_openings(&self.0, &sha256).await
+        {
+            return Err(Status::invalid_argument(format!("the book cannot be read: {problem}")));
         }
         Ok(Response::new(v1::ArtifactRef { sha256, name: first.name, size }))
     }

@@ -42,10 +42,10 @@ fn run(sprt: &Sprt, p: &[f64; 5], rng: &mut StdRng) -> Option<bool> {
             x < 0.0
         });
         counts[outcome.unwrap_or(4)] += 1;
-        if pairs % 8 == 0 {
-            if let Some(decision) = sprt.state(&counts).unwrap().decision() {
-                return Some(decision);
-            }
+        if pairs % 8 == 0
+            && let Some(decision) = sprt.state(&counts).unwrap().decision()
+        {
+            return Some(decision);
         }
     }
     None

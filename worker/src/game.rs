@@ -319,10 +319,10 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, start: &Start, settings: 
         _ => ByColor { red: None, black: None },
     };
     for color in Color::ALL {
-        if ending.is_none() {
-            if let Err(error) = engines[color].new_game() {
-                ending = Some(failure(color, error));
-            }
+        if ending.is_none()
+            && let Err(error) = engines[color].new_game()
+        {
+            ending = Some(failure(color, error));
         }
     }
     let mut draw_streak = 0;
@@ -370,11 +370,11 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, start: &Start, settings: 
                 break;
             }
         };
-        if let Some(clock) = clocks[side].as_mut() {
-            if clock.charge(reply.elapsed, settings.time_margin).is_err() {
-                ending = Some(time_forfeit(side, &record.players));
-                break;
-            }
+        if let Some(clock) = clocks[side].as_mut()
+            && clock.charge(reply.elapsed, settings.time_margin).is_err()
+        {
+            ending = Some(time_forfeit(side, &record.players));
+            break;
         }
         let mv = match arbiter.play_text(&reply.bestmove, engine.config().dialect) {
             Ok(mv) => mv,

@@ -368,7 +368,7 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
         bail!("give exactly two --engine");
     };
     let engines = [engine_config(first)?, engine_config(second)?];
-    if args.games == 0 || args.games % 2 != 0 {
+    if args.games == 0 || !args.games.is_multiple_of(2) {
         bail!("--games {} must be even and positive: each opening is played twice", args.games);
     }
     let openings: Vec<Start> = match (args.variant, &args.book) {
