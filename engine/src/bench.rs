@@ -35,15 +35,21 @@ pub struct BenchResult {
     pub elapsed: Duration,
 }
 
-/// Searches every bench position to `depth` with one thread and a fresh 16 MiB table.
+/// Searches every bench position to `depth` with one thread and a fresh 16 MiB table,
+/// with the handcrafted evaluation: the signature.
 pub fn run(depth: i32) -> BenchResult {
+    run_with(depth, &SearchOptions::default())
+}
+
+/// [`run`] with other search options (an NNUE net, for its speed).
+pub fn run_with(depth: i32, options: &SearchOptions) -> BenchResult {
     let started = Instant::now();
     let mut nodes = 0;
     let limits = Limits { depth: Some(depth), ..Limits::default() };
     for fen in POSITIONS {
         let position = Position::from_fen(fen).expect("bench positions are valid");
         let shared = Shared::new(16);
-        nodes += search(&shared, &position, &[], &limits, &SearchOptions::default(), |_| {}).nodes;
+        nodes += search(&shared, &position, &[], &limits, options, |_| {}).nodes;
     }
     BenchResult { nodes, elapsed: started.elapsed() }
 }

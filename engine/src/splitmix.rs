@@ -1,7 +1,7 @@
 //! SplitMix64 and the compile-time Zobrist keys of both games drawn from it.
 
 /// Advances `state` and returns the new state and the next 64-bit output.
-const fn splitmix64(state: u64) -> (u64, u64) {
+pub(crate) const fn splitmix64(state: u64) -> (u64, u64) {
     let state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

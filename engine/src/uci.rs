@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::xiangqi::nnue::Network;
 use crate::xiangqi::notation::{Dialect, parse_uci};
 use crate::xiangqi::rules::RuleSet;
 use crate::xiangqi::search::limits::Limits;
@@ -239,10 +240,23 @@ impl Session {
             "multipv" => self.options.multipv = number(1, 128)?,
             "move overhead" => self.options.move_overhead = Duration::from_millis(number(0, 5000)? as u64),
             "evalfile" => {
-                if !value.is_empty() && value != "<empty>" {
-                    return Err(format!(
-                        "EvalFile '{value}': NNUE nets are not supported yet; the handcrafted evaluation stays"
-                    ));
+                if value.is_empty() || value == "<empty>" {
+                    self.options.network = None;
+                } else {
+                    let network = Network::load(std::path::Path::new(&value)).map_err(|error| {
+                        let staying =
+                            if self.options.network.is_some() { "the net loaded before" } else { "handcrafted" };
+                        format!("EvalFile '{value}': {error}; the evaluation stays {staying}")
+                    })?;
+                    say(
+                        &self.out,
+                        &format!(
+                            "info string NNUE net '{value}' loaded ({}), kernels {}",
+                            network.description(),
+                            network.simd().name()
+                        ),
+                    );
+                    self.options.network = Some(Arc::new(network));
                 }
             }
             "uci_variant" => match value.as_str() {

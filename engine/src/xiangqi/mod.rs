@@ -6,6 +6,7 @@ pub mod data;
 pub mod eval;
 pub mod fen;
 pub mod movegen;
+pub mod nnue;
 pub mod notation;
 pub mod perft;
 pub mod pgn;

@@ -3,6 +3,7 @@
 mod common;
 mod fairy_stockfish;
 mod judge;
+mod nnue;
 mod perft;
 mod properties;
 mod pyffish;

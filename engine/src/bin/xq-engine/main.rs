@@ -4,13 +4,17 @@ mod judge;
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use xq_engine::variant::Variant;
+use xq_engine::xiangqi::nnue::simd::Simd;
+use xq_engine::xiangqi::nnue::{ARCHITECTURE, Network, format};
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_engine::xiangqi::rules::judge::JudgeRequest;
+use xq_engine::xiangqi::search::SearchOptions;
 use xq_engine::xiangqi::{Position, fen, perft};
 
 #[derive(Parser)]
@@ -67,9 +71,38 @@ enum Command {
         /// Search depth.
         #[arg(default_value_t = xq_engine::bench::DEFAULT_DEPTH)]
         depth: i32,
+        /// Evaluate with this NNUE net instead of the handcrafted evaluation.
+        #[arg(long)]
+        eval_file: Option<std::path::PathBuf>,
+        /// The net's kernels: scalar, sse4.1, avx2 or avx512 (default: the fastest
+        /// this processor has).
+        #[arg(long, requires = "eval_file")]
+        simd: Option<String>,
     },
+    /// NNUE net files: write a random one, or describe one.
+    #[command(subcommand)]
+    Net(NetCommand),
     /// Speaks UCI on stdin and stdout (the default).
     Uci,
+}
+
+#[derive(Subcommand)]
+enum NetCommand {
+    /// Writes a net of pseudo-random weights (for testing the NNUE path and
+    /// measuring its speed before a trained net exists).
+    Random {
+        /// The seed of the weights.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// The file to write.
+        #[arg(long)]
+        out: std::path::PathBuf,
+    },
+    /// Checks a net file and prints its description and the kernels that would run it.
+    Info {
+        /// The net file.
+        file: std::path::PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -88,12 +121,39 @@ fn run() -> anyhow::Result<()> {
             xq_engine::uci::run(std::io::stdin().lock(), std::io::stdout());
             Ok(())
         }
-        Some(Command::Bench { depth }) => {
-            let result = xq_engine::bench::run(depth);
+        Some(Command::Bench { depth, eval_file, simd }) => {
+            let mut options = SearchOptions::default();
+            if let Some(path) = eval_file {
+                let mut network = Network::load(&path)?;
+                if let Some(name) = simd {
+                    let simd = Simd::by_name(&name).with_context(|| {
+                        let available: Vec<_> = Simd::available().iter().map(|s| s.name()).collect();
+                        format!("kernels '{name}' are not available here; choose from {}", available.join(", "))
+                    })?;
+                    network = network.with_simd(simd);
+                }
+                eprintln!("NNUE net {} ({}), kernels {}", path.display(), network.description(), network.simd().name());
+                options.network = Some(Arc::new(network));
+            }
+            let result = xq_engine::bench::run_with(depth, &options);
             let seconds = result.elapsed.as_secs_f64().max(1e-9);
             println!("Total time (ms) : {}", result.elapsed.as_millis());
             println!("Nodes searched  : {}", result.nodes);
             println!("Nodes/second    : {}", (result.nodes as f64 / seconds) as u64);
+            Ok(())
+        }
+        Some(Command::Net(NetCommand::Random { seed, out })) => {
+            Network::random(seed).save(&out)?;
+            println!("wrote {} (random weights, seed {seed})", out.display());
+            Ok(())
+        }
+        Some(Command::Net(NetCommand::Info { file })) => {
+            let network = Network::load(&file)?;
+            println!("file: {}", file.display());
+            println!("format: version {}, architecture {:#010x}", format::VERSION, format::architecture_hash());
+            println!("architecture: {ARCHITECTURE}");
+            println!("description: {}", network.description());
+            println!("kernels: {}", network.simd().name());
             Ok(())
         }
         Some(Command::Perft { fen, depth, divide, variant: Variant::Xiangqi }) => {

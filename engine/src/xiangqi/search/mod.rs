@@ -12,6 +12,7 @@ pub mod limits;
 pub mod tt;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -20,6 +21,7 @@ use tt::{Bound, TranspositionTable, TtData};
 
 use super::eval::{evaluate, piece_value};
 use super::movegen::{MAX_MOVES, MoveList, Selection, generate_into};
+use super::nnue::{AccumulatorStack, Network};
 use super::rules::{Outcome, RuleSet, rule_cycle};
 use super::{Move, PieceKind, Position, Undo};
 use crate::color::Color;
@@ -65,11 +67,19 @@ pub struct SearchOptions {
     pub move_overhead: Duration,
     /// Principal variations to report.
     pub multipv: usize,
+    /// The NNUE net evaluating positions; `None`: the handcrafted evaluation.
+    pub network: Option<Arc<Network>>,
 }
 
 impl Default for SearchOptions {
     fn default() -> Self {
-        SearchOptions { threads: 1, rules: RuleSet::Wxf, move_overhead: Duration::from_millis(10), multipv: 1 }
+        SearchOptions {
+            threads: 1,
+            rules: RuleSet::Wxf,
+            move_overhead: Duration::from_millis(10),
+            multipv: 1,
+            network: None,
+        }
     }
 }
 
@@ -143,11 +153,11 @@ pub fn search(
     shared.nodes.store(0, Ordering::Relaxed);
     let deadlines = limits.deadlines(options.move_overhead);
     let started = Instant::now();
-    let mut main = Worker::new(shared, start, moves, options.rules, limits, deadlines, started, true);
+    let mut main = Worker::new(shared, start, moves, options, limits, deadlines, started, true);
     main.multipv = options.multipv;
     std::thread::scope(|scope| {
         for helper in 1..options.threads.max(1) {
-            let mut worker = Worker::new(shared, start, moves, options.rules, limits, deadlines, started, false);
+            let mut worker = Worker::new(shared, start, moves, options, limits, deadlines, started, false);
             scope.spawn(move || worker.iterate(helper, &mut |_| {}));
         }
         let result = main.iterate(0, &mut on_info);
@@ -186,6 +196,8 @@ struct Worker<'a> {
     multipv: usize,
     /// Root moves not searched: banned ones and the first moves of earlier lines.
     root_excluded: Vec<Move>,
+    /// The NNUE accumulators along the path, when a net evaluates.
+    nnue: Option<AccumulatorStack>,
 }
 
 /// Late move reduction in plies, by depth and move number.
@@ -200,7 +212,7 @@ impl<'a> Worker<'a> {
         shared: &'a Shared,
         start: &Position,
         moves: &[Move],
-        rules: RuleSet,
+        options: &SearchOptions,
         limits: &Limits,
         deadlines: Deadlines,
         started: Instant,
@@ -213,12 +225,13 @@ impl<'a> Worker<'a> {
             undos.push(Some(position.make_move(mv)));
             keys.push(position.hash());
         }
+        let nnue = options.network.as_ref().map(|network| AccumulatorStack::new(Arc::clone(network), &position));
         Worker {
             shared,
             position,
             keys,
             undos,
-            rules,
+            rules: options.rules,
             limits: limits.clone(),
             deadlines,
             started,
@@ -238,21 +251,33 @@ impl<'a> Worker<'a> {
             quiets_tried: vec![MoveList::new(); MAX_PLY + 2],
             multipv: 1,
             root_excluded: limits.banned.clone(),
+            nnue,
         }
     }
 
     fn play(&mut self, mv: Move) {
+        let moved = self.position.piece_at(mv.from()).expect("a piece to move");
+        let captured = self.position.piece_at(mv.to());
         self.undos.push(Some(self.position.make_move(mv)));
         self.keys.push(self.position.hash());
+        if let Some(nnue) = &mut self.nnue {
+            nnue.push(&self.position, mv, moved, captured);
+        }
     }
 
     fn play_null(&mut self) {
         self.position.make_null_move();
         self.undos.push(None);
         self.keys.push(self.position.hash());
+        if let Some(nnue) = &mut self.nnue {
+            nnue.push_null();
+        }
     }
 
     fn take_back(&mut self) {
+        if let Some(nnue) = &mut self.nnue {
+            nnue.pop();
+        }
         self.keys.pop();
         match self.undos.pop().expect("a move to take back") {
             Some(undo) => self.position.unmake_move(undo),
@@ -274,10 +299,10 @@ impl<'a> Worker<'a> {
             self.reported_nodes = self.nodes;
             if self.shared.stop.load(Ordering::Relaxed) {
                 self.stopped = true;
-            } else if self.is_main {
-                if let Some(hard) = self.deadlines.hard {
-                    self.stopped = self.started.elapsed() >= hard;
-                }
+            } else if self.is_main
+                && let Some(hard) = self.deadlines.hard
+            {
+                self.stopped = self.started.elapsed() >= hard;
             }
         }
         if self.is_main && self.limits.nodes.is_some_and(|limit| self.nodes >= limit) {
@@ -384,10 +409,11 @@ impl<'a> Worker<'a> {
         if self.limits.infinite {
             return false;
         }
-        if let Some(moves) = self.limits.mate {
-            if score >= MATE_BOUND && (MATE - score + 1) / 2 <= moves as i32 {
-                return true;
-            }
+        if let Some(moves) = self.limits.mate
+            && score >= MATE_BOUND
+            && (MATE - score + 1) / 2 <= moves as i32
+        {
+            return true;
         }
         self.deadlines.soft.is_some_and(|soft| self.started.elapsed() >= soft / 2)
     }
@@ -433,6 +459,14 @@ impl<'a> Worker<'a> {
         }
     }
 
+    /// The static evaluation of the current position from the side to move's view.
+    fn evaluate(&self) -> i32 {
+        match &self.nnue {
+            Some(nnue) => nnue.evaluate(self.position.side_to_move()),
+            None => evaluate(&self.position),
+        }
+    }
+
     fn has_pieces_beyond_pawns(&self, color: Color) -> bool {
         [PieceKind::Rook, PieceKind::Horse, PieceKind::Cannon].iter().any(|&k| self.position.pieces(color, k).any())
     }
@@ -452,10 +486,10 @@ impl<'a> Worker<'a> {
         if killers[1] == Some(mv) {
             return (1 << 27) + 1;
         }
-        if let Some(previous) = self.previous_move() {
-            if self.counter_moves[previous.from().index()][previous.to().index()] == Some(mv) {
-                return 1 << 26;
-            }
+        if let Some(previous) = self.previous_move()
+            && self.counter_moves[previous.from().index()][previous.to().index()] == Some(mv)
+        {
+            return 1 << 26;
         }
         self.history[self.position.side_to_move().index()][mv.from().index()][mv.to().index()]
     }
@@ -515,7 +549,7 @@ impl<'a> Worker<'a> {
                 return alpha;
             }
             if ply >= MAX_PLY {
-                return evaluate(&self.position);
+                return self.evaluate();
             }
         }
         let in_check = self.position.in_check();
@@ -524,23 +558,24 @@ impl<'a> Worker<'a> {
         }
         let key = self.position.hash();
         let entry = self.shared.tt.probe(key);
-        if let Some(e) = entry {
-            if !pv_node && e.depth >= depth {
-                let score = score_from_tt(e.score, ply);
-                let cutoff = match e.bound {
-                    Bound::Exact => true,
-                    Bound::Lower => score >= beta,
-                    Bound::Upper => score <= alpha,
-                };
-                if cutoff {
-                    return score;
-                }
+        if let Some(e) = entry
+            && !pv_node
+            && e.depth >= depth
+        {
+            let score = score_from_tt(e.score, ply);
+            let cutoff = match e.bound {
+                Bound::Exact => true,
+                Bound::Lower => score >= beta,
+                Bound::Upper => score <= alpha,
+            };
+            if cutoff {
+                return score;
             }
         }
         let static_eval = match (in_check, entry) {
             (true, _) => -INFINITY,
             (false, Some(e)) => e.eval,
-            (false, None) => evaluate(&self.position),
+            (false, None) => self.evaluate(),
         };
         let us = self.position.side_to_move();
         if !pv_node && !in_check && beta.abs() < MATE_BOUND {
@@ -673,13 +708,13 @@ impl<'a> Worker<'a> {
             return 0;
         }
         if ply >= MAX_PLY {
-            return evaluate(&self.position);
+            return self.evaluate();
         }
         let in_check = self.position.in_check();
         let (mut best, selection) = if in_check {
             (-(MATE - ply as i32), Selection::All)
         } else {
-            let stand_pat = evaluate(&self.position);
+            let stand_pat = self.evaluate();
             if stand_pat >= beta {
                 return stand_pat;
             }

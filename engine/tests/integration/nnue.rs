@@ -1,0 +1,86 @@
+//! The NNUE evaluation through the search and through the binary, with random nets
+//! (no trained net exists yet; a random one exercises every path alike).
+
+use std::process::Command;
+use std::sync::Arc;
+
+use xq_engine::xiangqi::Position;
+use xq_engine::xiangqi::movegen::legal_moves;
+use xq_engine::xiangqi::nnue::Network;
+use xq_engine::xiangqi::nnue::simd::Simd;
+use xq_engine::xiangqi::search::limits::Limits;
+use xq_engine::xiangqi::search::{SearchOptions, Shared, search};
+
+use crate::common::engine_binary;
+
+/// A search to a fixed depth is deterministic, so every kernel path must walk the
+/// very same tree: same node count, same move, same score.
+#[test]
+fn every_kernel_path_searches_the_same_tree() {
+    let network = Network::random(21);
+    let fen = "r1ba1a3/4kn3/2n1b4/pNp1p1p1p/4c4/6P2/P1P2R2P/1CcC5/9/2BAKAB2 w";
+    let position = Position::from_fen(fen).unwrap();
+    let limits = Limits { depth: Some(6), ..Limits::default() };
+    let run = |simd: Simd| {
+        let options = SearchOptions { network: Some(Arc::new(network.clone().with_simd(simd))), ..Default::default() };
+        let result = search(&Shared::new(4), &position, &[], &limits, &options, |_| {});
+        (result.nodes, result.best, result.score)
+    };
+    let expected = run(Simd::SCALAR);
+    assert!(legal_moves(&position).contains(&expected.1.expect("a move")));
+    let handcrafted = search(&Shared::new(4), &position, &[], &limits, &SearchOptions::default(), |_| {});
+    assert_ne!(handcrafted.nodes, expected.0, "the net must have been used");
+    for simd in Simd::available() {
+        assert_eq!(run(simd), expected, "{}", simd.name());
+    }
+}
+
+fn converse(input: &str) -> String {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child =
+        Command::new(engine_binary()).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("start xq-engine");
+    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write");
+    let output = child.wait_with_output().expect("xq-engine output");
+    assert!(output.status.success());
+    String::from_utf8(output.stdout).expect("utf-8")
+}
+
+#[test]
+fn evalfile_loads_a_net_and_refuses_a_bad_one_with_the_reason() {
+    let dir = std::env::temp_dir().join(format!("xq-nnue-uci-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("random.xqnn");
+    let status = Command::new(engine_binary())
+        .args(["net", "random", "--seed", "4", "--out"])
+        .arg(&good)
+        .status()
+        .expect("xq-engine net random");
+    assert!(status.success());
+    let damaged = dir.join("damaged.xqnn");
+    let mut bytes = std::fs::read(&good).unwrap();
+    bytes[1000] ^= 1;
+    std::fs::write(&damaged, bytes).unwrap();
+
+    let out = converse(&format!(
+        "uci\nsetoption name EvalFile value {}\nsetoption name EvalFile value {}\n\
+         setoption name EvalFile value /nonexistent/net.xqnn\nposition startpos\ngo depth 4\nisready\n",
+        good.display(),
+        damaged.display()
+    ));
+    assert!(out.contains("loaded (random network, seed 4)"), "{out}");
+    assert!(
+        out.contains("the net file is damaged") && out.contains("the evaluation stays the net loaded before"),
+        "{out}"
+    );
+    assert!(out.contains("/nonexistent/net.xqnn"), "{out}");
+    let best = out.lines().find_map(|l| l.strip_prefix("bestmove ")).expect("a best move");
+    let mv = best.split_whitespace().next().unwrap();
+    let position = Position::startpos();
+    assert!(legal_moves(&position).iter().any(|m| m.to_string() == mv), "{mv}");
+
+    let info = Command::new(engine_binary()).arg("net").arg("info").arg(&damaged).output().unwrap();
+    assert!(!info.status.success());
+    assert!(String::from_utf8_lossy(&info.stderr).contains("damaged"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
