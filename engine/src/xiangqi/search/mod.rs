@@ -198,6 +198,9 @@ struct Worker<'a> {
     root_excluded: Vec<Move>,
     /// The NNUE accumulators along the path, when a net evaluates.
     nnue: Option<AccumulatorStack>,
+    /// Each ply's static evaluation (`-INFINITY` in check), to tell whether the side
+    /// to move is improving on its previous turn.
+    static_evals: Vec<i32>,
 }
 
 /// Late move reduction in plies, by depth and move number.
@@ -252,6 +255,7 @@ impl<'a> Worker<'a> {
             multipv: 1,
             root_excluded: limits.banned.clone(),
             nnue,
+            static_evals: vec![-INFINITY; MAX_PLY + 2],
         }
     }
 
@@ -577,14 +581,16 @@ impl<'a> Worker<'a> {
             (false, Some(e)) => e.eval,
             (false, None) => self.evaluate(),
         };
+        self.static_evals[ply] = static_eval;
+        let improving = !in_check && ply >= 2 && static_eval > self.static_evals[ply - 2];
         let us = self.position.side_to_move();
         if !pv_node && !in_check && beta.abs() < MATE_BOUND {
-            if depth <= 6 && static_eval - 90 * depth >= beta {
+            if depth <= 6 && static_eval - 90 * depth + 40 * i32::from(improving) >= beta {
                 return static_eval;
             }
             let after_null = self.undos.last().is_some_and(Option::is_none);
             if depth >= 3 && static_eval >= beta && !after_null && self.has_pieces_beyond_pawns(us) {
-                let r = 3 + depth / 4;
+                let r = 3 + depth / 4 + ((static_eval - beta) / 200).min(3);
                 self.play_null();
                 let score = -self.negamax(-beta, -beta + 1, depth - 1 - r, ply + 1, false);
                 self.take_back();
@@ -598,6 +604,11 @@ impl<'a> Worker<'a> {
         }
 
         let tt_move = entry.and_then(|e| e.mv);
+        // Internal iterative reduction: a node with no move from the table is likely
+        // new to the search; a shallower look orders it for the next iteration.
+        if tt_move.is_none() && depth >= 4 {
+            depth -= 1;
+        }
         let move_count = self.score_moves(Selection::All, tt_move, ply);
         if ply == 0 && !self.root_excluded.is_empty() {
             let moves = &mut self.move_buffers[0];
@@ -630,12 +641,16 @@ impl<'a> Worker<'a> {
             let may_reduce = depth >= 3 && move_number > 3 && !in_check;
             let quiet = !is_capture && (may_prune || may_reduce) && !self.position.gives_check(mv);
             if !pv_node && !in_check && quiet && best > -MATE_BOUND {
-                if depth <= 3 && move_number > 4 + (depth * depth) as usize * 2 {
+                if depth <= 3 && move_number > (4 + 2 * depth * depth + i32::from(improving) * depth * depth) as usize {
                     continue;
                 }
                 if depth <= 5 && static_eval + 100 + 80 * depth <= alpha {
                     continue;
                 }
+            }
+            // Captures that lose material by the exchange, near the leaves.
+            if may_prune && is_capture && depth <= 4 && move_number > 1 && see(&self.position, mv) < -100 * depth {
+                continue;
             }
             self.play(mv);
             let new_depth = depth - 1;
@@ -644,10 +659,11 @@ impl<'a> Worker<'a> {
             } else {
                 let mut r = 0;
                 if depth >= 3 && move_number > 3 && quiet && !in_check {
-                    r = reduction(depth, move_number) + i32::from(!pv_node);
+                    r = reduction(depth, move_number) + i32::from(!pv_node) + i32::from(!improving);
                     if self.killers[ply].contains(&Some(mv)) {
                         r -= 1;
                     }
+                    r -= self.history[us.index()][mv.from().index()][mv.to().index()] / 8_192;
                     r = r.clamp(0, new_depth - 1);
                 }
                 let mut score = -self.negamax(-alpha - 1, -alpha, new_depth - r, ply + 1, false);
@@ -710,18 +726,34 @@ impl<'a> Worker<'a> {
         if ply >= MAX_PLY {
             return self.evaluate();
         }
+        let key = self.position.hash();
+        let entry = self.shared.tt.probe(key);
+        if let Some(e) = entry {
+            let score = score_from_tt(e.score, ply);
+            let cutoff = match e.bound {
+                Bound::Exact => true,
+                Bound::Lower => score >= beta,
+                Bound::Upper => score <= alpha,
+            };
+            if cutoff {
+                return score;
+            }
+        }
+        let original_alpha = alpha;
         let in_check = self.position.in_check();
+        let mut stand_pat = 0;
         let (mut best, selection) = if in_check {
             (-(MATE - ply as i32), Selection::All)
         } else {
-            let stand_pat = self.evaluate();
+            stand_pat = entry.map_or_else(|| self.evaluate(), |e| e.eval);
             if stand_pat >= beta {
                 return stand_pat;
             }
             alpha = alpha.max(stand_pat);
             (stand_pat, Selection::Captures)
         };
-        let move_count = self.score_moves(selection, None, ply);
+        let mut best_move = None;
+        let move_count = self.score_moves(selection, entry.and_then(|e| e.mv), ply);
         for index in 0..move_count {
             let Some(mv) = self.move_buffers[ply].pick(index) else {
                 break;
@@ -742,12 +774,22 @@ impl<'a> Worker<'a> {
                 best = score;
                 if score > alpha {
                     alpha = score;
+                    best_move = Some(mv);
                     if score >= beta {
                         break;
                     }
                 }
             }
         }
+        let bound = if best >= beta {
+            Bound::Lower
+        } else if alpha > original_alpha {
+            Bound::Exact
+        } else {
+            Bound::Upper
+        };
+        let data = TtData { mv: best_move, score: score_to_tt(best, ply), eval: stand_pat, depth: 0, bound };
+        self.shared.tt.store(key, data);
         best
     }
 }
