@@ -1,151 +1,67 @@
-//! The handcrafted evaluation: material, piece-square terms, mobility and king safety,
-//! tapered between middle game and ending by the attacking material left.
+//! The handcrafted evaluation: piece-square values (material included), mobility,
+//! king safety and a few structural terms, each with a middle-game and an ending
+//! weight, tapered by the attacking material left.
 //!
-//! Scores are centipawns from the side to move's view. The piece-square terms are
-//! written as formulas of the point seen from the piece's own side (file 0..8 from
-//! its left, rank 0..9 from its back rank), so both sides use the same rules.
+//! The evaluation is a weighted sum of [`FEATURE_COUNT`] features, each counted for
+//! Red minus Black, so that the weights can be fitted to reference scores
+//! (`cargo run --release -p xq-engine --example tune_eval`, which writes
+//! [`weights`]). [`visit_features`] is the one definition of the features: the search
+//! sums weights through it, the tuner records them through it.
+//!
+//! Scores are centipawns from the side to move's view.
 
-use super::attacks::home_half;
-use super::{Bitboard, Piece, PieceKind, Position};
+mod weights;
+
+use super::attacks::{between, cannon_attacks, home_half, horse_attacks, palace, pawn_attacks, rook_attacks};
+use super::{PieceKind, Position, Square};
 use crate::color::Color;
+pub use weights::WEIGHTS;
+
+/// Piece-square features: kind, rank from the piece's own back rank, and distance of
+/// the file from the edge (the board is symmetric left to right).
+pub const PST: usize = 0;
+const PST_FILES: usize = 5;
+const PST_PER_KIND: usize = 10 * PST_FILES;
+/// Reachable points of horses, chariots and cannons.
+pub const MOBILITY: usize = PST + 7 * PST_PER_KIND;
+/// Attacks on the enemy palace by chariots, horses, cannons and pawns.
+pub const PALACE_HITS: usize = MOBILITY + 3;
+/// Pieces attacking the enemy palace.
+pub const PALACE_ATTACKERS: usize = PALACE_HITS + 4;
+/// Attackers of the palace times the advisors it has lost.
+pub const ATTACKERS_X_MISSING_ADVISORS: usize = PALACE_ATTACKERS + 1;
+/// Attackers of the palace times the elephants it has lost.
+pub const ATTACKERS_X_MISSING_ELEPHANTS: usize = ATTACKERS_X_MISSING_ADVISORS + 1;
+/// A cannon on the enemy king's file with nothing between them.
+pub const HOLLOW_CANNON: usize = ATTACKERS_X_MISSING_ELEPHANTS + 1;
+/// The square of the weighted palace attacks, over 16: danger grows faster than
+/// the attacks.
+pub const DANGER_SQUARED: usize = HOLLOW_CANNON + 1;
+/// Crossed pawns side by side.
+pub const CONNECTED_PAWNS: usize = DANGER_SQUARED + 1;
+/// Both advisors kept.
+pub const ADVISOR_PAIR: usize = CONNECTED_PAWNS + 1;
+/// Both elephants kept.
+pub const ELEPHANT_PAIR: usize = ADVISOR_PAIR + 1;
+/// +1 when Red is to move, -1 when Black is.
+pub const TEMPO: usize = ELEPHANT_PAIR + 1;
+/// Number of features.
+pub const FEATURE_COUNT: usize = TEMPO + 1;
 
 /// A middle-game and an ending value.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Tapered(i32, i32);
-
-impl std::ops::AddAssign for Tapered {
-    fn add_assign(&mut self, other: Tapered) {
-        self.0 += other.0;
-        self.1 += other.1;
-    }
-}
-
-impl std::ops::SubAssign for Tapered {
-    fn sub_assign(&mut self, other: Tapered) {
-        self.0 -= other.0;
-        self.1 -= other.1;
-    }
-}
-
-/// Material by kind, in [`PieceKind::ALL`] order.
-const MATERIAL: [Tapered; 7] = [
-    Tapered(0, 0),
-    Tapered(120, 130),
-    Tapered(120, 130),
-    Tapered(400, 460),
-    Tapered(900, 950),
-    Tapered(450, 420),
-    Tapered(30, 50),
-];
+pub struct Tapered(pub i32, pub i32);
 
 /// The value search and move ordering use for a captured piece.
 pub fn piece_value(kind: PieceKind) -> i32 {
-    MATERIAL[kind.index()].0
+    [0, 120, 120, 400, 900, 450, 30][kind.index()]
 }
-
-/// Mobility per reachable point, by kind.
-const MOBILITY: [Tapered; 7] =
-    [Tapered(0, 0), Tapered(0, 0), Tapered(0, 0), Tapered(8, 6), Tapered(3, 4), Tapered(2, 2), Tapered(0, 0)];
-
-/// The piece-square term of `kind` on the point (`file`, `rank`) seen from its side.
-const fn placement(kind: PieceKind, file: i32, rank: i32) -> Tapered {
-    let off_centre = if file > 4 { file - 4 } else { 4 - file };
-    match kind {
-        PieceKind::King => Tapered(if file == 4 { 10 } else { 0 } - 12 * rank, -4 * rank),
-        PieceKind::Advisor => Tapered(if file == 4 && rank == 1 { 10 } else { 0 }, 0),
-        PieceKind::Elephant => Tapered(
-            if file == 4 && rank == 2 {
-                10
-            } else if file == 0 || file == 8 {
-                -5
-            } else {
-                0
-            },
-            0,
-        ),
-        PieceKind::Horse => {
-            let advance = if rank > 6 { 6 } else { rank };
-            let back_rank = if rank == 0 { 12 } else { 0 };
-            Tapered(14 - 5 * off_centre + 5 * advance - back_rank, 10 - 4 * off_centre)
-        }
-        PieceKind::Rook => Tapered(2 * rank + if off_centre == 1 { 6 } else { 0 }, 0),
-        PieceKind::Cannon => {
-            Tapered(if file == 4 { 20 } else { 0 } + if rank == 2 { 6 } else { 0 } - if rank >= 7 { 6 } else { 0 }, 0)
-        }
-        PieceKind::Pawn => {
-            if rank <= 4 {
-                Tapered(if rank == 4 && file == 4 { 10 } else { 0 }, 0)
-            } else if rank == 9 {
-                Tapered(15, 25)
-            } else {
-                let near_palace = if off_centre <= 1 && rank >= 6 { 20 } else { 0 };
-                Tapered(40 + 8 * (rank - 5) - 4 * off_centre + near_palace, 70 + 10 * (rank - 5) + near_palace)
-            }
-        }
-    }
-}
-
-/// `[kind][point]` for Red; Black reads the rotated point.
-static PLACEMENT: [[Tapered; 90]; 7] = {
-    let mut table = [[Tapered(0, 0); 90]; 7];
-    let mut k = 0;
-    while k < 7 {
-        let mut sq = 0;
-        while sq < 90 {
-            table[k][sq] = placement(PieceKind::ALL[k], (sq % 9) as i32, (sq / 9) as i32);
-            sq += 1;
-        }
-        k += 1;
-    }
-    table
-};
-
-/// Attacking weight of each kind for king safety.
-const ATTACK_WEIGHT: [i32; 7] = [0, 0, 0, 2, 3, 2, 1];
 
 /// Largest value of the phase: both sides' horses, cannons (1 each) and chariots (2).
-const MAX_PHASE: i32 = 16;
+pub const MAX_PHASE: i32 = 16;
 
-const TEMPO: i32 = 12;
-
-fn side_terms(position: &Position, color: Color) -> Tapered {
-    let mut total = Tapered::default();
-    for kind in PieceKind::ALL {
-        let piece = Piece::new(color, kind);
-        for sq in position.pieces(color, kind) {
-            let seen_from_side = match color {
-                Color::Red => sq,
-                Color::Black => sq.rotated(),
-            };
-            total += MATERIAL[kind.index()];
-            total += PLACEMENT[kind.index()][seen_from_side.index()];
-            if matches!(kind, PieceKind::Horse | PieceKind::Rook | PieceKind::Cannon) {
-                let reach = position.pseudo_targets(piece, sq).count() as i32;
-                let weight = MOBILITY[kind.index()];
-                total += Tapered(weight.0 * reach, weight.1 * reach);
-            }
-        }
-    }
-    total -= king_danger(position, color);
-    total
-}
-
-/// How exposed `color`'s king is: enemy attackers across the river against the
-/// advisors and elephants left to guard it.
-fn king_danger(position: &Position, color: Color) -> Tapered {
-    let enemy = !color;
-    let our_half = home_half(color);
-    let mut attack = 0;
-    for kind in [PieceKind::Horse, PieceKind::Rook, PieceKind::Cannon, PieceKind::Pawn] {
-        let attackers: Bitboard = position.pieces(enemy, kind);
-        let count = if kind == PieceKind::Pawn { (attackers & our_half).count() } else { attackers.count() };
-        attack += ATTACK_WEIGHT[kind.index()] * count as i32;
-    }
-    let guards = (position.count(color, PieceKind::Advisor) + position.count(color, PieceKind::Elephant)) as i32;
-    Tapered(attack * (4 - guards) * 4, 0)
-}
-
-fn phase(position: &Position) -> i32 {
+/// 0 (bare ending) to [`MAX_PHASE`] (all attacking pieces on the board).
+pub fn phase(position: &Position) -> i32 {
     let mut phase = 0;
     for color in Color::ALL {
         phase += position.count(color, PieceKind::Horse) as i32;
@@ -155,13 +71,122 @@ fn phase(position: &Position) -> i32 {
     phase.min(MAX_PHASE)
 }
 
+/// For each side and point: the point's piece-square slot, its rank from that side's
+/// back rank times [`PST_FILES`] plus its file's distance from the nearer edge.
+static PST_SLOT: [[u8; 90]; 2] = {
+    let mut slots = [[0; 90]; 2];
+    let mut sq = 0;
+    while sq < 90 {
+        let (file, rank) = (sq % 9, sq / 9);
+        let folded = if file > 4 { 8 - file } else { file };
+        slots[0][sq] = (rank * PST_FILES + folded) as u8;
+        slots[1][sq] = ((9 - rank) * PST_FILES + folded) as u8;
+        sq += 1;
+    }
+    slots
+};
+
+/// The piece-square feature of `kind` on `sq` for `color`.
+#[inline(always)]
+pub fn pst_feature(kind: PieceKind, sq: Square, color: Color) -> usize {
+    PST + kind.index() * PST_PER_KIND + usize::from(PST_SLOT[color.index()][sq.index()])
+}
+
+/// Calls `sink(feature, value)` for every feature of `position`, values counted for
+/// Red minus Black; a feature may be reported more than once, the values adding up.
+#[inline(always)]
+pub fn visit_features(position: &Position, sink: &mut impl FnMut(usize, i32)) {
+    let occupancy = position.occupancy();
+    let occupied = position.occupied();
+    for color in Color::ALL {
+        let sign = if color == Color::Red { 1 } else { -1 };
+        let own = position.pieces_of(color);
+        let enemy = position.pieces_of(!color);
+        // The other side's palace, and what this side's attack on it adds up to.
+        let zone = palace(!color);
+        let mut attack = PalaceAttack::default();
+        for kind in PieceKind::ALL {
+            for sq in position.pieces(color, kind) {
+                sink(pst_feature(kind, sq, color), sign);
+                match kind {
+                    PieceKind::Horse => {
+                        let reach = horse_attacks(sq, occupied);
+                        sink(MOBILITY, sign * (reach - own).count() as i32);
+                        attack.add(1, 3, (reach & zone).count() as i32);
+                    }
+                    PieceKind::Rook => {
+                        let reach = rook_attacks(sq, occupancy);
+                        sink(MOBILITY + 1, sign * (reach - own).count() as i32);
+                        attack.add(0, 3, (reach & zone).count() as i32);
+                    }
+                    PieceKind::Cannon => {
+                        let slides = rook_attacks(sq, occupancy) - occupied;
+                        let over_screen = cannon_attacks(sq, occupancy);
+                        sink(MOBILITY + 2, sign * (slides | (over_screen & enemy)).count() as i32);
+                        attack.add(2, 2, (over_screen & zone).count() as i32);
+                        let king = position.king(!color);
+                        if sq.file() == king.file() && !(between(sq, king) & occupied).any() {
+                            sink(HOLLOW_CANNON, sign);
+                        }
+                    }
+                    PieceKind::Pawn => attack.add(3, 2, (pawn_attacks(color, sq) & zone).count() as i32),
+                    _ => {}
+                }
+            }
+        }
+        for (offset, hits) in attack.hits.into_iter().enumerate() {
+            sink(PALACE_HITS + offset, sign * hits);
+        }
+        let defender = !color;
+        let missing_advisors = 2 - position.count(defender, PieceKind::Advisor).min(2) as i32;
+        let missing_elephants = 2 - position.count(defender, PieceKind::Elephant).min(2) as i32;
+        sink(PALACE_ATTACKERS, sign * attack.attackers);
+        sink(ATTACKERS_X_MISSING_ADVISORS, sign * attack.attackers * missing_advisors);
+        sink(ATTACKERS_X_MISSING_ELEPHANTS, sign * attack.attackers * missing_elephants);
+        sink(DANGER_SQUARED, sign * attack.weighted * attack.weighted / 16);
+        let crossed = position.pieces(color, PieceKind::Pawn) - home_half(color);
+        let side_by_side = crossed.into_iter().filter(|&sq| sq.offset(1, 0).is_some_and(|r| crossed.has(r)));
+        sink(CONNECTED_PAWNS, sign * side_by_side.count() as i32);
+        sink(ADVISOR_PAIR, sign * i32::from(position.count(color, PieceKind::Advisor) == 2));
+        sink(ELEPHANT_PAIR, sign * i32::from(position.count(color, PieceKind::Elephant) == 2));
+    }
+    sink(TEMPO, if position.side_to_move() == Color::Red { 1 } else { -1 });
+}
+
+/// One side's attack on the other's palace: hits by chariots, horses, cannons and
+/// pawns (in that order), the pieces taking part, and their weighted hits.
+#[derive(Default)]
+struct PalaceAttack {
+    hits: [i32; 4],
+    attackers: i32,
+    weighted: i32,
+}
+
+impl PalaceAttack {
+    fn add(&mut self, slot: usize, weight: i32, hits: i32) {
+        if hits > 0 {
+            self.hits[slot] += hits;
+            self.attackers += 1;
+            self.weighted += weight * hits;
+        }
+    }
+}
+
 /// The evaluation of `position` from the side to move's view, in centipawns.
 pub fn evaluate(position: &Position) -> i32 {
-    let us = position.side_to_move();
-    let mut score = side_terms(position, us);
-    score -= side_terms(position, !us);
+    evaluate_with(position, &WEIGHTS)
+}
+
+/// [`evaluate`] with other weights (the tuner's).
+pub fn evaluate_with(position: &Position, weights: &[Tapered; FEATURE_COUNT]) -> i32 {
+    let (mut middle, mut ending) = (0, 0);
+    visit_features(position, &mut |feature, value| {
+        middle += weights[feature].0 * value;
+        ending += weights[feature].1 * value;
+    });
     let phase = phase(position);
-    (score.0 * phase + score.1 * (MAX_PHASE - phase)) / MAX_PHASE + TEMPO
+    let red = (middle * phase + ending * (MAX_PHASE - phase)) / MAX_PHASE;
+    if position.side_to_move() == Color::Red { red } else { -red }
 }
 
 #[cfg(test)]
@@ -170,20 +195,43 @@ mod tests {
 
     #[test]
     fn the_start_position_is_balanced_but_for_the_tempo() {
-        assert_eq!(evaluate(&Position::startpos()), TEMPO);
+        let tempo = WEIGHTS[TEMPO];
+        let expected = (tempo.0 * MAX_PHASE) / MAX_PHASE;
+        assert_eq!(evaluate(&Position::startpos()), expected);
+        assert!(expected >= 0);
     }
 
     #[test]
-    fn colour_flipping_keeps_the_score() {
-        let fen = "r2akab1r/3n5/4b3n/p1p1pRp1p/9/2P3P2/P3P3c/N2C3C1/4A4/1RBAK1B2 w";
-        let position = Position::from_fen(fen).unwrap();
-        assert_eq!(evaluate(&position), evaluate(&position.color_flipped()));
-        assert_eq!(evaluate(&position), evaluate(&position.mirrored()));
+    fn colour_flipping_and_mirroring_keep_the_score() {
+        for fen in crate::bench::POSITIONS {
+            let position = Position::from_fen(fen).unwrap();
+            assert_eq!(evaluate(&position), evaluate(&position.color_flipped()), "{fen}");
+            assert_eq!(evaluate(&position), evaluate(&position.mirrored()), "{fen}");
+        }
     }
 
     #[test]
     fn a_chariot_up_is_winning() {
         let position = Position::from_fen("rnbakabn1/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w").unwrap();
         assert!(evaluate(&position) > 700);
+        let black_to_move = position.with_other_side_to_move();
+        assert!(evaluate(&black_to_move) < -700);
+    }
+
+    #[test]
+    fn a_hollow_cannon_is_seen() {
+        let hollow = |fen: &str| {
+            let mut seen = 0;
+            visit_features(&Position::from_fen(fen).unwrap(), &mut |feature, value| {
+                if feature == HOLLOW_CANNON {
+                    seen += value;
+                }
+            });
+            seen
+        };
+        assert_eq!(hollow("3k5/9/9/9/9/9/9/9/4C4/5K3 w"), 0, "not on the king's file");
+        assert_eq!(hollow("4k4/9/9/9/9/9/9/9/4C4/5K3 w"), 1);
+        assert_eq!(hollow("4k4/4a4/9/9/9/9/9/9/4C4/5K3 b"), 0, "a screen: that is a check, not a hollow cannon");
+        assert_eq!(hollow("4k4/9/9/9/9/9/9/9/4c4/4K4 b"), -1);
     }
 }
