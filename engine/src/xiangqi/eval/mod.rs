@@ -13,7 +13,7 @@
 mod weights;
 
 use super::attacks::{between, cannon_attacks, home_half, horse_attacks, palace, pawn_attacks, rook_attacks};
-use super::{PieceKind, Position, Square};
+use super::{Bitboard, PieceKind, Position, Square};
 use crate::color::Color;
 pub use weights::WEIGHTS;
 
@@ -43,8 +43,13 @@ pub const CONNECTED_PAWNS: usize = DANGER_SQUARED + 1;
 pub const ADVISOR_PAIR: usize = CONNECTED_PAWNS + 1;
 /// Both elephants kept.
 pub const ELEPHANT_PAIR: usize = ADVISOR_PAIR + 1;
+/// A chariot on a file without pawns.
+pub const ROOK_OPEN_FILE: usize = ELEPHANT_PAIR + 1;
+/// A cannon on the enemy king's file with two pieces between them: one move from
+/// a check, by taking a screen away.
+pub const CANNON_TWO_SCREENS: usize = ROOK_OPEN_FILE + 1;
 /// +1 when Red is to move, -1 when Black is.
-pub const TEMPO: usize = ELEPHANT_PAIR + 1;
+pub const TEMPO: usize = CANNON_TWO_SCREENS + 1;
 /// Number of features.
 pub const FEATURE_COUNT: usize = TEMPO + 1;
 
@@ -98,6 +103,7 @@ pub fn pst_feature(kind: PieceKind, sq: Square, color: Color) -> usize {
 pub fn visit_features(position: &Position, sink: &mut impl FnMut(usize, i32)) {
     let occupancy = position.occupancy();
     let occupied = position.occupied();
+    let pawns = position.pieces(Color::Red, PieceKind::Pawn) | position.pieces(Color::Black, PieceKind::Pawn);
     for color in Color::ALL {
         let sign = if color == Color::Red { 1 } else { -1 };
         let own = position.pieces_of(color);
@@ -118,6 +124,9 @@ pub fn visit_features(position: &Position, sink: &mut impl FnMut(usize, i32)) {
                         let reach = rook_attacks(sq, occupancy);
                         sink(MOBILITY + 1, sign * (reach - own).count() as i32);
                         attack.add(0, 3, (reach & zone).count() as i32);
+                        if !(file_of(sq) & pawns).any() {
+                            sink(ROOK_OPEN_FILE, sign);
+                        }
                     }
                     PieceKind::Cannon => {
                         let slides = rook_attacks(sq, occupancy) - occupied;
@@ -125,8 +134,12 @@ pub fn visit_features(position: &Position, sink: &mut impl FnMut(usize, i32)) {
                         sink(MOBILITY + 2, sign * (slides | (over_screen & enemy)).count() as i32);
                         attack.add(2, 2, (over_screen & zone).count() as i32);
                         let king = position.king(!color);
-                        if sq.file() == king.file() && !(between(sq, king) & occupied).any() {
-                            sink(HOLLOW_CANNON, sign);
+                        if sq.file() == king.file() {
+                            match (between(sq, king) & occupied).count() {
+                                0 => sink(HOLLOW_CANNON, sign),
+                                2 => sink(CANNON_TWO_SCREENS, sign),
+                                _ => {}
+                            }
                         }
                     }
                     PieceKind::Pawn => attack.add(3, 2, (pawn_attacks(color, sq) & zone).count() as i32),
@@ -152,6 +165,27 @@ pub fn visit_features(position: &Position, sink: &mut impl FnMut(usize, i32)) {
     }
     sink(TEMPO, if position.side_to_move() == Color::Red { 1 } else { -1 });
 }
+
+/// The points of `sq`'s file.
+fn file_of(sq: Square) -> Bitboard {
+    FILES[usize::from(sq.file())]
+}
+
+static FILES: [Bitboard; 9] = {
+    let mut files = [Bitboard::EMPTY; 9];
+    let mut file = 0;
+    while file < 9 {
+        let mut bits = 0u128;
+        let mut rank = 0;
+        while rank < 10 {
+            bits |= 1 << (rank * 9 + file);
+            rank += 1;
+        }
+        files[file] = Bitboard::from_bits(bits);
+        file += 1;
+    }
+    files
+};
 
 /// One side's attack on the other's palace: hits by chariots, horses, cannons and
 /// pawns (in that order), the pieces taking part, and their weighted hits.
