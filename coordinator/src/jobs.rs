@@ -7,12 +7,12 @@ use std::sync::Arc;
 use prost::Message;
 use xq_engine::time_control::TimeControl;
 use xq_engine::variant::Variant;
-use xq_engine::xiangqi::book::Opening;
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_proto::v1;
 use xq_stats::{Model, Sprt, SprtState, elo_estimate};
 
 use crate::artifacts::check_hash;
+use crate::replay::Openings;
 use crate::storage::JobRow;
 
 /// The pair cap of an SPRT that names none: fishtest's default of 250,000 games
@@ -50,9 +50,10 @@ pub struct MatchJob {
     pub request: v1::CreateTestRequest,
     pub time_control: TimeControl,
     pub rules: RuleSet,
+    pub variant: Variant,
     pub sprt: Option<Sprt>,
     /// The book's openings (unit `i` plays opening `i` modulo their number).
-    pub openings: Option<Arc<Vec<Opening>>>,
+    pub openings: Option<Arc<Openings>>,
 }
 
 fn check_name(field: &'static str, text: &str, max: usize) -> Result<(), SpecError> {
@@ -107,9 +108,11 @@ pub fn check_test(request: &v1::CreateTestRequest) -> Result<MatchJob, SpecError
     } else {
         request.rules.parse().map_err(|e: xq_engine::xiangqi::rules::UnknownRuleSet| bad("rules", e.to_string()))?
     };
-    if !(request.variant.is_empty() || request.variant == "xiangqi") {
-        return Err(bad("variant", format!("'{}': version 1 leases only xiangqi matches", request.variant)));
-    }
+    let variant: Variant = if request.variant.is_empty() {
+        Variant::Xiangqi
+    } else {
+        request.variant.parse().map_err(|e: xq_engine::variant::UnknownVariant| bad("variant", e.to_string()))?
+    };
     if let Some(book) = &request.book {
         check_hash(&book.sha256).map_err(|e| bad("book", e.to_string()))?;
     }
@@ -140,7 +143,7 @@ pub fn check_test(request: &v1::CreateTestRequest) -> Result<MatchJob, SpecError
     if request.pairs > MAX_UNITS {
         return Err(bad("pairs", format!("at most {MAX_UNITS}")));
     }
-    Ok(MatchJob { request: request.clone(), time_control, rules, sprt, openings: None })
+    Ok(MatchJob { request: request.clone(), time_control, rules, variant, sprt, openings: None })
 }
 
 /// Checks a self-play request.

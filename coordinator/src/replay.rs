@@ -6,12 +6,15 @@
 //! adjudication, an engine's failure) must not be over by the rules.
 
 use xq_engine::color::Color;
+use xq_engine::variant::Variant;
 use xq_engine::xiangqi::Position;
-use xq_engine::xiangqi::book::Opening;
+use xq_engine::xiangqi::book::{BookError, Opening, parse_book};
 use xq_engine::xiangqi::fen;
 use xq_engine::xiangqi::notation::{Dialect, parse_uci};
-use xq_engine::xiangqi::pgn::parse_pgn;
-use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet};
+use xq_engine::xiangqi::pgn::{PgnGame, parse_pgn};
+use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet, Ruling};
+use xq_engine::xiongqi;
+use xq_engine::xiongqi::game::XiongqiMoveError;
 
 /// The most plies a reported game may have: far beyond any rule set's move limits.
 pub const MAX_PLIES: usize = 2000;
@@ -19,11 +22,52 @@ pub const MAX_PLIES: usize = 2000;
 /// The most bytes of one game's PGN.
 pub const MAX_PGN_BYTES: usize = 64 * 1024;
 
+/// A book's openings, in its test's variant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Openings {
+    /// Xiangqi openings: a position and book moves each.
+    Xiangqi(Vec<Opening>),
+    /// Xiongqi openings: a position each.
+    Xiongqi(Vec<xiongqi::Position>),
+}
+
+/// One unit's opening.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpeningRef<'a> {
+    /// A Xiangqi opening.
+    Xiangqi(&'a Opening),
+    /// A Xiongqi start position.
+    Xiongqi(&'a xiongqi::Position),
+}
+
+impl Openings {
+    /// Reads the text of the book file `name` as a `variant` book: FEN/EPD lines or
+    /// PGN (by the name's extension) for Xiangqi, FEN lines for Xiongqi.
+    pub fn parse(variant: Variant, text: &str, name: &str) -> Result<Openings, BookError> {
+        match variant {
+            Variant::Xiangqi => {
+                let pgn = name.to_ascii_lowercase().ends_with(".pgn");
+                parse_book(text, pgn, None, name).map(Openings::Xiangqi)
+            }
+            Variant::Xiongqi => xiongqi::book::parse_book(text, name).map(Openings::Xiongqi),
+        }
+    }
+
+    /// The opening of `unit`: units go round the book.
+    pub fn for_unit(&self, unit: u64) -> OpeningRef<'_> {
+        match self {
+            Openings::Xiangqi(book) => OpeningRef::Xiangqi(&book[(unit % book.len() as u64) as usize]),
+            Openings::Xiongqi(book) => OpeningRef::Xiongqi(&book[(unit % book.len() as u64) as usize]),
+        }
+    }
+}
+
 /// What a pair's games must match.
 #[derive(Clone, Copy, Debug)]
 pub struct PairContext<'a> {
     /// The unit's opening, if the job has a book.
-    pub opening: Option<&'a Opening>,
+    pub opening: Option<OpeningRef<'a>>,
+    pub variant: Variant,
     pub rules: RuleSet,
     /// The new engine's and the base engine's names.
     pub names: [&'a str; 2],
@@ -64,8 +108,9 @@ fn check_game(pgn: &str, context: &PairContext<'_>, new_color: Color) -> Result<
         return Err(format!("{} games in its PGN, not one", games.len()));
     }
     let game = games.remove(0);
-    if let Some(variant) = game.tag("Variant").filter(|v| !v.eq_ignore_ascii_case("xiangqi")) {
-        return Err(format!("variant '{variant}', not xiangqi"));
+    let variant = game.tag("Variant").unwrap_or("xiangqi");
+    if !variant.eq_ignore_ascii_case(context.variant.name()) {
+        return Err(format!("variant '{variant}', not {}", context.variant.name()));
     }
     let (red, black) = match new_color {
         Color::Red => (context.names[0], context.names[1]),
@@ -74,38 +119,13 @@ fn check_game(pgn: &str, context: &PairContext<'_>, new_color: Color) -> Result<
     if game.tag("White") != Some(red) || game.tag("Black") != Some(black) {
         return Err(format!("players {:?} - {:?}, expected {red} - {black}", game.tag("White"), game.tag("Black")));
     }
-    let start = match game.tag("FEN") {
-        Some(text) => fen::parse(text).map_err(|e| format!("FEN: {e}"))?,
-        None => Position::startpos(),
-    };
-    let book_moves: &[_] = match context.opening {
-        Some(opening) => {
-            if start != opening.start {
-                return Err("it does not start at the unit's opening".to_owned());
-            }
-            &opening.moves
-        }
-        None if start != Position::startpos() => return Err("it does not start at the start position".to_owned()),
-        None => &[],
-    };
     if game.moves.len() > MAX_PLIES {
         return Err(format!("{} plies, more than {MAX_PLIES}", game.moves.len()));
     }
-    let mut referee = Referee::new(start, RefereeConfig { rules: context.rules, ..RefereeConfig::default() });
-    for (ply, text) in game.moves.iter().enumerate() {
-        if let Some(ruling) = referee.ruling() {
-            return Err(format!("move {} ({text}) is played after the game ended: {}", ply + 1, ruling.reason));
-        }
-        let mv =
-            parse_uci(referee.position(), text, Dialect::ZeroBased).map_err(|e| format!("ply {}: {e}", ply + 1))?;
-        if book_moves.get(ply).is_some_and(|&book| book != mv) {
-            return Err(format!("ply {} ({text}) leaves the unit's opening", ply + 1));
-        }
-        referee.play(mv).map_err(|_| format!("ply {}: {text} is illegal", ply + 1))?;
-    }
-    if game.moves.len() < book_moves.len() {
-        return Err("it ends inside the opening".to_owned());
-    }
+    let ruling = match context.variant {
+        Variant::Xiangqi => replay_xiangqi(&game, context)?,
+        Variant::Xiongqi => replay_xiongqi(&game, context)?,
+    };
     let result = game.tag("Result").ok_or("no Result tag")?;
     if game.result.as_deref().is_some_and(|token| token != result) {
         return Err(format!("the Result tag {result} and the movetext's {:?} differ", game.result));
@@ -117,7 +137,7 @@ fn check_game(pgn: &str, context: &PairContext<'_>, new_color: Color) -> Result<
         other => return Err(format!("result '{other}' is not a finished game")),
     };
     let termination = game.tag("Termination").ok_or("no Termination tag")?;
-    let reason = match (termination, referee.ruling()) {
+    let reason = match (termination, ruling) {
         ("normal", Some(ruling)) if ruling.outcome == outcome => ruling.reason.to_string(),
         ("normal", Some(ruling)) => {
             return Err(format!("result {result}, but the rules give {} ({})", ruling.outcome.pgn(), ruling.reason));
@@ -137,19 +157,101 @@ fn check_game(pgn: &str, context: &PairContext<'_>, new_color: Color) -> Result<
     Ok(CheckedGame { points, reason })
 }
 
+/// Replays a Xiangqi game through the referee: the ruling it reached, if any.
+fn replay_xiangqi(game: &PgnGame, context: &PairContext<'_>) -> Result<Option<Ruling>, String> {
+    let start = match game.tag("FEN") {
+        Some(text) => fen::parse(text).map_err(|e| format!("FEN: {e}"))?,
+        None => Position::startpos(),
+    };
+    let book_moves: &[_] = match context.opening {
+        Some(OpeningRef::Xiangqi(opening)) => {
+            if start != opening.start {
+                return Err("it does not start at the unit's opening".to_owned());
+            }
+            &opening.moves
+        }
+        Some(OpeningRef::Xiongqi(_)) => return Err("the unit's opening is a Xiongqi position".to_owned()),
+        None if start != Position::startpos() => return Err("it does not start at the start position".to_owned()),
+        None => &[],
+    };
+    let mut referee = Referee::new(start, RefereeConfig { rules: context.rules, ..RefereeConfig::default() });
+    for (ply, text) in game.moves.iter().enumerate() {
+        if let Some(ruling) = referee.ruling() {
+            return Err(format!("move {} ({text}) is played after the game ended: {}", ply + 1, ruling.reason));
+        }
+        let mv =
+            parse_uci(referee.position(), text, Dialect::ZeroBased).map_err(|e| format!("ply {}: {e}", ply + 1))?;
+        if book_moves.get(ply).is_some_and(|&book| book != mv) {
+            return Err(format!("ply {} ({text}) leaves the unit's opening", ply + 1));
+        }
+        referee.play(mv).map_err(|_| format!("ply {}: {text} is illegal", ply + 1))?;
+    }
+    if game.moves.len() < book_moves.len() {
+        return Err("it ends inside the opening".to_owned());
+    }
+    Ok(referee.ruling())
+}
+
+/// Replays a Xiongqi game by its own rules: the ruling it reached, if any. A
+/// repetitive move is legal to play but loses for its player (Xiongqi 6.3).
+fn replay_xiongqi(game: &PgnGame, context: &PairContext<'_>) -> Result<Option<Ruling>, String> {
+    let start = match game.tag("FEN") {
+        Some(text) => xiongqi::fen::parse(text).map_err(|e| format!("FEN: {e}"))?,
+        None => xiongqi::Position::startpos(),
+    };
+    match context.opening {
+        Some(OpeningRef::Xiongqi(position)) if start != *position => {
+            return Err("it does not start at the unit's opening".to_owned());
+        }
+        Some(OpeningRef::Xiangqi(_)) => return Err("the unit's opening is a Xiangqi position".to_owned()),
+        None if start != xiongqi::Position::startpos() => {
+            return Err("it does not start at the start position".to_owned());
+        }
+        _ => {}
+    }
+    let mut arbiter = xiongqi::Game::new(start);
+    let mut lost_by_repetition = None;
+    for (ply, text) in game.moves.iter().enumerate() {
+        if let Some(ruling) = lost_by_repetition.or_else(|| arbiter.ruling()) {
+            return Err(format!("move {} ({text}) is played after the game ended: {}", ply + 1, ruling.reason));
+        }
+        let mover = arbiter.position().side_to_move();
+        match arbiter.play_text(text) {
+            Ok(_) => {}
+            Err(XiongqiMoveError::Repetitive(_)) => {
+                lost_by_repetition = Some(xiongqi::Game::repetitive_move_ruling(mover));
+            }
+            Err(error) => return Err(format!("ply {}: {error}", ply + 1)),
+        }
+    }
+    Ok(lost_by_repetition.or_else(|| arbiter.ruling()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn pgn(white: &str, black: &str, fen: Option<&str>, moves: &str, result: &str, termination: &str) -> String {
+        variant_pgn("xiangqi", [white, black], fen, moves, result, termination)
+    }
+
+    fn variant_pgn(
+        variant: &str,
+        [white, black]: [&str; 2],
+        fen: Option<&str>,
+        moves: &str,
+        result: &str,
+        termination: &str,
+    ) -> String {
         let fen = fen.map(|f| format!("[SetUp \"1\"]\n[FEN \"{f}\"]\n")).unwrap_or_default();
         format!(
-            "[White \"{white}\"]\n[Black \"{black}\"]\n[Result \"{result}\"]\n[Variant \"xiangqi\"]\n{fen}\
+            "[White \"{white}\"]\n[Black \"{black}\"]\n[Result \"{result}\"]\n[Variant \"{variant}\"]\n{fen}\
              [Termination \"{termination}\"]\n\n{moves} {result}\n\n"
         )
     }
 
-    const CONTEXT: PairContext<'static> = PairContext { opening: None, rules: RuleSet::Wxf, names: ["new", "base"] };
+    const CONTEXT: PairContext<'static> =
+        PairContext { opening: None, variant: Variant::Xiangqi, rules: RuleSet::Wxf, names: ["new", "base"] };
 
     // Two rooks against a bare king: 1. b0b8 confines the king to its back rank, and
     // after 1... d9e9 2. a1a9 it is mated (f9 faces the red king on the f-file).
@@ -168,7 +270,7 @@ mod tests {
     #[test]
     fn rule_endings_are_checked_against_the_arbiter() {
         let opening = Opening { start: fen::parse(MATE_FEN).unwrap(), moves: Vec::new() };
-        let context = PairContext { opening: Some(&opening), ..CONTEXT };
+        let context = PairContext { opening: Some(OpeningRef::Xiangqi(&opening)), ..CONTEXT };
         let mate = pgn("new", "base", Some(MATE_FEN), "1. b0b8 d9e9 2. a1a9", "1-0", "normal");
         let timeout = pgn("base", "new", Some(MATE_FEN), "1. b0b8", "1/2-1/2", "adjudication");
         let checked = check_pair([&mate, &timeout], &context).unwrap();
@@ -191,7 +293,7 @@ mod tests {
         let good = pgn("new", "base", Some(MATE_FEN), "1. b0b8 d9e9 2. a1a9", "1-0", "normal");
         let other = pgn("base", "new", Some(MATE_FEN), "1. b0b8", "1/2-1/2", "adjudication");
         let opening = Opening { start: fen::parse(MATE_FEN).unwrap(), moves: Vec::new() };
-        let context = PairContext { opening: Some(&opening), ..CONTEXT };
+        let context = PairContext { opening: Some(OpeningRef::Xiangqi(&opening)), ..CONTEXT };
         let alphabet = b" \n[]\"{}.0123456789abcdefghiRNBAKCPrnbakcp/-*";
         for _ in 0..3000 {
             let mut bytes = good.clone().into_bytes();
@@ -231,5 +333,34 @@ mod tests {
         assert!(check_pair([&two, &good], &CONTEXT).is_err());
         let huge = "x".repeat(MAX_PGN_BYTES + 1);
         assert!(check_pair([&huge, &good], &CONTEXT).unwrap_err().problem.contains("bytes"));
+    }
+
+    #[test]
+    fn xiongqi_games_are_replayed_by_xiongqi_rules() {
+        // The dragon on d1 takes the terminal dragon on d8 (6.1); on the other board a
+        // chariot repeats a move that recreates a position, which loses (6.3).
+        let capture = "3d4/8/8/2s5/4S3/8/8/3D4 w - - 0 1";
+        let repeat = "3g4/8/8/8/8/8/8/R3G3 w - - 0 1";
+        let book = Openings::parse(Variant::Xiongqi, &format!("{capture}\n{repeat}\n"), "x.fen").unwrap();
+        let context = PairContext { opening: Some(book.for_unit(0)), variant: Variant::Xiongqi, ..CONTEXT };
+        let won = variant_pgn("xiongqi", ["new", "base"], Some(capture), "1. d1d8", "1-0", "normal");
+        let drawn = variant_pgn("xiongqi", ["base", "new"], Some(capture), "1. e4e5", "1/2-1/2", "adjudication");
+        let checked = check_pair([&won, &drawn], &context).unwrap();
+        assert_eq!(checked.map(|c| c.points), [2, 1]);
+
+        let context = PairContext { opening: Some(book.for_unit(1)), ..context };
+        let moves = "1. a1a2 d8c8 2. a2a1 c8d8 3. a1a2";
+        let repeated = variant_pgn("xiongqi", ["new", "base"], Some(repeat), moves, "0-1", "normal");
+        let other = variant_pgn("xiongqi", ["base", "new"], Some(repeat), "1. a1a2", "1/2-1/2", "adjudication");
+        assert_eq!(check_pair([&repeated, &other], &context).unwrap()[0].points, 0);
+        let claimed = variant_pgn("xiongqi", ["new", "base"], Some(repeat), moves, "1-0", "normal");
+        assert!(check_pair([&claimed, &other], &context).unwrap_err().problem.contains("the rules give 0-1"));
+        let illegal = variant_pgn("xiongqi", ["new", "base"], Some(repeat), "1. a1h8", "1/2-1/2", "adjudication");
+        assert!(check_pair([&illegal, &other], &context).unwrap_err().problem.contains("ply 1"));
+        // A Xiangqi game in a Xiongqi test, or the wrong opening, does not count.
+        let xiangqi = pgn("new", "base", None, "1. h2e2", "1/2-1/2", "adjudication");
+        assert!(check_pair([&xiangqi, &other], &context).unwrap_err().problem.contains("variant"));
+        let elsewhere = variant_pgn("xiongqi", ["new", "base"], Some(capture), "1. e4e5", "1/2-1/2", "adjudication");
+        assert!(check_pair([&elsewhere, &other], &context).unwrap_err().problem.contains("unit's opening"));
     }
 }

@@ -506,7 +506,7 @@ impl Scheduler {
                         base_engine: m.request.base_engine.clone(),
                         time_control: tc.to_string(),
                         rules: m.rules.name().to_owned(),
-                        variant: "xiangqi".to_owned(),
+                        variant: m.variant.name().to_owned(),
                         book,
                         max_plies: m.request.max_plies,
                     };

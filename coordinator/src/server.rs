@@ -60,7 +60,8 @@ impl Coordinator {
             if let JobSpec::Match(job) = spec
                 && let Some(book) = job.request.book.clone()
             {
-                job.openings = Some(load_openings(&partial, &book.sha256).await.map_err(anyhow::Error::msg)?);
+                job.openings =
+                    Some(load_openings(&partial, &book.sha256, job.variant).await.map_err(anyhow::Error::msg)?);
             }
         }
         let scheduler = Arc::new(Scheduler::new(snapshot, specs, writer, config));

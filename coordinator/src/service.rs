@@ -8,14 +8,14 @@ use std::sync::Arc;
 use tokio::io::AsyncReadExt;
 use tokio_stream::{Stream, StreamExt, wrappers::ReceiverStream};
 use tonic::{Request, Response, Status, Streaming};
-use xq_engine::xiangqi::book::{Opening, parse_book};
+use xq_engine::variant::Variant;
 use xq_engine::xiangqi::data::check_chunk;
 use xq_proto::v1;
 use xq_proto::{ARTIFACT_PIECE_BYTES, MAX_MESSAGE_BYTES};
 
 use crate::artifacts::{ArtifactStore, check_hash};
 use crate::jobs::{DEFAULT_SPRT_PAIRS, JobSpec, check_self_play, check_test, self_play_variant};
-use crate::replay::{PairContext, check_pair};
+use crate::replay::{Openings, PairContext, check_pair};
 use crate::scheduler::{ScheduleError, Scheduler, add_points};
 use crate::storage::{Storage, UnitRow};
 use crate::tokens::{Principal, bearer};
@@ -73,14 +73,13 @@ fn client_of<T>(request: &Request<T>) -> Result<(), Status> {
     }
 }
 
-/// Reads a book artifact's openings.
-pub async fn load_openings(shared: &Shared, sha256: &str) -> Result<Arc<Vec<Opening>>, String> {
+/// Reads a book artifact's openings as a `variant` book.
+pub async fn load_openings(shared: &Shared, sha256: &str, variant: Variant) -> Result<Arc<Openings>, String> {
     let (name, _, _) =
         shared.storage.artifact(sha256).await.map_err(|e| e.to_string())?.ok_or(format!("no artifact {sha256}"))?;
     let path = shared.artifacts.path(sha256).map_err(|e| e.to_string())?;
     let text = tokio::fs::read_to_string(&path).await.map_err(|e| format!("book {name}: {e}"))?;
-    let pgn = name.to_ascii_lowercase().ends_with(".pgn");
-    parse_book(&text, pgn, None, &name).map(Arc::new).map_err(|e| e.to_string())
+    Openings::parse(variant, &text, &name).map(Arc::new).map_err(|e| e.to_string())
 }
 
 /// The Worker service.
@@ -161,8 +160,8 @@ impl v1::worker_server::Worker for WorkerApi {
         let (mut wdl, mut penta) = (context.acked_wdl, context.acked_penta);
         let mut rows = Vec::new();
         for pair in &report.pairs {
-            let opening = job.openings.as_ref().map(|o| &o[(pair.unit % o.len() as u64) as usize]);
-            let pair_context = PairContext { opening, rules: job.rules, names };
+            let opening = job.openings.as_ref().map(|o| o.for_unit(pair.unit));
+            let pair_context = PairContext { opening, variant: job.variant, rules: job.rules, names };
             let checked = check_pair([&pair.first_game_pgn, &pair.second_game_pgn], &pair_context)
                 .map_err(|e| Status::invalid_argument(format!("unit {}: {e}", pair.unit)))?;
             if context.acked.contains(&pair.unit) {
@@ -323,10 +322,15 @@ impl v1::client_server::Client for ClientApi {
         }
         let (sha256, size) = self.0.artifacts.finish(upload).await.map_err(|e| Status::unavailable(e.to_string()))?;
         self.0.scheduler.index_artifact(&sha256, &first.name, &first.kind, size).await?;
+        // A book is for one variant, which the upload does not say: it must read as
+        // a book of either.
         if first.kind == "book"
-            && let Err(problem) = load_openings(&self.0, &sha256).await
+            && let Err(problem) = load_openings(&self.0, &sha256, Variant::Xiangqi).await
+            && load_openings(&self.0, &sha256, Variant::Xiongqi).await.is_err()
         {
-            return Err(Status::invalid_argument(format!("the book cannot be read: {problem}")));
+            return Err(Status::invalid_argument(format!(
+                "the book cannot be read: {problem} (nor is it a Xiongqi book of FEN lines)"
+            )));
         }
         Ok(Response::new(v1::ArtifactRef { sha256, name: first.name, size }))
     }
@@ -347,7 +351,8 @@ impl v1::client_server::Client for ClientApi {
             }
         }
         if let Some(book) = &request.book {
-            job.openings = Some(load_openings(&self.0, &book.sha256).await.map_err(Status::invalid_argument)?);
+            job.openings =
+                Some(load_openings(&self.0, &book.sha256, job.variant).await.map_err(Status::invalid_argument)?);
         }
         let (kind, units) = match &job.sprt {
             Some(_) => ("sprt", if request.pairs == 0 { DEFAULT_SPRT_PAIRS } else { request.pairs }),

@@ -1,12 +1,12 @@
-//! Opening order: a book's openings (Xiangqi books are read by the engine library's
-//! [`xq_engine::xiangqi::book`], Xiongqi books of FEN lines here) shuffled with a
-//! seed, from an offset.
+//! Opening order: a book's openings (read by the engine library's
+//! [`xq_engine::xiangqi::book`] and [`xq_engine::xiongqi::book`]) shuffled with a seed,
+//! from an offset.
 
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 pub use xq_engine::xiangqi::book::{BookError, read_book};
-use xq_engine::xiongqi;
+pub use xq_engine::xiongqi::book::read_book as read_xiongqi_book;
 
 #[cfg(test)]
 use crate::game::Opening;
@@ -20,30 +20,6 @@ pub fn arrange<T>(mut openings: Vec<T>, seed: Option<u64>, offset: usize) -> Vec
     let len = openings.len();
     openings.rotate_left(offset % len.max(1));
     openings
-}
-
-/// Reads a Xiongqi book: one FEN a line (blank lines and `#` comments skipped).
-pub fn read_xiongqi_book(path: &std::path::Path) -> Result<Vec<xiongqi::Position>, BookError> {
-    let name = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| BookError::Read { path: name.clone(), reason: e.to_string() })?;
-    let mut positions = Vec::new();
-    for (index, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let position = xiongqi::fen::parse(line).map_err(|e| BookError::Entry {
-            path: name.clone(),
-            entry: index + 1,
-            reason: e.to_string(),
-        })?;
-        positions.push(position);
-    }
-    if positions.is_empty() {
-        return Err(BookError::Empty(name));
-    }
-    Ok(positions)
 }
 
 #[cfg(test)]

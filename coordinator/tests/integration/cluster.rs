@@ -308,3 +308,53 @@ async fn a_worker_plays_self_play_jobs_of_both_games_and_the_trainer_can_stream_
         assert!(records > 0);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_xiongqi_test_is_leased_played_from_its_book_and_replayed_by_xiongqi_rules() {
+    let dir = TempDir::new("cluster");
+    let (_coordinator, address) = start_coordinator(&dir.0, 0, 10).await;
+    let mut admin = client(address, &token(&dir.0)).await;
+    let engine = std::fs::read(binary("xq-engine")).unwrap();
+    let binary = upload(&mut admin, "xq-engine", "engine", &engine).await.unwrap();
+    let openings = [
+        xq_engine::xiongqi::Position::startpos().to_string(),
+        "r2g4/1S4S1/8/8/8/8/8/4G2R w - - 0 1".to_owned(),
+        "4g3/8/2e5/8/8/3E4/8/R2G4 b - - 0 1".to_owned(),
+    ];
+    let book = upload(&mut admin, "xiongqi.fen", "book", openings.join("\n").as_bytes()).await.unwrap();
+    let new = v1::EngineSpec {
+        name: "new".to_owned(),
+        binary: Some(binary.clone()),
+        protocol: "uci".to_owned(),
+        ..Default::default()
+    };
+    let mut base = v1::EngineSpec { name: "base".to_owned(), ..new.clone() };
+    base.options.insert("Depth Limit".to_owned(), "1".to_owned());
+    let request = v1::CreateTestRequest {
+        new_engine: Some(new),
+        base_engine: Some(base),
+        time_control: "depth=2".to_owned(),
+        variant: "xiongqi".to_owned(),
+        book: Some(book),
+        max_plies: 120,
+        pairs: 3,
+        ..Default::default()
+    };
+    let job = admin.create_test(request).await.unwrap().into_inner();
+    let _worker = start_worker(&mut admin, address, dir.0.join("w"), "w").await;
+    let state =
+        wait_for(&mut admin, job.job_id, Duration::from_secs(300), "the Xiongqi test", |j| j.state != "running").await;
+    assert_eq!((state.state.as_str(), state.units_done), ("finished", 3), "{state:?}");
+    check_counts(&mut admin, &dir.0, &state).await;
+    let text: String = collect(admin.download_games(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner())
+        .await
+        .into_iter()
+        .map(|b| b.pgn)
+        .collect();
+    let games = xq_engine::xiangqi::pgn::parse_pgn(&text).unwrap();
+    assert!(games.iter().all(|g| g.tag("Variant") == Some("xiongqi")));
+    let mut starts: Vec<String> = games.iter().map(|g| g.tag("FEN").unwrap_or("startpos").to_owned()).collect();
+    starts.sort();
+    starts.dedup();
+    assert_eq!(starts.len(), 3, "each unit plays its own opening: {starts:?}");
+}

@@ -5,6 +5,7 @@
 //! It stands on the same core as Xiangqi: [`crate::geometry::XiongqiBoard`] squares and
 //! bitboards, and the shared line-attack tables for chariots, cannons and dragons.
 
+pub mod book;
 pub mod fen;
 pub mod game;
 pub mod movegen;

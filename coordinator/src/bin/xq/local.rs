@@ -158,6 +158,7 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
         tc: args.tc.clone(),
         book,
         rules: "wxf".to_owned(),
+        variant: "xiangqi".to_owned(),
         max_plies: 0,
         priority: 0,
         throughput: 100,

@@ -114,12 +114,15 @@ pub struct EngineArgs {
     /// Time control at the reference speed.
     #[arg(long, default_value = "10+0.1")]
     pub tc: String,
-    /// Opening book (FEN/EPD lines or PGN).
+    /// Opening book (FEN/EPD lines or PGN; for Xiongqi, FEN lines).
     #[arg(long)]
     pub book: Option<PathBuf>,
-    /// Rule set: wxf, asian, cxq or computer.
+    /// Rule set: wxf, asian, cxq or computer (Xiongqi has its own rules).
     #[arg(long, default_value = "wxf")]
     pub rules: String,
+    /// The game: xiangqi or xiongqi.
+    #[arg(long, default_value = "xiangqi")]
+    pub variant: String,
     /// Draw after this many plies (0: no limit).
     #[arg(long, default_value_t = 0)]
     pub max_plies: u32,
@@ -427,7 +430,7 @@ pub async fn submit(
         base_engine: Some(base),
         time_control: args.tc.clone(),
         rules: args.rules.clone(),
-        variant: "xiangqi".to_owned(),
+        variant: args.variant.clone(),
         book,
         max_plies: args.max_plies,
         sprt: sprt.map(|s| v1::SprtSpec {

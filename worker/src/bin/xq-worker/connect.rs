@@ -24,6 +24,7 @@ use xq_engine::xiangqi::Position;
 use xq_engine::xiangqi::book::parse_book;
 use xq_engine::xiangqi::data::{MAX_RECORDS, read_chunk, read_xiongqi_chunk, write_chunk, write_xiongqi_chunk};
 use xq_engine::xiangqi::rules::{Outcome, RuleSet};
+use xq_engine::xiongqi;
 use xq_proto::v1::worker_client::WorkerClient;
 use xq_proto::{BearerToken, v1};
 use xq_worker::engine_process::{EngineConfig, Protocol};
@@ -288,13 +289,19 @@ async fn play_pairs(
         engine_config(client, settings, spec.new_engine.as_ref().context("no new engine")?).await?;
     let (base, base_signature) =
         engine_config(client, settings, spec.base_engine.as_ref().context("no base engine")?).await?;
-    let openings = match &spec.book {
-        Some(book) => {
-            let path = fetch(client, &settings.cache, book, false).await?;
-            let text = std::fs::read_to_string(&path)?;
-            parse_book(&text, book.name.to_ascii_lowercase().ends_with(".pgn"), None, &book.name)?
+    let variant: Variant = if spec.variant.is_empty() { Variant::Xiangqi } else { spec.variant.parse()? };
+    let starts: Vec<Start> = match (&spec.book, variant) {
+        (Some(book), Variant::Xiangqi) => {
+            let text = std::fs::read_to_string(fetch(client, &settings.cache, book, false).await?)?;
+            let pgn = book.name.to_ascii_lowercase().ends_with(".pgn");
+            parse_book(&text, pgn, None, &book.name)?.into_iter().map(Start::from).collect()
         }
-        None => vec![Opening { start: Position::startpos(), moves: Vec::new() }],
+        (Some(book), Variant::Xiongqi) => {
+            let text = std::fs::read_to_string(fetch(client, &settings.cache, book, false).await?)?;
+            xiongqi::book::parse_book(&text, &book.name)?.into_iter().map(Start::Xiongqi).collect()
+        }
+        (None, Variant::Xiangqi) => vec![Start::from(Opening { start: Position::startpos(), moves: Vec::new() })],
+        (None, Variant::Xiongqi) => vec![Start::Xiongqi(xiongqi::Position::startpos())],
     };
     let time_control: TimeControl = spec.time_control.parse()?;
     let tc_text = time_control.to_string();
@@ -304,7 +311,7 @@ async fn play_pairs(
         pairs: lease.units.iter().map(|&u| u as usize).collect(),
         concurrency: settings.concurrency,
         pin_cores: false,
-        openings: openings.into_iter().map(Start::from).collect(),
+        openings: starts,
         game: GameSettings {
             time_control,
             rules,
