@@ -39,9 +39,9 @@ mod tests {
 
     #[test]
     fn lines_are_positions_and_bad_ones_are_named() {
-        let text = "# two openings\n\n".to_owned() + &Position::startpos().to_string() + "\n4g3/8/8/8/8/8/8/4G3 w\n";
+        let text = "# two openings\n\n".to_owned() + &Position::startpos().to_string() + "\n3g4/8/8/8/8/8/8/4G3 w\n";
         assert_eq!(parse_book(&text, "b.fen").unwrap().len(), 2);
-        let error = parse_book("4g3/8/8/8/8/8/8/4G3 w\nnot a fen\n", "b.fen").unwrap_err().to_string();
+        let error = parse_book("3g4/8/8/8/8/8/8/4G3 w\nnot a fen\n", "b.fen").unwrap_err().to_string();
         assert!(error.starts_with("b.fen, entry 2:"), "{error}");
         assert_eq!(parse_book("# nothing\n", "b.fen").unwrap_err().to_string(), "b.fen holds no opening");
     }
