@@ -60,20 +60,26 @@ fn token(data: &Path) -> String {
     std::fs::read_to_string(data.join("client-token")).unwrap().trim().to_owned()
 }
 
-/// Our engine at depth 3 against itself capped at depth 1, from the 2-ply book.
-async fn engines_test(admin: &mut Client, sprt: Option<v1::SprtSpec>, pairs: u64) -> v1::Job {
+/// Our engine uploaded, as "new", and as "base" capped at depth 1.
+async fn our_engine_against_depth_1(admin: &mut Client) -> (v1::EngineSpec, v1::EngineSpec) {
     let engine = std::fs::read(binary("xq-engine")).unwrap();
     let binary = upload(admin, "xq-engine", "engine", &engine).await.unwrap();
-    let book_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../books/xiangqi-2ply.epd");
-    let book = upload(admin, "xiangqi-2ply.epd", "book", &std::fs::read(book_path).unwrap()).await.unwrap();
     let new = v1::EngineSpec {
         name: "new".to_owned(),
-        binary: Some(binary.clone()),
+        binary: Some(binary),
         protocol: "uci".to_owned(),
         ..Default::default()
     };
     let mut base = v1::EngineSpec { name: "base".to_owned(), ..new.clone() };
     base.options.insert("Depth Limit".to_owned(), "1".to_owned());
+    (new, base)
+}
+
+/// Our engine at depth 3 against itself capped at depth 1, from the 2-ply book.
+async fn engines_test(admin: &mut Client, sprt: Option<v1::SprtSpec>, pairs: u64) -> v1::Job {
+    let (new, base) = our_engine_against_depth_1(admin).await;
+    let book_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../books/xiangqi-2ply.epd");
+    let book = upload(admin, "xiangqi-2ply.epd", "book", &std::fs::read(book_path).unwrap()).await.unwrap();
     let request = v1::CreateTestRequest {
         new_engine: Some(new),
         base_engine: Some(base),
@@ -314,22 +320,13 @@ async fn a_xiongqi_test_is_leased_played_from_its_book_and_replayed_by_xiongqi_r
     let dir = TempDir::new("cluster");
     let (_coordinator, address) = start_coordinator(&dir.0, 0, 10).await;
     let mut admin = client(address, &token(&dir.0)).await;
-    let engine = std::fs::read(binary("xq-engine")).unwrap();
-    let binary = upload(&mut admin, "xq-engine", "engine", &engine).await.unwrap();
+    let (new, base) = our_engine_against_depth_1(&mut admin).await;
     let openings = [
         xq_engine::xiongqi::Position::startpos().to_string(),
         "r2g4/1S4S1/8/8/8/8/8/4G2R w - - 0 1".to_owned(),
         "4g3/8/2e5/8/8/3E4/8/R2G4 b - - 0 1".to_owned(),
     ];
     let book = upload(&mut admin, "xiongqi.fen", "book", openings.join("\n").as_bytes()).await.unwrap();
-    let new = v1::EngineSpec {
-        name: "new".to_owned(),
-        binary: Some(binary.clone()),
-        protocol: "uci".to_owned(),
-        ..Default::default()
-    };
-    let mut base = v1::EngineSpec { name: "base".to_owned(), ..new.clone() };
-    base.options.insert("Depth Limit".to_owned(), "1".to_owned());
     let request = v1::CreateTestRequest {
         new_engine: Some(new),
         base_engine: Some(base),

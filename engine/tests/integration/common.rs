@@ -59,6 +59,18 @@ pub fn engine_binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_xq-engine"))
 }
 
+/// Feeds `input` to `xq-engine` on its standard input and returns what it printed.
+pub fn converse(input: &str) -> String {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child =
+        Command::new(engine_binary()).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("start xq-engine");
+    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write");
+    let output = child.wait_with_output().expect("xq-engine output");
+    assert!(output.status.success());
+    String::from_utf8(output.stdout).expect("utf-8")
+}
+
 /// One of the rule book's Chapter 5 examples (tests/data/wxf-chapter5-examples.json),
 /// its moves read in the book's notation from its position.
 pub struct Chapter5Example {

@@ -11,7 +11,7 @@ use xq_engine::xiangqi::nnue::simd::Simd;
 use xq_engine::xiangqi::search::limits::Limits;
 use xq_engine::xiangqi::search::{SearchOptions, Shared, search};
 
-use crate::common::engine_binary;
+use crate::common::{converse, engine_binary};
 
 /// A search to a fixed depth is deterministic, so every kernel path must walk the
 /// very same tree: same node count, same move, same score.
@@ -33,17 +33,6 @@ fn every_kernel_path_searches_the_same_tree() {
     for simd in Simd::available() {
         assert_eq!(run(simd), expected, "{}", simd.name());
     }
-}
-
-fn converse(input: &str) -> String {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child =
-        Command::new(engine_binary()).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("start xq-engine");
-    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write");
-    let output = child.wait_with_output().expect("xq-engine output");
-    assert!(output.status.success());
-    String::from_utf8(output.stdout).expect("utf-8")
 }
 
 #[test]

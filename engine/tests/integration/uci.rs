@@ -6,16 +6,7 @@ use std::process::{Command, Stdio};
 use xq_engine::xiangqi::notation::{Dialect, parse_uci};
 use xq_engine::xiangqi::{Position, perft};
 
-use crate::common::engine_binary;
-
-fn converse(input: &str) -> String {
-    let mut child =
-        Command::new(engine_binary()).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("start xq-engine");
-    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write");
-    let output = child.wait_with_output().expect("xq-engine output");
-    assert!(output.status.success());
-    String::from_utf8(output.stdout).expect("utf-8")
-}
+use crate::common::{converse, engine_binary};
 
 #[test]
 fn handshake_and_perft_through_uci() {

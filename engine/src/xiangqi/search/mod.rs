@@ -565,16 +565,9 @@ impl<'a> Worker<'a> {
         if let Some(e) = entry
             && !pv_node
             && e.depth >= depth
+            && let Some(score) = table_cutoff(e, alpha, beta, ply)
         {
-            let score = score_from_tt(e.score, ply);
-            let cutoff = match e.bound {
-                Bound::Exact => true,
-                Bound::Lower => score >= beta,
-                Bound::Upper => score <= alpha,
-            };
-            if cutoff {
-                return score;
-            }
+            return score;
         }
         let static_eval = match (in_check, entry) {
             (true, _) => -INFINITY,
@@ -704,13 +697,7 @@ impl<'a> Worker<'a> {
             }
         }
         if !self.stopped {
-            let bound = if best >= beta {
-                Bound::Lower
-            } else if alpha > original_alpha {
-                Bound::Exact
-            } else {
-                Bound::Upper
-            };
+            let bound = bound_of(best, original_alpha, beta);
             let eval = if in_check { 0 } else { static_eval };
             self.shared.tt.store(key, TtData { mv: best_move, score: score_to_tt(best, ply), eval, depth, bound });
         }
@@ -728,16 +715,8 @@ impl<'a> Worker<'a> {
         }
         let key = self.position.hash();
         let entry = self.shared.tt.probe(key);
-        if let Some(e) = entry {
-            let score = score_from_tt(e.score, ply);
-            let cutoff = match e.bound {
-                Bound::Exact => true,
-                Bound::Lower => score >= beta,
-                Bound::Upper => score <= alpha,
-            };
-            if cutoff {
-                return score;
-            }
+        if let Some(score) = entry.and_then(|e| table_cutoff(e, alpha, beta, ply)) {
+            return score;
         }
         let original_alpha = alpha;
         let in_check = self.position.in_check();
@@ -781,13 +760,7 @@ impl<'a> Worker<'a> {
                 }
             }
         }
-        let bound = if best >= beta {
-            Bound::Lower
-        } else if alpha > original_alpha {
-            Bound::Exact
-        } else {
-            Bound::Upper
-        };
+        let bound = bound_of(best, original_alpha, beta);
         let data = TtData { mv: best_move, score: score_to_tt(best, ply), eval: stand_pat, depth: 0, bound };
         self.shared.tt.store(key, data);
         best
@@ -813,6 +786,30 @@ impl ScoredMoves {
         self.list.swap(index, best);
         self.scores.swap(index, best);
         Some(self.list[index])
+    }
+}
+
+/// The entry's score at `ply` if its bound settles the window (`alpha`, `beta`).
+fn table_cutoff(entry: TtData, alpha: i32, beta: i32, ply: usize) -> Option<i32> {
+    let score = score_from_tt(entry.score, ply);
+    let settles = match entry.bound {
+        Bound::Exact => true,
+        Bound::Lower => score >= beta,
+        Bound::Upper => score <= alpha,
+    };
+    settles.then_some(score)
+}
+
+/// How the best score bounds the true one, given the window it was searched with:
+/// above the window's top it is a lower bound, inside the window exact (alpha was
+/// raised), at or below its bottom an upper bound.
+fn bound_of(best: i32, original_alpha: i32, beta: i32) -> Bound {
+    if best >= beta {
+        Bound::Lower
+    } else if best > original_alpha {
+        Bound::Exact
+    } else {
+        Bound::Upper
     }
 }
 
