@@ -14,7 +14,6 @@ use xq_engine::xiangqi::notation::{Dialect, parse_uci};
 use xq_engine::xiangqi::pgn::{PgnGame, parse_pgn};
 use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet, Ruling};
 use xq_engine::xiongqi;
-use xq_engine::xiongqi::game::XiongqiMoveError;
 
 /// The most plies a reported game may have: far beyond any rule set's move limits.
 pub const MAX_PLIES: usize = 2000;
@@ -209,22 +208,14 @@ fn replay_xiongqi(game: &PgnGame, context: &PairContext<'_>) -> Result<Option<Ru
         }
         _ => {}
     }
-    let mut arbiter = xiongqi::Game::new(start);
-    let mut lost_by_repetition = None;
+    let mut referee = xiongqi::Refereed::new(start);
     for (ply, text) in game.moves.iter().enumerate() {
-        if let Some(ruling) = lost_by_repetition.or_else(|| arbiter.ruling()) {
+        if let Some(ruling) = referee.ruling() {
             return Err(format!("move {} ({text}) is played after the game ended: {}", ply + 1, ruling.reason));
         }
-        let mover = arbiter.position().side_to_move();
-        match arbiter.play_text(text) {
-            Ok(_) => {}
-            Err(XiongqiMoveError::Repetitive(_)) => {
-                lost_by_repetition = Some(xiongqi::Game::repetitive_move_ruling(mover));
-            }
-            Err(error) => return Err(format!("ply {}: {error}", ply + 1)),
-        }
+        referee.play_text(text).map_err(|error| format!("ply {}: {error}", ply + 1))?;
     }
-    Ok(lost_by_repetition.or_else(|| arbiter.ruling()))
+    Ok(referee.ruling())
 }
 
 #[cfg(test)]

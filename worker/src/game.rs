@@ -10,7 +10,6 @@ use xq_engine::xiangqi::Position;
 use xq_engine::xiangqi::notation::{Dialect, format_uci, parse_uci};
 use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet, Ruling};
 use xq_engine::xiongqi;
-use xq_engine::xiongqi::game::XiongqiMoveError;
 
 use crate::engine_process::{EngineError, EngineProcess, Protocol};
 use crate::time_control::{Clock, TimeControl};
@@ -192,21 +191,21 @@ fn position_text(record: &GameRecord, arbiter: &Arbiter, engine: &EngineProcess)
 /// The rules of the game played: the Xiangqi referee, or a Xiongqi game.
 enum Arbiter {
     Xiangqi { referee: Box<Referee> },
-    Xiongqi { game: Box<xiongqi::Game>, repetitive: Option<Ruling> },
+    Xiongqi { game: Box<xiongqi::Refereed> },
 }
 
 impl Arbiter {
     fn side_to_move(&self) -> Color {
         match self {
             Arbiter::Xiangqi { referee } => referee.position().side_to_move(),
-            Arbiter::Xiongqi { game, .. } => game.position().side_to_move(),
+            Arbiter::Xiongqi { game } => game.position().side_to_move(),
         }
     }
 
     fn ruling(&mut self) -> Option<Ruling> {
         match self {
             Arbiter::Xiangqi { referee } => referee.ruling(),
-            Arbiter::Xiongqi { game, repetitive } => repetitive.or_else(|| game.ruling()),
+            Arbiter::Xiongqi { game } => game.ruling(),
         }
     }
 
@@ -219,17 +218,7 @@ impl Arbiter {
                 referee.play(mv).expect("a parsed move is legal");
                 Ok(format_uci(mv, Dialect::ZeroBased))
             }
-            Arbiter::Xiongqi { game, repetitive } => {
-                let mover = game.position().side_to_move();
-                match game.play_text(text) {
-                    Ok(mv) => Ok(mv.to_string()),
-                    Err(XiongqiMoveError::Repetitive(mv)) => {
-                        *repetitive = Some(xiongqi::Game::repetitive_move_ruling(mover));
-                        Ok(mv.to_string())
-                    }
-                    Err(error) => Err(error.to_string()),
-                }
-            }
+            Arbiter::Xiongqi { game } => game.play_text(text).map(|mv| mv.to_string()).map_err(|e| e.to_string()),
         }
     }
 
@@ -288,9 +277,9 @@ fn begin(start: &Start, settings: &GameSettings, players: ByColor<String>) -> (A
             (Arbiter::Xiangqi { referee: Box::new(referee) }, fen, opening.start == Position::startpos())
         }
         Start::Xiongqi(position) => {
-            let game = xiongqi::Game::new(position.clone());
+            let game = xiongqi::Refereed::new(position.clone());
             let startpos = *position == xiongqi::Position::startpos();
-            (Arbiter::Xiongqi { game: Box::new(game), repetitive: None }, position.to_string(), startpos)
+            (Arbiter::Xiongqi { game: Box::new(game) }, position.to_string(), startpos)
         }
     };
     let record = GameRecord {

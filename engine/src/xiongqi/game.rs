@@ -186,10 +186,51 @@ impl Game {
         }
         None
     }
+}
 
-    /// The ruling on a repetitive move by `mover`: it loses (6.3). [`Game::play`]
-    /// refuses such a move; a referee that lets an engine make one rules this.
-    pub fn repetitive_move_ruling(mover: crate::color::Color) -> Ruling {
-        Ruling { outcome: Outcome::Win(!mover), reason: Reason::RepetitiveMove, article: "Xiongqi 6.3" }
+/// A game as a referee keeps it. [`Game::play`] refuses a repetitive move, but an
+/// engine may still make one, and the rules make it a loss for its player (6.3): the
+/// referee accepts it as the game's last move and rules so. The worker's referee, the
+/// coordinator's replay and the judge all keep Xiongqi games this way.
+#[derive(Clone, Debug)]
+pub struct Refereed {
+    game: Game,
+    lost_by_repetition: Option<Ruling>,
+}
+
+impl Refereed {
+    /// A game starting at `position`.
+    pub fn new(position: Position) -> Self {
+        Refereed { game: Game::new(position), lost_by_repetition: None }
+    }
+
+    /// The current position.
+    pub fn position(&self) -> &Position {
+        self.game.position()
+    }
+
+    /// Reads and plays a move as [`Game::play_text`] does, except that a repetitive
+    /// move is accepted: it ends the game, lost by its player, and is returned.
+    pub fn play_text(&mut self, text: &str) -> Result<XiongqiMove, XiongqiMoveError> {
+        let mover = self.game.position().side_to_move();
+        match self.game.play_text(text) {
+            Err(XiongqiMoveError::Repetitive(mv)) => {
+                let reason = Reason::RepetitiveMove;
+                self.lost_by_repetition =
+                    Some(Ruling { outcome: Outcome::Win(!mover), reason, article: "Xiongqi 6.3" });
+                Ok(mv)
+            }
+            played => played,
+        }
+    }
+
+    /// Whether the last move was repetitive, which lost the game.
+    pub fn lost_by_repetition(&self) -> bool {
+        self.lost_by_repetition.is_some()
+    }
+
+    /// The ruling the game has reached: a repetitive move's, else the game's own.
+    pub fn ruling(&mut self) -> Option<Ruling> {
+        self.lost_by_repetition.or_else(|| self.game.ruling())
     }
 }

@@ -13,7 +13,7 @@ mod piece;
 mod position;
 pub mod search;
 
-pub use game::Game;
+pub use game::{Game, Refereed};
 pub use piece::{Piece, PieceKind};
 pub use position::{Position, XiongqiMove};
 

@@ -157,32 +157,28 @@ pub fn judge(request: &JudgeRequest) -> Result<(Value, Vec<PositionError>), Judg
 /// Rules a Xiongqi game by its own rules (xiongqi-rules.txt section 6): a repetitive
 /// move loses for its player (6.3); check is reported, never ruled on (1.1).
 fn judge_xiongqi(request: &JudgeRequest) -> Result<Value, JudgeError> {
-    use crate::xiongqi::{self, Game};
+    use crate::xiongqi::{self, Refereed};
     let start = match &request.fen {
         Some(text) => xiongqi::fen::parse(text)?,
         None => xiongqi::Position::startpos(),
     };
-    let mut game = Game::new(start);
+    let mut game = Refereed::new(start);
     let mut plies = Vec::with_capacity(request.moves.len());
-    let mut ruling = None;
     for (index, text) in request.moves.iter().enumerate() {
-        if ruling.is_some() || game.ruling().is_some_and(|r| r.reason == Reason::TerminalCaptured) {
+        if game.lost_by_repetition() || game.ruling().is_some_and(|r| r.reason == Reason::TerminalCaptured) {
             return Err(JudgeError::AfterTheEnd(index + 1));
         }
         let mover = game.position().side_to_move();
         match game.play_text(text) {
+            Ok(mv) if game.lost_by_repetition() => plies.push(json!({"move": mv.to_string(), "nature": "repetitive"})),
             Ok(mv) => {
                 let check = xiongqi::movegen::in_check(game.position(), !mover);
                 plies.push(json!({"move": mv.to_string(), "nature": if check { "check" } else { "idle" }}));
             }
-            Err(XiongqiMoveError::Repetitive(mv)) => {
-                plies.push(json!({"move": mv.to_string(), "nature": "repetitive"}));
-                ruling = Some(Game::repetitive_move_ruling(mover));
-            }
             Err(error) => return Err(JudgeError::XiongqiMove { ply: index + 1, text: text.clone(), error }),
         }
     }
-    let ruling = ruling.or_else(|| game.ruling());
+    let ruling = game.ruling();
     Ok(json!({
         "result": ruling.map_or("*", |r| r.outcome.pgn()),
         "reason": ruling.map(|r| r.reason.to_string()),
