@@ -332,6 +332,29 @@ pub fn lines_through(sq: Square) -> Bitboard {
     LINES[sq.index()]
 }
 
+/// `[file]`: the points of the file.
+static FILE_POINTS: [Bitboard; FILES as usize] = {
+    let mut table = [Bitboard::EMPTY; FILES as usize];
+    let mut f = 0;
+    while f < FILES {
+        let mut bits = 0;
+        let mut r = 0;
+        while r < RANKS {
+            bits |= bit(f, r);
+            r += 1;
+        }
+        table[f as usize] = bb(bits);
+        f += 1;
+    }
+    table
+};
+
+/// The points of `sq`'s file, `sq` included.
+#[inline]
+pub fn file_of(sq: Square) -> Bitboard {
+    FILE_POINTS[usize::from(sq.file())]
+}
+
 /// A side's palace.
 pub const fn palace(color: Color) -> Bitboard {
     let red = bit(3, 0) | bit(4, 0) | bit(5, 0) | bit(3, 1) | bit(4, 1) | bit(5, 1);

@@ -12,8 +12,8 @@
 
 mod weights;
 
-use super::attacks::{between, cannon_attacks, home_half, horse_attacks, palace, pawn_attacks, rook_attacks};
-use super::{Bitboard, PieceKind, Position, Square};
+use super::attacks::{between, cannon_attacks, file_of, home_half, horse_attacks, palace, pawn_attacks, rook_attacks};
+use super::{PieceKind, Position, Square};
 use crate::color::Color;
 pub use weights::WEIGHTS;
 
@@ -110,6 +110,7 @@ pub fn visit_features(position: &Position, sink: &mut impl FnMut(usize, i32)) {
         let enemy = position.pieces_of(!color);
         // The other side's palace, and what this side's attack on it adds up to.
         let zone = palace(!color);
+        let enemy_king = position.king(!color);
         let mut attack = PalaceAttack::default();
         for kind in PieceKind::ALL {
             for sq in position.pieces(color, kind) {
@@ -133,9 +134,8 @@ pub fn visit_features(position: &Position, sink: &mut impl FnMut(usize, i32)) {
                         let over_screen = cannon_attacks(sq, occupancy);
                         sink(MOBILITY + 2, sign * (slides | (over_screen & enemy)).count() as i32);
                         attack.add(2, 2, (over_screen & zone).count() as i32);
-                        let king = position.king(!color);
-                        if sq.file() == king.file() {
-                            match (between(sq, king) & occupied).count() {
+                        if sq.file() == enemy_king.file() {
+                            match (between(sq, enemy_king) & occupied).count() {
                                 0 => sink(HOLLOW_CANNON, sign),
                                 2 => sink(CANNON_TWO_SCREENS, sign),
                                 _ => {}
@@ -165,27 +165,6 @@ pub fn visit_features(position: &Position, sink: &mut impl FnMut(usize, i32)) {
     }
     sink(TEMPO, if position.side_to_move() == Color::Red { 1 } else { -1 });
 }
-
-/// The points of `sq`'s file.
-fn file_of(sq: Square) -> Bitboard {
-    FILES[usize::from(sq.file())]
-}
-
-static FILES: [Bitboard; 9] = {
-    let mut files = [Bitboard::EMPTY; 9];
-    let mut file = 0;
-    while file < 9 {
-        let mut bits = 0u128;
-        let mut rank = 0;
-        while rank < 10 {
-            bits |= 1 << (rank * 9 + file);
-            rank += 1;
-        }
-        files[file] = Bitboard::from_bits(bits);
-        file += 1;
-    }
-    files
-};
 
 /// One side's attack on the other's palace: hits by chariots, horses, cannons and
 /// pawns (in that order), the pieces taking part, and their weighted hits.

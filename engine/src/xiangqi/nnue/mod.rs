@@ -26,7 +26,7 @@ pub mod simd;
 use features::{FEATURES, View};
 use simd::Simd;
 
-use super::{Move, Piece, PieceKind, Position};
+use super::{Move, Piece, PieceKind, Position, Undo};
 use crate::color::{ByColor, Color};
 
 /// Values of each side's accumulator.
@@ -175,14 +175,10 @@ impl Network {
             let view = parent.views[color];
             child.views[color] = view;
             let added = [self.row(view.feature(moved, mv.to()))];
-            let removed_moved = self.row(view.feature(moved, mv.from()));
-            match captured {
-                Some(taken) => {
-                    let removed = [removed_moved, self.row(view.feature(taken, mv.to()))];
-                    self.simd.update(&mut child.values[color], &parent.values[color], &added, &removed);
-                }
-                None => self.simd.update(&mut child.values[color], &parent.values[color], &added, &[removed_moved]),
-            }
+            let taken = captured.map(|piece| self.row(view.feature(piece, mv.to())));
+            let removed = [self.row(view.feature(moved, mv.from())), taken.unwrap_or_default()];
+            let removed = &removed[..1 + usize::from(taken.is_some())];
+            self.simd.update(&mut child.values[color], &parent.values[color], &added, removed);
         }
     }
 
@@ -228,10 +224,12 @@ impl AccumulatorStack {
         AccumulatorStack { network, stack: vec![root], depth: 0 }
     }
 
-    /// Follows `mv`, which moved `moved` and took `captured`, to `after`.
-    pub fn push(&mut self, after: &Position, mv: Move, moved: Piece, captured: Option<Piece>) {
+    /// Follows the move `undo` takes back to `after`, the position it led to.
+    pub fn push(&mut self, after: &Position, undo: &Undo) {
+        let mv = undo.mv();
+        let moved = after.piece_at(mv.to()).expect("the piece that moved");
         let (parent, child) = advance(&mut self.stack, &mut self.depth);
-        self.network.update(parent, child, after, mv, moved, captured);
+        self.network.update(parent, child, after, mv, moved, undo.captured());
     }
 
     /// Follows a null move: the pieces stay.
@@ -312,10 +310,8 @@ mod tests {
                 let (next, r) = crate::splitmix::splitmix64(state);
                 state = next;
                 let mv = moves[(r % moves.len() as u64) as usize];
-                let moved = position.piece_at(mv.from()).unwrap();
-                let captured = position.piece_at(mv.to());
-                position.make_move(mv);
-                stack.push(&position, mv, moved, captured);
+                let undo = position.make_move(mv);
+                stack.push(&position, &undo);
                 let fresh = network.accumulator(&position);
                 let top = stack.current();
                 assert_eq!(top.values, fresh.values, "after {mv} in {}", crate::xiangqi::fen::to_fen(&position));

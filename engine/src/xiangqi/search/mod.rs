@@ -260,12 +260,11 @@ impl<'a> Worker<'a> {
     }
 
     fn play(&mut self, mv: Move) {
-        let moved = self.position.piece_at(mv.from()).expect("a piece to move");
-        let captured = self.position.piece_at(mv.to());
-        self.undos.push(Some(self.position.make_move(mv)));
+        let undo = self.position.make_move(mv);
+        self.undos.push(Some(undo));
         self.keys.push(self.position.hash());
         if let Some(nnue) = &mut self.nnue {
-            nnue.push(&self.position, mv, moved, captured);
+            nnue.push(&self.position, &undo);
         }
     }
 
