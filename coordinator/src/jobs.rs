@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use prost::Message;
+use xq_engine::book::Book;
 use xq_engine::time_control::TimeControl;
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::rules::RuleSet;
@@ -12,7 +13,6 @@ use xq_proto::v1;
 use xq_stats::{Model, Sprt, SprtState, elo_estimate};
 
 use crate::artifacts::check_hash;
-use crate::replay::Openings;
 use crate::storage::JobRow;
 
 /// The pair cap of an SPRT that names none: fishtest's default of 250,000 games
@@ -53,7 +53,7 @@ pub struct MatchJob {
     pub variant: Variant,
     pub sprt: Option<Sprt>,
     /// The book's openings (unit `i` plays opening `i` modulo their number).
-    pub openings: Option<Arc<Openings>>,
+    pub openings: Option<Arc<Book>>,
 }
 
 fn check_name(field: &'static str, text: &str, max: usize) -> Result<(), SpecError> {

@@ -5,10 +5,10 @@
 //! ("normal") must end in the ruling's result; a game ended otherwise (time forfeit,
 //! adjudication, an engine's failure) must not be over by the rules.
 
+use xq_engine::book::BookOpening;
 use xq_engine::color::Color;
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::Position;
-use xq_engine::xiangqi::book::{BookError, Opening, parse_book};
 use xq_engine::xiangqi::fen;
 use xq_engine::xiangqi::notation::{Dialect, parse_uci};
 use xq_engine::xiangqi::pgn::{PgnGame, parse_pgn};
@@ -21,51 +21,11 @@ pub const MAX_PLIES: usize = 2000;
 /// The most bytes of one game's PGN.
 pub const MAX_PGN_BYTES: usize = 64 * 1024;
 
-/// A book's openings, in its test's variant.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Openings {
-    /// Xiangqi openings: a position and book moves each.
-    Xiangqi(Vec<Opening>),
-    /// Xiongqi openings: a position each.
-    Xiongqi(Vec<xiongqi::Position>),
-}
-
-/// One unit's opening.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OpeningRef<'a> {
-    /// A Xiangqi opening.
-    Xiangqi(&'a Opening),
-    /// A Xiongqi start position.
-    Xiongqi(&'a xiongqi::Position),
-}
-
-impl Openings {
-    /// Reads the text of the book file `name` as a `variant` book: FEN/EPD lines or
-    /// PGN (by the name's extension) for Xiangqi, FEN lines for Xiongqi.
-    pub fn parse(variant: Variant, text: &str, name: &str) -> Result<Openings, BookError> {
-        match variant {
-            Variant::Xiangqi => {
-                let pgn = name.to_ascii_lowercase().ends_with(".pgn");
-                parse_book(text, pgn, None, name).map(Openings::Xiangqi)
-            }
-            Variant::Xiongqi => xiongqi::book::parse_book(text, name).map(Openings::Xiongqi),
-        }
-    }
-
-    /// The opening of `unit`: units go round the book.
-    pub fn for_unit(&self, unit: u64) -> OpeningRef<'_> {
-        match self {
-            Openings::Xiangqi(book) => OpeningRef::Xiangqi(&book[(unit % book.len() as u64) as usize]),
-            Openings::Xiongqi(book) => OpeningRef::Xiongqi(&book[(unit % book.len() as u64) as usize]),
-        }
-    }
-}
-
 /// What a pair's games must match.
 #[derive(Clone, Copy, Debug)]
 pub struct PairContext<'a> {
     /// The unit's opening, if the job has a book.
-    pub opening: Option<OpeningRef<'a>>,
+    pub opening: Option<BookOpening<'a>>,
     pub variant: Variant,
     pub rules: RuleSet,
     /// The new engine's and the base engine's names.
@@ -163,13 +123,13 @@ fn replay_xiangqi(game: &PgnGame, context: &PairContext<'_>) -> Result<Option<Ru
         None => Position::startpos(),
     };
     let book_moves: &[_] = match context.opening {
-        Some(OpeningRef::Xiangqi(opening)) => {
+        Some(BookOpening::Xiangqi(opening)) => {
             if start != opening.start {
                 return Err("it does not start at the unit's opening".to_owned());
             }
             &opening.moves
         }
-        Some(OpeningRef::Xiongqi(_)) => return Err("the unit's opening is a Xiongqi position".to_owned()),
+        Some(BookOpening::Xiongqi(_)) => return Err("the unit's opening is a Xiongqi position".to_owned()),
         None if start != Position::startpos() => return Err("it does not start at the start position".to_owned()),
         None => &[],
     };
@@ -199,10 +159,10 @@ fn replay_xiongqi(game: &PgnGame, context: &PairContext<'_>) -> Result<Option<Ru
         None => xiongqi::Position::startpos(),
     };
     match context.opening {
-        Some(OpeningRef::Xiongqi(position)) if start != *position => {
+        Some(BookOpening::Xiongqi(position)) if start != *position => {
             return Err("it does not start at the unit's opening".to_owned());
         }
-        Some(OpeningRef::Xiangqi(_)) => return Err("the unit's opening is a Xiangqi position".to_owned()),
+        Some(BookOpening::Xiangqi(_)) => return Err("the unit's opening is a Xiangqi position".to_owned()),
         None if start != xiongqi::Position::startpos() => {
             return Err("it does not start at the start position".to_owned());
         }
@@ -221,6 +181,8 @@ fn replay_xiongqi(game: &PgnGame, context: &PairContext<'_>) -> Result<Option<Ru
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xq_engine::book::Book;
+    use xq_engine::xiangqi::book::Opening;
 
     fn pgn(white: &str, black: &str, fen: Option<&str>, moves: &str, result: &str, termination: &str) -> String {
         variant_pgn("xiangqi", [white, black], fen, moves, result, termination)
@@ -261,7 +223,7 @@ mod tests {
     #[test]
     fn rule_endings_are_checked_against_the_arbiter() {
         let opening = Opening { start: fen::parse(MATE_FEN).unwrap(), moves: Vec::new() };
-        let context = PairContext { opening: Some(OpeningRef::Xiangqi(&opening)), ..CONTEXT };
+        let context = PairContext { opening: Some(BookOpening::Xiangqi(&opening)), ..CONTEXT };
         let mate = pgn("new", "base", Some(MATE_FEN), "1. b0b8 d9e9 2. a1a9", "1-0", "normal");
         let timeout = pgn("base", "new", Some(MATE_FEN), "1. b0b8", "1/2-1/2", "adjudication");
         let checked = check_pair([&mate, &timeout], &context).unwrap();
@@ -284,7 +246,7 @@ mod tests {
         let good = pgn("new", "base", Some(MATE_FEN), "1. b0b8 d9e9 2. a1a9", "1-0", "normal");
         let other = pgn("base", "new", Some(MATE_FEN), "1. b0b8", "1/2-1/2", "adjudication");
         let opening = Opening { start: fen::parse(MATE_FEN).unwrap(), moves: Vec::new() };
-        let context = PairContext { opening: Some(OpeningRef::Xiangqi(&opening)), ..CONTEXT };
+        let context = PairContext { opening: Some(BookOpening::Xiangqi(&opening)), ..CONTEXT };
         let alphabet = b" \n[]\"{}.0123456789abcdefghiRNBAKCPrnbakcp/-*";
         for _ in 0..3000 {
             let mut bytes = good.clone().into_bytes();
@@ -332,7 +294,7 @@ mod tests {
         // chariot repeats a move that recreates a position, which loses (6.3).
         let capture = "3d4/8/8/2s5/4S3/8/8/3D4 w - - 0 1";
         let repeat = "3g4/8/8/8/8/8/8/R3G3 w - - 0 1";
-        let book = Openings::parse(Variant::Xiongqi, &format!("{capture}\n{repeat}\n"), "x.fen").unwrap();
+        let book = Book::parse(Variant::Xiongqi, &format!("{capture}\n{repeat}\n"), "x.fen").unwrap();
         let context = PairContext { opening: Some(book.for_unit(0)), variant: Variant::Xiongqi, ..CONTEXT };
         let won = variant_pgn("xiongqi", ["new", "base"], Some(capture), "1. d1d8", "1-0", "normal");
         let drawn = variant_pgn("xiongqi", ["base", "new"], Some(capture), "1. e4e5", "1/2-1/2", "adjudication");

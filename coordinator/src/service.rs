@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio::io::AsyncReadExt;
 use tokio_stream::{Stream, StreamExt, wrappers::ReceiverStream};
 use tonic::{Request, Response, Status, Streaming};
+use xq_engine::book::Book;
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::data::check_chunk;
 use xq_proto::v1;
@@ -15,7 +16,7 @@ use xq_proto::{ARTIFACT_PIECE_BYTES, MAX_MESSAGE_BYTES};
 
 use crate::artifacts::{ArtifactStore, check_hash};
 use crate::jobs::{DEFAULT_SPRT_PAIRS, JobSpec, check_self_play, check_test, self_play_variant};
-use crate::replay::{Openings, PairContext, check_pair};
+use crate::replay::{PairContext, check_pair};
 use crate::scheduler::{ScheduleError, Scheduler, add_points};
 use crate::storage::{Storage, UnitRow};
 use crate::tokens::{Principal, bearer};
@@ -74,12 +75,12 @@ fn client_of<T>(request: &Request<T>) -> Result<(), Status> {
 }
 
 /// Reads a book artifact's openings as a `variant` book.
-pub async fn load_openings(shared: &Shared, sha256: &str, variant: Variant) -> Result<Arc<Openings>, String> {
+pub async fn load_openings(shared: &Shared, sha256: &str, variant: Variant) -> Result<Arc<Book>, String> {
     let (name, _, _) =
         shared.storage.artifact(sha256).await.map_err(|e| e.to_string())?.ok_or(format!("no artifact {sha256}"))?;
     let path = shared.artifacts.path(sha256).map_err(|e| e.to_string())?;
     let text = tokio::fs::read_to_string(&path).await.map_err(|e| format!("book {name}: {e}"))?;
-    Openings::parse(variant, &text, &name).map(Arc::new).map_err(|e| e.to_string())
+    Book::parse(variant, &text, &name).map(Arc::new).map_err(|e| e.to_string())
 }
 
 /// The Worker service.

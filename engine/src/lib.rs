@@ -9,6 +9,7 @@
 
 pub mod bench;
 pub mod bitboard;
+pub mod book;
 pub mod color;
 mod fen_text;
 pub mod geometry;

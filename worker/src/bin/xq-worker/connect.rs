@@ -17,11 +17,11 @@ use tokio::runtime::Handle;
 use tonic::Code;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+use xq_engine::book::Book;
 use xq_engine::color::Color;
 use xq_engine::time_control::TimeControl;
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::Position;
-use xq_engine::xiangqi::book::parse_book;
 use xq_engine::xiangqi::data::{MAX_RECORDS, read_chunk, read_xiongqi_chunk, write_chunk, write_xiongqi_chunk};
 use xq_engine::xiangqi::rules::{Outcome, RuleSet};
 use xq_engine::xiongqi;
@@ -291,14 +291,12 @@ async fn play_pairs(
         engine_config(client, settings, spec.base_engine.as_ref().context("no base engine")?).await?;
     let variant: Variant = if spec.variant.is_empty() { Variant::Xiangqi } else { spec.variant.parse()? };
     let starts: Vec<Start> = match (&spec.book, variant) {
-        (Some(book), Variant::Xiangqi) => {
+        (Some(book), _) => {
             let text = std::fs::read_to_string(fetch(client, &settings.cache, book, false).await?)?;
-            let pgn = book.name.to_ascii_lowercase().ends_with(".pgn");
-            parse_book(&text, pgn, None, &book.name)?.into_iter().map(Start::from).collect()
-        }
-        (Some(book), Variant::Xiongqi) => {
-            let text = std::fs::read_to_string(fetch(client, &settings.cache, book, false).await?)?;
-            xiongqi::book::parse_book(&text, &book.name)?.into_iter().map(Start::Xiongqi).collect()
+            match Book::parse(variant, &text, &book.name)? {
+                Book::Xiangqi(openings) => openings.into_iter().map(Start::from).collect(),
+                Book::Xiongqi(positions) => positions.into_iter().map(Start::Xiongqi).collect(),
+            }
         }
         (None, Variant::Xiangqi) => vec![Start::from(Opening { start: Position::startpos(), moves: Vec::new() })],
         (None, Variant::Xiongqi) => vec![Start::Xiongqi(xiongqi::Position::startpos())],
