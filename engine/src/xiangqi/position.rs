@@ -118,7 +118,10 @@ impl Position {
 
     /// The standard start position.
     pub fn startpos() -> Self {
-        super::fen::parse(super::fen::START_FEN).expect("the start position is valid")
+        // Parsed once: the coordinator's replay asks for it twice per reported game.
+        static START: std::sync::LazyLock<Position> =
+            std::sync::LazyLock::new(|| super::fen::parse(super::fen::START_FEN).expect("the start position is valid"));
+        START.clone()
     }
 
     /// The position of a FEN, refusing positions that cannot arise in a game (see

@@ -82,7 +82,10 @@ impl Position {
 
     /// The start position (rule 2.3).
     pub fn startpos() -> Self {
-        super::fen::parse(super::fen::START_FEN).expect("the start position is valid")
+        // Parsed once: the coordinator's replay asks for it twice per reported game.
+        static START: std::sync::LazyLock<Position> =
+            std::sync::LazyLock::new(|| super::fen::parse(super::fen::START_FEN).expect("the start position is valid"));
+        START.clone()
     }
 
     pub(crate) fn put(&mut self, piece: Piece, sq: Square) {
