@@ -39,7 +39,7 @@ impl Coordinator {
         let storage = Storage::open(&url).await?;
         let artifacts = ArtifactStore::open(&data_dir.join("artifacts"))?;
         let snapshot = storage.load().await?;
-        let writer = Writer::start(storage.clone(), data_dir.join("games"));
+        let writer = Writer::start(&storage, data_dir.join("games")).await?;
         // Specs first without books; books need the shared state to be read.
         let mut specs = HashMap::new();
         for row in &snapshot.jobs {

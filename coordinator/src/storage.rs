@@ -22,6 +22,9 @@ pub enum StorageError {
     /// A stored value does not read back.
     #[error("stored data is damaged: {0}")]
     Damaged(String),
+    /// The writer's threads could not be started.
+    #[error("starting the writer: {0}")]
+    WriterThread(#[from] std::io::Error),
 }
 
 /// Milliseconds since the Unix epoch.
@@ -38,6 +41,15 @@ pub fn sqlite_url(data_dir: &Path) -> String {
 #[derive(Clone, Debug)]
 pub struct Storage {
     pool: AnyPool,
+    dialect: Dialect,
+    url: String,
+}
+
+/// Where the two databases' SQL differs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dialect {
+    Sqlite,
+    Postgres,
 }
 
 /// A job row.
@@ -182,10 +194,22 @@ impl Storage {
     /// to date. SQLite runs in WAL mode with full synchronisation: a commit is on disk
     /// when it returns.
     pub async fn open(url: &str) -> Result<Self, StorageError> {
+        let storage = Self::connect(url, if url.starts_with("sqlite:") { 4 } else { 8 }).await?;
+        sqlx::migrate!("./migrations").run(&storage.pool).await?;
+        Ok(storage)
+    }
+
+    /// Another pool to the same database, of `connections` connections, made on the
+    /// calling runtime (a connection's I/O is driven by the runtime that made it).
+    pub async fn reconnect(&self, connections: u32) -> Result<Self, StorageError> {
+        Self::connect(&self.url, connections).await
+    }
+
+    async fn connect(url: &str, connections: u32) -> Result<Self, StorageError> {
         sqlx::any::install_default_drivers();
         let sqlite = url.starts_with("sqlite:");
         let pool = AnyPoolOptions::new()
-            .max_connections(if sqlite { 4 } else { 8 })
+            .max_connections(connections)
             .after_connect(move |conn, _| {
                 Box::pin(async move {
                     if sqlite {
@@ -198,8 +222,8 @@ impl Storage {
             })
             .connect(url)
             .await?;
-        sqlx::migrate!("./migrations").run(&pool).await?;
-        Ok(Storage { pool })
+        let dialect = if sqlite { Dialect::Sqlite } else { Dialect::Postgres };
+        Ok(Storage { pool, dialect, url: url.to_owned() })
     }
 
     /// The pool, for reads.
@@ -491,21 +515,26 @@ struct JobDelta {
 
 /// The row counts of the multi-row inserts: a batch is cut greedily into these, so
 /// that only a few statement shapes exist and each stays prepared in the connection's
-/// cache (a new shape per batch size would be parsed and planned every time). Larger
-/// statements cost more per row: sqlx's SQLite driver looks every parameter up by
-/// name, which grows with the parameters of the statement.
-const INSERT_SIZES: [usize; 4] = [32, 8, 2, 1];
+/// cache (a new shape per batch size would be parsed and planned every time), while a
+/// batch of hundreds of rows still takes only a few round trips.
+const INSERT_SIZES: [usize; 5] = [256, 64, 16, 4, 1];
 
-/// `INSERT INTO units ... VALUES` with `rows` rows of numbered placeholders (the Any
-/// driver leaves placeholders to the SQL; `$n` reads on both databases).
-fn units_insert(rows: usize) -> String {
+/// `INSERT INTO units ... VALUES` with `rows` rows of placeholders. The Any driver
+/// leaves placeholders to the SQL. PostgreSQL needs them numbered (`$n`); SQLite gets
+/// anonymous ones (`?`), because sqlx's SQLite driver looks each numbered parameter up
+/// by name in a list as long as the statement's parameters, which made a statement's
+/// binding grow with the square of its rows.
+fn units_insert(dialect: Dialect, rows: usize) -> String {
     let mut sql = String::from(
         "INSERT INTO units (job_id, unit, lease_id, worker_id, first_points, second_points, reasons, records, \
          file, file_offset, length, created_ms) VALUES ",
     );
     for index in 0..rows {
         let first = index * 12;
-        let placeholders: Vec<String> = (first + 1..=first + 12).map(|n| format!("${n}")).collect();
+        let placeholders: Vec<String> = match dialect {
+            Dialect::Sqlite => vec!["?".to_owned(); 12],
+            Dialect::Postgres => (first + 1..=first + 12).map(|n| format!("${n}")).collect(),
+        };
         sql.push_str(if index == 0 { "(" } else { ", (" });
         sql.push_str(&placeholders.join(", "));
         sql.push(')');
@@ -514,10 +543,16 @@ fn units_insert(rows: usize) -> String {
     sql
 }
 
-/// The statements of [`INSERT_SIZES`], built once.
-fn units_inserts() -> &'static [String; 4] {
-    static STATEMENTS: std::sync::OnceLock<[String; 4]> = std::sync::OnceLock::new();
-    STATEMENTS.get_or_init(|| INSERT_SIZES.map(units_insert))
+/// The statements of [`INSERT_SIZES`] in `dialect`, built once.
+fn units_inserts(dialect: Dialect) -> &'static [String; 5] {
+    static STATEMENTS: std::sync::OnceLock<[[String; 5]; 2]> = std::sync::OnceLock::new();
+    let [sqlite, postgres] = STATEMENTS.get_or_init(|| {
+        [Dialect::Sqlite, Dialect::Postgres].map(|dialect| INSERT_SIZES.map(|rows| units_insert(dialect, rows)))
+    });
+    match dialect {
+        Dialect::Sqlite => sqlite,
+        Dialect::Postgres => postgres,
+    }
 }
 
 /// A unit row with the ids it is stored under.
@@ -534,6 +569,7 @@ struct Keyed<'a> {
 /// the rows that went in, and adds what they count to their jobs' deltas.
 async fn insert_units(
     conn: &mut AnyConnection,
+    dialect: Dialect,
     rows: &[Keyed<'_>],
     deltas: &mut std::collections::BTreeMap<i64, JobDelta>,
 ) -> Result<std::collections::HashSet<(i64, u64, i64)>, StorageError> {
@@ -544,7 +580,7 @@ async fn insert_units(
         let shape = INSERT_SIZES.iter().position(|&size| size <= rest.len()).expect("the sizes end with 1");
         let (chunk, tail) = rest.split_at(INSERT_SIZES[shape]);
         rest = tail;
-        let sql = units_inserts()[shape].as_str();
+        let sql = units_inserts(dialect)[shape].as_str();
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
         for keyed in chunk {
             let row = keyed.row;
@@ -621,8 +657,8 @@ async fn add_to_job(conn: &mut AnyConnection, job_id: i64, delta: &JobDelta) -> 
 
 /// Applies `changes` in one transaction: the other changes in order, then every unit
 /// row at once, then one counter update per job.
-pub async fn apply_all(pool: &AnyPool, changes: &[&Change]) -> Result<Vec<Applied>, StorageError> {
-    let mut conn = pool.acquire().await?;
+pub async fn apply_all(storage: &Storage, changes: &[&Change]) -> Result<Vec<Applied>, StorageError> {
+    let mut conn = storage.pool.acquire().await?;
     let mut tx = conn.begin().await?;
     let mut results = Vec::with_capacity(changes.len());
     let mut rows = Vec::new();
@@ -642,7 +678,7 @@ pub async fn apply_all(pool: &AnyPool, changes: &[&Change]) -> Result<Vec<Applie
         }
     }
     let mut deltas = std::collections::BTreeMap::new();
-    let inserted = insert_units(&mut tx, &rows, &mut deltas).await?;
+    let inserted = insert_units(&mut tx, storage.dialect, &rows, &mut deltas).await?;
     for (job_id, delta) in &deltas {
         add_to_job(&mut tx, *job_id, delta).await?;
     }

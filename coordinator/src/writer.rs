@@ -1,8 +1,17 @@
-//! Group commit: every durable change goes through one task that gathers the changes
-//! waiting for it into one transaction, so that thousands of reports a second cost a
-//! few commits (and fsyncs) a second. A caller's change is durable when its reply
-//! arrives. A failing batch is retried change by change, so that one bad change fails
-//! alone.
+//! Group commit: every durable change goes through one pipeline that gathers the
+//! changes waiting for it into one transaction, so that thousands of reports a second
+//! cost a few commits (and fsyncs) a second. A caller's change is durable when its
+//! reply arrives. A failing batch is retried change by change, so that one bad change
+//! fails alone.
+//!
+//! The pipeline has two stages, so that the two fsyncs a batch needs overlap instead
+//! of adding up: a thread appends a batch's games to their files and syncs them while
+//! the database commits the batch before it. It hands each synced batch on in order,
+//! so that every unit row committed points at games already on disk. The commits run
+//! on a thread and runtime of their own, with their own connection: a transaction
+//! makes several round trips to the database, and on the request runtime each would
+//! wait behind every request task ready to run, which under load made the batches,
+//! and so every report, wait.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -18,7 +27,10 @@ const MAX_BATCH: usize = 2048;
 
 type Reply = oneshot::Sender<Result<Applied, String>>;
 
-/// A handle to the writer task.
+/// Changes with the callers waiting for them.
+type Batch = Vec<(Change, Reply)>;
+
+/// A handle to the writer.
 #[derive(Clone, Debug)]
 pub struct Writer {
     sender: mpsc::Sender<(Change, Reply)>,
@@ -36,11 +48,38 @@ pub enum WriteError {
 }
 
 impl Writer {
-    /// Starts the writer task on `storage`, with games files under `games_dir`.
-    pub fn start(storage: Storage, games_dir: PathBuf) -> Self {
+    /// Starts the writer on the database of `storage`, with games files under
+    /// `games_dir`. It runs until every handle is dropped and the changes sent have
+    /// been stored.
+    pub async fn start(storage: &Storage, games_dir: PathBuf) -> Result<Self, StorageError> {
         let (sender, receiver) = mpsc::channel(MAX_BATCH * 4);
-        tokio::spawn(run(storage, GamesFiles { dir: games_dir, open: HashMap::new() }, receiver));
-        Writer { sender }
+        // One batch synced and waiting while the one before it commits.
+        let (synced, to_commit) = mpsc::channel(1);
+        let (connected, connecting) = oneshot::channel();
+        let storage = storage.clone();
+        std::thread::Builder::new().name("xq-writer".to_owned()).spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
+            let runtime = match runtime {
+                Ok(runtime) => runtime,
+                Err(error) => return drop(connected.send(Err(StorageError::WriterThread(error)))),
+            };
+            runtime.block_on(async move {
+                match storage.reconnect(1).await {
+                    Ok(own) => {
+                        let _ = connected.send(Ok(()));
+                        commit(own, to_commit).await;
+                    }
+                    Err(error) => drop(connected.send(Err(error))),
+                }
+            });
+        })?;
+        let stopped = || StorageError::WriterThread(std::io::Error::other("the writer's thread stopped"));
+        connecting.await.map_err(|_| stopped())??;
+        let games = GamesFiles { dir: games_dir, open: HashMap::new() };
+        std::thread::Builder::new()
+            .name("xq-games-writer".to_owned())
+            .spawn(move || append_games(games, receiver, synced))?;
+        Ok(Writer { sender })
     }
 
     /// Stores `change`; returns once it is committed.
@@ -61,7 +100,7 @@ impl GamesFiles {
     /// Appends the games of the batch's units to their jobs' files and syncs them, so
     /// that every unit row committed afterwards points at bytes on disk. A crash before
     /// the commit leaves unreferenced bytes, which nothing reads.
-    fn append(&mut self, batch: &mut [(Change, Reply)]) -> std::io::Result<()> {
+    fn append(&mut self, batch: &mut Batch) -> std::io::Result<()> {
         let mut touched = Vec::new();
         for (change, _) in batch.iter_mut() {
             let Change::Units { job_id, rows, .. } = change else { continue };
@@ -96,30 +135,31 @@ impl GamesFiles {
     }
 }
 
-async fn run(storage: Storage, games: GamesFiles, mut receiver: mpsc::Receiver<(Change, Reply)>) {
-    let mut games = Some(games);
+/// The first stage, on its own thread: gathers the waiting changes into a batch,
+/// puts their games on disk, and passes the batch on.
+fn append_games(mut games: GamesFiles, mut receiver: mpsc::Receiver<(Change, Reply)>, synced: mpsc::Sender<Batch>) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
-    while receiver.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        // Writing and syncing the games blocks; it runs off the request threads.
-        let mut files = games.take().expect("the games files are back after each batch");
-        let (files, back, appended) = tokio::task::spawn_blocking(move || {
-            let appended = files.append(&mut batch);
-            (files, batch, appended)
-        })
-        .await
-        .expect("appending games does not panic");
-        games = Some(files);
-        batch = back;
-        if let Err(error) = appended {
+    while receiver.blocking_recv_many(&mut batch, MAX_BATCH) > 0 {
+        if let Err(error) = games.append(&mut batch) {
             // Unit rows must not point at games that are not on disk.
-            games.as_mut().expect("just put back").open.clear();
+            games.open.clear();
             for (_, reply) in batch.drain(..) {
                 let _ = reply.send(Err(format!("writing games: {error}")));
             }
             continue;
         }
+        let next = Vec::with_capacity(MAX_BATCH);
+        if synced.blocking_send(std::mem::replace(&mut batch, next)).is_err() {
+            return;
+        }
+    }
+}
+
+/// The second stage: commits each batch in the order the first stage synced them.
+async fn commit(storage: Storage, mut to_commit: mpsc::Receiver<Batch>) {
+    while let Some(mut batch) = to_commit.recv().await {
         let changes: Vec<&Change> = batch.iter().map(|(change, _)| change).collect();
-        match apply_all(storage.pool(), &changes).await {
+        match apply_all(&storage, &changes).await {
             Ok(results) => {
                 for ((_, reply), applied) in batch.drain(..).zip(results) {
                     let _ = reply.send(Ok(applied));
@@ -131,7 +171,7 @@ async fn run(storage: Storage, games: GamesFiles, mut receiver: mpsc::Receiver<(
             }
             Err(_) => {
                 for (change, reply) in batch.drain(..) {
-                    let result: Result<Vec<Applied>, StorageError> = apply_all(storage.pool(), &[&change]).await;
+                    let result: Result<Vec<Applied>, StorageError> = apply_all(&storage, &[&change]).await;
                     let _ = reply.send(result.map(|mut r| r.remove(0)).map_err(|e| e.to_string()));
                 }
             }
