@@ -1,12 +1,18 @@
-//! A simulated fleet against one coordinator, both in this process and sharing its
-//! cores: thousands of lightweight workers over a few HTTP/2 connections register,
-//! lease, beat and report a game pair at a steady rate. Prints the durable reports per
-//! second, their latency percentiles, and the ratio against a reference run in the same
-//! process (heartbeats carrying no lease: the cost of an authenticated RPC that
-//! touches nothing), then checks that no report was lost or counted twice.
+//! A simulated fleet against one coordinator, both in this process (each on a runtime
+//! of its own) and sharing the machine's cores: thousands of lightweight workers over
+//! a few HTTP/2 connections register, lease, beat and report a game pair on a fixed
+//! schedule (open loop: a slow reply does not delay the next report). Prints the
+//! durable reports per second, their latency percentiles, how busy the machine's
+//! cores were (the database server included), and the ratio against
+//! a reference run in the same process (heartbeats carrying no lease: the cost of an
+//! authenticated RPC that touches nothing), then checks that no report was lost or
+//! counted twice. Setting up the fleet goes through the tonic clients the real worker
+//! and `xq` use; the measured calls go through the lighter client of [`grpc`].
 //!
 //! cargo bench -p xq-coordinator --bench fleet -- [--workers 20000] [--rate 10000]
 //!     [--seconds 20] [--connections 64] [--database sqlite|postgres]
+
+mod grpc;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +29,9 @@ use xq_proto::v1::worker_client::WorkerClient;
 use xq_proto::{BearerToken, v1};
 
 type Worker = WorkerClient<InterceptedService<Channel, BearerToken>>;
+
+const HEARTBEAT: &str = "/xq.v1.Worker/Heartbeat";
+const REPORT_PAIRS: &str = "/xq.v1.Worker/ReportPairs";
 
 struct Options {
     workers: usize,
@@ -70,6 +79,21 @@ async fn database_url(kind: &str, dir: &std::path::Path) -> String {
     }
 }
 
+/// The machine's busy and total CPU time so far, in clock ticks (`/proc/stat`): the
+/// benchmark's share and the database server's, when it runs here.
+fn machine_cpu() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let times: Vec<u64> =
+        stat.lines().next().unwrap_or_default().split_whitespace().skip(1).filter_map(|t| t.parse().ok()).collect();
+    let idle = times.get(3).copied().unwrap_or(0) + times.get(4).copied().unwrap_or(0);
+    let total: u64 = times.iter().take(8).sum();
+    (total - idle, total)
+}
+
+fn num_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 fn percentile(sorted: &[u32], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -92,11 +116,18 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     let options = options();
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    runtime.block_on(run(options));
+    // The coordinator and the fleet each get their own runtime, as separate processes
+    // would: in one runtime a coordinator task would queue behind thousands of
+    // simulated workers' tasks, a delay no real deployment has.
+    // Each has one worker thread per core, tokio's default and what a deployed
+    // coordinator runs with.
+    let runtime =
+        |name: &str| tokio::runtime::Builder::new_multi_thread().thread_name(name).enable_all().build().unwrap();
+    let (coordinator, fleet) = (runtime("coordinator"), runtime("fleet"));
+    fleet.block_on(run(options, coordinator.handle().clone()));
 }
 
-async fn run(options: Options) {
+async fn run(options: Options, server: tokio::runtime::Handle) {
     let dir = std::env::temp_dir().join(format!("xq-fleet-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let url = database_url(&options.database, &dir).await;
@@ -108,17 +139,32 @@ async fn run(options: Options) {
         reference_nps: 0,
         ..SchedulerConfig::default()
     };
-    let coordinator = Arc::new(Coordinator::open(&dir, Some(&url), config).await.unwrap());
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let serving = coordinator.clone();
-    tokio::spawn(async move { serving.serve(listener, None, 10_000, std::future::pending()).await.unwrap() });
+    let (coordinator, address) = {
+        let dir = dir.clone();
+        server
+            .spawn(async move {
+                let coordinator = Arc::new(Coordinator::open(&dir, Some(&url), config).await.unwrap());
+                let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let address = listener.local_addr().unwrap();
+                let serving = coordinator.clone();
+                tokio::spawn(
+                    async move { serving.serve(listener, None, 10_000, std::future::pending()).await.unwrap() },
+                );
+                (coordinator, address)
+            })
+            .await
+            .unwrap()
+    };
     let client_token = std::fs::read_to_string(dir.join(CLIENT_TOKEN_FILE)).unwrap();
     let mut channels = Vec::new();
     for _ in 0..options.connections {
         channels.push(
             Endpoint::from_shared(format!("http://{address}")).unwrap().tcp_nodelay(true).connect().await.unwrap(),
         );
+    }
+    let mut light = Vec::new();
+    for _ in 0..options.connections {
+        light.push(grpc::Connection::open(address).await.unwrap());
     }
     let mut admin = ClientClient::with_interceptor(channels[0].clone(), BearerToken::new(&client_token).unwrap());
     let engine = {
@@ -147,6 +193,7 @@ async fn run(options: Options) {
     let in_flight = Arc::new(tokio::sync::Semaphore::new(256));
     for index in 0..options.workers {
         let channel = channels[index % channels.len()].clone();
+        let caller = light[index % light.len()].clone();
         let mut admin = ClientClient::with_interceptor(channel.clone(), BearerToken::new(&client_token).unwrap());
         let in_flight = in_flight.clone();
         setups.spawn(async move {
@@ -162,10 +209,10 @@ async fn run(options: Options) {
                 v1::Capabilities { name: format!("sim-{index}"), cores: 1, bench_nps: 1_000_000, ..Default::default() };
             worker.register(v1::RegisterRequest { capabilities: Some(capabilities) }).await.unwrap();
             let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
-            (worker, lease)
+            (caller.caller(&token), lease)
         });
     }
-    let fleet: Vec<(Worker, v1::Lease)> = setups.join_all().await;
+    let fleet: Vec<(grpc::Caller, v1::Lease)> = setups.join_all().await;
     println!(
         "fleet of {} workers on {} connections ({}) set up in {:.1} s: tokens, registrations and leases",
         fleet.len(),
@@ -183,7 +230,8 @@ async fn run(options: Options) {
             let (mut worker, done) = (worker.clone(), done.clone());
             tasks.spawn(async move {
                 while Instant::now() < until {
-                    worker.heartbeat(v1::HeartbeatRequest { lease_ids: vec![] }).await.unwrap();
+                    let _: v1::HeartbeatReply =
+                        worker.call(HEARTBEAT, &v1::HeartbeatRequest { lease_ids: vec![] }).await.unwrap();
                     done.fetch_add(1, Ordering::Relaxed);
                 }
             });
@@ -194,8 +242,11 @@ async fn run(options: Options) {
     println!("reference: {reference:.0} empty heartbeats/s (512 callers, closed loop)");
 
     // The run: each worker reports one pair every `period`, and beats every 10 periods.
+    // The schedule starts once every worker's task is spawned, so that the window holds
+    // exactly `rate * seconds` reports.
     let period = Duration::from_secs_f64(options.workers as f64 / options.rate);
-    let until = Instant::now() + Duration::from_secs_f64(options.seconds);
+    let start = Instant::now() + Duration::from_secs(1);
+    let until = start + Duration::from_secs_f64(options.seconds);
     let acked = Arc::new(AtomicU64::new(0));
     let heartbeats = Arc::new(AtomicU64::new(0));
     let mut tasks = tokio::task::JoinSet::new();
@@ -205,14 +256,16 @@ async fn run(options: Options) {
             let mut worker = worker;
             let mut latencies = Vec::new();
             let phase = period.mul_f64(index as f64 / options.workers as f64);
-            let mut next = Instant::now() + phase;
+            let mut next = start + phase;
             let mut cumulative = v1::Totals { pentanomial: vec![0; 5], ..Default::default() };
             for (sent, &unit) in lease.units.iter().enumerate() {
-                tokio::time::sleep_until(next.into()).await;
-                next += period;
-                if Instant::now() >= until {
+                // The schedule, not the clock, decides: a report due inside the window
+                // is sent even when the worker wakes late for it.
+                if next >= until {
                     break;
                 }
+                tokio::time::sleep_until(next.into()).await;
+                next += period;
                 // The new engine wins the first game and draws the second.
                 cumulative.wins += 1;
                 cumulative.draws += 1;
@@ -229,26 +282,32 @@ async fn run(options: Options) {
                     ..Default::default()
                 };
                 let start = Instant::now();
-                worker.report_pairs(report).await.expect("a report");
+                let _: v1::ReportReply = worker.call(REPORT_PAIRS, &report).await.expect("a report");
                 latencies.push(start.elapsed().as_micros().min(u32::MAX as u128) as u32);
                 acked.fetch_add(1, Ordering::Relaxed);
                 if sent % 10 == 9 {
-                    worker.heartbeat(v1::HeartbeatRequest { lease_ids: vec![lease.lease_id] }).await.unwrap();
+                    let beat = v1::HeartbeatRequest { lease_ids: vec![lease.lease_id] };
+                    let _: v1::HeartbeatReply = worker.call(HEARTBEAT, &beat).await.unwrap();
                     heartbeats.fetch_add(1, Ordering::Relaxed);
                 }
             }
             latencies
         });
     }
+    tokio::time::sleep_until(start.into()).await;
     let run_start = Instant::now();
+    let cpu_start = machine_cpu();
     let mut latencies: Vec<u32> = tasks.join_all().await.into_iter().flatten().collect();
     let elapsed = run_start.elapsed().as_secs_f64().min(options.seconds + 5.0).max(1e-3);
+    let cpu_end = machine_cpu();
+    let busy = (cpu_end.0 - cpu_start.0) as f64 / (cpu_end.1 - cpu_start.1).max(1) as f64;
     latencies.sort_unstable();
     let reports = acked.load(Ordering::Relaxed);
     let rate = reports as f64 / options.seconds;
     println!(
-        "{} reports acknowledged in {:.1} s (+{} heartbeats): {:.0} durable reports/s at a target of {:.0}/s",
+        "{} of {:.0} scheduled reports acknowledged in {:.1} s (+{} heartbeats): {:.0} durable reports/s at a target of {:.0}/s",
         reports,
+        options.rate * options.seconds,
         elapsed,
         heartbeats.load(Ordering::Relaxed),
         rate,
@@ -261,12 +320,20 @@ async fn run(options: Options) {
         percentile(&latencies, 0.99),
         percentile(&latencies, 1.0)
     );
+    println!("machine CPU busy during the run: {:.0}% of {} cores", busy * 100.0, num_cores());
     println!("ratio: reports/s / reference RPCs/s = {:.3}", rate / reference);
 
     // Nothing lost, nothing counted twice: the job, its rows and the acknowledgements agree.
     let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
-    let (units, wdl, penta) = coordinator.shared.storage.recount(job.job_id as i64).await.unwrap();
-    let stored = coordinator.shared.storage.job(job.job_id as i64).await.unwrap().unwrap();
+    let storage = coordinator.shared.storage.clone();
+    let job_id = job.job_id as i64;
+    let (units, wdl, penta, stored) = server
+        .spawn(async move {
+            let (units, wdl, penta) = storage.recount(job_id).await.unwrap();
+            (units, wdl, penta, storage.job(job_id).await.unwrap().unwrap())
+        })
+        .await
+        .unwrap();
     assert_eq!(state.units_done, reports, "every acknowledged report counted once");
     assert_eq!(units, reports, "every acknowledged report has its row");
     assert_eq!(stored.units_done as u64, reports, "the stored counters agree");
