@@ -513,11 +513,14 @@ struct JobDelta {
     reasons: HashMap<String, u64>,
 }
 
-/// The row counts of the multi-row inserts: a batch is cut greedily into these, so
-/// that only a few statement shapes exist and each stays prepared in the connection's
-/// cache (a new shape per batch size would be parsed and planned every time), while a
-/// batch of hundreds of rows still takes only a few round trips.
-const INSERT_SIZES: [usize; 5] = [256, 64, 16, 4, 1];
+/// The row counts of the multi-row inserts. A batch goes in as statements of the
+/// largest size, then one statement for the rest, of the smallest size that holds it,
+/// padded with copies of its last row (the copies conflict with it and are skipped).
+/// So only a few statement shapes exist and each stays prepared in the connection's
+/// cache (a new shape per batch size would be parsed and planned every time), and a
+/// batch takes one round trip per 256 rows (cutting it into exact sizes took up to a
+/// dozen, each a round trip to PostgreSQL).
+const INSERT_SIZES: [usize; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 
 /// `INSERT INTO units ... VALUES` with `rows` rows of placeholders. The Any driver
 /// leaves placeholders to the SQL. PostgreSQL needs them numbered (`$n`); SQLite gets
@@ -544,8 +547,8 @@ fn units_insert(dialect: Dialect, rows: usize) -> String {
 }
 
 /// The statements of [`INSERT_SIZES`] in `dialect`, built once.
-fn units_inserts(dialect: Dialect) -> &'static [String; 5] {
-    static STATEMENTS: std::sync::OnceLock<[[String; 5]; 2]> = std::sync::OnceLock::new();
+fn units_inserts(dialect: Dialect) -> &'static [String; INSERT_SIZES.len()] {
+    static STATEMENTS: std::sync::OnceLock<[[String; INSERT_SIZES.len()]; 2]> = std::sync::OnceLock::new();
     let [sqlite, postgres] = STATEMENTS.get_or_init(|| {
         [Dialect::Sqlite, Dialect::Postgres].map(|dialect| INSERT_SIZES.map(|rows| units_insert(dialect, rows)))
     });
@@ -575,14 +578,13 @@ async fn insert_units(
 ) -> Result<std::collections::HashSet<(i64, u64, i64)>, StorageError> {
     let now = now_ms();
     let mut inserted = std::collections::HashSet::new();
-    let mut rest = rows;
-    while !rest.is_empty() {
-        let shape = INSERT_SIZES.iter().position(|&size| size <= rest.len()).expect("the sizes end with 1");
-        let (chunk, tail) = rest.split_at(INSERT_SIZES[shape]);
-        rest = tail;
+    let largest = INSERT_SIZES.len() - 1;
+    for chunk in rows.chunks(INSERT_SIZES[largest]) {
+        let shape = INSERT_SIZES.iter().position(|&size| size >= chunk.len()).unwrap_or(largest);
         let sql = units_inserts(dialect)[shape].as_str();
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for keyed in chunk {
+        let last = chunk.last().expect("chunks are not empty");
+        for keyed in chunk.iter().chain(std::iter::repeat_n(last, INSERT_SIZES[shape] - chunk.len())) {
             let row = keyed.row;
             query = query
                 .bind(keyed.job_id)
