@@ -79,15 +79,24 @@ async fn database_url(kind: &str, dir: &std::path::Path) -> String {
     }
 }
 
-/// The machine's busy and total CPU time so far, in clock ticks (`/proc/stat`): the
-/// benchmark's share and the database server's, when it runs here.
-fn machine_cpu() -> (u64, u64) {
+/// The machine's CPU time so far, in clock ticks (`/proc/stat`): the database server
+/// runs outside this process.
+#[derive(Clone, Copy)]
+struct CpuTimes {
+    busy: u64,
+    /// Time the hypervisor gave to other guests while this one wanted to run: a run
+    /// with much of it measured a disturbed machine.
+    stolen: u64,
+    total: u64,
+}
+
+fn machine_cpu() -> CpuTimes {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
     let times: Vec<u64> =
         stat.lines().next().unwrap_or_default().split_whitespace().skip(1).filter_map(|t| t.parse().ok()).collect();
-    let idle = times.get(3).copied().unwrap_or(0) + times.get(4).copied().unwrap_or(0);
+    let field = |index: usize| times.get(index).copied().unwrap_or(0);
     let total: u64 = times.iter().take(8).sum();
-    (total - idle, total)
+    CpuTimes { busy: total - field(3) - field(4), stolen: field(7), total }
 }
 
 fn num_cores() -> usize {
@@ -300,7 +309,8 @@ async fn run(options: Options, server: tokio::runtime::Handle) {
     let mut latencies: Vec<u32> = tasks.join_all().await.into_iter().flatten().collect();
     let elapsed = run_start.elapsed().as_secs_f64().min(options.seconds + 5.0).max(1e-3);
     let cpu_end = machine_cpu();
-    let busy = (cpu_end.0 - cpu_start.0) as f64 / (cpu_end.1 - cpu_start.1).max(1) as f64;
+    let share = |ticks: u64| ticks as f64 / (cpu_end.total - cpu_start.total).max(1) as f64;
+    let (busy, stolen) = (share(cpu_end.busy - cpu_start.busy), share(cpu_end.stolen - cpu_start.stolen));
     latencies.sort_unstable();
     let reports = acked.load(Ordering::Relaxed);
     let rate = reports as f64 / options.seconds;
@@ -320,7 +330,12 @@ async fn run(options: Options, server: tokio::runtime::Handle) {
         percentile(&latencies, 0.99),
         percentile(&latencies, 1.0)
     );
-    println!("machine CPU busy during the run: {:.0}% of {} cores", busy * 100.0, num_cores());
+    println!(
+        "machine CPU busy during the run: {:.0}% of {} cores, of which stolen by the hypervisor {:.1}%",
+        busy * 100.0,
+        num_cores(),
+        stolen * 100.0
+    );
     println!("ratio: reports/s / reference RPCs/s = {:.3}", rate / reference);
 
     // Nothing lost, nothing counted twice: the job, its rows and the acknowledgements agree.
