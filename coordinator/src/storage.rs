@@ -52,6 +52,14 @@ enum Dialect {
     Postgres,
 }
 
+impl Dialect {
+    /// The dialect of a database URL (anything not SQLite is PostgreSQL, the other
+    /// database the migrations are written for).
+    fn of(url: &str) -> Self {
+        if url.starts_with("sqlite:") { Dialect::Sqlite } else { Dialect::Postgres }
+    }
+}
+
 /// A job row.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobRow {
@@ -194,7 +202,11 @@ impl Storage {
     /// to date. SQLite runs in WAL mode with full synchronisation: a commit is on disk
     /// when it returns.
     pub async fn open(url: &str) -> Result<Self, StorageError> {
-        let storage = Self::connect(url, if url.starts_with("sqlite:") { 4 } else { 8 }).await?;
+        let connections = match Dialect::of(url) {
+            Dialect::Sqlite => 4,
+            Dialect::Postgres => 8,
+        };
+        let storage = Self::connect(url, connections).await?;
         sqlx::migrate!("./migrations").run(&storage.pool).await?;
         Ok(storage)
     }
@@ -207,12 +219,12 @@ impl Storage {
 
     async fn connect(url: &str, connections: u32) -> Result<Self, StorageError> {
         sqlx::any::install_default_drivers();
-        let sqlite = url.starts_with("sqlite:");
+        let dialect = Dialect::of(url);
         let pool = AnyPoolOptions::new()
             .max_connections(connections)
             .after_connect(move |conn, _| {
                 Box::pin(async move {
-                    if sqlite {
+                    if dialect == Dialect::Sqlite {
                         conn.execute("PRAGMA journal_mode = WAL").await?;
                         conn.execute("PRAGMA synchronous = FULL").await?;
                         conn.execute("PRAGMA busy_timeout = 10000").await?;
@@ -222,7 +234,6 @@ impl Storage {
             })
             .connect(url)
             .await?;
-        let dialect = if sqlite { Dialect::Sqlite } else { Dialect::Postgres };
         Ok(Storage { pool, dialect, url: url.to_owned() })
     }
 
