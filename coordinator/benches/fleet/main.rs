@@ -249,7 +249,9 @@ async fn run(options: Options, server: tokio::runtime::Handle) {
     };
     println!("reference: {reference:.0} empty heartbeats/s (512 callers, closed loop)");
 
-    // The run: each worker reports one pair every `period`, and beats every 10 periods.
+    // The run: each worker reports one pair every `period`, and beats every 10 periods,
+    // at a report of its own, so that the beats spread over time as independent
+    // workers' do (all beating after the same report doubled the load for a period).
     // The schedule starts once every worker's task is spawned, so that the window holds
     // exactly `rate * seconds` reports.
     let period = Duration::from_secs_f64(options.workers as f64 / options.rate);
@@ -293,7 +295,7 @@ async fn run(options: Options, server: tokio::runtime::Handle) {
                 let _: v1::ReportReply = worker.call(REPORT_PAIRS, &report).await.expect("a report");
                 latencies.push(start.elapsed().as_micros().min(u32::MAX as u128) as u32);
                 acked.fetch_add(1, Ordering::Relaxed);
-                if sent % 10 == 9 {
+                if sent % 10 == index % 10 {
                     let beat = v1::HeartbeatRequest { lease_ids: vec![lease.lease_id] };
                     let _: v1::HeartbeatReply = worker.call(HEARTBEAT, &beat).await.unwrap();
                     heartbeats.fetch_add(1, Ordering::Relaxed);

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use xq_coordinator::storage::{Change, JobRow, LeaseRow, Storage, TokenRow, UnitRow, WorkerRow};
-use xq_coordinator::writer::Writer;
+use xq_coordinator::writer::{BATCH_INTERVAL, Writer};
 
 use crate::common::{BACKENDS, Backend, TempDir, fresh_database};
 
@@ -243,5 +243,33 @@ async fn batches_of_every_size_count_exactly_their_rows() {
         assert_eq!(stored.wdl.map(|c| c as u64), wdl, "{backend:?}: the job's counters equal its rows");
         assert_eq!(stored.pentanomial.map(|c| c as u64), penta, "{backend:?}");
         assert_eq!(wdl[0] + wdl[1] + wdl[2], 2 * next, "{backend:?}: two games a unit");
+    }
+}
+
+#[tokio::test]
+async fn a_steady_stream_of_changes_is_gathered_into_one_batch_per_interval() {
+    // Changes coming faster than the interval wait for the next batch instead of each
+    // starting one: however fast or slow the machine, no more batches start than
+    // intervals pass.
+    for backend in BACKENDS {
+        let dir = TempDir::new("storage");
+        let (_storage, writer) = open(backend, &dir).await;
+        let before = writer.batches();
+        let started = std::time::Instant::now();
+        let mut writes = tokio::task::JoinSet::new();
+        for index in 0..400u64 {
+            let writer = writer.clone();
+            writes.spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_micros(250 * index)).await;
+                let worker =
+                    WorkerRow { id: index as i64, name: "w".to_owned(), capabilities: String::new(), last_seen_ms: 1 };
+                writer.write(Change::Worker(worker)).await.unwrap();
+            });
+        }
+        writes.join_all().await;
+        let intervals = started.elapsed().as_secs_f64() / BATCH_INTERVAL.as_secs_f64();
+        let batches = writer.batches() - before;
+        assert!(batches as f64 <= intervals + 1.0, "{backend:?}: {batches} batches in {intervals:.1} intervals");
+        assert!(batches > 1, "{backend:?}: the stream spans several intervals");
     }
 }
