@@ -24,7 +24,7 @@ pub enum StorageError {
     Damaged(String),
     /// The writer's threads could not be started.
     #[error("starting the writer: {0}")]
-    WriterThread(#[from] std::io::Error),
+    WriterThread(std::io::Error),
 }
 
 /// Milliseconds since the Unix epoch.
