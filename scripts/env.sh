@@ -6,3 +6,7 @@ XQ_CACHE="${XQ_CACHE:-$HOME/.cache/xq-cluster}"
 export XQ_PYTHON="${XQ_PYTHON:-$XQ_CACHE/venv/bin/python}"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 FAIRY_STOCKFISH=/usr/games/fairy-stockfish
+# libtorch for the trainer (tch): the torch wheel in the venv, installed by scripts/setup.
+# A user with libtorch elsewhere (a CUDA build, say) sets LIBTORCH before sourcing this.
+XQ_SITE_PACKAGES="$(echo "$XQ_CACHE"/venv/lib/python3*/site-packages)"
+export LIBTORCH="${LIBTORCH:-$XQ_SITE_PACKAGES/torch}"

@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 use std::sync::atomic::AtomicBool;
 
 use xq_engine::variant::Variant;
-use xq_engine::xiangqi::data::{Record, XiongqiRecord, write_chunk, write_xiongqi_chunk};
+use xq_engine::xiangqi::data::{MATE_SCORE, Record, XiongqiRecord, write_chunk, write_xiongqi_chunk};
 use xq_engine::xiangqi::movegen::legal_moves;
 use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet};
 use xq_engine::xiangqi::search::limits::Limits;
@@ -69,8 +69,8 @@ pub struct SelfPlayError {
 fn score_to_i16(score: Score) -> i16 {
     let value = match score {
         Score::Centipawns(cp) => cp,
-        Score::Mate(moves) if moves > 0 => 30_000 - moves,
-        Score::Mate(moves) => -30_000 - moves,
+        Score::Mate(moves) if moves > 0 => i32::from(MATE_SCORE) - moves,
+        Score::Mate(moves) => -i32::from(MATE_SCORE) - moves,
     };
     value.clamp(i16::MIN as i32 + 1, i16::MAX as i32) as i16
 }

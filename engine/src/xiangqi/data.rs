@@ -53,6 +53,11 @@ const VERSION: u16 = 1;
 const HEADER_LEN: usize = 32;
 const RECORD_LEN: usize = 40;
 const XIONGQI_RECORD_LEN: usize = 72;
+/// A mate in `n` moves is stored as the score `MATE_SCORE - n` when the side to move
+/// mates and `-(MATE_SCORE - n)` when it is mated; every other score is centipawns.
+pub const MATE_SCORE: i16 = 30_000;
+/// Scores of this size or more are mate scores.
+pub const MATE_BOUND: i16 = MATE_SCORE - 1_000;
 /// Most records one chunk may hold (about 40 MB uncompressed).
 pub const MAX_RECORDS: usize = 1 << 20;
 

@@ -87,7 +87,65 @@ pub struct Accumulator {
     views: ByColor<View>,
 }
 
+/// A net's quantised parameters in the engine's layout, as a trainer produces them:
+/// the feature transformer feature-major, the dense layers output-major (see
+/// [`format`] for the order and the module docs for the scales).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Parameters {
+    /// [`L1`] values.
+    pub transformer_biases: Vec<i16>,
+    /// [`FEATURES`] x [`L1`] values, row `f` for feature `f`.
+    pub transformer_weights: Vec<i16>,
+    /// [`L2`] values.
+    pub hidden1_biases: Vec<i32>,
+    /// [`L2`] x 2 [`L1`] values, the side to move's half of each row first.
+    pub hidden1_weights: Vec<i8>,
+    /// [`L3`] values.
+    pub hidden2_biases: Vec<i32>,
+    /// [`L3`] x [`L2`] values.
+    pub hidden2_weights: Vec<i8>,
+    /// One value.
+    pub output_bias: i32,
+    /// [`L3`] values.
+    pub output_weights: Vec<i8>,
+}
+
+/// Parameters whose shapes are not the architecture's.
+#[derive(Debug, thiserror::Error)]
+#[error("{name} has {found} values; the architecture ({ARCHITECTURE}) needs {expected}")]
+pub struct ShapeError {
+    /// The parameter.
+    pub name: &'static str,
+    /// Its length.
+    pub found: usize,
+    /// The architecture's.
+    pub expected: usize,
+}
+
 impl Network {
+    /// A net of `parameters`, checked against the architecture's shapes.
+    pub fn from_parameters(description: String, parameters: Parameters) -> Result<Network, ShapeError> {
+        let check = |name: &'static str, found: usize, expected: usize| {
+            if found == expected { Ok(()) } else { Err(ShapeError { name, found, expected }) }
+        };
+        check("transformer_biases", parameters.transformer_biases.len(), L1)?;
+        check("transformer_weights", parameters.transformer_weights.len(), FEATURES * L1)?;
+        check("hidden1_biases", parameters.hidden1_biases.len(), L2)?;
+        check("hidden1_weights", parameters.hidden1_weights.len(), L2 * 2 * L1)?;
+        check("hidden2_biases", parameters.hidden2_biases.len(), L3)?;
+        check("hidden2_weights", parameters.hidden2_weights.len(), L3 * L2)?;
+        check("output_weights", parameters.output_weights.len(), L3)?;
+        Ok(Network {
+            description,
+            transformer_biases: parameters.transformer_biases,
+            transformer_weights: parameters.transformer_weights,
+            hidden1: Layer { inputs: 2 * L1, biases: parameters.hidden1_biases, weights: parameters.hidden1_weights },
+            hidden2: Layer { inputs: L2, biases: parameters.hidden2_biases, weights: parameters.hidden2_weights },
+            output: Layer { inputs: L3, biases: vec![parameters.output_bias], weights: parameters.output_weights },
+            simd: Simd::detect(),
+        })
+    }
+
     fn zeroed(description: String) -> Network {
         Network {
             description,
@@ -280,6 +338,28 @@ mod tests {
             assert_eq!(network.evaluate_position(&position), expected, "{}", simd.name());
             assert_eq!(network.evaluate_position(&position.color_flipped()), expected, "{}", simd.name());
         }
+    }
+
+    #[test]
+    fn parameters_of_the_wrong_shape_are_refused_by_name() {
+        let parameters = Parameters {
+            transformer_biases: vec![0; L1],
+            transformer_weights: vec![0; FEATURES * L1],
+            hidden1_biases: vec![0; L2],
+            hidden1_weights: vec![0; L2 * 2 * L1],
+            hidden2_biases: vec![0; L3],
+            hidden2_weights: vec![0; L3 * L2 - 1],
+            output_bias: -100,
+            output_weights: vec![0; L3],
+        };
+        let error = Network::from_parameters("short".into(), parameters.clone()).unwrap_err();
+        assert_eq!((error.name, error.found, error.expected), ("hidden2_weights", L3 * L2 - 1, L3 * L2));
+        let mut fixed = parameters;
+        fixed.hidden2_weights.push(0);
+        let network = Network::from_parameters("zero".into(), fixed).unwrap();
+        // Every weight is zero, so the output is its bias over the divisor, truncated
+        // toward zero as integer division does (-6, not -7).
+        assert_eq!(network.evaluate_position(&Position::startpos()), -6);
     }
 
     #[test]

@@ -1,0 +1,203 @@
+//! `xq-trainer`: trains the engine's NNUE net on self-play chunks (`train`), exports a
+//! checkpoint as a net file (`export`), and fits the score scale of a data set
+//! (`fit-scale`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use xq_trainer::data::{Filter, LoaderSettings, Part, Pass, find_chunks};
+use xq_trainer::optim::{RateSettings, Schedule};
+use xq_trainer::train::{TrainSettings, train};
+use xq_trainer::{checkpoint, device, export, loss};
+
+#[derive(Parser)]
+#[command(name = "xq-trainer", version, about = "NNUE training for xq-engine")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Trains a net on a directory of chunks; resumes from the run directory's
+    /// checkpoint when it has one. Ctrl-C writes a checkpoint and stops.
+    Train(TrainArgs),
+    /// Writes a checkpoint's model as a net file.
+    Export {
+        /// The checkpoint (a run directory's checkpoint.safetensors).
+        #[arg(long)]
+        checkpoint: PathBuf,
+        /// The net file to write.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Prints the scale (centipawns) under which the data's scores best predict its results.
+    FitScale {
+        /// A directory of chunks (`xq data N -o DIR`, or `xq-worker selfplay --out DIR`).
+        #[arg(long)]
+        data: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+struct TrainArgs {
+    /// A directory of chunks (`xq data N -o DIR`, or `xq-worker selfplay --out DIR`).
+    #[arg(long)]
+    data: PathBuf,
+    /// The run directory: checkpoint, log.jsonl and net.xqnn.
+    #[arg(long)]
+    out: PathBuf,
+    /// Epochs to train.
+    #[arg(long, default_value_t = 10)]
+    epochs: usize,
+    /// Positions per epoch at most (default: every training position once).
+    #[arg(long)]
+    epoch_positions: Option<usize>,
+    /// Positions per batch.
+    #[arg(long, default_value_t = 16_384)]
+    batch_size: usize,
+    /// The learning rate.
+    #[arg(long, default_value_t = 1e-3)]
+    lr: f64,
+    /// The learning-rate schedule.
+    #[arg(long, value_enum, default_value = "cosine")]
+    schedule: Schedule,
+    /// The step schedule's factor.
+    #[arg(long, default_value_t = 0.3)]
+    gamma: f64,
+    /// The step schedule's period in epochs.
+    #[arg(long, default_value_t = 4)]
+    step_epochs: usize,
+    /// AdamW's weight decay.
+    #[arg(long, default_value_t = 1e-4)]
+    weight_decay: f64,
+    /// The share of the target from the search score; the rest from the game result.
+    #[arg(long, default_value_t = 0.75)]
+    lambda: f64,
+    /// The loss's scale in centipawns (default: fitted to the data).
+    #[arg(long)]
+    scale: Option<f64>,
+    /// Seed of the initialisation and the data order.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Start from this checkpoint's model (a previous generation).
+    #[arg(long)]
+    init: Option<PathBuf>,
+    /// Loader threads.
+    #[arg(long, default_value_t = 1)]
+    loaders: usize,
+    /// libtorch's threads (default: libtorch's choice, the cores).
+    #[arg(long)]
+    torch_threads: Option<i32>,
+    /// Positions in the shuffle buffer.
+    #[arg(long, default_value_t = 1 << 20)]
+    shuffle_buffer: usize,
+    /// Share of the games held out for validation.
+    #[arg(long, default_value_t = 0.05)]
+    validation_share: f64,
+    /// Keep positions whose side to move is in check.
+    #[arg(long)]
+    keep_in_check: bool,
+    /// Keep positions whose best move captures.
+    #[arg(long)]
+    keep_captures: bool,
+    /// Skip positions before this ply.
+    #[arg(long, default_value_t = 0)]
+    min_ply: u16,
+    /// Keep positions scored as mates.
+    #[arg(long)]
+    keep_mates: bool,
+    /// Skip positions scored beyond this many centipawns either way.
+    #[arg(long, default_value_t = 3_000)]
+    max_score: i32,
+    /// auto (CUDA when present), cpu or cuda.
+    #[arg(long, default_value = "auto")]
+    device: String,
+    /// No progress bar: the log's lines on standard error instead.
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Train(args) => run_training(args),
+        Command::Export { checkpoint: path, out } => {
+            let loaded = checkpoint::load(&path, tch::Device::Cpu)?;
+            let network = export::export(&loaded.model, &loaded.progress, &out)?;
+            println!("{}: {}", out.display(), network.description());
+            Ok(())
+        }
+        Command::FitScale { data } => {
+            let chunks = find_chunks(&data)?;
+            let pass = Pass::start(&chunks, Part::Training, &LoaderSettings::default(), 1);
+            let (mut scores, mut results) = (Vec::new(), Vec::new());
+            for batch in pass.batches.iter() {
+                scores.extend(batch.scores);
+                results.extend(batch.results);
+            }
+            for refusal in pass.refusals() {
+                eprintln!("{refusal}");
+            }
+            if scores.is_empty() {
+                bail!("no positions in {}", data.display());
+            }
+            println!("scale {:.1} centipawns over {} positions", loss::fit_scale(&scores, &results), scores.len());
+            Ok(())
+        }
+    }
+}
+
+fn run_training(args: TrainArgs) -> anyhow::Result<()> {
+    let device = device(&args.device).map_err(anyhow::Error::msg)?;
+    if let Some(threads) = args.torch_threads {
+        tch::set_num_threads(threads);
+    }
+    let chunks = find_chunks(&args.data)?;
+    let settings = TrainSettings {
+        data: args.data.display().to_string(),
+        loader: LoaderSettings {
+            threads: args.loaders,
+            batch_size: args.batch_size.max(1),
+            shuffle_buffer: args.shuffle_buffer,
+            validation_share: args.validation_share,
+            filter: Filter {
+                skip_in_check: !args.keep_in_check,
+                skip_captures: !args.keep_captures,
+                min_ply: args.min_ply,
+                skip_mates: !args.keep_mates,
+                max_score: args.max_score,
+            },
+        },
+        epochs: args.epochs,
+        epoch_positions: args.epoch_positions,
+        rate: RateSettings { rate: args.lr, schedule: args.schedule, gamma: args.gamma, step_epochs: args.step_epochs },
+        weight_decay: args.weight_decay,
+        lambda: args.lambda,
+        scale: args.scale,
+        seed: args.seed,
+        init: args.init,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed)).context("installing the Ctrl-C handler")?;
+    eprintln!("{} chunks in {}, training on {device:?}", chunks.len(), args.data.display());
+    let summary = train(&chunks, &settings, &args.out, device, &stop, !args.quiet)?;
+    for refusal in &summary.refusals {
+        eprintln!("{refusal}");
+    }
+    if let Some(entry) = summary.log.last() {
+        eprintln!("{entry}");
+    }
+    match summary.net {
+        Some(net) => println!("{}", net.display()),
+        None => eprintln!(
+            "stopped after {} epochs; the checkpoint is in {}: run the same command to resume",
+            summary.epochs,
+            args.out.display()
+        ),
+    }
+    Ok(())
+}

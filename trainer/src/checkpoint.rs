@@ -1,0 +1,121 @@
+//! Checkpoints: the model, the optimiser's state and the run's progress in one
+//! safetensors file, written to a temporary name, flushed to disk and then renamed,
+//! so that a kill or a full disk leaves the previous checkpoint whole, never half of
+//! a new one.
+
+use std::path::{Path, PathBuf};
+
+use tch::{Device, Kind, Tensor};
+
+use crate::model::{Model, NAMES};
+use crate::optim::AdamW;
+
+/// Where a run stands, stored beside the tensors.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Progress {
+    /// Epochs finished.
+    pub epoch: usize,
+    /// Batches of the current epoch already trained on.
+    pub batch: usize,
+    /// The loss's scale in centipawns.
+    pub scale: f64,
+    /// The run's settings, as JSON.
+    pub settings: serde_json::Value,
+    /// The log so far, one entry per finished epoch.
+    pub log: Vec<serde_json::Value>,
+}
+
+/// A checkpoint that could not be written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    /// Writing failed (the previous checkpoint, if any, is intact).
+    #[error("cannot write the checkpoint {path}: {reason}; the previous checkpoint is intact")]
+    Write {
+        /// The checkpoint's path.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// Reading failed.
+    #[error("cannot read the checkpoint {path}: {reason}")]
+    Read {
+        /// The checkpoint's path.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// What a checkpoint holds.
+#[derive(Debug)]
+pub struct Checkpoint {
+    /// The model.
+    pub model: Model,
+    /// The optimiser.
+    pub optimiser: AdamW,
+    /// The run's progress.
+    pub progress: Progress,
+}
+
+/// Writes `model`, `optimiser` and `progress` to `path`.
+pub fn save(path: &Path, model: &Model, optimiser: &AdamW, progress: &Progress) -> Result<(), CheckpointError> {
+    let fail = |reason: String| CheckpointError::Write { path: path.to_path_buf(), reason };
+    let meta = serde_json::to_vec(progress).map_err(|e| fail(e.to_string()))?;
+    let cpu = |t: &Tensor| t.detach().to_device(Device::Cpu).contiguous();
+    let mut tensors: Vec<(String, Tensor)> = Vec::new();
+    for (i, (name, tensor)) in model.named().enumerate() {
+        tensors.push((name.to_owned(), cpu(tensor)));
+        tensors.push((format!("adam.first.{name}"), cpu(&optimiser.first[i])));
+        tensors.push((format!("adam.second.{name}"), cpu(&optimiser.second[i])));
+    }
+    tensors.push(("adam.steps".to_owned(), Tensor::from_slice(&[optimiser.steps])));
+    tensors.push(("adam.weight_decay".to_owned(), Tensor::from_slice(&[optimiser.weight_decay])));
+    tensors.push(("meta".to_owned(), Tensor::from_slice(&meta)));
+    let temporary = path.with_extension("tmp");
+    let written = Tensor::write_safetensors(&tensors, &temporary)
+        .map_err(|e| e.to_string())
+        .and_then(|()| std::fs::File::open(&temporary).and_then(|f| f.sync_all()).map_err(|e| e.to_string()))
+        .and_then(|()| std::fs::rename(&temporary, path).map_err(|e| e.to_string()));
+    if let Err(reason) = written {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(fail(reason));
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| fail(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// Reads the checkpoint at `path` onto `device`.
+pub fn load(path: &Path, device: Device) -> Result<Checkpoint, CheckpointError> {
+    let fail = |reason: String| CheckpointError::Read { path: path.to_path_buf(), reason };
+    let mut named = Tensor::read_safetensors(path).map_err(|e| e.to_string()).map_err(fail)?;
+    let mut take = |name: &str| -> Result<Tensor, CheckpointError> {
+        let at = named.iter().position(|(n, _)| n == name).ok_or_else(|| fail(format!("no tensor {name}")))?;
+        Ok(named.swap_remove(at).1)
+    };
+    let meta = Vec::<u8>::try_from(take("meta")?).map_err(|e| fail(e.to_string()))?;
+    let progress: Progress = serde_json::from_slice(&meta).map_err(|e| fail(format!("its progress record: {e}")))?;
+    let steps = i64::try_from(take("adam.steps")?).map_err(|e| fail(e.to_string()))?;
+    let weight_decay = f64::try_from(take("adam.weight_decay")?).map_err(|e| fail(e.to_string()))?;
+    let mut parameters = Vec::new();
+    let (mut first, mut second) = (Vec::new(), Vec::new());
+    for name in NAMES {
+        parameters.push((name.to_owned(), take(name)?));
+        first.push(take(&format!("adam.first.{name}"))?.to_kind(Kind::Float).to_device(device));
+        second.push(take(&format!("adam.second.{name}"))?.to_kind(Kind::Float).to_device(device));
+    }
+    let model = Model::from_named(parameters, device).map_err(fail)?;
+    if first.iter().zip(&model.tensors).any(|(m, p)| m.size() != p.size()) {
+        return Err(fail("the optimiser's moments do not match the model's shapes".to_owned()));
+    }
+    Ok(Checkpoint { model, optimiser: AdamW { first, second, steps, weight_decay }, progress })
+}
+
+/// The model alone from the checkpoint at `path`, to start a new run from it.
+pub fn load_model(path: &Path, device: Device) -> Result<Model, CheckpointError> {
+    let fail = |reason: String| CheckpointError::Read { path: path.to_path_buf(), reason };
+    let named = Tensor::read_safetensors(path).map_err(|e| fail(e.to_string()))?;
+    let parameters = named.into_iter().filter(|(name, _)| NAMES.contains(&name.as_str())).collect();
+    Model::from_named(parameters, device).map_err(fail)
+}

@@ -1,0 +1,322 @@
+//! The engine's net in float ([`xq_engine::xiangqi::nnue`]): 7,560 features per side
+//! to 2 x 256 clipped ReLU, 32, 32, 1, and its quantisation to the engine's integers.
+//!
+//! The feature transformer is sparse: `embedding_bag` in sum mode adds the weight
+//! rows of a view's active features (at most 32 of 7,560), forward and backward, so
+//! no dense 7,560-wide product is ever formed.
+//!
+//! Scales, from the engine's quantisation: an activation's 1.0 is 127, a hidden or
+//! output weight's 1.0 is 64, so the engine's output sum is `64 x 127 = 8,128` times
+//! the float output and its evaluation `8,128 / 16 = 508` times it, in centipawns
+//! ([`CENTIPAWNS_PER_UNIT`]). [`Model::forward`] returns centipawns.
+//!
+//! Clipping keeps every quantised value in range: feature-transformer weights and
+//! biases within [`TRANSFORMER_LIMIT`], so that a bias and 32 rows sum to at most
+//! 32,767 in `i16`; hidden and output weights within 127 / 64, the `i8` range.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tch::{Device, Kind, Tensor};
+use xq_engine::xiangqi::nnue::features::FEATURES;
+use xq_engine::xiangqi::nnue::{L1, L2, L3, OUTPUT_DIVISOR, Parameters, WEIGHT_SHIFT};
+
+use crate::data::{Batch, MAX_FEATURES};
+
+/// An activation's 1.0 in the engine.
+pub const ACTIVATION_ONE: f64 = 127.0;
+/// A hidden or output weight's 1.0 in the engine.
+pub const WEIGHT_ONE: f64 = (1 << WEIGHT_SHIFT) as f64;
+/// The engine's evaluation per unit of float output.
+pub const CENTIPAWNS_PER_UNIT: f64 = WEIGHT_ONE * ACTIVATION_ONE / OUTPUT_DIVISOR as f64;
+/// The largest feature-transformer weight or bias: a bias and [`MAX_FEATURES`] rows
+/// of this size sum to no more than `i16::MAX` once quantised (rounding included).
+pub const TRANSFORMER_LIMIT: f64 = (i16::MAX as f64 / (MAX_FEATURES as f64 + 1.0) - 0.5) / ACTIVATION_ONE;
+/// The largest hidden or output weight: `i8::MAX` once quantised.
+pub const WEIGHT_LIMIT: f64 = i8::MAX as f64 / WEIGHT_ONE;
+
+/// The model's parameters by name, in the order the checkpoint and export use.
+pub const NAMES: [&str; 8] =
+    ["ft.weight", "ft.bias", "h1.weight", "h1.bias", "h2.weight", "h2.bias", "out.weight", "out.bias"];
+
+/// The float net.
+#[derive(Debug)]
+pub struct Model {
+    /// The parameters, in [`NAMES`] order.
+    pub tensors: Vec<Tensor>,
+}
+
+/// A batch's tensors on the model's device.
+#[derive(Debug)]
+pub struct BatchTensors {
+    ours: Tensor,
+    theirs: Tensor,
+    offsets: Tensor,
+    /// Search scores, centipawns.
+    pub scores: Tensor,
+    /// Game results from the side to move's view.
+    pub results: Tensor,
+}
+
+impl BatchTensors {
+    /// `batch` on `device`.
+    pub fn of(batch: &Batch, device: Device) -> BatchTensors {
+        BatchTensors {
+            ours: Tensor::from_slice(&batch.ours).to_device(device),
+            theirs: Tensor::from_slice(&batch.theirs).to_device(device),
+            offsets: Tensor::from_slice(&batch.offsets).to_device(device),
+            scores: Tensor::from_slice(&batch.scores).to_device(device),
+            results: Tensor::from_slice(&batch.results).to_device(device),
+        }
+    }
+}
+
+/// A quantised value out of its integer range.
+#[derive(Debug, thiserror::Error)]
+#[error("layer {layer} does not fit the engine's integers: a value quantises to {value}, beyond {limit}")]
+pub struct OverflowError {
+    /// The parameter.
+    pub layer: &'static str,
+    /// The first value out of range.
+    pub value: f64,
+    /// The range's bound.
+    pub limit: f64,
+}
+
+/// The parameters' shapes, in [`NAMES`] order.
+fn shapes() -> [Vec<i64>; 8] {
+    let (features, l1, l2, l3) = (FEATURES as i64, L1 as i64, L2 as i64, L3 as i64);
+    [vec![features, l1], vec![l1], vec![l2, 2 * l1], vec![l2], vec![l3, l2], vec![l3], vec![1, l3], vec![1]]
+}
+
+impl Model {
+    /// A freshly initialised model on `device`, drawn from `seed` alone (not from
+    /// libtorch's global generator, which other threads may be using).
+    pub fn new(device: Device, seed: u64) -> Model {
+        let mut rng = StdRng::seed_from_u64(seed);
+        // A view's ~32 rows of uniform(-a, a) sum to a spread of about 0.5 around the
+        // 0.5 bias, the middle of the clipped ReLU's range.
+        let transformer = 1.0 / (MAX_FEATURES as f32).sqrt() / 2.0;
+        let dense = |fan_in: usize| 1.0 / (fan_in as f32).sqrt();
+        let tensors = shapes()
+            .iter()
+            .zip(NAMES)
+            .map(|(shape, name)| {
+                let count = shape.iter().product::<i64>() as usize;
+                let mut uniform = |a: f32| (0..count).map(|_| rng.random_range(-a..=a)).collect::<Vec<f32>>();
+                let values = match name {
+                    "ft.weight" => uniform(transformer),
+                    "ft.bias" => vec![0.5; count],
+                    "h1.weight" | "h1.bias" => uniform(dense(2 * L1)),
+                    "h2.weight" | "h2.bias" => uniform(dense(L2)),
+                    _ => uniform(dense(L3)),
+                };
+                Tensor::from_slice(&values).reshape(shape.as_slice()).to_device(device).set_requires_grad(true)
+            })
+            .collect();
+        Model { tensors }
+    }
+
+    /// A model of `tensors` (named as in [`NAMES`]), checked against the shapes.
+    pub fn from_named(mut named: Vec<(String, Tensor)>, device: Device) -> Result<Model, String> {
+        let mut tensors = Vec::new();
+        for (name, shape) in NAMES.iter().zip(shapes()) {
+            let at = named.iter().position(|(n, _)| n == name).ok_or(format!("no tensor {name}"))?;
+            let tensor = named.swap_remove(at).1;
+            if tensor.size() != shape {
+                return Err(format!("{name} has shape {:?}, not {shape:?}", tensor.size()));
+            }
+            tensors.push(tensor.to_kind(Kind::Float).to_device(device).detach().set_requires_grad(true));
+        }
+        Ok(Model { tensors })
+    }
+
+    /// The parameters with their names.
+    pub fn named(&self) -> impl Iterator<Item = (&'static str, &Tensor)> {
+        NAMES.into_iter().zip(&self.tensors)
+    }
+
+    /// The predicted evaluation in centipawns from the side to move's view.
+    ///
+    /// Quantisation-aware: the dense layers' weights and biases and every activation
+    /// pass through their quantised values (rounded to the engine's steps), with the
+    /// gradient of the unrounded value (a straight-through estimator). Rounding the
+    /// engine's coarse steps (an output weight's step is worth 8 cp) otherwise leaves
+    /// a trained net tens of centipawns away from its float self.
+    pub fn forward(&self, batch: &BatchTensors) -> Tensor {
+        let [ft_w, ft_b, h1_w, h1_b, h2_w, h2_b, out_w, out_b] = &self.tensors[..] else { unreachable!("eight") };
+        let sum = WEIGHT_ONE * ACTIVATION_ONE;
+        let activation = |x: Tensor| rounded(&x.clamp(0.0, 1.0), ACTIVATION_ONE);
+        let view = |indices: &Tensor| activation(sparse_sum(ft_w, indices, &batch.offsets) + ft_b);
+        let layer = |x: &Tensor, w: &Tensor, b: &Tensor| x.linear(&rounded(w, WEIGHT_ONE), Some(&rounded(b, sum)));
+        let input = Tensor::cat(&[view(&batch.ours), view(&batch.theirs)], 1);
+        let hidden1 = activation(layer(&input, h1_w, h1_b));
+        let hidden2 = activation(layer(&hidden1, h2_w, h2_b));
+        layer(&hidden2, out_w, out_b).squeeze_dim(1) * CENTIPAWNS_PER_UNIT
+    }
+
+    /// Clips every parameter into the range its quantisation holds.
+    pub fn clip(&mut self) {
+        tch::no_grad(|| {
+            for (name, tensor) in NAMES.iter().zip(self.tensors.iter_mut()) {
+                let limit = limit_of(name);
+                if limit.is_finite() {
+                    let _ = tensor.clamp_(-limit, limit);
+                }
+            }
+        });
+    }
+
+    /// The engine's integers for this model, or the first layer that overflows them.
+    pub fn quantise(&self) -> Result<Parameters, OverflowError> {
+        let values = |index: usize, scale: f64| -> Vec<f64> {
+            let tensor = (&self.tensors[index] * scale).round().to_kind(Kind::Double).to_device(Device::Cpu);
+            Vec::<f64>::try_from(tensor.flatten(0, -1)).expect("a float tensor converts")
+        };
+        let checked = |index: usize, scale: f64, limit: f64| -> Result<Vec<f64>, OverflowError> {
+            let values = values(index, scale);
+            match values.iter().find(|v| v.abs() > limit) {
+                Some(&value) => Err(OverflowError { layer: NAMES[index], value, limit }),
+                None => Ok(values),
+            }
+        };
+        let sum = WEIGHT_ONE * ACTIVATION_ONE;
+        let i16s = |v: Vec<f64>| v.into_iter().map(|x| x as i16).collect::<Vec<_>>();
+        let i8s = |v: Vec<f64>| v.into_iter().map(|x| x as i8).collect::<Vec<_>>();
+        let i32s = |v: Vec<f64>| v.into_iter().map(|x| x as i32).collect::<Vec<_>>();
+        let transformer_biases = checked(1, ACTIVATION_ONE, f64::from(i16::MAX))?;
+        let transformer_weights = checked(0, ACTIVATION_ONE, f64::from(i16::MAX))?;
+        // Whatever the position, a bias and 32 rows must add up within i16.
+        for neuron in 0..L1 {
+            let largest = (0..FEATURES).map(|f| transformer_weights[f * L1 + neuron].abs()).fold(0.0, f64::max);
+            let bound = transformer_biases[neuron].abs() + MAX_FEATURES as f64 * largest;
+            if bound > f64::from(i16::MAX) {
+                return Err(OverflowError { layer: NAMES[0], value: bound, limit: f64::from(i16::MAX) });
+            }
+        }
+        let i32_limit = f64::from(i32::MAX) / 4.0;
+        // The engine shifts hidden sums right, a floor; half a step added to the
+        // biases makes it a rounding, so the quantised net does not run low.
+        let rounding = f64::from(1 << (WEIGHT_SHIFT - 1));
+        let hidden_biases = |index: usize| -> Result<Vec<i32>, OverflowError> {
+            Ok(i32s(checked(index, sum, i32_limit)?.into_iter().map(|b| b + rounding).collect()))
+        };
+        Ok(Parameters {
+            transformer_biases: i16s(transformer_biases),
+            transformer_weights: i16s(transformer_weights),
+            hidden1_biases: hidden_biases(3)?,
+            hidden1_weights: i8s(checked(2, WEIGHT_ONE, 127.0)?),
+            hidden2_biases: hidden_biases(5)?,
+            hidden2_weights: i8s(checked(4, WEIGHT_ONE, 127.0)?),
+            output_bias: i32s(checked(7, sum, i32_limit)?)[0],
+            output_weights: i8s(checked(6, WEIGHT_ONE, 127.0)?),
+        })
+    }
+}
+
+/// The sums of `weights`' rows named by `indices`, one sum per sample (`offsets`
+/// gives where each sample's indices start): the feature transformer's sparse
+/// product, forward and backward, without a dense row per sample.
+pub fn sparse_sum(weights: &Tensor, indices: &Tensor, offsets: &Tensor) -> Tensor {
+    const SUM: i64 = 0;
+    let (sums, _, _, _) = Tensor::embedding_bag(weights, indices, offsets, false, SUM, false, None::<Tensor>, false);
+    sums
+}
+
+/// `x` rounded to steps of `1 / scale` going forward, `x` itself going backward.
+fn rounded(x: &Tensor, scale: f64) -> Tensor {
+    let steps = (x * scale).round() / scale;
+    x + (steps - x).detach()
+}
+
+/// How far a parameter may go either way.
+fn limit_of(name: &str) -> f64 {
+    match name {
+        "ft.weight" | "ft.bias" => TRANSFORMER_LIMIT,
+        "h1.weight" | "h2.weight" | "out.weight" => WEIGHT_LIMIT,
+        _ => f64::INFINITY,
+    }
+}
+
+/// The engine's evaluation of each position of `batch` under the quantised
+/// `parameters`, in the engine's integer arithmetic: accumulators clipped to 0..=127,
+/// hidden sums shifted right (a floor) and clipped, the output divided by 16 with
+/// truncation. Values are carried in doubles, exact for these integers.
+pub fn quantised_forward(parameters: &Parameters, batch: &Batch) -> Vec<i32> {
+    let doubles = |values: Vec<f64>, shape: &[i64]| Tensor::from_slice(&values).reshape(shape);
+    let ft_w =
+        doubles(parameters.transformer_weights.iter().map(|&v| f64::from(v)).collect(), &[FEATURES as i64, L1 as i64]);
+    let ft_b = doubles(parameters.transformer_biases.iter().map(|&v| f64::from(v)).collect(), &[L1 as i64]);
+    let dense = |weights: &[i8], biases: &[i32], outputs: usize| {
+        let w = doubles(weights.iter().map(|&v| f64::from(v)).collect(), &[outputs as i64, -1]);
+        let b = doubles(biases.iter().map(|&v| f64::from(v)).collect(), &[outputs as i64]);
+        (w, b)
+    };
+    let (h1_w, h1_b) = dense(&parameters.hidden1_weights, &parameters.hidden1_biases, L2);
+    let (h2_w, h2_b) = dense(&parameters.hidden2_weights, &parameters.hidden2_biases, L3);
+    let (out_w, out_b) = dense(&parameters.output_weights, &[parameters.output_bias], 1);
+    let offsets = Tensor::from_slice(&batch.offsets);
+    let view = |indices: &[i64]| {
+        (sparse_sum(&ft_w, &Tensor::from_slice(indices), &offsets) + &ft_b).clamp(0.0, ACTIVATION_ONE)
+    };
+    let input = Tensor::cat(&[view(&batch.ours), view(&batch.theirs)], 1);
+    let layer = |x: &Tensor, w: &Tensor, b: &Tensor| {
+        x.linear(w, Some(b)).divide_scalar_mode(WEIGHT_ONE, "floor").clamp(0.0, ACTIVATION_ONE)
+    };
+    let hidden2 = layer(&layer(&input, &h1_w, &h1_b), &h2_w, &h2_b);
+    let output = hidden2.linear(&out_w, Some(&out_b)).divide_scalar_mode(f64::from(OUTPUT_DIVISOR), "trunc");
+    Vec::<f64>::try_from(output.flatten(0, -1))
+        .expect("a double tensor converts")
+        .into_iter()
+        .map(|v| v as i32)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sparse_sum_and_its_gradient_equal_a_dense_product() {
+        tch::manual_seed(3);
+        let weights = Tensor::randn([FEATURES as i64, 8], (Kind::Double, Device::Cpu)).set_requires_grad(true);
+        // Three samples of 3, 0 and 4 features; feature 7 twice in the last.
+        let indices = [5i64, 900, 7_559, 7, 7, 42, 3_000];
+        let offsets = Tensor::from_slice(&[0i64, 3, 3]);
+        let upstream = Tensor::randn([3, 8], (Kind::Double, Device::Cpu));
+        let sparse = sparse_sum(&weights, &Tensor::from_slice(&indices), &offsets);
+        (&sparse * &upstream).sum(Kind::Double).backward();
+        let sparse_gradient = weights.grad().copy();
+
+        let dense_weights = weights.detach().copy().set_requires_grad(true);
+        let mut one_hot = vec![0f64; 3 * FEATURES];
+        for (sample, range) in [(0, 0..3), (2, 3..7)] {
+            for &feature in &indices[range] {
+                one_hot[sample * FEATURES + feature as usize] += 1.0;
+            }
+        }
+        let one_hot = Tensor::from_slice(&one_hot).reshape([3, FEATURES as i64]);
+        let dense = one_hot.matmul(&dense_weights);
+        (&dense * &upstream).sum(Kind::Double).backward();
+
+        assert!(f64::try_from((&sparse - &dense).abs().max()).unwrap() < 1e-12, "forward");
+        let difference = (&sparse_gradient - dense_weights.grad()).abs().max();
+        assert!(f64::try_from(difference).unwrap() < 1e-12, "gradient");
+        assert!(f64::try_from(sparse_gradient.abs().sum(Kind::Double)).unwrap() > 0.0);
+    }
+
+    #[test]
+    fn clipping_keeps_every_quantised_value_in_range_and_overflow_names_the_layer() {
+        let mut model = Model::new(Device::Cpu, 1);
+        tch::no_grad(|| {
+            let _ = model.tensors[0].g_mul_scalar_(1_000.0);
+            let _ = model.tensors[4].g_mul_scalar_(1_000.0);
+        });
+        let error = model.quantise().unwrap_err();
+        assert_eq!(error.layer, "ft.weight", "{error}");
+        model.clip();
+        let parameters = model.quantise().expect("a clipped model quantises");
+        assert!(parameters.hidden2_weights.iter().any(|&w| w == 127 || w == -127), "the clip reached the i8 bound");
+        let bound = parameters.transformer_weights.iter().map(|w| i32::from(*w).abs()).max().unwrap();
+        assert!(33 * bound <= i32::from(i16::MAX), "a bias and 32 rows fit i16: {bound}");
+    }
+}

@@ -1,0 +1,317 @@
+//! The training run: epochs over the training games, a validation pass after each,
+//! a checkpoint after each (and on a stop request), a machine-readable log, and the
+//! exported net at the end.
+//!
+//! A run is repeatable on one device: the model's initialisation comes from the seed,
+//! each epoch's data order from the seed and the epoch, and a resumed run skips the
+//! batches its checkpoint had already trained on, so it goes on exactly where it was
+//! stopped.
+//!
+//! Files in the run's directory: `checkpoint.safetensors`, `log.jsonl` (one JSON
+//! object per epoch: epoch, positions, train and validation loss, learning rate,
+//! seconds, positions per second, the share of time spent waiting for data) and,
+//! when the run ends, `net.xqnn`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use tch::{Device, Tensor};
+
+use crate::checkpoint::{self, CheckpointError, Progress};
+use crate::data::{Batch, DataError, LoaderSettings, Part, Pass, Refusal};
+use crate::export::{ExportError, export};
+use crate::loss::{fit_scale, loss};
+use crate::model::{BatchTensors, Model, NAMES};
+use crate::optim::{AdamW, RateSettings};
+
+/// Positions the scale is fitted on.
+const SCALE_SAMPLE: usize = 200_000;
+
+/// A run's settings.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TrainSettings {
+    /// Where the data came from (a directory, or a coordinator's job), for the record.
+    pub data: String,
+    /// How the data is read.
+    pub loader: LoaderSettings,
+    /// Epochs to train.
+    pub epochs: usize,
+    /// Positions per epoch at most (none: every training position once).
+    pub epoch_positions: Option<usize>,
+    /// The learning rate and its schedule.
+    pub rate: RateSettings,
+    /// AdamW's weight decay.
+    pub weight_decay: f64,
+    /// The share of the target taken from the search score (the rest from the result).
+    pub lambda: f64,
+    /// The loss's scale in centipawns; fitted to the data when absent.
+    pub scale: Option<f64>,
+    /// The seed of the initialisation and the data order.
+    pub seed: u64,
+    /// A checkpoint whose model this run starts from (a previous generation's).
+    pub init: Option<PathBuf>,
+}
+
+/// What stopped a run.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    /// The data.
+    #[error(transparent)]
+    Data(#[from] DataError),
+    /// A checkpoint.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    /// The export.
+    #[error(transparent)]
+    Export(#[from] ExportError),
+    /// The log could not be written.
+    #[error("cannot write the log {path}: {source}")]
+    Log {
+        /// The log.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The settings cannot work.
+    #[error("{0}")]
+    Settings(String),
+}
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    /// Epochs finished.
+    pub epochs: usize,
+    /// Whether a stop request ended it early (its checkpoint is written).
+    pub stopped: bool,
+    /// The log, one entry per epoch.
+    pub log: Vec<serde_json::Value>,
+    /// The net, when the run finished.
+    pub net: Option<PathBuf>,
+    /// Chunks refused, with their reasons.
+    pub refusals: Vec<Refusal>,
+}
+
+/// The checkpoint's path in a run directory.
+pub fn checkpoint_path(dir: &Path) -> PathBuf {
+    dir.join("checkpoint.safetensors")
+}
+
+/// Trains on `chunks` into `dir`, resuming from its checkpoint when there is one,
+/// until the settings' epochs are done or `stop` is raised (a checkpoint is written
+/// either way).
+pub fn train(
+    chunks: &[PathBuf],
+    settings: &TrainSettings,
+    dir: &Path,
+    device: Device,
+    stop: &AtomicBool,
+    progress_bar: bool,
+) -> Result<Summary, TrainError> {
+    if !(0.0..1.0).contains(&settings.loader.validation_share) || settings.loader.validation_share == 0.0 {
+        return Err(TrainError::Settings("the validation share must be above 0 and below 1".to_owned()));
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CheckpointError::Write { path: dir.to_path_buf(), reason: e.to_string() })?;
+    let checkpoint_file = checkpoint_path(dir);
+    let mut refusals = Vec::new();
+
+    let validation = Pass::start(chunks, Part::Validation, &settings.loader, settings.seed);
+    let validation_batches: Vec<Batch> = validation.batches.iter().collect();
+    refusals.extend(validation.refusals());
+    let validation_positions: usize = validation_batches.iter().map(Batch::len).sum();
+    if validation_positions == 0 {
+        return Err(DataError::NothingLeft(settings.data.clone()).into());
+    }
+    let validation_tensors: Vec<BatchTensors> =
+        validation_batches.iter().map(|b| BatchTensors::of(b, device)).collect();
+
+    let (mut model, mut optimiser, mut progress) = if checkpoint_file.exists() {
+        let loaded = checkpoint::load(&checkpoint_file, device)?;
+        (loaded.model, loaded.optimiser, loaded.progress)
+    } else {
+        let model = match &settings.init {
+            Some(init) => checkpoint::load_model(init, device)?,
+            None => Model::new(device, settings.seed),
+        };
+        let scale = match settings.scale {
+            Some(scale) => scale,
+            None => fitted_scale(chunks, settings)?,
+        };
+        let optimiser = AdamW::new(&model.tensors, settings.weight_decay);
+        let recorded = serde_json::to_value(settings).expect("settings serialise");
+        (model, optimiser, Progress { epoch: 0, batch: 0, scale, settings: recorded, log: Vec::new() })
+    };
+    if progress.log.is_empty() {
+        // Epoch 0: the starting model, the point the loss curves start from.
+        let entry = serde_json::json!({
+            "epoch": 0,
+            "validation_loss": validation_loss(&model, &validation_tensors, progress.scale, settings.lambda),
+            "validation_positions": validation_positions,
+            "scale": progress.scale,
+        });
+        append_log(&dir.join("log.jsonl"), &entry)?;
+        progress.log.push(entry);
+    }
+    let decayed: Vec<bool> = NAMES.iter().map(|n| n.ends_with("weight")).collect();
+    // Epoch length for the schedule, before the first epoch has counted it: the
+    // training games are (1 - share) / share times the validation games.
+    let share = settings.loader.validation_share;
+    let estimated = (validation_positions as f64 * (1.0 - share) / share) as usize;
+    let epoch_positions = settings.epoch_positions.unwrap_or(estimated).max(1);
+    let epoch_batches = epoch_positions.div_ceil(settings.loader.batch_size).max(1);
+
+    let log_path = dir.join("log.jsonl");
+    let mut stopped = false;
+    while progress.epoch < settings.epochs {
+        let epoch = progress.epoch;
+        let started = Instant::now();
+        let mut waited = Duration::ZERO;
+        let pass = Pass::start(chunks, Part::Training, &settings.loader, settings.seed ^ (epoch as u64 + 1) << 32);
+        let bar = bar(progress_bar, epoch, settings.epochs, epoch_batches as u64);
+        let (mut loss_sum, mut positions, mut batches) = (0.0, 0usize, 0usize);
+        let mut rate = settings.rate.at(epoch as f64, settings.epochs);
+        loop {
+            if settings.epoch_positions.is_some_and(|cap| batches * settings.loader.batch_size >= cap) {
+                break;
+            }
+            let waiting = Instant::now();
+            let Ok(batch) = pass.batches.recv() else { break };
+            waited += waiting.elapsed();
+            if batches < progress.batch {
+                // Already trained on before the checkpoint this run resumed from.
+                batches += 1;
+                continue;
+            }
+            rate = settings.rate.at(epoch as f64 + batches as f64 / epoch_batches as f64, settings.epochs);
+            let tensors = BatchTensors::of(&batch, device);
+            let predicted = model.forward(&tensors);
+            let batch_loss = loss(&predicted, &tensors.scores, &tensors.results, progress.scale, settings.lambda);
+            batch_loss.backward();
+            optimiser.step(&mut model.tensors, &decayed, rate);
+            model.clip();
+            let value = f64::try_from(&batch_loss).expect("a scalar loss");
+            loss_sum += value * batch.len() as f64;
+            positions += batch.len();
+            batches += 1;
+            bar.set_position(batches as u64);
+            let seconds = started.elapsed().as_secs_f64().max(1e-9);
+            bar.set_message(format!(
+                "{:.0} pos/s  loss {:.5}",
+                positions as f64 / seconds,
+                loss_sum / positions as f64
+            ));
+            if stop.load(Ordering::Relaxed) {
+                progress.batch = batches;
+                checkpoint::save(&checkpoint_file, &model, &optimiser, &progress)?;
+                stopped = true;
+                break;
+            }
+        }
+        bar.finish_and_clear();
+        refusals.extend(pass.refusals());
+        if stopped {
+            break;
+        }
+        if positions == 0 && progress.batch == 0 {
+            return Err(DataError::NothingLeft(settings.data.clone()).into());
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        let entry = serde_json::json!({
+            "epoch": epoch + 1,
+            "positions": positions,
+            "train_loss": loss_sum / positions.max(1) as f64,
+            "validation_loss": validation_loss(&model, &validation_tensors, progress.scale, settings.lambda),
+            "validation_positions": validation_positions,
+            "learning_rate": rate,
+            "scale": progress.scale,
+            "seconds": seconds,
+            "positions_per_second": positions as f64 / seconds.max(1e-9),
+            "data_wait_share": waited.as_secs_f64() / seconds.max(1e-9),
+        });
+        append_log(&log_path, &entry)?;
+        if !progress_bar {
+            eprintln!("{entry}");
+        }
+        progress.log.push(entry);
+        progress.epoch += 1;
+        progress.batch = 0;
+        checkpoint::save(&checkpoint_file, &model, &optimiser, &progress)?;
+    }
+    dedup(&mut refusals);
+    let net = if stopped {
+        None
+    } else {
+        let path = dir.join("net.xqnn");
+        export(&model, &progress, &path)?;
+        Some(path)
+    };
+    Ok(Summary { epochs: progress.epoch, stopped, log: progress.log, net, refusals })
+}
+
+/// The scale fitted on the first training positions.
+fn fitted_scale(chunks: &[PathBuf], settings: &TrainSettings) -> Result<f64, TrainError> {
+    let pass = Pass::start(chunks, Part::Training, &settings.loader, settings.seed);
+    let (mut scores, mut results) = (Vec::new(), Vec::new());
+    for batch in pass.batches.iter() {
+        scores.extend(batch.scores);
+        results.extend(batch.results);
+        if scores.len() >= SCALE_SAMPLE {
+            break;
+        }
+    }
+    if scores.is_empty() {
+        return Err(DataError::NothingLeft(settings.data.clone()).into());
+    }
+    Ok(fit_scale(&scores, &results))
+}
+
+/// The mean loss over the validation batches.
+pub fn validation_loss(model: &Model, batches: &[BatchTensors], scale: f64, lambda: f64) -> f64 {
+    tch::no_grad(|| {
+        let (mut sum, mut count) = (0.0, 0usize);
+        for batch in batches {
+            let n = batch.scores.size()[0] as usize;
+            let value = f64::try_from(loss(&model.forward(batch), &batch.scores, &batch.results, scale, lambda))
+                .expect("a scalar loss");
+            sum += value * n as f64;
+            count += n;
+        }
+        sum / count.max(1) as f64
+    })
+}
+
+fn append_log(path: &Path, entry: &serde_json::Value) -> Result<(), TrainError> {
+    let fail = |source| TrainError::Log { path: path.to_path_buf(), source };
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(fail)?;
+    writeln!(file, "{entry}").map_err(fail)
+}
+
+fn bar(shown: bool, epoch: usize, epochs: usize, length: u64) -> ProgressBar {
+    if !shown {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(length);
+    let style = ProgressStyle::with_template("epoch {prefix} [{bar:30}] {pos}/{len} batches  {msg}  {elapsed}")
+        .expect("a valid template")
+        .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_prefix(format!("{}/{epochs}", epoch + 1));
+    bar
+}
+
+fn dedup(refusals: &mut Vec<Refusal>) {
+    let mut seen = std::collections::BTreeSet::new();
+    refusals.retain(|r| seen.insert(r.chunk.clone()));
+}
+
+/// The model's evaluation of each position of `batch`, in centipawns.
+pub fn predict(model: &Model, batch: &Batch, device: Device) -> Vec<f32> {
+    tch::no_grad(|| {
+        let output: Tensor = model.forward(&BatchTensors::of(batch, device)).to_device(Device::Cpu);
+        Vec::<f32>::try_from(output).expect("a float tensor converts")
+    })
+}
