@@ -253,7 +253,7 @@ pub enum Part {
 
 /// Whether game `index` of `chunk` is held out, for `share` of the games (0..=1).
 pub fn held_out(chunk: &Path, index: usize, share: f64) -> bool {
-    let name = chunk.file_name().map_or_else(|| chunk.as_os_str(), |n| n);
+    let name = chunk.file_name().unwrap_or(chunk.as_os_str());
     let hash = name
         .as_encoded_bytes()
         .iter()
