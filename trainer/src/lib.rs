@@ -5,12 +5,15 @@
 //!
 //! - [`data`]: chunk files to shuffled batches, by loader threads; the validation games.
 //! - [`model`]: the float net, its sparse first layer, clipping and quantisation.
+//! - [`transformer`]: the feature transformer's CPU kernel, forward and backward.
 //! - [`loss`]: the loss in win-probability space and the fitted score scale.
 //! - [`optim`]: AdamW and the learning-rate schedules.
 //! - [`checkpoint`]: the run's state on disk, written atomically.
 //! - [`train`]: epochs, validation, checkpoints, the log, the exported net.
 //! - [`export`]: quantisation to the engine's net file.
+//! - [`bench`]: the training-speed benchmark's batches and timing.
 
+pub mod bench;
 pub mod checkpoint;
 pub mod data;
 pub mod export;
@@ -18,6 +21,7 @@ pub mod loss;
 pub mod model;
 pub mod optim;
 pub mod train;
+pub mod transformer;
 
 /// The device a `--device` setting names: `auto` takes CUDA when there is one.
 pub fn device(name: &str) -> Result<tch::Device, String> {

@@ -21,6 +21,7 @@ use xq_engine::xiangqi::nnue::features::FEATURES;
 use xq_engine::xiangqi::nnue::{L1, L2, L3, OUTPUT_DIVISOR, Parameters, WEIGHT_SHIFT};
 
 use crate::data::{Batch, MAX_FEATURES};
+use crate::transformer::{self, Transformed};
 
 /// An activation's 1.0 in the engine.
 pub const ACTIVATION_ONE: f64 = 127.0;
@@ -48,6 +49,8 @@ pub struct Model {
 /// A batch's tensors on the model's device.
 #[derive(Debug)]
 pub struct BatchTensors {
+    /// The batch itself when the device is the CPU, for the transformer's Rust kernel.
+    cpu: Option<Batch>,
     ours: Tensor,
     theirs: Tensor,
     offsets: Tensor,
@@ -61,6 +64,7 @@ impl BatchTensors {
     /// `batch` on `device`.
     pub fn of(batch: &Batch, device: Device) -> BatchTensors {
         BatchTensors {
+            cpu: (device == Device::Cpu).then(|| batch.clone()),
             ours: Tensor::from_slice(&batch.ours).to_device(device),
             theirs: Tensor::from_slice(&batch.theirs).to_device(device),
             offsets: Tensor::from_slice(&batch.offsets).to_device(device),
@@ -68,6 +72,14 @@ impl BatchTensors {
             results: Tensor::from_slice(&batch.results).to_device(device),
         }
     }
+}
+
+/// A forward pass: the output, and the CPU transformer's state for the backward.
+#[derive(Debug)]
+pub struct Forward {
+    /// The evaluations in centipawns.
+    pub output: Tensor,
+    transformed: Option<(Tensor, Transformed)>,
 }
 
 /// A quantised value out of its integer range.
@@ -142,16 +154,57 @@ impl Model {
     /// gradient of the unrounded value (a straight-through estimator). Rounding the
     /// engine's coarse steps (an output weight's step is worth 8 cp) otherwise leaves
     /// a trained net tens of centipawns away from its float self.
-    pub fn forward(&self, batch: &BatchTensors) -> Tensor {
+    ///
+    /// On the CPU the feature transformer runs in [`transformer`]'s kernel, outside
+    /// autograd; [`Model::gradients`] then adds its gradients.
+    pub fn forward(&self, batch: &BatchTensors) -> Forward {
         let [ft_w, ft_b, h1_w, h1_b, h2_w, h2_b, out_w, out_b] = &self.tensors[..] else { unreachable!("eight") };
         let sum = WEIGHT_ONE * ACTIVATION_ONE;
         let activation = |x: Tensor| rounded(&x.clamp(0.0, 1.0), ACTIVATION_ONE);
-        let view = |indices: &Tensor| activation(sparse_sum(ft_w, indices, &batch.offsets) + ft_b);
+        let (input, transformed) = match &batch.cpu {
+            Some(cpu) => {
+                let values = |t: &Tensor| Vec::<f32>::try_from(t.detach().flatten(0, -1)).expect("float parameters");
+                let transformed = transformer::forward(&values(ft_w), &values(ft_b), cpu);
+                let input = Tensor::from_slice(&transformed.input).reshape([cpu.len() as i64, 2 * L1 as i64]);
+                let input = input.set_requires_grad(true);
+                (input.shallow_clone(), Some((input, transformed)))
+            }
+            None => {
+                let view = |indices: &Tensor| activation(sparse_sum(ft_w, indices, &batch.offsets) + ft_b);
+                (Tensor::cat(&[view(&batch.ours), view(&batch.theirs)], 1), None)
+            }
+        };
         let layer = |x: &Tensor, w: &Tensor, b: &Tensor| x.linear(&rounded(w, WEIGHT_ONE), Some(&rounded(b, sum)));
-        let input = Tensor::cat(&[view(&batch.ours), view(&batch.theirs)], 1);
         let hidden1 = activation(layer(&input, h1_w, h1_b));
         let hidden2 = activation(layer(&hidden1, h2_w, h2_b));
-        layer(&hidden2, out_w, out_b).squeeze_dim(1) * CENTIPAWNS_PER_UNIT
+        Forward { output: layer(&hidden2, out_w, out_b).squeeze_dim(1) * CENTIPAWNS_PER_UNIT, transformed }
+    }
+
+    /// The parameters' gradients (in [`NAMES`] order) once a loss of `forward`'s
+    /// output has gone backward.
+    pub fn gradients(&self, forward: &Forward, batch: &BatchTensors) -> Vec<Tensor> {
+        let mut gradients: Vec<Tensor> = self.tensors.iter().map(Tensor::grad).collect();
+        if let (Some((input, transformed)), Some(cpu)) = (&forward.transformed, &batch.cpu) {
+            let upstream = Vec::<f32>::try_from(input.grad().flatten(0, -1)).expect("a float gradient");
+            let (weights, biases) = transformer::backward(transformed, cpu, &upstream);
+            gradients[0] = Tensor::from_slice(&weights).reshape([FEATURES as i64, L1 as i64]).to_device(self.device());
+            gradients[1] = Tensor::from_slice(&biases).to_device(self.device());
+        }
+        gradients
+    }
+
+    /// Clears the gradients autograd left on the parameters.
+    pub fn zero_grad(&mut self) {
+        for tensor in &mut self.tensors {
+            let mut gradient = tensor.grad();
+            if gradient.defined() {
+                let _ = gradient.zero_();
+            }
+        }
+    }
+
+    fn device(&self) -> Device {
+        self.tensors[0].device()
     }
 
     /// Clips every parameter into the range its quantisation holds.

@@ -156,7 +156,6 @@ pub fn train(
         append_log(&dir.join("log.jsonl"), &entry)?;
         progress.log.push(entry);
     }
-    let decayed: Vec<bool> = NAMES.iter().map(|n| n.ends_with("weight")).collect();
     // Epoch length for the schedule, before the first epoch has counted it: the
     // training games are (1 - share) / share times the validation games.
     let share = settings.loader.validation_share;
@@ -188,12 +187,7 @@ pub fn train(
             }
             rate = settings.rate.at(epoch as f64 + batches as f64 / epoch_batches as f64, settings.epochs);
             let tensors = BatchTensors::of(&batch, device);
-            let predicted = model.forward(&tensors);
-            let batch_loss = loss(&predicted, &tensors.scores, &tensors.results, progress.scale, settings.lambda);
-            batch_loss.backward();
-            optimiser.step(&mut model.tensors, &decayed, rate);
-            model.clip();
-            let value = f64::try_from(&batch_loss).expect("a scalar loss");
+            let value = step(&mut model, &mut optimiser, &tensors, progress.scale, settings.lambda, rate);
             loss_sum += value * batch.len() as f64;
             positions += batch.len();
             batches += 1;
@@ -252,6 +246,20 @@ pub fn train(
     Ok(Summary { epochs: progress.epoch, stopped, log: progress.log, net, refusals })
 }
 
+/// One training step on `batch`: forward, loss, backward, AdamW at `rate` (weight
+/// decay on the weights, not the biases), clipping. Returns the batch's loss.
+pub fn step(model: &mut Model, optimiser: &mut AdamW, batch: &BatchTensors, scale: f64, lambda: f64, rate: f64) -> f64 {
+    let forward = model.forward(batch);
+    let batch_loss = loss(&forward.output, &batch.scores, &batch.results, scale, lambda);
+    batch_loss.backward();
+    let gradients = model.gradients(&forward, batch);
+    let decayed = NAMES.map(|name| name.ends_with("weight"));
+    optimiser.step(&mut model.tensors, &gradients, &decayed, rate);
+    model.zero_grad();
+    model.clip();
+    f64::try_from(&batch_loss).expect("a scalar loss")
+}
+
 /// The scale fitted on the first training positions.
 fn fitted_scale(chunks: &[PathBuf], settings: &TrainSettings) -> Result<f64, TrainError> {
     let pass = Pass::start(chunks, Part::Training, &settings.loader, settings.seed);
@@ -275,7 +283,7 @@ pub fn validation_loss(model: &Model, batches: &[BatchTensors], scale: f64, lamb
         let (mut sum, mut count) = (0.0, 0usize);
         for batch in batches {
             let n = batch.scores.size()[0] as usize;
-            let value = f64::try_from(loss(&model.forward(batch), &batch.scores, &batch.results, scale, lambda))
+            let value = f64::try_from(loss(&model.forward(batch).output, &batch.scores, &batch.results, scale, lambda))
                 .expect("a scalar loss");
             sum += value * n as f64;
             count += n;
@@ -311,7 +319,7 @@ fn dedup(refusals: &mut Vec<Refusal>) {
 /// The model's evaluation of each position of `batch`, in centipawns.
 pub fn predict(model: &Model, batch: &Batch, device: Device) -> Vec<f32> {
     tch::no_grad(|| {
-        let output: Tensor = model.forward(&BatchTensors::of(batch, device)).to_device(Device::Cpu);
+        let output: Tensor = model.forward(&BatchTensors::of(batch, device)).output.to_device(Device::Cpu);
         Vec::<f32>::try_from(output).expect("a float tensor converts")
     })
 }

@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 use xq_trainer::data::{Filter, LoaderSettings, Part, Pass, find_chunks};
 use xq_trainer::optim::{RateSettings, Schedule};
 use xq_trainer::train::{TrainSettings, train};
-use xq_trainer::{checkpoint, device, export, loss};
+use xq_trainer::{bench, checkpoint, device, export, loss};
 
 #[derive(Parser)]
 #[command(name = "xq-trainer", version, about = "NNUE training for xq-engine")]
@@ -33,6 +33,28 @@ enum Command {
         /// The net file to write.
         #[arg(long)]
         out: PathBuf,
+    },
+    /// The training-speed benchmark: saves batches of real positions for a reference
+    /// trainer (`--save`), and times this trainer's step on them.
+    Bench {
+        /// A directory of chunks.
+        #[arg(long)]
+        data: PathBuf,
+        /// Batches to take from the data.
+        #[arg(long, default_value_t = 20)]
+        batches: usize,
+        /// Positions per batch.
+        #[arg(long, default_value_t = 16_384)]
+        batch_size: usize,
+        /// Timed steps (after as many untimed ones as batches, at most 5).
+        #[arg(long, default_value_t = 40)]
+        steps: usize,
+        /// Also write the batches here (safetensors) for the reference trainer.
+        #[arg(long)]
+        save: Option<PathBuf>,
+        /// auto, cpu or cuda.
+        #[arg(long, default_value = "auto")]
+        device: String,
     },
     /// Prints the scale (centipawns) under which the data's scores best predict its results.
     FitScale {
@@ -128,6 +150,21 @@ fn main() -> anyhow::Result<()> {
             let loaded = checkpoint::load(&path, tch::Device::Cpu)?;
             let network = export::export(&loaded.model, &loaded.progress, &out)?;
             println!("{}: {}", out.display(), network.description());
+            Ok(())
+        }
+        Command::Bench { data, batches, batch_size, steps, save, device: name } => {
+            let device = device(&name).map_err(anyhow::Error::msg)?;
+            let settings = LoaderSettings { batch_size, ..LoaderSettings::default() };
+            let pass = Pass::start(&find_chunks(&data)?, Part::Training, &settings, 1);
+            let taken: Vec<_> = pass.batches.iter().filter(|b| b.len() == batch_size).take(batches).collect();
+            if taken.is_empty() {
+                bail!("{} holds less than one batch of {batch_size} positions", data.display());
+            }
+            if let Some(path) = save {
+                bench::save_batches(&taken, &path).with_context(|| format!("writing {}", path.display()))?;
+            }
+            let speed = bench::positions_per_second(&taken, taken.len().min(5), steps, device, 1);
+            println!("xq-trainer: {speed:.0} positions/s over {steps} steps of {batch_size} ({} batches)", taken.len());
             Ok(())
         }
         Command::FitScale { data } => {
