@@ -2,9 +2,10 @@
 //! the Client service that users and tools call. The coordinator and the worker meet
 //! only here.
 
-#![allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod client;
 
 /// Version 1 of the contract.
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod v1 {
     tonic::include_proto!("xq.v1");
 }

@@ -245,3 +245,17 @@ fn a_full_disk_keeps_the_previous_checkpoint_and_writes_no_net() {
     assert_eq!(std::fs::read(checkpoint_path(run.path())).unwrap(), before, "the previous checkpoint is intact");
     assert!(!run.path().join("net.xqnn").exists());
 }
+
+#[test]
+fn an_unreachable_coordinator_is_a_clear_error_and_nothing_is_written() {
+    let run = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_xq-trainer"))
+        .args(["train", "--job", "3", "--coordinator", "http://127.0.0.1:1", "--token", "t", "--out"])
+        .arg(run.path())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cannot connect to the coordinator at http://127.0.0.1:1"), "{stderr}");
+    assert!(!run.path().join("net.xqnn").exists() && !checkpoint_path(run.path()).exists());
+}

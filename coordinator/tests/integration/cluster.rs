@@ -312,7 +312,34 @@ async fn a_worker_plays_self_play_jobs_of_both_games_and_the_trainer_can_stream_
         }
         assert_eq!(records as u64, state.positions, "{variant}: the stored chunks hold the positions counted");
         assert!(records > 0);
+        if variant == "xiangqi" {
+            trains_on_the_job(&mut admin, address, &dir.0, job.job_id).await;
+        }
     }
+}
+
+/// The trainer takes a finished self-play job's data from the coordinator and
+/// exports a net; the download behind it saves whole chunks and, run again, only
+/// what is new.
+async fn trains_on_the_job(admin: &mut Client, address: std::net::SocketAddr, dir: &Path, job: u64) {
+    let run = dir.join("run");
+    let output = Command::new(binary("xq-trainer"))
+        .args(["train", "--job", &job.to_string(), "--coordinator", &format!("http://{address}")])
+        .args(["--token", &token(dir), "--out", run.to_str().unwrap(), "--epochs", "1", "--batch-size", "16"])
+        .args(["--validation-share", "0.5", "--keep-captures", "--keep-in-check", "--quiet", "--device", "cpu"])
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("job {job}: 2 chunks downloaded")), "{stderr}");
+    let net = std::fs::read(run.join("net.xqnn")).unwrap();
+    let net = xq_engine::xiangqi::nnue::Network::from_bytes(&net).expect("the engine reads the net");
+    assert!(net.description().contains(&format!("job {job} of http://{address}")), "{}", net.description());
+
+    let data = run.join("data").join(format!("job{job}"));
+    let again = xq_proto::client::download_training_data(admin, job, &data).await.unwrap();
+    assert_eq!((again.written, again.present), (0, 2));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

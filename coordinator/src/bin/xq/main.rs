@@ -12,13 +12,9 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio::io::AsyncWriteExt;
-use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
-use xq_proto::v1::client_client::ClientClient;
-use xq_proto::{ARTIFACT_PIECE_BYTES, BearerToken, MAX_MESSAGE_BYTES, v1};
+pub use xq_proto::client::Client;
+use xq_proto::{ARTIFACT_PIECE_BYTES, client, v1};
 use xq_stats::{Model, Sprt, elo_estimate};
-
-pub type Client = ClientClient<InterceptedService<Channel, BearerToken>>;
 
 #[derive(Parser)]
 #[command(name = "xq", version, about = "The xq-cluster client: tests, self-play jobs, workers, SPRT arithmetic")]
@@ -339,14 +335,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Data { job, out } => {
-            std::fs::create_dir_all(&out)?;
-            let mut stream = client.stream_training_data(v1::JobId { job_id: job }).await?.into_inner();
-            let mut count = 0;
-            while let Some(chunk) = stream.message().await? {
-                std::fs::write(out.join(format!("job{job}-unit{:06}.xqc", chunk.unit)), &chunk.chunk)?;
-                count += 1;
-            }
-            println!("{count} chunks in {}", out.display());
+            let downloaded = client::download_training_data(&mut client, job, &out).await?;
+            println!(
+                "{} chunks in {} ({} already there)",
+                downloaded.written + downloaded.present,
+                out.display(),
+                downloaded.present
+            );
             Ok(())
         }
         Command::Llr(_) | Command::Local(_) => unreachable!("handled above"),
@@ -360,16 +355,11 @@ pub async fn connect(connection: &Connection) -> anyhow::Result<Client> {
         (None, Some(path)) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
         (None, None) => bail!("give a client token: --token, XQ_TOKEN or --token-file"),
     };
-    let auth = BearerToken::new(&token).context("the token is not printable ASCII")?;
-    let mut endpoint = Endpoint::from_shared(connection.coordinator.clone()).context("--coordinator is not a URL")?;
-    if let Some(ca) = &connection.ca_cert {
-        let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
-        endpoint = endpoint.tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)))?;
-    }
-    let channel = endpoint.connect().await.with_context(|| format!("connecting to {}", connection.coordinator))?;
-    Ok(ClientClient::with_interceptor(channel, auth)
-        .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES))
+    let ca = match &connection.ca_cert {
+        Some(path) => Some(std::fs::read(path).with_context(|| format!("reading {}", path.display()))?),
+        None => None,
+    };
+    Ok(client::connect(&connection.coordinator, &token, ca).await?)
 }
 
 /// Uploads a file as an artifact.

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
+use xq_proto::client;
 use xq_trainer::data::{Filter, LoaderSettings, Part, Pass, find_chunks};
 use xq_trainer::optim::{RateSettings, Schedule};
 use xq_trainer::train::{TrainSettings, train};
@@ -24,7 +25,7 @@ struct Cli {
 enum Command {
     /// Trains a net on a directory of chunks; resumes from the run directory's
     /// checkpoint when it has one. Ctrl-C writes a checkpoint and stops.
-    Train(TrainArgs),
+    Train(Box<TrainArgs>),
     /// Writes a checkpoint's model as a net file.
     Export {
         /// The checkpoint (a run directory's checkpoint.safetensors).
@@ -67,8 +68,24 @@ enum Command {
 #[derive(clap::Args)]
 struct TrainArgs {
     /// A directory of chunks (`xq data N -o DIR`, or `xq-worker selfplay --out DIR`).
+    #[arg(long, required_unless_present = "job", conflicts_with = "job")]
+    data: Option<PathBuf>,
+    /// A self-play job on the coordinator to train on: its chunks are downloaded into
+    /// the run directory's data/jobN (a rerun fetches only the new ones).
     #[arg(long)]
-    data: PathBuf,
+    job: Option<u64>,
+    /// The coordinator's URL, with --job.
+    #[arg(long, env = "XQ_COORDINATOR", default_value = "http://127.0.0.1:7420")]
+    coordinator: String,
+    /// A client token, with --job.
+    #[arg(long, env = "XQ_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// A file holding the client token (such as <data>/client-token).
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// The CA certificate (PEM) for a TLS coordinator.
+    #[arg(long)]
+    ca_cert: Option<PathBuf>,
     /// The run directory: checkpoint, log.jsonl and net.xqnn.
     #[arg(long)]
     out: PathBuf,
@@ -145,7 +162,7 @@ struct TrainArgs {
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
-        Command::Train(args) => run_training(args),
+        Command::Train(args) => run_training(*args),
         Command::Export { checkpoint: path, out } => {
             let loaded = checkpoint::load(&path, tch::Device::Cpu)?;
             let network = export::export(&loaded.model, &loaded.progress, &out)?;
@@ -192,9 +209,14 @@ fn run_training(args: TrainArgs) -> anyhow::Result<()> {
     if let Some(threads) = args.torch_threads {
         tch::set_num_threads(threads);
     }
-    let chunks = find_chunks(&args.data)?;
+    let (data, source) = match (args.data.clone(), args.job) {
+        (Some(dir), _) => (dir.clone(), dir.display().to_string()),
+        (None, Some(job)) => (fetch_job(&args, job)?, format!("job {job} of {}", args.coordinator)),
+        (None, None) => bail!("give --data DIR or --job N"),
+    };
+    let chunks = find_chunks(&data)?;
     let settings = TrainSettings {
-        data: args.data.display().to_string(),
+        data: source,
         loader: LoaderSettings {
             threads: args.loaders,
             batch_size: args.batch_size.max(1),
@@ -220,7 +242,7 @@ fn run_training(args: TrainArgs) -> anyhow::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed)).context("installing the Ctrl-C handler")?;
-    eprintln!("{} chunks in {}, training on {device:?}", chunks.len(), args.data.display());
+    eprintln!("{} chunks in {}, training on {device:?}", chunks.len(), data.display());
     let summary = train(&chunks, &settings, &args.out, device, &stop, !args.quiet)?;
     for refusal in &summary.refusals {
         eprintln!("{refusal}");
@@ -237,4 +259,31 @@ fn run_training(args: TrainArgs) -> anyhow::Result<()> {
         ),
     }
     Ok(())
+}
+
+/// Downloads `job`'s chunks from the coordinator into the run directory; returns
+/// where they are.
+fn fetch_job(args: &TrainArgs, job: u64) -> anyhow::Result<PathBuf> {
+    let token = match (&args.token, &args.token_file) {
+        (Some(token), _) => token.clone(),
+        (None, Some(path)) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
+        (None, None) => bail!("--job needs a client token: --token, XQ_TOKEN or --token-file"),
+    };
+    let ca = match &args.ca_cert {
+        Some(path) => Some(std::fs::read(path).with_context(|| format!("reading {}", path.display()))?),
+        None => None,
+    };
+    let dir = args.out.join("data").join(format!("job{job}"));
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let downloaded = runtime.block_on(async {
+        let mut client = client::connect(&args.coordinator, &token, ca).await?;
+        client::download_training_data(&mut client, job, &dir).await
+    })?;
+    eprintln!(
+        "job {job}: {} chunks downloaded, {} already in {}",
+        downloaded.written,
+        downloaded.present,
+        dir.display()
+    );
+    Ok(dir)
 }

@@ -1,0 +1,105 @@
+//! The Client service as tools reach it: a connection with the bearer token (and TLS
+//! when a CA is given), and the download of a self-play job's training chunks into a
+//! directory, shared by `xq data` and `xq-trainer`.
+
+use std::path::{Path, PathBuf};
+
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+
+use crate::v1::client_client::ClientClient;
+use crate::{BearerToken, MAX_MESSAGE_BYTES, v1};
+
+/// A connected Client service.
+pub type Client = ClientClient<InterceptedService<Channel, BearerToken>>;
+
+/// Why a coordinator could not be reached or its data not saved.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The token has characters a header cannot carry.
+    #[error("the token is not printable ASCII")]
+    Token,
+    /// The coordinator's address is not a URL.
+    #[error("the coordinator address '{0}' is not a URL")]
+    Url(String),
+    /// The CA certificate could not be used.
+    #[error("TLS with the given CA certificate: {0}")]
+    Tls(String),
+    /// Nothing answered at the address.
+    #[error("cannot connect to the coordinator at {url}: {reason}")]
+    Connect {
+        /// The coordinator's address.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// The coordinator refused or failed the call.
+    #[error("the coordinator answered: {0}")]
+    Status(#[from] tonic::Status),
+    /// A file could not be written.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Connects to the coordinator at `url` with a client `token`, trusting `ca_pem`
+/// (a PEM certificate) for TLS when given.
+pub async fn connect(url: &str, token: &str, ca_pem: Option<Vec<u8>>) -> Result<Client, ClientError> {
+    let auth = BearerToken::new(token).ok_or(ClientError::Token)?;
+    let mut endpoint = Endpoint::from_shared(url.to_owned()).map_err(|_| ClientError::Url(url.to_owned()))?;
+    if let Some(pem) = ca_pem {
+        endpoint = endpoint
+            .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)))
+            .map_err(|e| ClientError::Tls(e.to_string()))?;
+    }
+    let channel = endpoint.connect().await.map_err(|e| {
+        let reason = std::error::Error::source(&e).map_or_else(|| e.to_string(), ToString::to_string);
+        ClientError::Connect { url: url.to_owned(), reason }
+    })?;
+    Ok(ClientClient::with_interceptor(channel, auth)
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES))
+}
+
+/// The file a job's unit's chunk is saved as.
+pub fn chunk_file_name(job: u64, unit: u64) -> String {
+    format!("job{job}-unit{unit:06}.xqc")
+}
+
+/// What a download did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Downloaded {
+    /// Chunks written now.
+    pub written: usize,
+    /// Chunks already in the directory (from an earlier download), left as they were.
+    pub present: usize,
+}
+
+/// Saves every training chunk of `job` into `dir`, one file a unit
+/// ([`chunk_file_name`]), each written to a temporary name and renamed, so that an
+/// interrupted download leaves only whole chunks and the next one adds the rest.
+pub async fn download_training_data(client: &mut Client, job: u64, dir: &Path) -> Result<Downloaded, ClientError> {
+    let write_error = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ClientError::Write { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(write_error(dir))?;
+    let mut stream = client.stream_training_data(v1::JobId { job_id: job }).await?.into_inner();
+    let mut downloaded = Downloaded::default();
+    while let Some(chunk) = stream.message().await? {
+        let path = dir.join(chunk_file_name(job, chunk.unit));
+        if path.exists() {
+            downloaded.present += 1;
+            continue;
+        }
+        let temporary = path.with_extension("part");
+        tokio::fs::write(&temporary, &chunk.chunk).await.map_err(write_error(&temporary))?;
+        tokio::fs::rename(&temporary, &path).await.map_err(write_error(&path))?;
+        downloaded.written += 1;
+    }
+    Ok(downloaded)
+}
