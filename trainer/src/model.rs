@@ -164,8 +164,9 @@ impl Model {
         let (input, transformed) = match &batch.cpu {
             Some(cpu) => {
                 let values = |t: &Tensor| Vec::<f32>::try_from(t.detach().flatten(0, -1)).expect("float parameters");
-                let transformed = transformer::forward(&values(ft_w), &values(ft_b), cpu);
+                let mut transformed = transformer::forward(&values(ft_w), &values(ft_b), cpu);
                 let input = Tensor::from_slice(&transformed.input).reshape([cpu.len() as i64, 2 * L1 as i64]);
+                transformer::recycle(std::mem::take(&mut transformed.input));
                 let input = input.set_requires_grad(true);
                 (input.shallow_clone(), Some((input, transformed)))
             }
@@ -185,10 +186,13 @@ impl Model {
     pub fn gradients(&self, forward: &Forward, batch: &BatchTensors) -> Vec<Tensor> {
         let mut gradients: Vec<Tensor> = self.tensors.iter().map(Tensor::grad).collect();
         if let (Some((input, transformed)), Some(cpu)) = (&forward.transformed, &batch.cpu) {
-            let upstream = Vec::<f32>::try_from(input.grad().flatten(0, -1)).expect("a float gradient");
+            let mut upstream = transformer::buffer(transformed.passes.len());
+            input.grad().copy_data(&mut upstream, transformed.passes.len());
             let (weights, biases) = transformer::backward(transformed, cpu, &upstream);
             gradients[0] = Tensor::from_slice(&weights).reshape([FEATURES as i64, L1 as i64]).to_device(self.device());
             gradients[1] = Tensor::from_slice(&biases).to_device(self.device());
+            transformer::recycle(upstream);
+            transformer::recycle(weights);
         }
         gradients
     }

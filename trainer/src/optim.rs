@@ -73,19 +73,30 @@ impl AdamW {
         self.steps += 1;
         let correction1 = 1.0 - BETA1.powi(self.steps as i32);
         let correction2 = 1.0 - BETA2.powi(self.steps as i32);
+        // The bias corrections folded into two scalars, so that the update is
+        // p -= rate x m^ / (sqrt(v^) + eps) = m / ((sqrt(v) + eps sqrt(c2)) x -c1 / (rate sqrt(c2))),
+        // in place passes with one temporary each for v's input and the denominator: the
+        // transformer's 1.9 million weights made the textbook form's seven temporaries
+        // a tenth of a training step.
+        let epsilon = EPSILON * correction2.sqrt();
+        let scale = -correction1 / (rate * correction2.sqrt());
         tch::no_grad(|| {
             for (i, parameter) in parameters.iter_mut().enumerate() {
                 let gradient = &gradients[i];
                 if !gradient.defined() {
                     continue;
                 }
-                let _ = self.first[i].g_mul_scalar_(BETA1).g_add_(&(gradient * (1.0 - BETA1)));
-                let _ = self.second[i].g_mul_scalar_(BETA2).g_add_(&(gradient.square() * (1.0 - BETA2)));
+                let _ = self.first[i].lerp_(gradient, 1.0 - BETA1);
+                let _ = self.second[i].lerp_(&gradient.square(), 1.0 - BETA2);
                 if decayed[i] {
                     let _ = parameter.g_mul_scalar_(1.0 - rate * self.weight_decay);
                 }
-                let denominator = (&self.second[i] / correction2).sqrt() + EPSILON;
-                let _ = parameter.g_sub_(&(&self.first[i] / &denominator * (rate / correction1)));
+                if rate <= 0.0 {
+                    continue;
+                }
+                let mut denominator = self.second[i].sqrt();
+                let _ = denominator.g_add_scalar_(epsilon).g_mul_scalar_(scale);
+                let _ = parameter.addcdiv_(&self.first[i], &denominator);
             }
         });
     }

@@ -34,6 +34,35 @@ fn features(batch: &Batch, s: usize) -> [&[i64]; 2] {
     [&batch.ours[start..end], &batch.theirs[start..end]]
 }
 
+thread_local! {
+    /// Large buffers given back by [`recycle`], for the next step to reuse.
+    static SPARE: std::cell::RefCell<Vec<Vec<f32>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A zeroed buffer of `len` values, reusing a recycled one when there is one: a
+/// fresh allocation of this size is mapped anew by the system and faults in page by
+/// page, which cost more than a training step's whole optimiser pass.
+pub fn buffer(len: usize) -> Vec<f32> {
+    match SPARE.with(|spare| spare.borrow_mut().pop()) {
+        Some(mut buffer) => {
+            buffer.clear();
+            buffer.resize(len, 0.0);
+            buffer
+        }
+        None => vec![0.0; len],
+    }
+}
+
+/// Gives a buffer back for [`buffer`] to reuse (a few are kept).
+pub fn recycle(buffer: Vec<f32>) {
+    SPARE.with(|spare| {
+        let mut spare = spare.borrow_mut();
+        if spare.len() < 6 {
+            spare.push(buffer);
+        }
+    });
+}
+
 fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
@@ -43,7 +72,7 @@ fn threads() -> usize {
 pub fn forward(weights: &[f32], biases: &[f32], batch: &Batch) -> Transformed {
     assert_eq!((weights.len(), biases.len()), (FEATURES * L1, L1), "the transformer's shapes");
     let samples = batch.len();
-    let mut input = vec![0f32; samples * 2 * L1];
+    let mut input = buffer(samples * 2 * L1);
     let mut passes = vec![0u8; samples * 2 * L1];
     let per_thread = samples.div_ceil(threads()).max(1);
     std::thread::scope(|scope| {
@@ -98,9 +127,9 @@ pub fn backward(transformed: &Transformed, batch: &Batch, upstream: &[f32]) -> (
             .iter()
             .map(|columns| {
                 let columns = columns.clone();
+                let mut weights = buffer(FEATURES * columns.len());
                 scope.spawn(move || {
                     let width = columns.len();
-                    let mut weights = vec![0f32; FEATURES * width];
                     let mut biases = vec![0f32; width];
                     let mut gradient = vec![0f32; width];
                     for s in 0..batch.len() {
@@ -124,7 +153,7 @@ pub fn backward(transformed: &Transformed, batch: &Batch, upstream: &[f32]) -> (
             .collect();
         handles.into_iter().map(|h| h.join().expect("a transformer thread")).collect()
     });
-    let mut weights = vec![0f32; FEATURES * L1];
+    let mut weights = buffer(FEATURES * L1);
     let mut biases = vec![0f32; L1];
     for (columns, (part_weights, part_biases)) in columns.iter().zip(parts) {
         let width = columns.len();
@@ -133,6 +162,7 @@ pub fn backward(transformed: &Transformed, batch: &Batch, upstream: &[f32]) -> (
                 .copy_from_slice(&part_weights[feature * width..(feature + 1) * width]);
         }
         biases[columns.clone()].copy_from_slice(&part_biases);
+        recycle(part_weights);
     }
     (weights, biases)
 }
