@@ -282,7 +282,7 @@ pub struct LoaderSettings {
 impl Default for LoaderSettings {
     fn default() -> LoaderSettings {
         LoaderSettings {
-            threads: 1,
+            threads: 2,
             batch_size: 16_384,
             shuffle_buffer: 1 << 20,
             validation_share: 0.05,
