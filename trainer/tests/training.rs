@@ -259,3 +259,25 @@ fn an_unreachable_coordinator_is_a_clear_error_and_nothing_is_written() {
     assert!(stderr.contains("cannot connect to the coordinator at http://127.0.0.1:1"), "{stderr}");
     assert!(!run.path().join("net.xqnn").exists() && !checkpoint_path(run.path()).exists());
 }
+
+#[test]
+fn a_damaged_checkpoint_is_refused_with_its_name_not_a_panic() {
+    let run = tempfile::tempdir().unwrap();
+    let chunks = find_chunks(data()).unwrap();
+    train(&chunks, &settings(1), run.path(), Device::Cpu, &AtomicBool::new(true), false).unwrap();
+    let path = checkpoint_path(run.path());
+    let whole = std::fs::read(&path).unwrap();
+    let mut damaged_header = whole.clone();
+    damaged_header[10] ^= 0x5a;
+    for (what, bytes) in [("truncated", &whole[..whole.len() / 2]), ("header", &damaged_header[..]), ("empty", &[][..])]
+    {
+        std::fs::write(&path, bytes).unwrap();
+        let error = train(&chunks, &settings(1), run.path(), Device::Cpu, &AtomicBool::new(false), false).unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.contains("cannot read the checkpoint") && text.contains("checkpoint.safetensors"),
+            "{what}: {text}"
+        );
+        assert!(!run.path().join("net.xqnn").exists(), "{what}");
+    }
+}
