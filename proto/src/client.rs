@@ -16,9 +16,20 @@ pub type Client = ClientClient<InterceptedService<Channel, BearerToken>>;
 /// Why a coordinator could not be reached or its data not saved.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
+    /// No token was given.
+    #[error("give a client token: --token, XQ_TOKEN or --token-file")]
+    NoToken,
     /// The token has characters a header cannot carry.
     #[error("the token is not printable ASCII")]
     Token,
+    /// A token or certificate file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The coordinator's address is not a URL.
     #[error("the coordinator address '{0}' is not a URL")]
     Url(String),
@@ -63,6 +74,33 @@ pub async fn connect(url: &str, token: &str, ca_pem: Option<Vec<u8>>) -> Result<
     Ok(ClientClient::with_interceptor(channel, auth)
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES))
+}
+
+/// How a tool's command line names its coordinator: `--coordinator`, `--token` or
+/// `--token-file`, and `--ca-cert`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Address<'a> {
+    /// The coordinator's URL.
+    pub url: &'a str,
+    /// A client token.
+    pub token: Option<&'a str>,
+    /// A file holding the client token, when `token` is absent.
+    pub token_file: Option<&'a Path>,
+    /// The CA certificate (PEM) for TLS.
+    pub ca_cert: Option<&'a Path>,
+}
+
+/// Connects to the coordinator at `address`, reading its token and CA files.
+pub async fn connect_to(address: &Address<'_>) -> Result<Client, ClientError> {
+    let read =
+        |path: &Path| std::fs::read(path).map_err(|source| ClientError::Read { path: path.to_path_buf(), source });
+    let token = match (address.token, address.token_file) {
+        (Some(token), _) => token.to_owned(),
+        (None, Some(path)) => String::from_utf8_lossy(&read(path)?).into_owned(),
+        (None, None) => return Err(ClientError::NoToken),
+    };
+    let ca = address.ca_cert.map(read).transpose()?;
+    connect(address.url, &token, ca).await
 }
 
 /// The file a job's unit's chunk is saved as.

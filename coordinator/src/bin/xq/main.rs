@@ -350,16 +350,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// Connects to the coordinator named by `connection`.
 pub async fn connect(connection: &Connection) -> anyhow::Result<Client> {
-    let token = match (&connection.token, &connection.token_file) {
-        (Some(token), _) => token.clone(),
-        (None, Some(path)) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
-        (None, None) => bail!("give a client token: --token, XQ_TOKEN or --token-file"),
+    let address = client::Address {
+        url: &connection.coordinator,
+        token: connection.token.as_deref(),
+        token_file: connection.token_file.as_deref(),
+        ca_cert: connection.ca_cert.as_deref(),
     };
-    let ca = match &connection.ca_cert {
-        Some(path) => Some(std::fs::read(path).with_context(|| format!("reading {}", path.display()))?),
-        None => None,
-    };
-    Ok(client::connect(&connection.coordinator, &token, ca).await?)
+    Ok(client::connect_to(&address).await?)
 }
 
 /// Uploads a file as an artifact.

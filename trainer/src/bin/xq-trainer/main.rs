@@ -265,19 +265,16 @@ fn run_training(args: TrainArgs) -> anyhow::Result<()> {
 /// Downloads `job`'s chunks from the coordinator into the run directory; returns
 /// where they are.
 fn fetch_job(args: &TrainArgs, job: u64) -> anyhow::Result<PathBuf> {
-    let token = match (&args.token, &args.token_file) {
-        (Some(token), _) => token.clone(),
-        (None, Some(path)) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
-        (None, None) => bail!("--job needs a client token: --token, XQ_TOKEN or --token-file"),
-    };
-    let ca = match &args.ca_cert {
-        Some(path) => Some(std::fs::read(path).with_context(|| format!("reading {}", path.display()))?),
-        None => None,
+    let address = client::Address {
+        url: &args.coordinator,
+        token: args.token.as_deref(),
+        token_file: args.token_file.as_deref(),
+        ca_cert: args.ca_cert.as_deref(),
     };
     let dir = args.out.join("data").join(format!("job{job}"));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let downloaded = runtime.block_on(async {
-        let mut client = client::connect(&args.coordinator, &token, ca).await?;
+        let mut client = client::connect_to(&address).await?;
         client::download_training_data(&mut client, job, &dir).await
     })?;
     eprintln!(
