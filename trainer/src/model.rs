@@ -1,9 +1,10 @@
 //! The engine's net in float ([`xq_engine::xiangqi::nnue`]): 7,560 features per side
 //! to 2 x 256 clipped ReLU, 32, 32, 1, and its quantisation to the engine's integers.
 //!
-//! The feature transformer is sparse: `embedding_bag` in sum mode adds the weight
-//! rows of a view's active features (at most 32 of 7,560), forward and backward, so
-//! no dense 7,560-wide product is ever formed.
+//! The feature transformer is sparse: each view adds the weight rows of its active
+//! features (at most 32 of 7,560), forward and backward, so no dense 7,560-wide
+//! product is ever formed; on the CPU in [`transformer`]'s kernel, elsewhere through
+//! libtorch's `embedding_bag` in sum mode ([`sparse_sum`]).
 //!
 //! Scales, from the engine's quantisation: an activation's 1.0 is 127, a hidden or
 //! output weight's 1.0 is 64, so the engine's output sum is `64 x 127 = 8,128` times
@@ -49,11 +50,7 @@ pub struct Model {
 /// A batch's tensors on the model's device.
 #[derive(Debug)]
 pub struct BatchTensors {
-    /// The batch itself when the device is the CPU, for the transformer's Rust kernel.
-    cpu: Option<Batch>,
-    ours: Tensor,
-    theirs: Tensor,
-    offsets: Tensor,
+    features: Features,
     /// Search scores, centipawns.
     pub scores: Tensor,
     /// Game results from the side to move's view.
@@ -63,15 +60,30 @@ pub struct BatchTensors {
 impl BatchTensors {
     /// `batch` on `device`.
     pub fn of(batch: &Batch, device: Device) -> BatchTensors {
+        let features = if device == Device::Cpu {
+            Features::Cpu(batch.clone())
+        } else {
+            Features::Device {
+                ours: Tensor::from_slice(&batch.ours).to_device(device),
+                theirs: Tensor::from_slice(&batch.theirs).to_device(device),
+                offsets: Tensor::from_slice(&batch.offsets).to_device(device),
+            }
+        };
         BatchTensors {
-            cpu: (device == Device::Cpu).then(|| batch.clone()),
-            ours: Tensor::from_slice(&batch.ours).to_device(device),
-            theirs: Tensor::from_slice(&batch.theirs).to_device(device),
-            offsets: Tensor::from_slice(&batch.offsets).to_device(device),
+            features,
             scores: Tensor::from_slice(&batch.scores).to_device(device),
             results: Tensor::from_slice(&batch.results).to_device(device),
         }
     }
+}
+
+/// A batch's features where the feature transformer reads them.
+#[derive(Debug)]
+enum Features {
+    /// The batch itself, for the transformer's CPU kernel.
+    Cpu(Batch),
+    /// Index tensors on the device, for libtorch's path.
+    Device { ours: Tensor, theirs: Tensor, offsets: Tensor },
 }
 
 /// A forward pass: the output, and the CPU transformer's state for the backward.
@@ -161,8 +173,8 @@ impl Model {
         let [ft_w, ft_b, h1_w, h1_b, h2_w, h2_b, out_w, out_b] = &self.tensors[..] else { unreachable!("eight") };
         let sum = WEIGHT_ONE * ACTIVATION_ONE;
         let activation = |x: Tensor| rounded(&x.clamp(0.0, 1.0), ACTIVATION_ONE);
-        let (input, transformed) = match &batch.cpu {
-            Some(cpu) => {
+        let (input, transformed) = match &batch.features {
+            Features::Cpu(cpu) => {
                 let values = |t: &Tensor| Vec::<f32>::try_from(t.detach().flatten(0, -1)).expect("float parameters");
                 let mut transformed = transformer::forward(&values(ft_w), &values(ft_b), cpu);
                 let input = Tensor::from_slice(&transformed.input).reshape([cpu.len() as i64, 2 * L1 as i64]);
@@ -170,9 +182,9 @@ impl Model {
                 let input = input.set_requires_grad(true);
                 (input.shallow_clone(), Some((input, transformed)))
             }
-            None => {
-                let view = |indices: &Tensor| activation(sparse_sum(ft_w, indices, &batch.offsets) + ft_b);
-                (Tensor::cat(&[view(&batch.ours), view(&batch.theirs)], 1), None)
+            Features::Device { ours, theirs, offsets } => {
+                let view = |indices: &Tensor| activation(sparse_sum(ft_w, indices, offsets) + ft_b);
+                (Tensor::cat(&[view(ours), view(theirs)], 1), None)
             }
         };
         let layer = |x: &Tensor, w: &Tensor, b: &Tensor| x.linear(&rounded(w, WEIGHT_ONE), Some(&rounded(b, sum)));
@@ -185,7 +197,7 @@ impl Model {
     /// output has gone backward.
     pub fn gradients(&self, forward: &Forward, batch: &BatchTensors) -> Vec<Tensor> {
         let mut gradients: Vec<Tensor> = self.tensors.iter().map(Tensor::grad).collect();
-        if let (Some((input, transformed)), Some(cpu)) = (&forward.transformed, &batch.cpu) {
+        if let (Some((input, transformed)), Features::Cpu(cpu)) = (&forward.transformed, &batch.features) {
             let mut upstream = transformer::buffer(transformed.passes.len());
             input.grad().copy_data(&mut upstream, transformed.passes.len());
             let (weights, biases) = transformer::backward(transformed, cpu, &upstream);

@@ -117,6 +117,7 @@ pub fn train(
     std::fs::create_dir_all(dir)
         .map_err(|e| CheckpointError::Write { path: dir.to_path_buf(), reason: e.to_string() })?;
     let checkpoint_file = checkpoint_path(dir);
+    let log_path = dir.join("log.jsonl");
     let mut refusals = Vec::new();
 
     let validation = Pass::start(chunks, Part::Validation, &settings.loader, settings.seed);
@@ -139,7 +140,11 @@ pub fn train(
         };
         let scale = match settings.scale {
             Some(scale) => scale,
-            None => fitted_scale(chunks, settings)?,
+            None => {
+                fit_data_scale(chunks, &settings.loader, settings.seed, SCALE_SAMPLE)
+                    .ok_or_else(|| DataError::NothingLeft(settings.data.clone()))?
+                    .scale
+            }
         };
         let optimiser = AdamW::new(&model.tensors, settings.weight_decay);
         let recorded = serde_json::to_value(settings).expect("settings serialise");
@@ -153,7 +158,7 @@ pub fn train(
             "validation_positions": validation_positions,
             "scale": progress.scale,
         });
-        append_log(&dir.join("log.jsonl"), &entry)?;
+        append_log(&log_path, &entry)?;
         progress.log.push(entry);
     }
     // Epoch length for the schedule, before the first epoch has counted it: the
@@ -163,7 +168,6 @@ pub fn train(
     let epoch_positions = settings.epoch_positions.unwrap_or(estimated).max(1);
     let epoch_batches = epoch_positions.div_ceil(settings.loader.batch_size).max(1);
 
-    let log_path = dir.join("log.jsonl");
     let mut stopped = false;
     while progress.epoch < settings.epochs {
         let epoch = progress.epoch;
@@ -260,21 +264,31 @@ pub fn step(model: &mut Model, optimiser: &mut AdamW, batch: &BatchTensors, scal
     f64::try_from(&batch_loss).expect("a scalar loss")
 }
 
-/// The scale fitted on the first training positions.
-fn fitted_scale(chunks: &[PathBuf], settings: &TrainSettings) -> Result<f64, TrainError> {
-    let pass = Pass::start(chunks, Part::Training, &settings.loader, settings.seed);
+/// The loss scale fitted to a data set's training positions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FittedScale {
+    /// The scale in centipawns.
+    pub scale: f64,
+    /// The positions it was fitted on.
+    pub positions: usize,
+    /// Chunks refused on the way.
+    pub refusals: Vec<Refusal>,
+}
+
+/// The scale fitted on the first `limit` training positions of `chunks` (about:
+/// whole batches are taken); `None` when they hold no position.
+pub fn fit_data_scale(chunks: &[PathBuf], loader: &LoaderSettings, seed: u64, limit: usize) -> Option<FittedScale> {
+    let pass = Pass::start(chunks, Part::Training, loader, seed);
     let (mut scores, mut results) = (Vec::new(), Vec::new());
     for batch in pass.batches.iter() {
         scores.extend(batch.scores);
         results.extend(batch.results);
-        if scores.len() >= SCALE_SAMPLE {
+        if scores.len() >= limit {
             break;
         }
     }
-    if scores.is_empty() {
-        return Err(DataError::NothingLeft(settings.data.clone()).into());
-    }
-    Ok(fit_scale(&scores, &results))
+    let refusals = pass.refusals();
+    (!scores.is_empty()).then(|| FittedScale { scale: fit_scale(&scores, &results), positions: scores.len(), refusals })
 }
 
 /// The mean loss over the validation batches.

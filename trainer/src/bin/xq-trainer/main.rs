@@ -11,8 +11,8 @@ use clap::{Parser, Subcommand};
 use xq_proto::client;
 use xq_trainer::data::{Filter, LoaderSettings, Part, Pass, find_chunks};
 use xq_trainer::optim::{RateSettings, Schedule};
-use xq_trainer::train::{TrainSettings, train};
-use xq_trainer::{bench, checkpoint, device, export, loss};
+use xq_trainer::train::{TrainSettings, fit_data_scale, train};
+use xq_trainer::{bench, checkpoint, device, export};
 
 #[derive(Parser)]
 #[command(name = "xq-trainer", version, about = "NNUE training for xq-engine")]
@@ -187,19 +187,13 @@ fn main() -> anyhow::Result<()> {
         }
         Command::FitScale { data } => {
             let chunks = find_chunks(&data)?;
-            let pass = Pass::start(&chunks, Part::Training, &LoaderSettings::default(), 1);
-            let (mut scores, mut results) = (Vec::new(), Vec::new());
-            for batch in pass.batches.iter() {
-                scores.extend(batch.scores);
-                results.extend(batch.results);
-            }
-            for refusal in pass.refusals() {
+            let Some(fitted) = fit_data_scale(&chunks, &LoaderSettings::default(), 1, usize::MAX) else {
+                bail!("no positions in {}", data.display());
+            };
+            for refusal in &fitted.refusals {
                 eprintln!("{refusal}");
             }
-            if scores.is_empty() {
-                bail!("no positions in {}", data.display());
-            }
-            println!("scale {:.1} centipawns over {} positions", loss::fit_scale(&scores, &results), scores.len());
+            println!("scale {:.1} centipawns over {} positions", fitted.scale, fitted.positions);
             Ok(())
         }
     }
