@@ -158,7 +158,14 @@ pub fn check_self_play(request: &v1::CreateSelfPlayRequest) -> Result<(), SpecEr
     if !spec.rules.is_empty() {
         spec.rules.parse::<RuleSet>().map_err(|e| bad("spec.rules", e.to_string()))?;
     }
-    self_play_variant(spec)?;
+    if let Some(net) = &spec.net {
+        if self_play_variant(spec)? != Variant::Xiangqi {
+            return Err(bad("spec.net", "nets are for Xiangqi only"));
+        }
+        check_hash(&net.sha256).map_err(|e| bad("spec.net", e.to_string()))?;
+    } else {
+        self_play_variant(spec)?;
+    }
     if !(1..=MAX_UNITS).contains(&request.units) {
         return Err(bad("units", format!("between 1 and {MAX_UNITS}")));
     }
@@ -219,7 +226,8 @@ impl JobSpec {
             JobSpec::SelfPlay(r) => {
                 let s = r.spec.clone().unwrap_or_default();
                 let variant = self_play_variant(&s).unwrap_or_default().name();
-                format!("{variant} self-play, {} nodes, {} games a unit", s.nodes, s.games_per_unit)
+                let evaluation = s.net.as_ref().map_or_else(|| "handcrafted".to_owned(), |n| format!("net {}", n.name));
+                format!("{variant} self-play, {} nodes, {} games a unit, {evaluation}", s.nodes, s.games_per_unit)
             }
         }
     }
@@ -386,9 +394,18 @@ mod tests {
         };
         assert_eq!(check_self_play(&chess).unwrap_err().field, "spec.variant");
         let xiongqi = v1::CreateSelfPlayRequest {
-            spec: Some(v1::SelfPlaySpec { variant: "xiongqi".to_owned(), ..spec }),
-            ..good
+            spec: Some(v1::SelfPlaySpec { variant: "xiongqi".to_owned(), ..spec.clone() }),
+            ..good.clone()
         };
         assert!(check_self_play(&xiongqi).is_ok());
+        let net = v1::ArtifactRef { sha256: "ab".repeat(32), name: "gen1.xqnn".to_owned(), size: 1 };
+        let with_net = |variant: &str, net: v1::ArtifactRef| v1::CreateSelfPlayRequest {
+            spec: Some(v1::SelfPlaySpec { variant: variant.to_owned(), net: Some(net), ..spec.clone() }),
+            ..good.clone()
+        };
+        assert!(check_self_play(&with_net("xiangqi", net.clone())).is_ok());
+        assert_eq!(check_self_play(&with_net("xiongqi", net.clone())).unwrap_err().field, "spec.net");
+        let bad_hash = v1::ArtifactRef { sha256: "not a hash".to_owned(), ..net };
+        assert_eq!(check_self_play(&with_net("xiangqi", bad_hash)).unwrap_err().field, "spec.net");
     }
 }

@@ -4,13 +4,14 @@
 //! Layout: [`storage`] is the database (SQLite or PostgreSQL, one schema) and
 //! [`writer`] its group-commit task; [`scheduler`] holds jobs, leases and workers in
 //! memory; [`jobs`] checks requests and presents jobs; [`replay`] checks reported games
-//! with the arbiter; [`artifacts`] stores engines, books and nets by hash; [`tokens`]
+//! with the arbiter; [`nets`] is the registry of trained nets; [`artifacts`] stores engines, books and nets by hash; [`tokens`]
 //! authenticates; [`service`] is the gRPC surface, [`listener`] its capped accept
 //! loop, and [`server`] puts them together.
 
 pub mod artifacts;
 pub mod jobs;
 pub mod listener;
+pub mod nets;
 pub mod replay;
 pub mod scheduler;
 pub mod server;

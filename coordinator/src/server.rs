@@ -15,6 +15,7 @@ use xq_proto::v1::worker_server::WorkerServer;
 use crate::artifacts::ArtifactStore;
 use crate::jobs::JobSpec;
 use crate::listener::{AcceptStats, capped_incoming};
+use crate::nets::Nets;
 use crate::scheduler::{Scheduler, SchedulerConfig};
 use crate::service::{ClientApi, Shared, WorkerApi, authenticate, load_openings};
 use crate::storage::{Storage, sqlite_url};
@@ -38,7 +39,7 @@ impl Coordinator {
         let url = database_url.map_or_else(|| sqlite_url(data_dir), str::to_owned);
         let storage = Storage::open(&url).await?;
         let artifacts = ArtifactStore::open(&data_dir.join("artifacts"))?;
-        let snapshot = storage.load().await?;
+        let mut snapshot = storage.load().await?;
         let writer = Writer::start(&storage, data_dir.join("games")).await?;
         // Specs first without books; books need the shared state to be read.
         let mut specs = HashMap::new();
@@ -52,6 +53,7 @@ impl Coordinator {
         }
         let partial = Shared {
             scheduler: Arc::new(Scheduler::new(Default::default(), HashMap::new(), writer.clone(), config.clone())),
+            nets: Arc::new(Nets::new(Vec::new(), writer.clone())),
             storage: storage.clone(),
             artifacts: artifacts.clone(),
             data_dir: data_dir.to_owned(),
@@ -64,12 +66,13 @@ impl Coordinator {
                     Some(load_openings(&partial, &book.sha256, job.variant).await.map_err(anyhow::Error::msg)?);
             }
         }
+        let nets = Arc::new(Nets::new(std::mem::take(&mut snapshot.nets), writer.clone()));
         let scheduler = Arc::new(Scheduler::new(snapshot, specs, writer, config));
         if !scheduler.has_client_token() {
             let token = scheduler.create_client_token().await?;
             write_secret(&data_dir.join(CLIENT_TOKEN_FILE), &token)?;
         }
-        let shared = Shared { scheduler, storage, artifacts, data_dir: data_dir.to_owned() };
+        let shared = Shared { scheduler, nets, storage, artifacts, data_dir: data_dir.to_owned() };
         Ok(Coordinator { shared, accept_stats: Arc::new(AcceptStats::default()) })
     }
 

@@ -11,11 +11,13 @@ use tonic::{Request, Response, Status, Streaming};
 use xq_engine::book::Book;
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::data::check_chunk;
+use xq_engine::xiangqi::nnue::Network;
 use xq_proto::v1;
 use xq_proto::{ARTIFACT_PIECE_BYTES, MAX_MESSAGE_BYTES};
 
 use crate::artifacts::{ArtifactStore, check_hash};
 use crate::jobs::{DEFAULT_SPRT_PAIRS, JobSpec, check_self_play, check_test, self_play_variant};
+use crate::nets::Nets;
 use crate::replay::{PairContext, check_pair};
 use crate::scheduler::{ScheduleError, Scheduler, add_points};
 use crate::storage::{Storage, UnitRow};
@@ -40,6 +42,7 @@ impl From<ScheduleError> for Status {
 #[derive(Clone)]
 pub struct Shared {
     pub scheduler: Arc<Scheduler>,
+    pub nets: Arc<Nets>,
     pub storage: Storage,
     pub artifacts: ArtifactStore,
     pub data_dir: PathBuf,
@@ -323,6 +326,13 @@ impl v1::client_server::Client for ClientApi {
         }
         let (sha256, size) = self.0.artifacts.finish(upload).await.map_err(|e| Status::unavailable(e.to_string()))?;
         self.0.scheduler.index_artifact(&sha256, &first.name, &first.kind, size).await?;
+        if first.kind == "net" {
+            let path = self.0.artifacts.path(&sha256).map_err(|e| Status::internal(e.to_string()))?;
+            let bytes = tokio::fs::read(&path).await.map_err(|e| Status::unavailable(e.to_string()))?;
+            if let Err(problem) = Network::from_bytes(&bytes) {
+                return Err(Status::invalid_argument(format!("the net {} cannot be read: {problem}", first.name)));
+            }
+        }
         // A book is for one variant, which the upload does not say: it must read as
         // a book of either.
         if first.kind == "book"
@@ -371,6 +381,17 @@ impl v1::client_server::Client for ClientApi {
         client_of(&request)?;
         let request = request.into_inner();
         check_self_play(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        if let Some(net) = request.spec.as_ref().and_then(|s| s.net.as_ref()) {
+            match self.0.storage.artifact(&net.sha256).await.map_err(|e| Status::unavailable(e.to_string()))? {
+                Some((_, kind, _)) if kind == "net" => {}
+                Some((name, kind, _)) => {
+                    return Err(Status::invalid_argument(format!("spec.net: artifact {name} is a {kind}, not a net")));
+                }
+                None => {
+                    return Err(Status::failed_precondition(format!("artifact {} has not been uploaded", net.sha256)));
+                }
+            }
+        }
         let (units, priority, description) = (request.units, request.priority, request.description.clone());
         let view =
             self.0.scheduler.create_job("selfplay", JobSpec::SelfPlay(request), units, priority, &description).await?;
@@ -468,6 +489,27 @@ impl v1::client_server::Client for ClientApi {
         let id = request.into_inner().job_id;
         let stream = self.unit_bytes(id, true)?.map(|r| r.map(|(unit, chunk)| v1::TrainingChunk { unit, chunk }));
         Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn add_net(&self, request: Request<v1::AddNetRequest>) -> Result<Response<v1::Net>, Status> {
+        client_of(&request)?;
+        let request = request.into_inner();
+        let sha256 = request.artifact.as_ref().map(|a| a.sha256.as_str()).unwrap_or_default();
+        check_hash(sha256).map_err(|e| Status::invalid_argument(format!("artifact: {e}")))?;
+        let indexed = self.0.storage.artifact(sha256).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        Ok(Response::new(self.0.nets.add(&request, indexed, &self.0.scheduler).await?))
+    }
+
+    async fn set_net_test(&self, request: Request<v1::SetNetTestRequest>) -> Result<Response<v1::Net>, Status> {
+        client_of(&request)?;
+        let request = request.into_inner();
+        Ok(Response::new(self.0.nets.set_test(request.net_id, request.test_job_id, &self.0.scheduler).await?))
+    }
+
+    async fn list_nets(&self, request: Request<v1::ListNetsRequest>) -> Result<Response<v1::ListNetsReply>, Status> {
+        client_of(&request)?;
+        let lineage = request.into_inner().lineage;
+        Ok(Response::new(v1::ListNetsReply { nets: self.0.nets.list(&lineage, &self.0.scheduler) }))
     }
 }
 

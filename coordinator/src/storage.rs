@@ -137,6 +137,56 @@ pub struct UnitFile {
     pub length: u64,
 }
 
+/// A net of the registry ([`crate::nets`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NetRow {
+    pub id: i64,
+    pub sha256: String,
+    pub name: String,
+    pub size: i64,
+    pub lineage: String,
+    pub generation: i64,
+    /// 0: the handcrafted evaluation.
+    pub parent_id: i64,
+    pub data_job_id: i64,
+    /// 0: not tested yet.
+    pub test_job_id: i64,
+    pub train_loss: f64,
+    pub validation_loss: f64,
+    pub positions: i64,
+    pub epochs: i64,
+    pub description: String,
+    pub created_ms: i64,
+}
+
+/// The net columns, as a literal so that queries stay literal SQL.
+macro_rules! net_columns {
+    () => {
+        "id, sha256, name, size, lineage, generation, parent_id, data_job_id, test_job_id, train_loss, \
+         validation_loss, positions, epochs, description, created_ms"
+    };
+}
+
+fn net_from_row(row: &sqlx::any::AnyRow) -> Result<NetRow, sqlx::Error> {
+    Ok(NetRow {
+        id: row.try_get("id")?,
+        sha256: row.try_get("sha256")?,
+        name: row.try_get("name")?,
+        size: row.try_get("size")?,
+        lineage: row.try_get("lineage")?,
+        generation: row.try_get("generation")?,
+        parent_id: row.try_get("parent_id")?,
+        data_job_id: row.try_get("data_job_id")?,
+        test_job_id: row.try_get("test_job_id")?,
+        train_loss: row.try_get("train_loss")?,
+        validation_loss: row.try_get("validation_loss")?,
+        positions: row.try_get("positions")?,
+        epochs: row.try_get("epochs")?,
+        description: row.try_get("description")?,
+        created_ms: row.try_get("created_ms")?,
+    })
+}
+
 /// Everything the scheduler needs at start.
 #[derive(Debug, Default)]
 pub struct Snapshot {
@@ -149,6 +199,8 @@ pub struct Snapshot {
     pub max_lease_id: i64,
     /// Finished units of running jobs: unit, the lease that stored it, its points.
     pub done_units: HashMap<i64, Vec<(u64, i64, [i64; 2])>>,
+    /// The net registry, by id.
+    pub nets: Vec<NetRow>,
 }
 
 fn units_text(units: &[u64]) -> String {
@@ -299,6 +351,11 @@ impl Storage {
                 .collect::<Result<_, _>>()?;
             snapshot.done_units.insert(job.id, units);
         }
+        for row in
+            sqlx::query(concat!("SELECT ", net_columns!(), " FROM nets ORDER BY id")).fetch_all(&self.pool).await?
+        {
+            snapshot.nets.push(net_from_row(&row)?);
+        }
         Ok(snapshot)
     }
 
@@ -389,6 +446,8 @@ pub enum Change {
         id: i64,
         state: String,
     },
+    /// Inserts a net, or updates the one with its id (only its test can change).
+    Net(Box<NetRow>),
     /// Finished units of a lease; those already stored are skipped. Self-play units
     /// add positions, match units game results.
     Units {
@@ -508,6 +567,31 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
         }
         Change::LeaseState { id, state } => {
             sqlx::query("UPDATE leases SET state = $1 WHERE id = $2").bind(state).bind(id).execute(&mut *conn).await?;
+        }
+        Change::Net(net) => {
+            sqlx::query(concat!(
+                "INSERT INTO nets (",
+                net_columns!(),
+                ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+                 ON CONFLICT (id) DO UPDATE SET test_job_id = excluded.test_job_id"
+            ))
+            .bind(net.id)
+            .bind(&net.sha256)
+            .bind(&net.name)
+            .bind(net.size)
+            .bind(&net.lineage)
+            .bind(net.generation)
+            .bind(net.parent_id)
+            .bind(net.data_job_id)
+            .bind(net.test_job_id)
+            .bind(net.train_loss)
+            .bind(net.validation_loss)
+            .bind(net.positions)
+            .bind(net.epochs)
+            .bind(&net.description)
+            .bind(net.created_ms)
+            .execute(&mut *conn)
+            .await?;
         }
         Change::Units { .. } => unreachable!("unit rows are inserted by apply_all"),
     }

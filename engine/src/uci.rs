@@ -57,6 +57,10 @@ struct Session {
     /// The deepest iteration a search may reach (0: no cap): a weakened copy of the
     /// engine for tests and for the coordinator's `xq local` demonstration.
     depth_limit: i32,
+    /// The net EvalFile loaded; searches use it while `use_nnue` is on.
+    net: Option<Arc<Network>>,
+    /// The UseNNUE option: off, searches use the handcrafted evaluation.
+    use_nnue: bool,
 }
 
 /// A Xiongqi position as `position` gave it.
@@ -91,6 +95,8 @@ pub fn run(input: impl BufRead, output: impl Write + Send + 'static) {
         xiongqi: None,
         xiongqi_stop: Arc::new(AtomicBool::new(false)),
         depth_limit: 0,
+        net: None,
+        use_nnue: true,
     };
     for line in input.lines() {
         let Ok(line) = line else {
@@ -184,6 +190,7 @@ impl Session {
                 "option name MultiPV type spin default 1 min 1 max 128".to_owned(),
                 "option name Move Overhead type spin default 10 min 0 max 5000".to_owned(),
                 "option name EvalFile type string default <empty>".to_owned(),
+                "option name UseNNUE type check default true".to_owned(),
                 "option name UCI_Variant type combo default xiangqi var xiangqi var xiongqi".to_owned(),
                 "option name Repetition Rule type combo default wxf var wxf var asian var cxq var computer".to_owned(),
                 "option name Depth Limit type spin default 0 min 0 max 127".to_owned(),
@@ -241,11 +248,10 @@ impl Session {
             "move overhead" => self.options.move_overhead = Duration::from_millis(number(0, 5000)? as u64),
             "evalfile" => {
                 if value.is_empty() || value == "<empty>" {
-                    self.options.network = None;
+                    self.net = None;
                 } else {
                     let network = Network::load(std::path::Path::new(&value)).map_err(|error| {
-                        let staying =
-                            if self.options.network.is_some() { "the net loaded before" } else { "handcrafted" };
+                        let staying = if self.net.is_some() { "the net loaded before" } else { "handcrafted" };
                         format!("EvalFile '{value}': {error}; the evaluation stays {staying}")
                     })?;
                     say(
@@ -256,7 +262,14 @@ impl Session {
                             network.simd().name()
                         ),
                     );
-                    self.options.network = Some(Arc::new(network));
+                    self.net = Some(Arc::new(network));
+                }
+            }
+            "usennue" => {
+                self.use_nnue = match value.as_str() {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err(format!("option UseNNUE: '{value}' is not true or false")),
                 }
             }
             "uci_variant" => match value.as_str() {
@@ -271,6 +284,7 @@ impl Session {
             "depth limit" => self.depth_limit = number(0, 127)? as i32,
             _ => return Err(format!("unknown option '{name}'")),
         }
+        self.options.network = if self.use_nnue { self.net.clone() } else { None };
         Ok(())
     }
 

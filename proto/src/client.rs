@@ -1,6 +1,6 @@
 //! The Client service as tools reach it: a connection with the bearer token (and TLS
-//! when a CA is given), and the download of a self-play job's training chunks into a
-//! directory, shared by `xq data` and `xq-trainer`.
+//! when a CA is given), artifact uploads, and the download of a self-play job's
+//! training chunks into a directory, shared by `xq` and `xq-trainer`.
 
 use std::path::{Path, PathBuf};
 
@@ -8,7 +8,7 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 use crate::v1::client_client::ClientClient;
-use crate::{BearerToken, MAX_MESSAGE_BYTES, v1};
+use crate::{ARTIFACT_PIECE_BYTES, BearerToken, MAX_MESSAGE_BYTES, v1};
 
 /// A connected Client service.
 pub type Client = ClientClient<InterceptedService<Channel, BearerToken>>;
@@ -101,6 +101,32 @@ pub async fn connect_to(address: &Address<'_>) -> Result<Client, ClientError> {
     };
     let ca = address.ca_cert.map(read).transpose()?;
     connect(address.url, &token, ca).await
+}
+
+/// Uploads `bytes` as an artifact named `name` of `kind` (engine, book or net).
+pub async fn upload_artifact(
+    client: &mut Client,
+    name: &str,
+    kind: &str,
+    bytes: &[u8],
+) -> Result<v1::ArtifactRef, tonic::Status> {
+    let mut pieces: Vec<v1::ArtifactPiece> = bytes
+        .chunks(ARTIFACT_PIECE_BYTES)
+        .map(|data| v1::ArtifactPiece { data: data.to_vec(), ..Default::default() })
+        .collect();
+    if pieces.is_empty() {
+        pieces.push(v1::ArtifactPiece::default());
+    }
+    pieces[0].name = name.to_owned();
+    pieces[0].kind = kind.to_owned();
+    Ok(client.upload_artifact(tokio_stream::iter(pieces)).await?.into_inner())
+}
+
+/// Uploads a file as an artifact of `kind`, named after the file.
+pub async fn upload_file(client: &mut Client, path: &Path, kind: &str) -> Result<v1::ArtifactRef, ClientError> {
+    let bytes = tokio::fs::read(path).await.map_err(|source| ClientError::Read { path: path.to_owned(), source })?;
+    let name = path.file_name().map_or("artifact".to_owned(), |n| n.to_string_lossy().into_owned());
+    Ok(upload_artifact(client, &name, kind, &bytes).await?)
 }
 
 /// The file a job's unit's chunk is saved as.

@@ -12,9 +12,12 @@
 //! - [`train`]: epochs, validation, checkpoints, the log, the exported net.
 //! - [`export`]: quantisation to the engine's net file.
 //! - [`bench`]: the training-speed benchmark's batches and timing.
+//! - [`closed_loop`]: self-play, training, test and promotion, generation after
+//!   generation, on a coordinator.
 
 pub mod bench;
 pub mod checkpoint;
+pub mod closed_loop;
 pub mod data;
 pub mod export;
 pub mod loss;

@@ -37,6 +37,7 @@ fn data() -> &'static Path {
             rules: RuleSet::Wxf,
             max_plies: 160,
             variant: Variant::Xiangqi,
+            network: None,
         };
         let report = run_selfplay(&settings).unwrap();
         assert!(report.positions > 3_000, "{} positions", report.positions);

@@ -4,8 +4,8 @@
 //! library's chunk format ([`xq_engine::xiangqi::data`]), for Xiangqi or Xiongqi.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
@@ -15,13 +15,14 @@ use std::sync::atomic::AtomicBool;
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::data::{MATE_SCORE, Record, XiongqiRecord, write_chunk, write_xiongqi_chunk};
 use xq_engine::xiangqi::movegen::legal_moves;
+use xq_engine::xiangqi::nnue::Network;
 use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet};
 use xq_engine::xiangqi::search::limits::Limits;
 use xq_engine::xiangqi::search::{Score, SearchOptions, Shared, search};
 use xq_engine::xiangqi::{Move, Position};
 
 /// What to generate.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct SelfPlaySettings {
     /// Search nodes per move.
     pub nodes: u64,
@@ -43,6 +44,8 @@ pub struct SelfPlaySettings {
     pub max_plies: usize,
     /// The game played (the rule set applies to Xiangqi only).
     pub variant: Variant,
+    /// The net the engine evaluates Xiangqi with; none: the handcrafted evaluation.
+    pub network: Option<Arc<Network>>,
 }
 
 /// What was generated.
@@ -118,7 +121,8 @@ fn play_game(settings: &SelfPlaySettings, game: usize, shared: &Shared) -> Vec<R
     let mut moves: Vec<Move> = Vec::new();
     let mut records = Vec::new();
     let limits = Limits { nodes: Some(settings.nodes), ..Limits::default() };
-    let options = SearchOptions { rules: settings.rules, ..SearchOptions::default() };
+    let options =
+        SearchOptions { rules: settings.rules, network: settings.network.clone(), ..SearchOptions::default() };
     while referee.ruling().is_none() && moves.len() < settings.max_plies {
         let mv = if moves.len() < settings.random_plies {
             let legal = legal_moves(referee.position());

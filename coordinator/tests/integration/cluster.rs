@@ -291,6 +291,7 @@ async fn a_worker_plays_self_play_jobs_of_both_games_and_the_trainer_can_stream_
             rules: "wxf".to_owned(),
             max_plies: 120,
             variant: variant.to_owned(),
+            net: None,
         };
         let request = v1::CreateSelfPlayRequest { spec: Some(spec), units: 2, ..Default::default() };
         jobs.push((variant, admin.create_self_play(request).await.unwrap().into_inner()));

@@ -174,22 +174,7 @@ pub async fn registered_worker_token(served: &Served, name: &str, flags: &[&str]
     (worker, token)
 }
 
-/// Uploads bytes as an artifact.
-pub async fn upload(
-    client: &mut Client,
-    name: &str,
-    kind: &str,
-    bytes: &[u8],
-) -> Result<v1::ArtifactRef, tonic::Status> {
-    let mut pieces: Vec<v1::ArtifactPiece> =
-        bytes.chunks(1 << 20).map(|d| v1::ArtifactPiece { data: d.to_vec(), ..Default::default() }).collect();
-    if pieces.is_empty() {
-        pieces.push(v1::ArtifactPiece::default());
-    }
-    pieces[0].name = name.to_owned();
-    pieces[0].kind = kind.to_owned();
-    client.upload_artifact(tokio_stream::iter(pieces)).await.map(|r| r.into_inner())
-}
+pub use xq_proto::client::upload_artifact as upload;
 
 /// A test request between two uploaded engines.
 pub async fn test_request(client: &mut Client, pairs: u64, sprt: Option<v1::SprtSpec>) -> v1::CreateTestRequest {

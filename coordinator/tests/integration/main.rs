@@ -4,6 +4,7 @@
 mod cli;
 mod cluster;
 mod common;
+mod nets;
 mod scheduler;
 mod security;
 mod storage;

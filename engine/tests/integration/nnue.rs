@@ -73,3 +73,36 @@ fn evalfile_loads_a_net_and_refuses_a_bad_one_with_the_reason() {
     assert!(String::from_utf8_lossy(&info.stderr).contains("damaged"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// UseNNUE false switches to the handcrafted evaluation with a net loaded, and true
+/// back to the net: a fixed-depth search walks the handcrafted tree, then the net's.
+#[test]
+fn usennue_switches_between_the_net_and_the_handcrafted_evaluation() {
+    let dir = std::env::temp_dir().join(format!("xq-nnue-usennue-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let net = dir.join("random.xqnn");
+    let status = Command::new(engine_binary())
+        .args(["net", "random", "--seed", "5", "--out"])
+        .arg(&net)
+        .status()
+        .expect("xq-engine net random");
+    assert!(status.success());
+    // The node count of a session's one search, its last command (a command sent
+    // during a search would stop it).
+    let nodes = |setup: &str| -> String {
+        let out = converse(&format!("uci\n{setup}position startpos moves h2e2 h9g7\ngo depth 5\n"));
+        assert!(!out.contains("UseNNUE: '"), "{out}");
+        let last = out.lines().filter(|l| l.contains(" nodes ")).next_back().expect("a search report");
+        last.split(" nodes ").nth(1).unwrap().split_whitespace().next().unwrap().to_owned()
+    };
+    let load = format!("setoption name EvalFile value {}\n", net.display());
+    let handcrafted = nodes("");
+    let with_net = nodes(&load);
+    assert_ne!(with_net, handcrafted, "the net searched");
+    assert_eq!(nodes(&format!("{load}setoption name UseNNUE value false\n")), handcrafted, "UseNNUE false");
+    let back = format!("{load}setoption name UseNNUE value false\nsetoption name UseNNUE value true\n");
+    assert_eq!(nodes(&back), with_net, "UseNNUE true: the net again");
+    let refused = converse("uci\nsetoption name UseNNUE value maybe\nisready\n");
+    assert!(refused.contains("UseNNUE: 'maybe' is not true or false"), "{refused}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -20,6 +20,7 @@ fn selfplay_chunks_reread_bit_for_bit() {
         rules: RuleSet::Wxf,
         max_plies: 200,
         variant: Variant::Xiangqi,
+        network: None,
     };
     let report = run_selfplay(&settings).expect("self-play runs");
     assert!(report.positions > 100);
@@ -49,6 +50,7 @@ fn xiongqi_selfplay_chunks_reread_bit_for_bit() {
         rules: RuleSet::Wxf,
         max_plies: 200,
         variant: Variant::Xiongqi,
+        network: None,
     };
     let report = run_selfplay(&settings).expect("self-play runs");
     assert!(report.positions > 50, "{report:?}");
@@ -66,4 +68,37 @@ fn xiongqi_selfplay_chunks_reread_bit_for_bit() {
     assert_eq!(reread, report.positions);
     assert!(decided > 0, "some games end by the rules");
     std::fs::remove_dir_all(&out).ok();
+}
+
+/// With a net, the searches score with it: the same games (same seed) get other scores
+/// than on the handcrafted evaluation, and the net's run is repeatable.
+#[test]
+fn selfplay_with_a_net_evaluates_with_it() {
+    let run = |label: &str, network: Option<std::sync::Arc<xq_engine::xiangqi::nnue::Network>>| {
+        let out = std::env::temp_dir().join(format!("xq-selfplay-net-{label}-{}", std::process::id()));
+        let settings = SelfPlaySettings {
+            nodes: 200,
+            games: 2,
+            random_plies: 6,
+            seed: 3,
+            threads: 1,
+            chunk_records: 10_000,
+            out: out.clone(),
+            rules: RuleSet::Wxf,
+            max_plies: 40,
+            variant: Variant::Xiangqi,
+            network,
+        };
+        let report = run_selfplay(&settings).expect("self-play runs");
+        let records: Vec<_> =
+            report.chunks.iter().flat_map(|p| read_chunk(&std::fs::read(p).unwrap()).unwrap()).collect();
+        std::fs::remove_dir_all(&out).ok();
+        records.iter().map(|r| (r.position.to_string(), r.score)).collect::<Vec<_>>()
+    };
+    let net = std::sync::Arc::new(xq_engine::xiangqi::nnue::Network::random(9));
+    let handcrafted = run("hce", None);
+    let with_net = run("a", Some(net.clone()));
+    assert!(!with_net.is_empty());
+    assert_eq!(with_net, run("b", Some(net)), "a net's self-play is repeatable");
+    assert_ne!(with_net, handcrafted, "the net, not the handcrafted evaluation, scored the games");
 }

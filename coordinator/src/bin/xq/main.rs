@@ -13,7 +13,7 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio::io::AsyncWriteExt;
 pub use xq_proto::client::Client;
-use xq_proto::{ARTIFACT_PIECE_BYTES, client, v1};
+use xq_proto::{client, v1};
 use xq_stats::{Model, Sprt, elo_estimate};
 
 #[derive(Parser)]
@@ -73,6 +73,13 @@ enum Command {
         /// The file to write (default: standard output).
         #[arg(short, long)]
         out: Option<PathBuf>,
+    },
+    /// Lists the trained nets, newest first: lineage, generation, parent, data, losses
+    /// and the state their test gives them.
+    Nets {
+        /// Only this lineage's.
+        #[arg(long, default_value = "")]
+        lineage: String,
     },
     /// Downloads a self-play job's training chunks into a directory.
     Data {
@@ -187,6 +194,9 @@ struct SelfplayArgs {
     /// The game: xiangqi or xiongqi.
     #[arg(long, default_value = "xiangqi")]
     variant: String,
+    /// The net the engine plays with (uploaded); default: the handcrafted evaluation.
+    #[arg(long)]
+    net: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -260,6 +270,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 rules: args.rules,
                 max_plies: 0,
                 variant: args.variant,
+                net: match &args.net {
+                    Some(path) => Some(client::upload_file(&mut client, path, "net").await?),
+                    None => None,
+                },
             };
             let request = v1::CreateSelfPlayRequest {
                 spec: Some(spec),
@@ -344,6 +358,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
+        Command::Nets { lineage } => {
+            for net in client.list_nets(v1::ListNetsRequest { lineage }).await?.into_inner().nets {
+                println!("{}", net_line(&net));
+            }
+            Ok(())
+        }
         Command::Llr(_) | Command::Local(_) => unreachable!("handled above"),
     }
 }
@@ -357,22 +377,6 @@ pub async fn connect(connection: &Connection) -> anyhow::Result<Client> {
         ca_cert: connection.ca_cert.as_deref(),
     };
     Ok(client::connect_to(&address).await?)
-}
-
-/// Uploads a file as an artifact.
-pub async fn upload(client: &mut Client, path: &Path, kind: &str) -> anyhow::Result<v1::ArtifactRef> {
-    let bytes = tokio::fs::read(path).await.with_context(|| format!("reading {}", path.display()))?;
-    let name = path.file_name().map_or("artifact".to_owned(), |n| n.to_string_lossy().into_owned());
-    let mut pieces: Vec<v1::ArtifactPiece> = bytes
-        .chunks(ARTIFACT_PIECE_BYTES)
-        .map(|data| v1::ArtifactPiece { data: data.to_vec(), ..Default::default() })
-        .collect();
-    if pieces.is_empty() {
-        pieces.push(v1::ArtifactPiece::default());
-    }
-    pieces[0].name = name;
-    pieces[0].kind = kind.to_owned();
-    Ok(client.upload_artifact(tokio_stream::iter(pieces)).await?.into_inner())
 }
 
 fn options(words: &[String]) -> anyhow::Result<std::collections::HashMap<String, String>> {
@@ -406,10 +410,10 @@ pub async fn submit(
     };
     let (new_path, mut new) = engine(&args.new, "new", &args.new_options)?;
     let (base_path, mut base) = engine(&args.base, "base", &args.base_options)?;
-    new.binary = Some(upload(client, &new_path, "engine").await?);
-    base.binary = Some(upload(client, &base_path, "engine").await?);
+    new.binary = Some(client::upload_file(client, &new_path, "engine").await?);
+    base.binary = Some(client::upload_file(client, &base_path, "engine").await?);
     let book = match &args.book {
-        Some(path) => Some(upload(client, path, "book").await?),
+        Some(path) => Some(client::upload_file(client, path, "book").await?),
         None => None,
     };
     let request = v1::CreateTestRequest {
@@ -475,6 +479,26 @@ pub fn job_line(job: &v1::Job) -> String {
         text.push_str(&format!(", LLR {:.2} ({:.2}, {:.2})", sprt.llr, sprt.lower, sprt.upper));
     }
     text
+}
+
+/// One line describing a net of the registry.
+pub fn net_line(net: &v1::Net) -> String {
+    let parent = if net.parent_id == 0 { "handcrafted".to_owned() } else { format!("net {}", net.parent_id) };
+    let test = if net.test_job_id == 0 { String::new() } else { format!(" by job {}", net.test_job_id) };
+    format!(
+        "net {} {} generation {} [{}{test}] {}: parent {parent}, data job {}, {} positions, {} epochs, \
+         loss {:.5} validation {:.5}",
+        net.net_id,
+        net.lineage,
+        net.generation,
+        net.state,
+        net.artifact.as_ref().map_or("", |a| a.name.as_str()),
+        net.data_job_id,
+        net.positions,
+        net.epochs,
+        net.train_loss,
+        net.validation_loss
+    )
 }
 
 /// Follows a job until it ends; prints its last state.

@@ -1,14 +1,17 @@
-//! `xq-trainer`: trains the engine's NNUE net on self-play chunks (`train`), exports a
-//! checkpoint as a net file (`export`), and fits the score scale of a data set
+//! `xq-trainer`: trains the engine's NNUE net on self-play chunks (`train`), runs the
+//! closed loop of self-play, training and testing on a coordinator (`loop`), exports
+//! a checkpoint as a net file (`export`), and fits the score scale of a data set
 //! (`fit-scale`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 use xq_proto::client;
+use xq_trainer::closed_loop::{self, GenerationReport, LoopSettings, SelfPlayPlan, TestPlan};
 use xq_trainer::data::{Filter, LoaderSettings, Part, Pass, find_chunks};
 use xq_trainer::optim::{RateSettings, Schedule};
 use xq_trainer::train::{TrainSettings, fit_data_scale, train};
@@ -26,6 +29,10 @@ enum Command {
     /// Trains a net on a directory of chunks; resumes from the run directory's
     /// checkpoint when it has one. Ctrl-C writes a checkpoint and stops.
     Train(Box<TrainArgs>),
+    /// The closed loop on a coordinator: self-play with the best net, training, an
+    /// SPRT against the best net, promotion; generation after generation. Run it
+    /// again after a stop to go on where it stopped.
+    Loop(Box<LoopArgs>),
     /// Writes a checkpoint's model as a net file.
     Export {
         /// The checkpoint (a run directory's checkpoint.safetensors).
@@ -74,10 +81,28 @@ struct TrainArgs {
     /// the run directory's data/jobN (a rerun fetches only the new ones).
     #[arg(long)]
     job: Option<u64>,
-    /// The coordinator's URL, with --job.
+    #[command(flatten)]
+    coordinator: CoordinatorArgs,
+    /// The run directory: checkpoint, log.jsonl and net.xqnn.
+    #[arg(long)]
+    out: PathBuf,
+    /// Start from this checkpoint's model (a previous generation).
+    #[arg(long)]
+    init: Option<PathBuf>,
+    #[command(flatten)]
+    training: TrainingArgs,
+    /// No progress bar: the log's lines on standard error instead.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Where the coordinator is and how to authenticate.
+#[derive(clap::Args)]
+struct CoordinatorArgs {
+    /// The coordinator's URL.
     #[arg(long, env = "XQ_COORDINATOR", default_value = "http://127.0.0.1:7420")]
     coordinator: String,
-    /// A client token, with --job.
+    /// A client token.
     #[arg(long, env = "XQ_TOKEN", hide_env_values = true)]
     token: Option<String>,
     /// A file holding the client token (such as <data>/client-token).
@@ -86,9 +111,23 @@ struct TrainArgs {
     /// The CA certificate (PEM) for a TLS coordinator.
     #[arg(long)]
     ca_cert: Option<PathBuf>,
-    /// The run directory: checkpoint, log.jsonl and net.xqnn.
-    #[arg(long)]
-    out: PathBuf,
+}
+
+impl CoordinatorArgs {
+    async fn connect(&self) -> Result<client::Client, client::ClientError> {
+        let address = client::Address {
+            url: &self.coordinator,
+            token: self.token.as_deref(),
+            token_file: self.token_file.as_deref(),
+            ca_cert: self.ca_cert.as_deref(),
+        };
+        client::connect_to(&address).await
+    }
+}
+
+/// How a net is trained: the schedule, the loss, the data's filters, the device.
+#[derive(clap::Args)]
+struct TrainingArgs {
     /// Epochs to train.
     #[arg(long, default_value_t = 10)]
     epochs: usize,
@@ -122,9 +161,6 @@ struct TrainArgs {
     /// Seed of the initialisation and the data order.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Start from this checkpoint's model (a previous generation).
-    #[arg(long)]
-    init: Option<PathBuf>,
     /// Loader threads (two kept the wait for data under a tenth of the time on two
     /// cores; one waited 12%).
     #[arg(long, default_value_t = 2)]
@@ -156,14 +192,115 @@ struct TrainArgs {
     /// auto (CUDA when present), cpu or cuda.
     #[arg(long, default_value = "auto")]
     device: String,
-    /// No progress bar: the log's lines on standard error instead.
+}
+
+impl TrainingArgs {
+    /// The device, with libtorch's threads set.
+    fn device(&self) -> anyhow::Result<tch::Device> {
+        if let Some(threads) = self.torch_threads {
+            tch::set_num_threads(threads);
+        }
+        device(&self.device).map_err(anyhow::Error::msg)
+    }
+
+    fn settings(&self, data: String, init: Option<PathBuf>) -> TrainSettings {
+        TrainSettings {
+            data,
+            loader: LoaderSettings {
+                threads: self.loaders,
+                batch_size: self.batch_size.max(1),
+                shuffle_buffer: self.shuffle_buffer,
+                validation_share: self.validation_share,
+                filter: Filter {
+                    skip_in_check: !self.keep_in_check,
+                    skip_captures: !self.keep_captures,
+                    min_ply: self.min_ply,
+                    skip_mates: !self.keep_mates,
+                    max_score: self.max_score,
+                },
+            },
+            epochs: self.epochs,
+            epoch_positions: self.epoch_positions,
+            rate: RateSettings {
+                rate: self.lr,
+                schedule: self.schedule,
+                gamma: self.gamma,
+                step_epochs: self.step_epochs,
+            },
+            weight_decay: self.weight_decay,
+            lambda: self.lambda,
+            scale: self.scale,
+            seed: self.seed,
+            init,
+        }
+    }
+}
+
+#[derive(clap::Args)]
+struct LoopArgs {
+    #[command(flatten)]
+    coordinator: CoordinatorArgs,
+    /// The loop's directory: its state, the data, each generation's training run.
     #[arg(long)]
-    quiet: bool,
+    out: PathBuf,
+    /// The lineage's name in the coordinator's net registry (default: the directory's
+    /// name).
+    #[arg(long)]
+    lineage: Option<String>,
+    /// The generation to stop after.
+    #[arg(long, default_value_t = 1)]
+    generations: u32,
+    /// Generations of self-play data each net trains on (the newest).
+    #[arg(long, default_value_t = 3)]
+    window: usize,
+    /// Our engine's binary, tested with each new net (default: xq-engine beside this
+    /// program).
+    #[arg(long)]
+    engine: Option<PathBuf>,
+    /// Self-play: search nodes per move.
+    #[arg(long, default_value_t = 4000)]
+    nodes: u64,
+    /// Self-play: units per generation.
+    #[arg(long, default_value_t = 1000)]
+    units: u64,
+    /// Self-play: games per unit.
+    #[arg(long, default_value_t = 16)]
+    games_per_unit: u32,
+    /// Self-play: random opening plies.
+    #[arg(long, default_value_t = 8)]
+    random_plies: u32,
+    /// Self-play: the seed of the first generation's openings.
+    #[arg(long, default_value_t = 1)]
+    selfplay_seed: u64,
+    /// The test's time control, at the coordinator's reference speed.
+    #[arg(long, default_value = "10+0.1")]
+    tc: String,
+    /// The test's SPRT bounds, normalized Elo.
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    elo0: f64,
+    #[arg(long, default_value_t = 10.0, allow_hyphen_values = true)]
+    elo1: f64,
+    #[arg(long, default_value_t = 0.05)]
+    alpha: f64,
+    #[arg(long, default_value_t = 0.05)]
+    beta: f64,
+    /// The most pairs before a test stops undecided (the net is then rejected).
+    #[arg(long, default_value_t = 10_000)]
+    max_pairs: u64,
+    /// The test's opening book (such as books/xiangqi-2ply.epd).
+    #[arg(long)]
+    book: Option<PathBuf>,
+    /// Seconds between looks at a running job.
+    #[arg(long, default_value_t = 10.0)]
+    poll_seconds: f64,
+    #[command(flatten)]
+    training: TrainingArgs,
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Train(args) => run_training(*args),
+        Command::Loop(args) => run_loop(*args),
         Command::Export { checkpoint: path, out } => {
             let loaded = checkpoint::load(&path, tch::Device::Cpu)?;
             let network = export::export(&loaded.model, &loaded.progress, &out)?;
@@ -200,43 +337,15 @@ fn main() -> anyhow::Result<()> {
 }
 
 fn run_training(args: TrainArgs) -> anyhow::Result<()> {
-    let device = device(&args.device).map_err(anyhow::Error::msg)?;
-    if let Some(threads) = args.torch_threads {
-        tch::set_num_threads(threads);
-    }
+    let device = args.training.device()?;
     let (data, source) = match (args.data.clone(), args.job) {
         (Some(dir), _) => (dir.clone(), dir.display().to_string()),
-        (None, Some(job)) => (fetch_job(&args, job)?, format!("job {job} of {}", args.coordinator)),
+        (None, Some(job)) => (fetch_job(&args, job)?, format!("job {job} of {}", args.coordinator.coordinator)),
         (None, None) => bail!("give --data DIR or --job N"),
     };
     let chunks = find_chunks(&data)?;
-    let settings = TrainSettings {
-        data: source,
-        loader: LoaderSettings {
-            threads: args.loaders,
-            batch_size: args.batch_size.max(1),
-            shuffle_buffer: args.shuffle_buffer,
-            validation_share: args.validation_share,
-            filter: Filter {
-                skip_in_check: !args.keep_in_check,
-                skip_captures: !args.keep_captures,
-                min_ply: args.min_ply,
-                skip_mates: !args.keep_mates,
-                max_score: args.max_score,
-            },
-        },
-        epochs: args.epochs,
-        epoch_positions: args.epoch_positions,
-        rate: RateSettings { rate: args.lr, schedule: args.schedule, gamma: args.gamma, step_epochs: args.step_epochs },
-        weight_decay: args.weight_decay,
-        lambda: args.lambda,
-        scale: args.scale,
-        seed: args.seed,
-        init: args.init,
-    };
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed)).context("installing the Ctrl-C handler")?;
+    let settings = args.training.settings(source, args.init.clone());
+    let stop = stop_on_ctrl_c()?;
     eprintln!("{} chunks in {}, training on {device:?}", chunks.len(), data.display());
     let summary = train(&chunks, &settings, &args.out, device, &stop, !args.quiet)?;
     for refusal in &summary.refusals {
@@ -256,19 +365,88 @@ fn run_training(args: TrainArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A flag Ctrl-C raises.
+fn stop_on_ctrl_c() -> anyhow::Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed)).context("installing the Ctrl-C handler")?;
+    Ok(stop)
+}
+
+fn run_loop(args: LoopArgs) -> anyhow::Result<()> {
+    let device = args.training.device()?;
+    let lineage = match &args.lineage {
+        Some(name) => name.clone(),
+        None => args
+            .out
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .context("--out names no directory to take the lineage's name from: give --lineage")?,
+    };
+    let engine = match &args.engine {
+        Some(path) => path.clone(),
+        None => std::env::current_exe().context("finding this program")?.with_file_name("xq-engine"),
+    };
+    if !engine.exists() {
+        bail!(
+            "the engine {} is missing: build it (cargo build --release -p xq-engine) or give --engine",
+            engine.display()
+        );
+    }
+    let settings = LoopSettings {
+        lineage,
+        dir: args.out.clone(),
+        generations: args.generations,
+        window: args.window,
+        engine,
+        self_play: SelfPlayPlan {
+            nodes: args.nodes,
+            units: args.units,
+            games_per_unit: args.games_per_unit,
+            random_plies: args.random_plies,
+            seed: args.selfplay_seed,
+        },
+        test: TestPlan {
+            time_control: args.tc.clone(),
+            elo0: args.elo0,
+            elo1: args.elo1,
+            alpha: args.alpha,
+            beta: args.beta,
+            max_pairs: args.max_pairs,
+            book: args.book.clone(),
+        },
+        train: args.training.settings(String::new(), None),
+        device,
+        poll: Duration::from_secs_f64(args.poll_seconds.max(0.05)),
+    };
+    let stop = stop_on_ctrl_c()?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let mut client = args.coordinator.connect().await?;
+        let report = |generation: &GenerationReport| {
+            let net = &generation.net;
+            println!(
+                "generation {}: net {} {} by test {} ({}), validation loss {:.5}",
+                net.generation,
+                net.net_id,
+                net.state,
+                generation.test.job_id,
+                generation.test.outcome,
+                net.validation_loss
+            );
+        };
+        closed_loop::run(&mut client, &settings, stop, report, |line| eprintln!("{line}")).await?;
+        anyhow::Ok(())
+    })
+}
+
 /// Downloads `job`'s chunks from the coordinator into the run directory; returns
 /// where they are.
 fn fetch_job(args: &TrainArgs, job: u64) -> anyhow::Result<PathBuf> {
-    let address = client::Address {
-        url: &args.coordinator,
-        token: args.token.as_deref(),
-        token_file: args.token_file.as_deref(),
-        ca_cert: args.ca_cert.as_deref(),
-    };
     let dir = args.out.join("data").join(format!("job{job}"));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let downloaded = runtime.block_on(async {
-        let mut client = client::connect_to(&address).await?;
+        let mut client = args.coordinator.connect().await?;
         client::download_training_data(&mut client, job, &dir).await
     })?;
     eprintln!(

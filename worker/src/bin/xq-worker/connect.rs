@@ -23,6 +23,7 @@ use xq_engine::time_control::TimeControl;
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::Position;
 use xq_engine::xiangqi::data::{MAX_RECORDS, read_chunk, read_xiongqi_chunk, write_chunk, write_xiongqi_chunk};
+use xq_engine::xiangqi::nnue::Network;
 use xq_engine::xiangqi::rules::{Outcome, RuleSet};
 use xq_engine::xiongqi;
 use xq_proto::v1::worker_client::WorkerClient;
@@ -427,6 +428,15 @@ async fn self_play(
 ) -> anyhow::Result<()> {
     let rules: RuleSet = if spec.rules.is_empty() { RuleSet::Wxf } else { spec.rules.parse()? };
     let variant: Variant = if spec.variant.is_empty() { Variant::Xiangqi } else { spec.variant.parse()? };
+    let network = match &spec.net {
+        Some(net) if variant == Variant::Xiangqi => {
+            let path = fetch(client, &settings.cache, net, false).await?;
+            let network = tokio::task::spawn_blocking(move || Network::load(&path)).await?;
+            Some(Arc::new(network.with_context(|| format!("the job's net {}", net.name))?))
+        }
+        Some(_) => bail!("the job asks for a net in a {} self-play job: nets are for Xiangqi", variant.name()),
+        None => None,
+    };
     for &unit in &lease.units {
         if stop.load(Ordering::Relaxed) {
             return Ok(());
@@ -443,6 +453,7 @@ async fn self_play(
             rules,
             max_plies: if spec.max_plies == 0 { 400 } else { spec.max_plies as usize },
             variant,
+            network: network.clone(),
         };
         let report = tokio::task::spawn_blocking(move || run_selfplay(&run)).await??;
         let chunk = merged_chunk(variant, &report.chunks)?;

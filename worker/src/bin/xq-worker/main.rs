@@ -95,6 +95,9 @@ struct SelfplayArgs {
     /// The game: xiangqi or xiongqi.
     #[arg(long, default_value = "xiangqi")]
     variant: Variant,
+    /// A net (XQNN) to evaluate Xiangqi with; default: the handcrafted evaluation.
+    #[arg(long)]
+    net: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -199,6 +202,16 @@ fn run() -> anyhow::Result<()> {
             tokio::runtime::Runtime::new()?.block_on(connect::connect(settings))
         }
         Command::Selfplay(args) => {
+            if args.net.is_some() && args.variant != Variant::Xiangqi {
+                anyhow::bail!("--net: nets evaluate Xiangqi only");
+            }
+            let network = match &args.net {
+                Some(path) => Some(std::sync::Arc::new(
+                    xq_engine::xiangqi::nnue::Network::load(path)
+                        .with_context(|| format!("loading the net {}", path.display()))?,
+                )),
+                None => None,
+            };
             let settings = SelfPlaySettings {
                 nodes: args.nodes,
                 games: args.games,
@@ -212,6 +225,7 @@ fn run() -> anyhow::Result<()> {
                 rules: args.rules,
                 max_plies: args.maxplies,
                 variant: args.variant,
+                network,
             };
             let report = run_selfplay(&settings)?;
             let seconds = report.elapsed.as_secs_f64().max(1e-9);

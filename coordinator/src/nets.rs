@@ -1,0 +1,223 @@
+//! The net registry: the nets a training loop produced, generation by generation, each
+//! with its parent, the self-play job it learnt from, its losses and the match test
+//! that decides its promotion. A net's state is not stored but read off its test job
+//! (running: testing; H1 accepted: promoted; any other end: rejected), so that the
+//! registry can never disagree with the test.
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
+
+use xq_proto::v1;
+
+use crate::jobs::JobSpec;
+use crate::scheduler::{ScheduleError, Scheduler};
+use crate::storage::{Change, NetRow, now_ms};
+use crate::writer::Writer;
+
+/// The longest lineage name.
+const MAX_LINEAGE: usize = 64;
+/// The longest description.
+const MAX_DESCRIPTION: usize = 2_000;
+
+/// The nets, in memory, written through to the database.
+pub struct Nets {
+    rows: Mutex<BTreeMap<u64, NetRow>>,
+    writer: Writer,
+}
+
+/// An uploaded artifact as the coordinator indexed it: name, kind, size.
+pub type Indexed = (String, String, u64);
+
+fn invalid(message: String) -> ScheduleError {
+    ScheduleError::Invalid(message)
+}
+
+/// What a test job says of the net it tests.
+fn state_of(test_job_id: i64, scheduler: &Scheduler) -> &'static str {
+    if test_job_id == 0 {
+        return "untested";
+    }
+    match scheduler.job(test_job_id as u64) {
+        Some(job) if job.state == "running" => "testing",
+        Some(job) if job.outcome == "H1 accepted" => "promoted",
+        _ => "rejected",
+    }
+}
+
+fn view(row: &NetRow, scheduler: &Scheduler) -> v1::Net {
+    v1::Net {
+        net_id: row.id as u64,
+        artifact: Some(v1::ArtifactRef { sha256: row.sha256.clone(), name: row.name.clone(), size: row.size as u64 }),
+        lineage: row.lineage.clone(),
+        generation: row.generation as u32,
+        parent_id: row.parent_id as u64,
+        data_job_id: row.data_job_id as u64,
+        test_job_id: row.test_job_id as u64,
+        train_loss: row.train_loss,
+        validation_loss: row.validation_loss,
+        positions: row.positions as u64,
+        epochs: row.epochs as u32,
+        state: state_of(row.test_job_id, scheduler).to_owned(),
+        description: row.description.clone(),
+        created_ms: row.created_ms,
+    }
+}
+
+impl Nets {
+    /// The registry as stored.
+    pub fn new(rows: Vec<NetRow>, writer: Writer) -> Self {
+        Nets { rows: Mutex::new(rows.into_iter().map(|r| (r.id as u64, r)).collect()), writer }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<u64, NetRow>> {
+        self.rows.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Records a net; `artifact` is how the coordinator indexed the request's artifact,
+    /// if it did. The same net again for its lineage and generation returns the stored
+    /// record, so that a loop resumed after a crash can simply repeat the call.
+    pub async fn add(
+        &self,
+        request: &v1::AddNetRequest,
+        artifact: Option<Indexed>,
+        scheduler: &Scheduler,
+    ) -> Result<v1::Net, ScheduleError> {
+        let sha256 = request.artifact.as_ref().map(|a| a.sha256.clone()).unwrap_or_default();
+        let Some((name, kind, size)) = artifact else {
+            return Err(invalid(format!("artifact '{sha256}' has not been uploaded")));
+        };
+        if kind != "net" {
+            return Err(invalid(format!("artifact {name} is a {kind}, not a net")));
+        }
+        let lineage = &request.lineage;
+        if lineage.is_empty()
+            || lineage.len() > MAX_LINEAGE
+            || !lineage.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        {
+            return Err(invalid(format!(
+                "lineage '{lineage}': 1 to {MAX_LINEAGE} letters, digits, dots, dashes or underscores"
+            )));
+        }
+        if request.generation == 0 {
+            return Err(invalid("generation 0 is the handcrafted evaluation: nets start at 1".to_owned()));
+        }
+        for (field, loss) in [("train_loss", request.train_loss), ("validation_loss", request.validation_loss)] {
+            if !loss.is_finite() || loss < 0.0 {
+                return Err(invalid(format!("{field} {loss}: a loss is finite and not negative")));
+            }
+        }
+        if request.description.len() > MAX_DESCRIPTION || request.description.chars().any(|c| c.is_control()) {
+            return Err(invalid(format!("description: at most {MAX_DESCRIPTION} characters, no control characters")));
+        }
+        if !matches!(scheduler.spec(request.data_job_id).as_deref(), Some(JobSpec::SelfPlay(_))) {
+            return Err(invalid(format!("data job {}: no such self-play job", request.data_job_id)));
+        }
+        let generation = i64::from(request.generation);
+        let row = {
+            let mut rows = self.lock();
+            if request.parent_id != 0 {
+                match rows.get(&request.parent_id) {
+                    Some(parent) if parent.lineage == *lineage && parent.generation < generation => {}
+                    Some(_) => {
+                        return Err(invalid(format!(
+                            "parent net {} is not an earlier generation of lineage {lineage}",
+                            request.parent_id
+                        )));
+                    }
+                    None => return Err(invalid(format!("parent net {}: no such net", request.parent_id))),
+                }
+            }
+            if let Some(stored) = rows.values().find(|r| r.lineage == *lineage && r.generation == generation) {
+                if stored.sha256 == sha256 {
+                    return Ok(view(stored, scheduler));
+                }
+                return Err(invalid(format!(
+                    "lineage {lineage} already has generation {generation}: net {} ({})",
+                    stored.id, stored.name
+                )));
+            }
+            let id = rows.keys().next_back().map_or(1, |last| last + 1);
+            let row = NetRow {
+                id: id as i64,
+                sha256,
+                name,
+                size: size as i64,
+                lineage: lineage.clone(),
+                generation,
+                parent_id: request.parent_id as i64,
+                data_job_id: request.data_job_id as i64,
+                test_job_id: 0,
+                train_loss: request.train_loss,
+                validation_loss: request.validation_loss,
+                positions: request.positions as i64,
+                epochs: i64::from(request.epochs),
+                description: request.description.clone(),
+                created_ms: now_ms(),
+            };
+            // Reserved before the write, so that a concurrent add takes the next id.
+            rows.insert(id, row.clone());
+            row
+        };
+        if let Err(error) = self.writer.write(Change::Net(Box::new(row.clone()))).await {
+            self.lock().remove(&(row.id as u64));
+            return Err(error.into());
+        }
+        Ok(view(&row, scheduler))
+    }
+
+    /// Names the test deciding a net: a match whose new engine carries the net, and
+    /// whose base carries its parent when it has one. A net's test is replaced only if
+    /// the old one was stopped before it decided.
+    pub async fn set_test(
+        &self,
+        net_id: u64,
+        test_job_id: u64,
+        scheduler: &Scheduler,
+    ) -> Result<v1::Net, ScheduleError> {
+        let spec = scheduler.spec(test_job_id);
+        let Some(JobSpec::Match(test)) = spec.as_deref() else {
+            return Err(invalid(format!("test job {test_job_id}: no such match test")));
+        };
+        let net_of =
+            |engine: &Option<v1::EngineSpec>| engine.as_ref().and_then(|e| e.net.as_ref()).map(|n| n.sha256.clone());
+        let (row, previous) = {
+            let mut rows = self.lock();
+            let parent_sha = rows.get(&net_id).and_then(|n| rows.get(&(n.parent_id as u64))).map(|p| p.sha256.clone());
+            let net = rows.get_mut(&net_id).ok_or_else(|| ScheduleError::NotFound(format!("net {net_id}")))?;
+            if net.test_job_id as u64 == test_job_id {
+                return Ok(view(net, scheduler));
+            }
+            if net_of(&test.request.new_engine).as_deref() != Some(net.sha256.as_str()) {
+                return Err(invalid(format!("test job {test_job_id}: its new engine does not carry net {net_id}")));
+            }
+            if parent_sha.is_some() && net_of(&test.request.base_engine) != parent_sha {
+                return Err(invalid(format!(
+                    "test job {test_job_id}: its base engine does not carry net {}, the parent",
+                    net.parent_id
+                )));
+            }
+            if net.test_job_id != 0 && scheduler.job(net.test_job_id as u64).is_some_and(|j| j.state != "stopped") {
+                return Err(invalid(format!(
+                    "net {net_id} is already decided by test job {}, which was not stopped",
+                    net.test_job_id
+                )));
+            }
+            let previous = net.test_job_id;
+            net.test_job_id = test_job_id as i64;
+            (net.clone(), previous)
+        };
+        if let Err(error) = self.writer.write(Change::Net(Box::new(row.clone()))).await {
+            if let Some(net) = self.lock().get_mut(&net_id) {
+                net.test_job_id = previous;
+            }
+            return Err(error.into());
+        }
+        Ok(view(&row, scheduler))
+    }
+
+    /// The nets, newest first; of one lineage when `lineage` is not empty.
+    pub fn list(&self, lineage: &str, scheduler: &Scheduler) -> Vec<v1::Net> {
+        let rows = self.lock();
+        rows.values().rev().filter(|r| lineage.is_empty() || r.lineage == lineage).map(|r| view(r, scheduler)).collect()
+    }
+}

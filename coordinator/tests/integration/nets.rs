@@ -1,0 +1,174 @@
+//! The net registry on SQLite and PostgreSQL: what it refuses, the states its tests
+//! give a net, idempotent records for a resumed loop, and a restart.
+
+use xq_coordinator::scheduler::SchedulerConfig;
+use xq_engine::xiangqi::nnue::Network;
+use xq_proto::v1;
+
+use crate::common::{
+    BACKENDS, Client, Served, TempDir, client, fresh_database, pair, registered_worker, serve_on, totals, upload,
+};
+
+/// A random net's file, as the trainer's export would upload it.
+fn net_bytes(seed: u64) -> Vec<u8> {
+    Network::random(seed).to_bytes()
+}
+
+fn add(artifact: &v1::ArtifactRef, generation: u32, parent_id: u64, data_job_id: u64) -> v1::AddNetRequest {
+    v1::AddNetRequest {
+        artifact: Some(artifact.clone()),
+        lineage: "main".to_owned(),
+        generation,
+        parent_id,
+        data_job_id,
+        train_loss: 0.01,
+        validation_loss: 0.012,
+        positions: 1000,
+        epochs: 3,
+        description: "test net".to_owned(),
+    }
+}
+
+/// A test of the engine with `new` against the engine with `base` (none: handcrafted).
+async fn net_test(admin: &mut Client, new: &v1::ArtifactRef, base: Option<&v1::ArtifactRef>) -> u64 {
+    let binary = upload(admin, "engine", "engine", b"#!/bin/sh\n").await.unwrap();
+    let engine = |name: &str, net: Option<&v1::ArtifactRef>| v1::EngineSpec {
+        name: name.to_owned(),
+        binary: Some(binary.clone()),
+        protocol: "uci".to_owned(),
+        net: net.cloned(),
+        ..Default::default()
+    };
+    let request = v1::CreateTestRequest {
+        new_engine: Some(engine("new", Some(new))),
+        base_engine: Some(engine("base", base)),
+        time_control: "10+0.1".to_owned(),
+        sprt: Some(v1::SprtSpec { elo0: 0.0, elo1: 10.0, alpha: 0.05, beta: 0.05, ..Default::default() }),
+        pairs: 1000,
+        priority: 10,
+        ..Default::default()
+    };
+    admin.create_test(request).await.unwrap().into_inner().job_id
+}
+
+/// Reports pairs the new engine wins until the SPRT stops.
+async fn win(served: &Served) {
+    let mut worker = registered_worker(served, "w", &[]).await;
+    let mut acked = Vec::new();
+    loop {
+        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        for &unit in &lease.units {
+            acked.push([2, 2]);
+            let report = v1::ReportPairsRequest {
+                lease_id: lease.lease_id,
+                pairs: vec![pair(unit, [2, 2])],
+                cumulative: Some(totals(&acked)),
+                ..Default::default()
+            };
+            if worker.report_pairs(report).await.unwrap().into_inner().stop {
+                return;
+            }
+        }
+        acked.clear();
+    }
+}
+
+async fn states(admin: &mut Client) -> Vec<(u64, String)> {
+    let nets = admin.list_nets(v1::ListNetsRequest { lineage: "main".to_owned() }).await.unwrap().into_inner().nets;
+    nets.into_iter().map(|n| (n.net_id, n.state)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_registry_checks_nets_and_reads_their_state_off_their_tests() {
+    for backend in BACKENDS {
+        let dir = TempDir::new("nets");
+        let url = fresh_database(backend, &dir.0).await;
+        let served = serve_on(&dir.0, &url, SchedulerConfig::default(), 100).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let first = upload(&mut admin, "gen1.xqnn", "net", &net_bytes(1)).await.unwrap();
+        let second = upload(&mut admin, "gen2.xqnn", "net", &net_bytes(2)).await.unwrap();
+        let engine = upload(&mut admin, "engine", "engine", b"#!/bin/sh\necho\n").await.unwrap();
+        let spec = v1::SelfPlaySpec { nodes: 100, games_per_unit: 1, net: Some(first.clone()), ..Default::default() };
+        let data = admin
+            .create_self_play(v1::CreateSelfPlayRequest { spec: Some(spec), units: 1, ..Default::default() })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(data.summary.contains("net gen1.xqnn"), "{}", data.summary);
+        admin.stop_job(v1::JobId { job_id: data.job_id }).await.unwrap();
+        let data = data.job_id;
+
+        // A net file the engine cannot read is not taken as a net.
+        let refused = upload(&mut admin, "junk.xqnn", "net", b"not a net").await.unwrap_err();
+        assert!(refused.message().contains("junk.xqnn"), "{refused:?}");
+        // What the registry refuses, each with its reason.
+        let missing = v1::ArtifactRef { sha256: "0".repeat(64), ..first.clone() };
+        for (request, expected) in [
+            (add(&missing, 1, 0, data), "has not been uploaded"),
+            (add(&engine, 1, 0, data), "not a net"),
+            (v1::AddNetRequest { lineage: "a b".to_owned(), ..add(&first, 1, 0, data) }, "lineage 'a b'"),
+            (add(&first, 0, 0, data), "generation 0"),
+            (v1::AddNetRequest { validation_loss: f64::NAN, ..add(&first, 1, 0, data) }, "validation_loss"),
+            (add(&first, 1, 0, data + 100), "no such self-play job"),
+            (add(&first, 1, 7, data), "parent net 7"),
+        ] {
+            let status = admin.add_net(request).await.unwrap_err();
+            assert!(status.message().contains(expected), "{backend:?}: {} lacks '{expected}'", status.message());
+        }
+
+        let net1 = admin.add_net(add(&first, 1, 0, data)).await.unwrap().into_inner();
+        assert_eq!((net1.state.as_str(), net1.parent_id), ("untested", 0));
+        let again = admin.add_net(add(&first, 1, 0, data)).await.unwrap().into_inner();
+        assert_eq!(again.net_id, net1.net_id, "the same record again: the stored one");
+        let clash = admin.add_net(add(&second, 1, 0, data)).await.unwrap_err();
+        assert!(clash.message().contains("already has generation 1"), "{}", clash.message());
+        let stale = admin.add_net(add(&second, 1, net1.net_id, data)).await.unwrap_err();
+        assert!(stale.message().contains("not an earlier generation"), "{}", stale.message());
+        let net2 = admin.add_net(add(&second, 2, net1.net_id, data)).await.unwrap().into_inner();
+
+        // A test decides a net only if it plays the net against its parent.
+        let first_test = net_test(&mut admin, &first, None).await;
+        let against_handcrafted = net_test(&mut admin, &second, None).await;
+        let wrong_net = admin
+            .set_net_test(v1::SetNetTestRequest { net_id: net2.net_id, test_job_id: first_test })
+            .await
+            .unwrap_err();
+        assert!(wrong_net.message().contains("does not carry net"), "{}", wrong_net.message());
+        let wrong_base = admin
+            .set_net_test(v1::SetNetTestRequest { net_id: net2.net_id, test_job_id: against_handcrafted })
+            .await
+            .unwrap_err();
+        assert!(wrong_base.message().contains("the parent"), "{}", wrong_base.message());
+        let tested = admin
+            .set_net_test(v1::SetNetTestRequest { net_id: net1.net_id, test_job_id: first_test })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(tested.state, "testing");
+        admin.stop_job(v1::JobId { job_id: against_handcrafted }).await.unwrap();
+
+        // The first test stopped undecided rejects the net; a new test may replace it.
+        admin.stop_job(v1::JobId { job_id: first_test }).await.unwrap();
+        assert_eq!(states(&mut admin).await, [(2, "untested".to_owned()), (1, "rejected".to_owned())]);
+        let retest = net_test(&mut admin, &first, None).await;
+        admin.set_net_test(v1::SetNetTestRequest { net_id: net1.net_id, test_job_id: retest }).await.unwrap();
+        win(&served).await;
+        assert_eq!(states(&mut admin).await, [(2, "untested".to_owned()), (1, "promoted".to_owned())]);
+        let decided = admin.set_net_test(v1::SetNetTestRequest { net_id: net1.net_id, test_job_id: first_test }).await;
+        assert!(decided.unwrap_err().message().contains("already decided"));
+
+        let against_parent = net_test(&mut admin, &second, Some(&first)).await;
+        admin.set_net_test(v1::SetNetTestRequest { net_id: net2.net_id, test_job_id: against_parent }).await.unwrap();
+
+        // After a restart the registry, and the states its tests give, are the same.
+        let before = admin.list_nets(v1::ListNetsRequest::default()).await.unwrap().into_inner();
+        drop(served);
+        let restarted = serve_on(&dir.0, &url, SchedulerConfig::default(), 100).await;
+        let mut admin = client(restarted.address, &restarted.client_token).await;
+        let after = admin.list_nets(v1::ListNetsRequest::default()).await.unwrap().into_inner();
+        assert_eq!(before, after, "{backend:?}");
+        assert_eq!(states(&mut admin).await, [(2, "testing".to_owned()), (1, "promoted".to_owned())]);
+        let other = admin.list_nets(v1::ListNetsRequest { lineage: "other".to_owned() }).await.unwrap();
+        assert!(other.into_inner().nets.is_empty());
+    }
+}

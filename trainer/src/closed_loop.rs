@@ -1,0 +1,408 @@
+//! The closed loop on a coordinator, generation after generation: a self-play job with
+//! the lineage's best net (the handcrafted evaluation before the first promotion),
+//! training on the newest generations' data from the best net's checkpoint, the new
+//! net uploaded and recorded in the coordinator's registry with its parent, data and
+//! losses, and an SPRT of the engine with the new net against the engine with the best
+//! one. The coordinator's verdict promotes the net (the registry reads it off the
+//! test), and the next generation plays with the lineage's newest promoted net.
+//!
+//! Everything a generation did is on the coordinator (jobs, artifacts, the registry);
+//! the loop's directory keeps the jobs of the generation in progress in
+//! `loop-state.json`, written atomically after each step, and the training runs'
+//! checkpoints, so that a killed loop, started again, goes on where it stopped: it
+//! waits for the job it had created, resumes the training from its checkpoint, and
+//! repeats the idempotent registry calls.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use xq_proto::client::{self, Client, ClientError};
+use xq_proto::v1;
+
+use crate::data::find_chunks;
+use crate::train::{TrainError, TrainSettings, checkpoint_path, train};
+
+/// The UCI option that switches our engine to its handcrafted evaluation.
+pub const HANDCRAFTED_OPTION: (&str, &str) = ("UseNNUE", "false");
+
+/// How each generation's self-play is played.
+#[derive(Clone, Debug)]
+pub struct SelfPlayPlan {
+    /// Search nodes per move.
+    pub nodes: u64,
+    /// Units per generation.
+    pub units: u64,
+    /// Games per unit.
+    pub games_per_unit: u32,
+    /// Random opening plies.
+    pub random_plies: u32,
+    /// The seed of generation 1; generation g uses `seed + g * 1_000_003`, so that no
+    /// two generations open alike.
+    pub seed: u64,
+}
+
+/// How each new net is tested.
+#[derive(Clone, Debug)]
+pub struct TestPlan {
+    /// Time control at the coordinator's reference speed.
+    pub time_control: String,
+    /// The SPRT's bounds (normalized Elo) and error rates.
+    pub elo0: f64,
+    pub elo1: f64,
+    pub alpha: f64,
+    pub beta: f64,
+    /// The most pairs before the test stops undecided (the net is then rejected).
+    pub max_pairs: u64,
+    /// Opening book; none: the start position.
+    pub book: Option<PathBuf>,
+}
+
+/// The loop's settings.
+#[derive(Clone, Debug)]
+pub struct LoopSettings {
+    /// The lineage's name in the registry.
+    pub lineage: String,
+    /// The loop's directory: its state, the downloaded data, each generation's run.
+    pub dir: PathBuf,
+    /// The generation to stop after.
+    pub generations: u32,
+    /// Generations of data each net is trained on (the newest ones).
+    pub window: usize,
+    /// The engine binary tested (our `xq-engine`).
+    pub engine: PathBuf,
+    pub self_play: SelfPlayPlan,
+    pub test: TestPlan,
+    /// Training settings; the data description and the starting model are set per
+    /// generation.
+    pub train: TrainSettings,
+    pub device: tch::Device,
+    /// How often jobs are polled.
+    pub poll: Duration,
+}
+
+/// What stopped the loop.
+#[derive(Debug, thiserror::Error)]
+pub enum LoopError {
+    /// The coordinator could not be reached or refused a call.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// Training failed.
+    #[error(transparent)]
+    Train(#[from] TrainError),
+    /// The loop's state file.
+    #[error("the loop's state {path}: {reason}")]
+    State {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A job ended in a way the loop cannot go on from.
+    #[error("{0}")]
+    Job(String),
+}
+
+impl From<tonic::Status> for LoopError {
+    fn from(status: tonic::Status) -> Self {
+        LoopError::Client(ClientError::Status(status))
+    }
+}
+
+/// The loop's own record: every generation's self-play job, and the test of the
+/// generation in progress.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct LoopState {
+    /// The lineage the directory belongs to.
+    lineage: String,
+    /// The generation in progress (1 = the first net).
+    generation: u32,
+    /// Self-play jobs, oldest first; the last one may be the generation in progress'.
+    data_jobs: Vec<u64>,
+    /// Whether the last of `data_jobs` is this generation's.
+    data_job_created: bool,
+    /// The generation's test, once created.
+    test_job: Option<u64>,
+}
+
+impl LoopState {
+    fn path(dir: &Path) -> PathBuf {
+        dir.join("loop-state.json")
+    }
+
+    fn load(dir: &Path, lineage: &str) -> Result<LoopState, LoopError> {
+        let path = Self::path(dir);
+        let error = |reason: String| LoopError::State { path: path.clone(), reason };
+        let state = match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice::<LoopState>(&bytes).map_err(|e| error(e.to_string()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                LoopState { lineage: lineage.to_owned(), generation: 1, ..LoopState::default() }
+            }
+            Err(e) => return Err(error(e.to_string())),
+        };
+        if state.lineage != lineage {
+            return Err(error(format!("this directory runs lineage '{}', not '{lineage}'", state.lineage)));
+        }
+        Ok(state)
+    }
+
+    /// Writes the state through a temporary file, synced and renamed.
+    fn save(&self, dir: &Path) -> Result<(), LoopError> {
+        use std::io::Write;
+        let path = Self::path(dir);
+        let error = |e: std::io::Error| LoopError::State { path: path.clone(), reason: e.to_string() };
+        let temporary = path.with_extension("tmp");
+        let mut file = std::fs::File::create(&temporary).map_err(error)?;
+        file.write_all(&serde_json::to_vec_pretty(self).expect("the state serialises")).map_err(error)?;
+        file.sync_all().map_err(error)?;
+        std::fs::rename(&temporary, &path).map_err(error)
+    }
+}
+
+/// What a finished generation gave.
+#[derive(Clone, Debug)]
+pub struct GenerationReport {
+    /// The net as the registry has it, with its state.
+    pub net: v1::Net,
+    /// Its test.
+    pub test: v1::Job,
+}
+
+/// The lineage's best net: its newest promoted one (none: the handcrafted evaluation).
+pub async fn best_net(client: &mut Client, lineage: &str) -> Result<Option<v1::Net>, LoopError> {
+    let nets = client.list_nets(v1::ListNetsRequest { lineage: lineage.to_owned() }).await?.into_inner().nets;
+    Ok(nets.into_iter().filter(|n| n.state == "promoted").max_by_key(|n| n.generation))
+}
+
+/// Runs generations until `settings.generations` is done or `stop` is raised;
+/// `report` hears of each finished generation and `say` of each step.
+pub async fn run(
+    client: &mut Client,
+    settings: &LoopSettings,
+    stop: Arc<AtomicBool>,
+    mut report: impl FnMut(&GenerationReport),
+    say: impl Fn(&str),
+) -> Result<(), LoopError> {
+    std::fs::create_dir_all(&settings.dir)
+        .map_err(|e| LoopError::State { path: settings.dir.clone(), reason: e.to_string() })?;
+    let mut state = LoopState::load(&settings.dir, &settings.lineage)?;
+    let engine = client::upload_file(client, &settings.engine, "engine").await?;
+    let book = match &settings.test.book {
+        Some(path) => Some(client::upload_file(client, path, "book").await?),
+        None => None,
+    };
+    while state.generation <= settings.generations {
+        let generation = state.generation;
+        let best = best_net(client, &settings.lineage).await?;
+        let parent =
+            best.as_ref().map_or_else(|| "the handcrafted evaluation".to_owned(), |n| format!("net {}", n.net_id));
+
+        // Self-play with the best net.
+        if !state.data_job_created {
+            let job = create_self_play(client, settings, generation, best.as_ref()).await?;
+            say(&format!("generation {generation}: self-play job {} with {parent}: {}", job.job_id, job.summary));
+            state.data_jobs.push(job.job_id);
+            state.data_job_created = true;
+            state.save(&settings.dir)?;
+        }
+        let data_job = *state.data_jobs.last().expect("a data job was created");
+        let Some(played) = wait_for(client, data_job, settings, &stop, &say).await? else { return Ok(()) };
+        if played.state != "finished" {
+            return Err(LoopError::Job(format!(
+                "self-play job {data_job} was {} before it finished; remove the loop's state to start the \
+                 generation again",
+                played.state
+            )));
+        }
+
+        // Training on the newest generations' data, from the best net's checkpoint.
+        let window = &state.data_jobs[state.data_jobs.len().saturating_sub(settings.window.max(1))..];
+        let mut chunks = Vec::new();
+        for &job in window {
+            let dir = settings.dir.join("data").join(format!("job{job}"));
+            client::download_training_data(client, job, &dir).await?;
+            chunks.extend(find_chunks(&dir).map_err(TrainError::from)?);
+        }
+        let run_dir = settings.dir.join(format!("generation{generation}"));
+        let init = best
+            .as_ref()
+            .map(|n| checkpoint_path(&settings.dir.join(format!("generation{}", n.generation))))
+            .filter(|p| p.exists());
+        let jobs: Vec<String> = window.iter().map(u64::to_string).collect();
+        let train_settings = TrainSettings {
+            data: format!("lineage {} generation {generation}: self-play jobs {}", settings.lineage, jobs.join(", ")),
+            init: init.clone(),
+            ..settings.train.clone()
+        };
+        say(&format!(
+            "generation {generation}: training on {} chunks of jobs {} from {}",
+            chunks.len(),
+            jobs.join(", "),
+            init.as_ref().map_or("a fresh net".to_owned(), |p| p.display().to_string())
+        ));
+        let (device, flag, dir) = (settings.device, stop.clone(), run_dir.clone());
+        let summary = tokio::task::spawn_blocking(move || train(&chunks, &train_settings, &dir, device, &flag, false))
+            .await
+            .map_err(|e| LoopError::Job(format!("the training thread failed: {e}")))??;
+        let Some(net_path) = summary.net else {
+            say(&format!("stopped; the checkpoint is in {}: run the loop again to resume", run_dir.display()));
+            return Ok(());
+        };
+        let last = summary.log.last().cloned().unwrap_or_default();
+        let number = |key: &str| last.get(key).and_then(serde_json::Value::as_f64).unwrap_or(0.0);
+
+        // The net in the registry.
+        let bytes = std::fs::read(&net_path).map_err(|e| ClientError::Read { path: net_path.clone(), source: e })?;
+        let name = format!("{}-gen{generation}.xqnn", settings.lineage);
+        let artifact = client::upload_artifact(client, &name, "net", &bytes).await?;
+        let description = xq_engine::xiangqi::nnue::Network::from_bytes(&bytes)
+            .map(|n| n.description().to_owned())
+            .unwrap_or_default();
+        let net = client
+            .add_net(v1::AddNetRequest {
+                artifact: Some(artifact.clone()),
+                lineage: settings.lineage.clone(),
+                generation,
+                parent_id: best.as_ref().map_or(0, |n| n.net_id),
+                data_job_id: data_job,
+                train_loss: number("train_loss"),
+                validation_loss: number("validation_loss"),
+                positions: number("positions") as u64,
+                epochs: summary.epochs as u32,
+                description,
+            })
+            .await?
+            .into_inner();
+        say(&format!(
+            "generation {generation}: net {} ({name}), validation loss {:.5}",
+            net.net_id, net.validation_loss
+        ));
+
+        // The SPRT against the best net.
+        let test_job = match state.test_job {
+            Some(job) => job,
+            None => {
+                let request = test_request(settings, &engine, &artifact, best.as_ref(), book.clone(), generation);
+                let job = client.create_test(request).await?.into_inner();
+                say(&format!("generation {generation}: test job {}: {}", job.job_id, job.summary));
+                state.test_job = Some(job.job_id);
+                state.save(&settings.dir)?;
+                job.job_id
+            }
+        };
+        client.set_net_test(v1::SetNetTestRequest { net_id: net.net_id, test_job_id: test_job }).await?;
+        let Some(test) = wait_for(client, test_job, settings, &stop, &say).await? else { return Ok(()) };
+        let nets = client.list_nets(v1::ListNetsRequest { lineage: settings.lineage.clone() }).await?.into_inner();
+        let net = nets.nets.into_iter().find(|n| n.net_id == net.net_id).unwrap_or(net);
+        say(&format!("generation {generation}: net {} {} ({})", net.net_id, net.state, test.outcome));
+        report(&GenerationReport { net, test });
+        state = LoopState { generation: generation + 1, data_job_created: false, test_job: None, ..state };
+        state.save(&settings.dir)?;
+    }
+    Ok(())
+}
+
+async fn create_self_play(
+    client: &mut Client,
+    settings: &LoopSettings,
+    generation: u32,
+    best: Option<&v1::Net>,
+) -> Result<v1::Job, LoopError> {
+    let plan = &settings.self_play;
+    let spec = v1::SelfPlaySpec {
+        nodes: plan.nodes,
+        games_per_unit: plan.games_per_unit,
+        random_plies: plan.random_plies,
+        seed: plan.seed.wrapping_add(u64::from(generation).wrapping_mul(1_000_003)),
+        rules: "wxf".to_owned(),
+        max_plies: 0,
+        variant: "xiangqi".to_owned(),
+        net: best.and_then(|n| n.artifact.clone()),
+    };
+    let request = v1::CreateSelfPlayRequest {
+        spec: Some(spec),
+        units: plan.units,
+        priority: 0,
+        description: format!("lineage {} generation {generation} self-play", settings.lineage),
+        throughput: 0,
+    };
+    Ok(client.create_self_play(request).await?.into_inner())
+}
+
+/// Our engine with the new net against our engine with the best one (or on its
+/// handcrafted evaluation).
+fn test_request(
+    settings: &LoopSettings,
+    engine: &v1::ArtifactRef,
+    net: &v1::ArtifactRef,
+    best: Option<&v1::Net>,
+    book: Option<v1::ArtifactRef>,
+    generation: u32,
+) -> v1::CreateTestRequest {
+    let player = |name: &str, net: Option<v1::ArtifactRef>| {
+        let mut options = HashMap::new();
+        if net.is_none() {
+            options.insert(HANDCRAFTED_OPTION.0.to_owned(), HANDCRAFTED_OPTION.1.to_owned());
+        }
+        v1::EngineSpec {
+            name: name.to_owned(),
+            binary: Some(engine.clone()),
+            protocol: "uci".to_owned(),
+            options,
+            bench_signature: 0,
+            net,
+        }
+    };
+    let plan = &settings.test;
+    let base_name = best.map_or("handcrafted".to_owned(), |n| format!("gen{}", n.generation));
+    v1::CreateTestRequest {
+        new_engine: Some(player(&format!("gen{generation}"), Some(net.clone()))),
+        base_engine: Some(player(&base_name, best.and_then(|n| n.artifact.clone()))),
+        time_control: plan.time_control.clone(),
+        rules: "wxf".to_owned(),
+        variant: "xiangqi".to_owned(),
+        book,
+        max_plies: 0,
+        sprt: Some(v1::SprtSpec {
+            elo0: plan.elo0,
+            elo1: plan.elo1,
+            alpha: plan.alpha,
+            beta: plan.beta,
+            model: "normalized".to_owned(),
+            trinomial: false,
+        }),
+        pairs: plan.max_pairs,
+        priority: 0,
+        required_cpu_flags: Vec::new(),
+        description: format!("lineage {} generation {generation}: net test against {base_name}", settings.lineage),
+        throughput: 0,
+    }
+}
+
+/// Polls a job until it ends; none when `stop` was raised first.
+async fn wait_for(
+    client: &mut Client,
+    job: u64,
+    settings: &LoopSettings,
+    stop: &AtomicBool,
+    say: &impl Fn(&str),
+) -> Result<Option<v1::Job>, LoopError> {
+    let mut last_done = u64::MAX;
+    loop {
+        let state = client.get_job(v1::JobId { job_id: job }).await?.into_inner();
+        if state.state != "running" {
+            return Ok(Some(state));
+        }
+        if state.units_done != last_done {
+            last_done = state.units_done;
+            say(&format!("job {job}: {}/{} units", state.units_done, state.units_total));
+        }
+        if stop.load(Ordering::Relaxed) {
+            say(&format!("stopped while job {job} runs: run the loop again to go on waiting for it"));
+            return Ok(None);
+        }
+        tokio::time::sleep(settings.poll).await;
+    }
+}
