@@ -92,7 +92,7 @@ fn usennue_switches_between_the_net_and_the_handcrafted_evaluation() {
     let nodes = |setup: &str| -> String {
         let out = converse(&format!("uci\n{setup}position startpos moves h2e2 h9g7\ngo depth 5\n"));
         assert!(!out.contains("UseNNUE: '"), "{out}");
-        let last = out.lines().filter(|l| l.contains(" nodes ")).next_back().expect("a search report");
+        let last = out.lines().rfind(|l| l.contains(" nodes ")).expect("a search report");
         last.split(" nodes ").nth(1).unwrap().split_whitespace().next().unwrap().to_owned()
     };
     let load = format!("setoption name EvalFile value {}\n", net.display());
