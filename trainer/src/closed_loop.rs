@@ -201,7 +201,12 @@ pub async fn run(
 
         // Self-play with the best net.
         if !state.data_job_created {
-            let job = create_self_play(client, settings, generation, best.as_ref()).await?;
+            // A job made just before a kill, before the state recorded it, is adopted.
+            let label = self_play_label(&settings.lineage, generation);
+            let job = match adoptable(client, &label).await? {
+                Some(job) => job,
+                None => create_self_play(client, settings, generation, best.as_ref()).await?,
+            };
             say(&format!("generation {generation}: self-play job {} with {parent}: {}", job.job_id, job.summary));
             state.data_jobs.push(job.job_id);
             state.data_job_created = true;
@@ -285,7 +290,10 @@ pub async fn run(
             Some(job) => job,
             None => {
                 let request = test_request(settings, &engine, &artifact, best.as_ref(), book.clone(), generation);
-                let job = client.create_test(request).await?.into_inner();
+                let job = match adoptable(client, &request.description).await? {
+                    Some(job) => job,
+                    None => client.create_test(request).await?.into_inner(),
+                };
                 say(&format!("generation {generation}: test job {}: {}", job.job_id, job.summary));
                 state.test_job = Some(job.job_id);
                 state.save(&settings.dir)?;
@@ -302,6 +310,17 @@ pub async fn run(
         state.save(&settings.dir)?;
     }
     Ok(())
+}
+
+fn self_play_label(lineage: &str, generation: u32) -> String {
+    format!("lineage {lineage} generation {generation} self-play")
+}
+
+/// The newest job labelled `description` that was not stopped: one this loop made
+/// before it was killed and could record it.
+async fn adoptable(client: &mut Client, description: &str) -> Result<Option<v1::Job>, LoopError> {
+    let jobs = client.list_jobs(v1::ListJobsRequest { active_only: false, limit: 10_000 }).await?.into_inner().jobs;
+    Ok(jobs.into_iter().find(|j| j.description == description && j.state != "stopped"))
 }
 
 async fn create_self_play(
@@ -325,7 +344,7 @@ async fn create_self_play(
         spec: Some(spec),
         units: plan.units,
         priority: 0,
-        description: format!("lineage {} generation {generation} self-play", settings.lineage),
+        description: self_play_label(&settings.lineage, generation),
         throughput: 0,
     };
     Ok(client.create_self_play(request).await?.into_inner())

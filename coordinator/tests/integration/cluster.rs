@@ -13,7 +13,7 @@ use xq_proto::v1;
 use crate::common::{Client, TempDir, binary, client, collect, upload};
 
 /// Starts `xq-coordinator serve` on `data` at `port` (0: any); returns it and its address.
-async fn start_coordinator(data: &Path, port: u16, lease_seconds: u32) -> (Child, std::net::SocketAddr) {
+pub async fn start_coordinator(data: &Path, port: u16, lease_seconds: u32) -> (Child, std::net::SocketAddr) {
     let mut child = Command::new(binary("xq-coordinator"))
         .args(["serve", "--reference-nps", "0", "--work-seconds", "15", "--heartbeat-seconds", "1"])
         .args(["--lease-seconds", &lease_seconds.to_string(), "--listen", &format!("127.0.0.1:{port}"), "--data"])
@@ -29,7 +29,7 @@ async fn start_coordinator(data: &Path, port: u16, lease_seconds: u32) -> (Child
     (child, address)
 }
 
-async fn start_worker(admin: &mut Client, address: std::net::SocketAddr, cache: PathBuf, name: &str) -> Child {
+pub async fn start_worker(admin: &mut Client, address: std::net::SocketAddr, cache: PathBuf, name: &str) -> Child {
     let token = admin
         .create_worker_token(v1::CreateWorkerTokenRequest { name: name.to_owned() })
         .await
@@ -56,7 +56,7 @@ async fn start_worker(admin: &mut Client, address: std::net::SocketAddr, cache: 
         .unwrap()
 }
 
-fn token(data: &Path) -> String {
+pub fn token(data: &Path) -> String {
     std::fs::read_to_string(data.join("client-token")).unwrap().trim().to_owned()
 }
 
@@ -95,7 +95,7 @@ async fn engines_test(admin: &mut Client, sprt: Option<v1::SprtSpec>, pairs: u64
     admin.create_test(request).await.unwrap().into_inner()
 }
 
-async fn wait_for(
+pub async fn wait_for(
     admin: &mut Client,
     job: u64,
     limit: Duration,

@@ -9,3 +9,4 @@ mod scheduler;
 mod security;
 mod storage;
 mod tls;
+mod training_loop;

@@ -1,0 +1,107 @@
+//! `xq-trainer loop` against a real coordinator and worker: a generation from the
+//! handcrafted evaluation to a tested, registered net, then a loop killed in its
+//! second generation's self-play and started again, which goes on with the same job.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::process::Command;
+use xq_proto::v1;
+
+use crate::cluster::{start_coordinator, start_worker, token, wait_for};
+use crate::common::{Client, TempDir, binary, client};
+
+/// `xq-trainer loop` with tiny settings, up to `generations`.
+fn loop_command(address: std::net::SocketAddr, data: &Path, out: &Path, generations: u32) -> Command {
+    let book = Path::new(env!("CARGO_MANIFEST_DIR")).join("../books/xiangqi-2ply.epd");
+    let mut command = Command::new(binary("xq-trainer"));
+    command
+        .args(["loop", "--coordinator", &format!("http://{address}"), "--token", &token(data)])
+        .arg("--out")
+        .arg(out)
+        .args(["--lineage", "tiny", "--generations", &generations.to_string(), "--engine"])
+        .arg(binary("xq-engine"))
+        .args(["--units", "2", "--games-per-unit", "2", "--nodes", "300", "--random-plies", "6"])
+        .args(["--tc", "depth=2", "--max-pairs", "2", "--book"])
+        .arg(book)
+        .args(["--epochs", "1", "--batch-size", "16", "--validation-share", "0.5", "--keep-captures"])
+        .args(["--keep-in-check", "--device", "cpu", "--poll-seconds", "0.2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
+async fn nets(admin: &mut Client) -> Vec<v1::Net> {
+    admin.list_nets(v1::ListNetsRequest { lineage: "tiny".to_owned() }).await.unwrap().into_inner().nets
+}
+
+/// The self-play jobs the loop made for `generation`.
+async fn self_play_jobs(admin: &mut Client, generation: u32) -> Vec<v1::Job> {
+    let jobs = admin.list_jobs(v1::ListJobsRequest { active_only: false, limit: 0 }).await.unwrap().into_inner().jobs;
+    let label = format!("lineage tiny generation {generation} self-play");
+    jobs.into_iter().filter(|j| j.kind == "selfplay" && j.description == label).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_loop_trains_tests_and_records_a_generation_and_resumes_after_a_kill() {
+    let dir = TempDir::new("loop");
+    let (_coordinator, address) = start_coordinator(&dir.0, 0, 10).await;
+    let mut admin = client(address, &token(&dir.0)).await;
+    let _worker = start_worker(&mut admin, address, dir.0.join("w"), "w").await;
+    let out = dir.0.join("loop");
+
+    // Generation 1: self-play on the handcrafted evaluation, a net, its test.
+    let first = loop_command(address, &dir.0, &out, 1).output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(first.status.success(), "{stderr}");
+    let [net] = nets(&mut admin).await.try_into().expect("one net");
+    assert_eq!((net.generation, net.parent_id), (1, 0), "{net:?}");
+    assert!(matches!(net.state.as_str(), "promoted" | "rejected"), "the test ended: {net:?}");
+    assert!(net.validation_loss > 0.0 && net.positions > 0 && net.epochs == 1, "{net:?}");
+    let [data] = self_play_jobs(&mut admin, 1).await.try_into().expect("one self-play job");
+    assert_eq!((net.data_job_id, data.state.as_str()), (data.job_id, "finished"));
+    assert!(data.summary.ends_with("handcrafted"), "{}", data.summary);
+    let test = admin.get_job(v1::JobId { job_id: net.test_job_id }).await.unwrap().into_inner();
+    assert_eq!((test.kind.as_str(), test.state.as_str()), ("sprt", "finished"), "{test:?}");
+    let stdout = String::from_utf8_lossy(&first.stdout);
+    assert!(stdout.contains(&format!("generation 1: net {} {}", net.net_id, net.state)), "{stdout}");
+    let listed = Command::new(binary("xq"))
+        .args(["--coordinator", &format!("http://{address}"), "--token", &token(&dir.0), "nets"])
+        .output()
+        .await
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.contains(&format!("net {} tiny generation 1 [{}", net.net_id, net.state)), "{listed}");
+    let file = std::fs::read(out.join("generation1/net.xqnn")).unwrap();
+    assert_eq!(net.artifact.unwrap().size, file.len() as u64, "the uploaded net is the generation's");
+    xq_engine::xiangqi::nnue::Network::from_bytes(&file).expect("the engine reads the generation's net");
+
+    // Generation 2, killed once its self-play job exists, then started again.
+    let mut second = loop_command(address, &dir.0, &out, 2).spawn().unwrap();
+    let started = Instant::now();
+    while self_play_jobs(&mut admin, 2).await.is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(300), "no self-play job for generation 2");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    second.kill().await.unwrap();
+    let resumed = loop_command(address, &dir.0, &out, 2).output().await.unwrap();
+    assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
+    let [data2] = self_play_jobs(&mut admin, 2).await.try_into().expect("the resumed loop made no second job");
+    let all = nets(&mut admin).await;
+    assert_eq!(all.len(), 2, "{all:?}");
+    let net2 = &all[0];
+    assert_eq!((net2.generation, net2.data_job_id), (2, data2.job_id));
+    // Generation 2 plays with, trains from and is tested against the best net so far:
+    // net 1 if its test promoted it, else the handcrafted evaluation.
+    let promoted = net.state == "promoted";
+    assert_eq!(net2.parent_id, if promoted { net.net_id } else { 0 });
+    let played = wait_for(&mut admin, data2.job_id, Duration::from_secs(5), "job 2", |j| j.state == "finished").await;
+    assert_eq!(played.summary.ends_with("handcrafted"), !promoted, "{}", played.summary);
+    let test2 = admin.get_job(v1::JobId { job_id: net2.test_job_id }).await.unwrap().into_inner();
+    assert_eq!(test2.summary.contains("handcrafted"), !promoted, "{}", test2.summary);
+    let state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("loop-state.json")).unwrap()).unwrap();
+    assert_eq!(state["generation"], 3, "{state}");
+}
