@@ -12,6 +12,11 @@
 /// Normalized Elo per unit of t-value: 800 / ln 10.
 const NELO_PER_T: f64 = 800.0 / std::f64::consts::LN_10;
 
+/// The widest normalized Elo bound. Beyond about 245 (a pentanomial t-value of 1) the
+/// constrained maximum no longer exists for most results and the LLR would be NaN, a
+/// test that could never end; useful bounds are a few Elo wide.
+pub const MAX_NORMALIZED_BOUND: f64 = 200.0;
+
 /// Counts standing in for zero, so that every outcome keeps some probability.
 const REGULARIZATION: f64 = 1e-3;
 
@@ -27,7 +32,7 @@ pub enum Model {
 }
 
 /// The results cannot be tested.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum StatsError {
     /// Results must have 3 (trinomial) or 5 (pentanomial) counts.
     #[error("results must have 3 counts (losses, draws, wins) or 5 (pentanomial), not {0}")]
@@ -35,6 +40,17 @@ pub enum StatsError {
     /// alpha and beta must lie strictly between 0 and 1.
     #[error("alpha and beta must lie strictly between 0 and 1")]
     ErrorRates,
+    /// The bounds must be finite, ordered and, in the normalized model, within
+    /// [`MAX_NORMALIZED_BOUND`].
+    #[error(
+        "the bounds {elo0} and {elo1}: elo0 below elo1, finite, and within ±{MAX_NORMALIZED_BOUND} in the normalized model"
+    )]
+    Bounds {
+        /// The null hypothesis' Elo.
+        elo0: f64,
+        /// The alternative's.
+        elo1: f64,
+    },
 }
 
 /// An SPRT of `elo0` against `elo1` with error rates `alpha` and `beta`.
@@ -159,6 +175,10 @@ impl Sprt {
         if !(alpha > 0.0 && alpha < 1.0 && beta > 0.0 && beta < 1.0) {
             return Err(StatsError::ErrorRates);
         }
+        let within = |elo: f64| model == Model::Logistic || elo.abs() <= MAX_NORMALIZED_BOUND;
+        if !(elo0.is_finite() && elo1.is_finite() && elo0 < elo1 && within(elo0) && within(elo1)) {
+            return Err(StatsError::Bounds { elo0, elo1 });
+        }
         Ok(Sprt { elo0, elo1, alpha, beta, model })
     }
 
@@ -254,6 +274,33 @@ pub fn elo_estimate(results: &[u64]) -> Result<EloEstimate, StatsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every result set, from none of a kind to thousands, has a finite LLR at the
+    /// widest bounds allowed; wider or reversed bounds are refused.
+    #[test]
+    fn the_llr_is_finite_wherever_the_bounds_are_allowed() {
+        let counts = [0, 1, 7, 1000];
+        for (elo0, elo1) in
+            [(-MAX_NORMALIZED_BOUND, -MAX_NORMALIZED_BOUND + 1.0), (MAX_NORMALIZED_BOUND - 1.0, MAX_NORMALIZED_BOUND)]
+        {
+            let sprt = Sprt::new(elo0, elo1, 0.05, 0.05, Model::Normalized).unwrap();
+            for index in 0..counts.len().pow(5) {
+                let penta: Vec<u64> = (0..5).map(|i| counts[index / counts.len().pow(i) % counts.len()]).collect();
+                let llr = sprt.state(&penta).unwrap().llr;
+                assert!(llr.is_finite(), "{penta:?} at bounds {elo0}, {elo1}: LLR {llr}");
+            }
+            for tri in [[0, 0, 5], [5, 0, 0], [0, 5, 0], [3, 4, 1000]] {
+                assert!(sprt.state(&tri).unwrap().llr.is_finite(), "{tri:?}");
+            }
+        }
+        // Just beyond, the constrained maximum is lost for the most ordinary results.
+        let wide = Sprt { elo0: -250.0, elo1: -240.0, alpha: 0.05, beta: 0.05, model: Model::Normalized };
+        assert!(wide.state(&[10, 20, 40, 20, 10]).unwrap().llr.is_nan(), "the limit is needed");
+        for (elo0, elo1) in [(-250.0, -240.0), (0.0, 201.0), (5.0, 0.0), (1.0, 1.0), (f64::NAN, 1.0)] {
+            assert!(matches!(Sprt::new(elo0, elo1, 0.05, 0.05, Model::Normalized), Err(StatsError::Bounds { .. })));
+        }
+        assert!(Sprt::new(-600.0, 300.0, 0.05, 0.05, Model::Logistic).is_ok(), "logistic bounds are not limited");
+    }
 
     #[test]
     fn llr_matches_fishtest_reference_values() {
