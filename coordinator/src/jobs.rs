@@ -63,6 +63,16 @@ fn check_name(field: &'static str, text: &str, max: usize) -> Result<(), SpecErr
     Ok(())
 }
 
+/// An artifact named in a request: its hash, and a name fit for logs and file names.
+fn check_artifact(field: &'static str, artifact: &v1::ArtifactRef) -> Result<(), SpecError> {
+    check_hash(&artifact.sha256).map_err(|e| bad(field, e.to_string()))?;
+    check_name(field, &artifact.name, 200)?;
+    if artifact.name.contains(['/', '\\']) {
+        return Err(bad(field, "an artifact's name is a file name, without a path"));
+    }
+    Ok(())
+}
+
 fn check_engine(field: &'static str, engine: Option<&v1::EngineSpec>) -> Result<(), SpecError> {
     let engine = engine.ok_or_else(|| bad(field, "missing"))?;
     if engine.name.is_empty() {
@@ -73,9 +83,9 @@ fn check_engine(field: &'static str, engine: Option<&v1::EngineSpec>) -> Result<
         return Err(bad(field, "the name may not contain quotes (it goes into PGN tags)"));
     }
     let binary = engine.binary.as_ref().ok_or_else(|| bad(field, "no binary"))?;
-    check_hash(&binary.sha256).map_err(|e| bad(field, e.to_string()))?;
+    check_artifact(field, binary)?;
     if let Some(net) = &engine.net {
-        check_hash(&net.sha256).map_err(|e| bad(field, e.to_string()))?;
+        check_artifact(field, net)?;
     }
     if !matches!(engine.protocol.as_str(), "uci" | "ucci") {
         return Err(bad(field, format!("protocol '{}': use uci or ucci", engine.protocol)));
@@ -114,7 +124,7 @@ pub fn check_test(request: &v1::CreateTestRequest) -> Result<MatchJob, SpecError
         request.variant.parse().map_err(|e: xq_engine::variant::UnknownVariant| bad("variant", e.to_string()))?
     };
     if let Some(book) = &request.book {
-        check_hash(&book.sha256).map_err(|e| bad("book", e.to_string()))?;
+        check_artifact("book", book)?;
     }
     check_name("description", &request.description, 200)?;
     for flag in &request.required_cpu_flags {
@@ -158,13 +168,12 @@ pub fn check_self_play(request: &v1::CreateSelfPlayRequest) -> Result<(), SpecEr
     if !spec.rules.is_empty() {
         spec.rules.parse::<RuleSet>().map_err(|e| bad("spec.rules", e.to_string()))?;
     }
+    let variant = self_play_variant(spec)?;
     if let Some(net) = &spec.net {
-        if self_play_variant(spec)? != Variant::Xiangqi {
+        if variant != Variant::Xiangqi {
             return Err(bad("spec.net", "nets are for Xiangqi only"));
         }
-        check_hash(&net.sha256).map_err(|e| bad("spec.net", e.to_string()))?;
-    } else {
-        self_play_variant(spec)?;
+        check_artifact("spec.net", net)?;
     }
     if !(1..=MAX_UNITS).contains(&request.units) {
         return Err(bad("units", format!("between 1 and {MAX_UNITS}")));

@@ -16,12 +16,17 @@ use crate::writer::Writer;
 
 /// The longest lineage name.
 const MAX_LINEAGE: usize = 64;
-/// The longest description.
-const MAX_DESCRIPTION: usize = 2_000;
+/// The longest description: the engine's own limit on a net's description.
+const MAX_DESCRIPTION: usize = 65_536;
 
 /// The nets, in memory, written through to the database.
 pub struct Nets {
+    /// What is durable: a change enters only after the database has it.
     rows: Mutex<BTreeMap<u64, NetRow>>,
+    /// Serialises changes from their checks to their entry in `rows`, across the
+    /// write's await, so that no change is checked against a state another one is
+    /// about to replace (changes are a few per generation; nothing waits on them).
+    changes: tokio::sync::Mutex<()>,
     writer: Writer,
 }
 
@@ -66,7 +71,11 @@ fn view(row: &NetRow, scheduler: &Scheduler) -> v1::Net {
 impl Nets {
     /// The registry as stored.
     pub fn new(rows: Vec<NetRow>, writer: Writer) -> Self {
-        Nets { rows: Mutex::new(rows.into_iter().map(|r| (r.id as u64, r)).collect()), writer }
+        Nets {
+            rows: Mutex::new(rows.into_iter().map(|r| (r.id as u64, r)).collect()),
+            changes: tokio::sync::Mutex::new(()),
+            writer,
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<u64, NetRow>> {
@@ -113,8 +122,23 @@ impl Nets {
             return Err(invalid(format!("data job {}: no such self-play job", request.data_job_id)));
         }
         let generation = i64::from(request.generation);
+        let _change = self.changes.lock().await;
         let row = {
-            let mut rows = self.lock();
+            let rows = self.lock();
+            // The same call again (a resumed loop) is answered before anything that
+            // changed since, such as its parent's promotion, is looked at.
+            if let Some(stored) = rows.values().find(|r| r.lineage == *lineage && r.generation == generation) {
+                if stored.sha256 == sha256
+                    && stored.parent_id as u64 == request.parent_id
+                    && stored.data_job_id as u64 == request.data_job_id
+                {
+                    return Ok(view(stored, scheduler));
+                }
+                return Err(invalid(format!(
+                    "lineage {lineage} already has generation {generation}: net {} ({}, parent {}, data job {})",
+                    stored.id, stored.name, stored.parent_id, stored.data_job_id
+                )));
+            }
             if request.parent_id != 0 {
                 match rows.get(&request.parent_id) {
                     Some(parent) if parent.lineage == *lineage && parent.generation < generation => {}
@@ -127,17 +151,8 @@ impl Nets {
                     None => return Err(invalid(format!("parent net {}: no such net", request.parent_id))),
                 }
             }
-            if let Some(stored) = rows.values().find(|r| r.lineage == *lineage && r.generation == generation) {
-                if stored.sha256 == sha256 {
-                    return Ok(view(stored, scheduler));
-                }
-                return Err(invalid(format!(
-                    "lineage {lineage} already has generation {generation}: net {} ({})",
-                    stored.id, stored.name
-                )));
-            }
             let id = rows.keys().next_back().map_or(1, |last| last + 1);
-            let row = NetRow {
+            NetRow {
                 id: id as i64,
                 sha256,
                 name,
@@ -153,15 +168,10 @@ impl Nets {
                 epochs: i64::from(request.epochs),
                 description: request.description.clone(),
                 created_ms: now_ms(),
-            };
-            // Reserved before the write, so that a concurrent add takes the next id.
-            rows.insert(id, row.clone());
-            row
+            }
         };
-        if let Err(error) = self.writer.write(Change::Net(Box::new(row.clone()))).await {
-            self.lock().remove(&(row.id as u64));
-            return Err(error.into());
-        }
+        self.writer.write(Change::Net(Box::new(row.clone()))).await?;
+        self.lock().insert(row.id as u64, row.clone());
         Ok(view(&row, scheduler))
     }
 
@@ -178,23 +188,35 @@ impl Nets {
         let Some(JobSpec::Match(test)) = spec.as_deref() else {
             return Err(invalid(format!("test job {test_job_id}: no such match test")));
         };
+        if test.request.sprt.is_none() {
+            return Err(invalid(format!(
+                "test job {test_job_id}: a fixed-game test cannot promote a net: an SPRT can"
+            )));
+        }
         let net_of =
             |engine: &Option<v1::EngineSpec>| engine.as_ref().and_then(|e| e.net.as_ref()).map(|n| n.sha256.clone());
-        let (row, previous) = {
-            let mut rows = self.lock();
-            let parent_sha = rows.get(&net_id).and_then(|n| rows.get(&(n.parent_id as u64))).map(|p| p.sha256.clone());
-            let net = rows.get_mut(&net_id).ok_or_else(|| ScheduleError::NotFound(format!("net {net_id}")))?;
+        let _change = self.changes.lock().await;
+        let row = {
+            let rows = self.lock();
+            let net = rows.get(&net_id).ok_or_else(|| ScheduleError::NotFound(format!("net {net_id}")))?;
             if net.test_job_id as u64 == test_job_id {
                 return Ok(view(net, scheduler));
             }
             if net_of(&test.request.new_engine).as_deref() != Some(net.sha256.as_str()) {
                 return Err(invalid(format!("test job {test_job_id}: its new engine does not carry net {net_id}")));
             }
-            if parent_sha.is_some() && net_of(&test.request.base_engine) != parent_sha {
-                return Err(invalid(format!(
-                    "test job {test_job_id}: its base engine does not carry net {}, the parent",
-                    net.parent_id
-                )));
+            // Without a parent the base plays without a net: the handcrafted evaluation.
+            let parent_sha = rows.get(&(net.parent_id as u64)).map(|p| p.sha256.clone());
+            if net_of(&test.request.base_engine) != parent_sha {
+                return Err(invalid(match net.parent_id {
+                    0 => format!(
+                        "test job {test_job_id}: its base engine carries a net, but net {net_id} has no parent: \
+                         its base is the engine without a net"
+                    ),
+                    parent => {
+                        format!("test job {test_job_id}: its base engine does not carry net {parent}, the parent")
+                    }
+                }));
             }
             if net.test_job_id != 0 && scheduler.job(net.test_job_id as u64).is_some_and(|j| j.state != "stopped") {
                 return Err(invalid(format!(
@@ -202,16 +224,10 @@ impl Nets {
                     net.test_job_id
                 )));
             }
-            let previous = net.test_job_id;
-            net.test_job_id = test_job_id as i64;
-            (net.clone(), previous)
+            NetRow { test_job_id: test_job_id as i64, ..net.clone() }
         };
-        if let Err(error) = self.writer.write(Change::Net(Box::new(row.clone()))).await {
-            if let Some(net) = self.lock().get_mut(&net_id) {
-                net.test_job_id = previous;
-            }
-            return Err(error.into());
-        }
+        self.writer.write(Change::Net(Box::new(row.clone()))).await?;
+        self.lock().insert(net_id, row.clone());
         Ok(view(&row, scheduler))
     }
 

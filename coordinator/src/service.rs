@@ -1,7 +1,7 @@
 //! The gRPC services: requests checked, authorised and turned into scheduler calls.
 //! Every refusal is a status that says what was wrong.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -82,8 +82,13 @@ pub async fn load_openings(shared: &Shared, sha256: &str, variant: Variant) -> R
     let (name, _, _) =
         shared.storage.artifact(sha256).await.map_err(|e| e.to_string())?.ok_or(format!("no artifact {sha256}"))?;
     let path = shared.artifacts.path(sha256).map_err(|e| e.to_string())?;
-    let text = tokio::fs::read_to_string(&path).await.map_err(|e| format!("book {name}: {e}"))?;
-    Book::parse(variant, &text, &name).map(Arc::new).map_err(|e| e.to_string())
+    read_book(&path, &name, variant).await
+}
+
+/// Reads a stored book file called `name`.
+async fn read_book(path: &Path, name: &str, variant: Variant) -> Result<Arc<Book>, String> {
+    let text = tokio::fs::read_to_string(path).await.map_err(|e| format!("book {name}: {e}"))?;
+    Book::parse(variant, &text, name).map(Arc::new).map_err(|e| e.to_string())
 }
 
 /// The Worker service.
@@ -325,9 +330,20 @@ impl v1::client_server::Client for ClientApi {
             };
         }
         let (sha256, size) = self.0.artifacts.finish(upload).await.map_err(|e| Status::unavailable(e.to_string()))?;
-        self.0.scheduler.index_artifact(&sha256, &first.name, &first.kind, size).await?;
+        // The index keeps an artifact's first kind: the same bytes cannot become a
+        // net or a book that was never checked as one.
+        if let Some((name, kind, _)) =
+            self.0.storage.artifact(&sha256).await.map_err(|e| Status::unavailable(e.to_string()))?
+            && kind != first.kind
+        {
+            return Err(Status::invalid_argument(format!(
+                "these bytes were uploaded before as the {kind} {name}, not as a {}",
+                first.kind
+            )));
+        }
+        // Checked before they are indexed, so that nothing unreadable is ever offered.
+        let path = self.0.artifacts.path(&sha256).map_err(|e| Status::internal(e.to_string()))?;
         if first.kind == "net" {
-            let path = self.0.artifacts.path(&sha256).map_err(|e| Status::internal(e.to_string()))?;
             let bytes = tokio::fs::read(&path).await.map_err(|e| Status::unavailable(e.to_string()))?;
             if let Err(problem) = Network::from_bytes(&bytes) {
                 return Err(Status::invalid_argument(format!("the net {} cannot be read: {problem}", first.name)));
@@ -336,13 +352,14 @@ impl v1::client_server::Client for ClientApi {
         // A book is for one variant, which the upload does not say: it must read as
         // a book of either.
         if first.kind == "book"
-            && let Err(problem) = load_openings(&self.0, &sha256, Variant::Xiangqi).await
-            && load_openings(&self.0, &sha256, Variant::Xiongqi).await.is_err()
+            && let Err(problem) = read_book(&path, &first.name, Variant::Xiangqi).await
+            && read_book(&path, &first.name, Variant::Xiongqi).await.is_err()
         {
             return Err(Status::invalid_argument(format!(
                 "the book cannot be read: {problem} (nor is it a Xiongqi book of FEN lines)"
             )));
         }
+        self.0.scheduler.index_artifact(&sha256, &first.name, &first.kind, size).await?;
         Ok(Response::new(v1::ArtifactRef { sha256, name: first.name, size }))
     }
 

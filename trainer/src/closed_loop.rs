@@ -100,6 +100,14 @@ pub enum LoopError {
         /// Why.
         reason: String,
     },
+    /// A file of the loop's own (its new net).
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// A job ended in a way the loop cannot go on from.
     #[error("{0}")]
     Job(String),
@@ -170,10 +178,16 @@ pub struct GenerationReport {
     pub test: v1::Job,
 }
 
-/// The lineage's best net: its newest promoted one (none: the handcrafted evaluation).
-pub async fn best_net(client: &mut Client, lineage: &str) -> Result<Option<v1::Net>, LoopError> {
+/// The best net a generation starts from: the lineage's newest promoted net of an
+/// earlier generation (none: the handcrafted evaluation). Earlier only: a loop resumed
+/// after its own generation's net was promoted must not take that net as its parent.
+pub async fn best_net(client: &mut Client, lineage: &str, generation: u32) -> Result<Option<v1::Net>, LoopError> {
     let nets = client.list_nets(v1::ListNetsRequest { lineage: lineage.to_owned() }).await?.into_inner().nets;
-    Ok(nets.into_iter().filter(|n| n.state == "promoted").max_by_key(|n| n.generation))
+    Ok(best_before(nets, generation))
+}
+
+fn best_before(nets: Vec<v1::Net>, generation: u32) -> Option<v1::Net> {
+    nets.into_iter().filter(|n| n.state == "promoted" && n.generation < generation).max_by_key(|n| n.generation)
 }
 
 /// Runs generations until `settings.generations` is done or `stop` is raised;
@@ -195,7 +209,7 @@ pub async fn run(
     };
     while state.generation <= settings.generations {
         let generation = state.generation;
-        let best = best_net(client, &settings.lineage).await?;
+        let best = best_net(client, &settings.lineage, generation).await?;
         let parent =
             best.as_ref().map_or_else(|| "the handcrafted evaluation".to_owned(), |n| format!("net {}", n.net_id));
 
@@ -231,10 +245,20 @@ pub async fn run(
             chunks.extend(find_chunks(&dir).map_err(TrainError::from)?);
         }
         let run_dir = settings.dir.join(format!("generation{generation}"));
+        // The best net's checkpoint, when this directory trained it; a loop moved to
+        // another machine starts a fresh net (tested against the best all the same).
         let init = best
             .as_ref()
             .map(|n| checkpoint_path(&settings.dir.join(format!("generation{}", n.generation))))
             .filter(|p| p.exists());
+        if let (Some(best), None) = (&best, &init) {
+            say(&format!(
+                "generation {generation}: no checkpoint of net {} (generation {}) in {}: training a fresh net",
+                best.net_id,
+                best.generation,
+                settings.dir.display()
+            ));
+        }
         let jobs: Vec<String> = window.iter().map(u64::to_string).collect();
         let train_settings = TrainSettings {
             data: format!("lineage {} generation {generation}: self-play jobs {}", settings.lineage, jobs.join(", ")),
@@ -259,7 +283,7 @@ pub async fn run(
         let number = |key: &str| last.get(key).and_then(serde_json::Value::as_f64).unwrap_or(0.0);
 
         // The net in the registry.
-        let bytes = std::fs::read(&net_path).map_err(|e| ClientError::Read { path: net_path.clone(), source: e })?;
+        let bytes = std::fs::read(&net_path).map_err(|source| LoopError::Io { path: net_path.clone(), source })?;
         let name = format!("{}-gen{generation}.xqnn", settings.lineage);
         let artifact = client::upload_artifact(client, &name, "net", &bytes).await?;
         let description = xq_engine::xiangqi::nnue::Network::from_bytes(&bytes)
@@ -423,5 +447,23 @@ async fn wait_for(
             return Ok(None);
         }
         tokio::time::sleep(settings.poll).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn net(generation: u32, state: &str) -> v1::Net {
+        v1::Net { net_id: u64::from(generation), generation, state: state.to_owned(), ..Default::default() }
+    }
+
+    #[test]
+    fn the_best_net_is_the_newest_promoted_one_before_the_generation() {
+        let nets = vec![net(4, "testing"), net(3, "promoted"), net(2, "rejected"), net(1, "promoted")];
+        assert_eq!(best_before(nets.clone(), 4).map(|n| n.generation), Some(3));
+        // Generation 3 resumed after its own net's promotion still starts from net 1.
+        assert_eq!(best_before(nets.clone(), 3).map(|n| n.generation), Some(1));
+        assert_eq!(best_before(nets, 1), None, "the first generation plays the handcrafted evaluation");
     }
 }

@@ -14,6 +14,11 @@ fn net_bytes(seed: u64) -> Vec<u8> {
     Network::random(seed).to_bytes()
 }
 
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
 fn add(artifact: &v1::ArtifactRef, generation: u32, parent_id: u64, data_job_id: u64) -> v1::AddNetRequest {
     v1::AddNetRequest {
         artifact: Some(artifact.clone()),
@@ -31,6 +36,21 @@ fn add(artifact: &v1::ArtifactRef, generation: u32, parent_id: u64, data_job_id:
 
 /// A test of the engine with `new` against the engine with `base` (none: handcrafted).
 async fn net_test(admin: &mut Client, new: &v1::ArtifactRef, base: Option<&v1::ArtifactRef>) -> u64 {
+    let sprt = v1::SprtSpec { elo0: 0.0, elo1: 10.0, alpha: 0.05, beta: 0.05, ..Default::default() };
+    create_net_test(admin, new, base, Some(sprt)).await
+}
+
+/// A fixed-game test of `new` against the engine without a net.
+async fn fixed_games(admin: &mut Client, new: &v1::ArtifactRef) -> u64 {
+    create_net_test(admin, new, None, None).await
+}
+
+async fn create_net_test(
+    admin: &mut Client,
+    new: &v1::ArtifactRef,
+    base: Option<&v1::ArtifactRef>,
+    sprt: Option<v1::SprtSpec>,
+) -> u64 {
     let binary = upload(admin, "engine", "engine", b"#!/bin/sh\n").await.unwrap();
     let engine = |name: &str, net: Option<&v1::ArtifactRef>| v1::EngineSpec {
         name: name.to_owned(),
@@ -43,7 +63,7 @@ async fn net_test(admin: &mut Client, new: &v1::ArtifactRef, base: Option<&v1::A
         new_engine: Some(engine("new", Some(new))),
         base_engine: Some(engine("base", base)),
         time_control: "10+0.1".to_owned(),
-        sprt: Some(v1::SprtSpec { elo0: 0.0, elo1: 10.0, alpha: 0.05, beta: 0.05, ..Default::default() }),
+        sprt,
         pairs: 1000,
         priority: 10,
         ..Default::default()
@@ -101,6 +121,19 @@ async fn the_registry_checks_nets_and_reads_their_state_off_their_tests() {
         // A net file the engine cannot read is not taken as a net.
         let refused = upload(&mut admin, "junk.xqnn", "net", b"not a net").await.unwrap_err();
         assert!(refused.message().contains("junk.xqnn"), "{refused:?}");
+        // ... nor indexed, so that nothing can name it afterwards.
+        let junk = v1::ArtifactRef { sha256: sha256_hex(b"not a net"), name: "junk.xqnn".to_owned(), size: 9 };
+        let unknown = admin.add_net(add(&junk, 1, 0, data)).await.unwrap_err();
+        assert!(unknown.message().contains("has not been uploaded"), "{unknown:?}");
+        let spec = v1::SelfPlaySpec { nodes: 100, games_per_unit: 1, net: Some(junk.clone()), ..Default::default() };
+        let unknown = admin
+            .create_self_play(v1::CreateSelfPlayRequest { spec: Some(spec), units: 1, ..Default::default() })
+            .await
+            .unwrap_err();
+        assert!(unknown.message().contains("has not been uploaded"), "{unknown:?}");
+        // The same bytes cannot change kind: a net uploaded again as a book is refused.
+        let recast = upload(&mut admin, "gen1.epd", "book", &net_bytes(1)).await.unwrap_err();
+        assert!(recast.message().contains("uploaded before as the net gen1.xqnn"), "{recast:?}");
         // What the registry refuses, each with its reason.
         let missing = v1::ArtifactRef { sha256: "0".repeat(64), ..first.clone() };
         for (request, expected) in [
@@ -120,9 +153,12 @@ async fn the_registry_checks_nets_and_reads_their_state_off_their_tests() {
         assert_eq!((net1.state.as_str(), net1.parent_id), ("untested", 0));
         let again = admin.add_net(add(&first, 1, 0, data)).await.unwrap().into_inner();
         assert_eq!(again.net_id, net1.net_id, "the same record again: the stored one");
+        let reparented = admin.add_net(add(&first, 1, net1.net_id, data)).await.unwrap_err();
+        assert!(reparented.message().contains("already has generation 1"), "{}", reparented.message());
         let clash = admin.add_net(add(&second, 1, 0, data)).await.unwrap_err();
         assert!(clash.message().contains("already has generation 1"), "{}", clash.message());
-        let stale = admin.add_net(add(&second, 1, net1.net_id, data)).await.unwrap_err();
+        let other_lineage = v1::AddNetRequest { lineage: "other".to_owned(), ..add(&second, 2, net1.net_id, data) };
+        let stale = admin.add_net(other_lineage).await.unwrap_err();
         assert!(stale.message().contains("not an earlier generation"), "{}", stale.message());
         let net2 = admin.add_net(add(&second, 2, net1.net_id, data)).await.unwrap().into_inner();
 
@@ -139,6 +175,20 @@ async fn the_registry_checks_nets_and_reads_their_state_off_their_tests() {
             .await
             .unwrap_err();
         assert!(wrong_base.message().contains("the parent"), "{}", wrong_base.message());
+        // Without a parent, the base is the engine without a net.
+        let against_a_net = net_test(&mut admin, &first, Some(&second)).await;
+        let with_a_net = admin
+            .set_net_test(v1::SetNetTestRequest { net_id: net1.net_id, test_job_id: against_a_net })
+            .await
+            .unwrap_err();
+        assert!(with_a_net.message().contains("has no parent"), "{}", with_a_net.message());
+        admin.stop_job(v1::JobId { job_id: against_a_net }).await.unwrap();
+        // Only an SPRT decides: a fixed number of games has no verdict.
+        let fixed = fixed_games(&mut admin, &first).await;
+        let undecidable =
+            admin.set_net_test(v1::SetNetTestRequest { net_id: net1.net_id, test_job_id: fixed }).await.unwrap_err();
+        assert!(undecidable.message().contains("an SPRT can"), "{}", undecidable.message());
+        admin.stop_job(v1::JobId { job_id: fixed }).await.unwrap();
         let tested = admin
             .set_net_test(v1::SetNetTestRequest { net_id: net1.net_id, test_job_id: first_test })
             .await
