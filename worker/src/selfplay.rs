@@ -48,6 +48,25 @@ pub struct SelfPlaySettings {
     pub network: Option<Arc<Network>>,
 }
 
+/// Why a self-play net cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SelfPlayNetError {
+    /// Nets evaluate Xiangqi only.
+    #[error("the net {0}: nets evaluate Xiangqi only, not {1}")]
+    Variant(String, &'static str),
+    /// The file is not a net the engine reads.
+    #[error("the net {0}: {1}")]
+    Unreadable(String, xq_engine::xiangqi::nnue::format::NetError),
+}
+
+/// Loads the net a self-play run of `variant` evaluates with; `name` names it in errors.
+pub fn load_self_play_net(path: &Path, name: &str, variant: Variant) -> Result<Arc<Network>, SelfPlayNetError> {
+    if variant != Variant::Xiangqi {
+        return Err(SelfPlayNetError::Variant(name.to_owned(), variant.name()));
+    }
+    Network::load(path).map(Arc::new).map_err(|e| SelfPlayNetError::Unreadable(name.to_owned(), e))
+}
+
 /// What was generated.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SelfPlayReport {

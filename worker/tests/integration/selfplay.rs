@@ -4,7 +4,7 @@
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::data::{read_chunk, read_xiongqi_chunk, write_chunk, write_xiongqi_chunk};
 use xq_engine::xiangqi::rules::RuleSet;
-use xq_worker::selfplay::{SelfPlaySettings, run_selfplay};
+use xq_worker::selfplay::{SelfPlaySettings, load_self_play_net, run_selfplay};
 
 #[test]
 fn selfplay_chunks_reread_bit_for_bit() {
@@ -101,4 +101,20 @@ fn selfplay_with_a_net_evaluates_with_it() {
     assert!(!with_net.is_empty());
     assert_eq!(with_net, run("b", Some(net)), "a net's self-play is repeatable");
     assert_ne!(with_net, handcrafted, "the net, not the handcrafted evaluation, scored the games");
+}
+
+/// A self-play net is loaded for Xiangqi only, and a file that is not a net is named.
+#[test]
+fn a_self_play_net_must_be_a_xiangqi_net() {
+    let dir = std::env::temp_dir().join(format!("xq-selfplay-net-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (net, junk) = (dir.join("a.xqnn"), dir.join("junk.xqnn"));
+    std::fs::write(&net, xq_engine::xiangqi::nnue::Network::random(1).to_bytes()).unwrap();
+    std::fs::write(&junk, b"not a net").unwrap();
+    assert!(load_self_play_net(&net, "a.xqnn", Variant::Xiangqi).is_ok());
+    let xiongqi = load_self_play_net(&net, "a.xqnn", Variant::Xiongqi).unwrap_err().to_string();
+    assert!(xiongqi.contains("a.xqnn") && xiongqi.contains("Xiangqi only"), "{xiongqi}");
+    let unreadable = load_self_play_net(&junk, "junk.xqnn", Variant::Xiangqi).unwrap_err().to_string();
+    assert!(unreadable.starts_with("the net junk.xqnn: "), "{unreadable}");
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -23,7 +23,6 @@ use xq_engine::time_control::TimeControl;
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::Position;
 use xq_engine::xiangqi::data::{MAX_RECORDS, read_chunk, read_xiongqi_chunk, write_chunk, write_xiongqi_chunk};
-use xq_engine::xiangqi::nnue::Network;
 use xq_engine::xiangqi::rules::{Outcome, RuleSet};
 use xq_engine::xiongqi;
 use xq_proto::v1::worker_client::WorkerClient;
@@ -32,7 +31,7 @@ use xq_worker::engine_process::{EngineConfig, Protocol};
 use xq_worker::game::{Adjudication, GameSettings, Opening, Start};
 use xq_worker::match_runner::{FinishedGame, MatchSettings, run_match};
 use xq_worker::pgn_out::game_pgn;
-use xq_worker::selfplay::{SelfPlaySettings, run_selfplay};
+use xq_worker::selfplay::{SelfPlaySettings, load_self_play_net, run_selfplay};
 
 type Client = WorkerClient<InterceptedService<Channel, BearerToken>>;
 
@@ -429,12 +428,11 @@ async fn self_play(
     let rules: RuleSet = if spec.rules.is_empty() { RuleSet::Wxf } else { spec.rules.parse()? };
     let variant: Variant = if spec.variant.is_empty() { Variant::Xiangqi } else { spec.variant.parse()? };
     let network = match &spec.net {
-        Some(net) if variant == Variant::Xiangqi => {
+        Some(net) => {
             let path = fetch(client, &settings.cache, net, false).await?;
-            let network = tokio::task::spawn_blocking(move || Network::load(&path)).await?;
-            Some(Arc::new(network.with_context(|| format!("the job's net {}", net.name))?))
+            let name = net.name.clone();
+            Some(tokio::task::spawn_blocking(move || load_self_play_net(&path, &name, variant)).await??)
         }
-        Some(_) => bail!("the job asks for a net in a {} self-play job: nets are for Xiangqi", variant.name()),
         None => None,
     };
     for &unit in &lease.units {

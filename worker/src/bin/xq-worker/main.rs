@@ -21,7 +21,7 @@ use xq_worker::game::{Adjudication, GameSettings, Opening, Start};
 use xq_worker::match_runner::{MatchSettings, MatchTotals, run_match};
 use xq_worker::openings::{arrange, read_book, read_xiongqi_book};
 use xq_worker::pgn_out::game_pgn;
-use xq_worker::selfplay::{SelfPlaySettings, run_selfplay};
+use xq_worker::selfplay::{SelfPlaySettings, load_self_play_net, run_selfplay};
 use xq_worker::time_control::TimeControl;
 
 #[derive(Parser)]
@@ -202,14 +202,8 @@ fn run() -> anyhow::Result<()> {
             tokio::runtime::Runtime::new()?.block_on(connect::connect(settings))
         }
         Command::Selfplay(args) => {
-            if args.net.is_some() && args.variant != Variant::Xiangqi {
-                anyhow::bail!("--net: nets evaluate Xiangqi only");
-            }
             let network = match &args.net {
-                Some(path) => Some(std::sync::Arc::new(
-                    xq_engine::xiangqi::nnue::Network::load(path)
-                        .with_context(|| format!("loading the net {}", path.display()))?,
-                )),
+                Some(path) => Some(load_self_play_net(path, &path.display().to_string(), args.variant)?),
                 None => None,
             };
             let settings = SelfPlaySettings {
