@@ -83,13 +83,17 @@ pub enum SignatureError {
 /// Runs `<binary> bench` (the engine's default bench) and reads its signature: what a
 /// test's submitter records and every worker checks before playing.
 pub fn signature_of(binary: &std::path::Path) -> Result<u64, SignatureError> {
-    let program = binary.display().to_string();
-    let output = std::process::Command::new(binary)
-        .arg("bench")
-        .output()
-        .map_err(|error| SignatureError::Run { program: program.clone(), error })?;
+    let mut command = std::process::Command::new(binary);
+    command.arg("bench");
+    signature_from(command, &binary.display().to_string())
+}
+
+/// Runs `command`, an engine's `bench` however it is started (a worker's starts in its
+/// sandbox), and reads its signature; `program` names it in errors.
+pub fn signature_from(mut command: std::process::Command, program: &str) -> Result<u64, SignatureError> {
+    let output = command.output().map_err(|error| SignatureError::Run { program: program.to_owned(), error })?;
     let text = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
-    parse_signature(&text).ok_or(SignatureError::Missing(program))
+    parse_signature(&text).ok_or(SignatureError::Missing(program.to_owned()))
 }
 
 #[cfg(test)]

@@ -7,11 +7,12 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::sandbox::{Sandbox, command_for};
 use xq_engine::xiangqi::notation::Dialect;
 
 /// Which protocol an engine speaks.
@@ -76,6 +77,9 @@ pub struct EngineConfig {
     pub fen_flavour: FenFlavour,
     /// Options to set, in order.
     pub options: Vec<(String, String)>,
+    /// The sandbox it runs in (the working directory is then the sandbox's own);
+    /// none: as the worker's user, with its environment.
+    pub sandbox: Option<Sandbox>,
 }
 
 /// How an engine failed.
@@ -149,11 +153,11 @@ pub struct EngineProcess {
 impl EngineProcess {
     /// Starts the engine and completes the handshake, setting its options.
     pub fn start(config: &EngineConfig) -> Result<Self, EngineError> {
-        let mut command = Command::new(&config.command);
-        command.args(&config.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        if let Some(dir) = &config.dir {
+        let mut command = command_for(config.sandbox.as_ref(), &config.command, &config.args);
+        if let (None, Some(dir)) = (&config.sandbox, &config.dir) {
             command.current_dir(dir);
         }
+        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = command
             .spawn()
             .map_err(|e| EngineError::Spawn { command: config.command.display().to_string(), reason: e.to_string() })?;

@@ -5,12 +5,13 @@
 //! Layout: [`engine_process`] talks to one engine; [`time_control`] keeps the clocks;
 //! [`game`] plays one game; [`openings`] reads books; [`match_runner`] plays pairs
 //! concurrently and keeps the totals; [`pgn_out`] writes the records; [`selfplay`]
-//! generates training data.
+//! generates training data; [`sandbox`] confines engines a coordinator sends.
 
 pub mod engine_process;
 pub mod game;
 pub mod match_runner;
 pub mod openings;
 pub mod pgn_out;
+pub mod sandbox;
 pub mod selfplay;
 pub use xq_engine::time_control;

@@ -3,6 +3,7 @@
 
 mod failures;
 mod matches;
+mod sandbox;
 mod selfplay;
 
 use std::path::PathBuf;

@@ -31,6 +31,7 @@ use xq_worker::engine_process::{EngineConfig, Protocol};
 use xq_worker::game::{Adjudication, GameSettings, Opening, Start};
 use xq_worker::match_runner::{FinishedGame, MatchSettings, run_match};
 use xq_worker::pgn_out::game_pgn;
+use xq_worker::sandbox::{Sandbox, command_for};
 use xq_worker::selfplay::{SelfPlaySettings, load_self_play_net, run_selfplay};
 
 type Client = WorkerClient<InterceptedService<Channel, BearerToken>>;
@@ -43,6 +44,8 @@ pub struct ConnectSettings {
     pub cache: PathBuf,
     pub ca_cert: Option<PathBuf>,
     pub name: String,
+    /// The sandbox engines run in; none: unconfined.
+    pub sandbox: Option<Sandbox>,
 }
 
 /// A call's status that says the coordinator is away or busy: retry later.
@@ -216,8 +219,16 @@ async fn fetch(
         bail!("artifact hash '{sha}' is not a sha256");
     }
     let path = cache.join("artifacts").join(sha);
+    // Hashed again before each use: a cached file changed since (by an unconfined
+    // engine, say) is fetched anew rather than run.
     if path.exists() {
-        return Ok(path);
+        let cached = path.clone();
+        let actual = tokio::task::spawn_blocking(move || file_sha256(&cached)).await??;
+        if &actual == sha {
+            return Ok(path);
+        }
+        eprintln!("xq-worker: cached artifact {} has changed (hash {actual}): fetching it again", artifact.name);
+        std::fs::remove_file(&path)?;
     }
     let mut stream = retry("download", || {
         let mut client = client.clone();
@@ -244,6 +255,12 @@ async fn fetch(
     Ok(path)
 }
 
+fn file_sha256(path: &Path) -> std::io::Result<String> {
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut std::fs::File::open(path)?, &mut hasher)?;
+    Ok(hex::encode(hasher.finalize()))
+}
+
 async fn engine_config(
     client: &mut Client,
     settings: &ConnectSettings,
@@ -253,20 +270,28 @@ async fn engine_config(
     let command = fetch(client, &settings.cache, binary, true).await?;
     let mut options: Vec<(String, String)> = spec.options.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     options.sort();
+    let mut sandbox = settings.sandbox.clone();
     if let Some(net) = &spec.net {
         let path = fetch(client, &settings.cache, net, false).await?;
         options.push(("EvalFile".to_owned(), path.display().to_string()));
+        if let Some(sandbox) = &mut sandbox {
+            sandbox.read_only.push(path);
+        }
     }
     let mut verified = 0;
     if spec.bench_signature != 0 {
-        let path = command.clone();
-        verified = tokio::task::spawn_blocking(move || xq_engine::bench::signature_of(&path)).await??;
+        let command = command_for(sandbox.as_ref(), &command, &["bench".to_owned()]);
+        let program = spec.name.clone();
+        verified = tokio::task::spawn_blocking(move || xq_engine::bench::signature_from(command, &program)).await??;
         if verified != spec.bench_signature {
             bail!("engine {}: bench signature {verified}, the test expects {}", spec.name, spec.bench_signature);
         }
     }
     let protocol = if spec.protocol == "ucci" { Protocol::Ucci } else { Protocol::Uci };
-    Ok((EngineConfig { name: spec.name.clone(), command, protocol, options, ..EngineConfig::default() }, verified))
+    Ok((
+        EngineConfig { name: spec.name.clone(), command, protocol, options, sandbox, ..EngineConfig::default() },
+        verified,
+    ))
 }
 
 /// Pairs finished and not yet acknowledged, and the lease's totals.

@@ -21,6 +21,7 @@ use xq_worker::game::{Adjudication, GameSettings, Opening, Start};
 use xq_worker::match_runner::{MatchSettings, MatchTotals, run_match};
 use xq_worker::openings::{arrange, read_book, read_xiongqi_book};
 use xq_worker::pgn_out::game_pgn;
+use xq_worker::sandbox::Sandbox;
 use xq_worker::selfplay::{SelfPlaySettings, load_self_play_net, run_selfplay};
 use xq_worker::time_control::TimeControl;
 
@@ -61,6 +62,10 @@ struct ConnectArgs {
     /// A name for the dashboard (default: the host name).
     #[arg(long)]
     name: Option<String>,
+    /// Run the coordinator's engines as this worker's user, with its environment,
+    /// files and network: only for a worker that runs nobody's engines but your own.
+    #[arg(long)]
+    no_sandbox: bool,
 }
 
 #[derive(clap::Args)]
@@ -198,7 +203,15 @@ fn run() -> anyhow::Result<()> {
                 name: args.name.unwrap_or_else(|| {
                     std::fs::read_to_string("/etc/hostname").map_or("worker".to_owned(), |h| h.trim().to_owned())
                 }),
+                sandbox: if args.no_sandbox { None } else { Some(Sandbox::default()) },
             };
+            match &settings.sandbox {
+                Some(sandbox) => {
+                    sandbox.probe()?;
+                    eprintln!("xq-worker: engines run in a bubblewrap sandbox");
+                }
+                None => eprintln!("xq-worker: engines run unconfined (--no-sandbox)"),
+            }
             tokio::runtime::Runtime::new()?.block_on(connect::connect(settings))
         }
         Command::Selfplay(args) => {

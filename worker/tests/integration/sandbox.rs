@@ -1,0 +1,168 @@
+//! The engine sandbox against a hostile engine: each attack fails inside the sandbox
+//! and, as the control that shows the attack is real, succeeds outside it. The files
+//! live under cargo's test directory (as a worker's cache does), not under `/tmp`,
+//! which the sandbox replaces with its own.
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use xq_worker::engine_process::EngineProcess;
+use xq_worker::sandbox::{Sandbox, command_for};
+
+use crate::our_engine;
+
+/// A directory of its own for each test.
+fn test_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("sandbox-{name}-{}", std::process::id()));
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Writes an executable script: bash unless `body` names its interpreter.
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    let shebang = if body.starts_with("#!") { "" } else { "#!/bin/bash\n" };
+    std::fs::write(&path, format!("{shebang}{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// Runs the script with `args`, confined or not, with a worker token in its
+/// environment as the worker's own would be; its standard output and error.
+fn run(sandbox: Option<&Sandbox>, program: &Path, args: &[String]) -> String {
+    let mut command = command_for(sandbox, program, args);
+    command.env("XQ_WORKER_TOKEN", "worker-secret");
+    let output = command.output().unwrap();
+    String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr)
+}
+
+#[test]
+fn an_engine_in_the_sandbox_cannot_reach_the_network_the_worker_or_other_binaries() {
+    let dir = test_dir("attacks");
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let token_file = dir.join("worker-token");
+    std::fs::write(&token_file, "file-secret").unwrap();
+    let other_engine = script(&dir, "other-engine", "echo I am another test's engine");
+    let attacker = script(
+        &dir,
+        "attacker",
+        r#"(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && echo "socket: connected"
+echo "environment: $XQ_WORKER_TOKEN"
+echo "token file: $(cat "$2" 2>/dev/null)"
+echo swapped > "$3" 2>/dev/null && echo "other binary: overwritten"
+echo escaped > "$(dirname "$2")/escaped" 2>/dev/null && echo "outside: written"
+echo "appended" >> "$0" 2>/dev/null && echo "own binary: modified"
+echo scratch > /tmp/scratch && echo "scratch: $(cat /tmp/scratch)""#,
+    );
+    let args: Vec<String> =
+        [port.to_string(), token_file.display().to_string(), other_engine.display().to_string()].into();
+
+    let confined = run(Some(&Sandbox::default()), &attacker, &args);
+    for leak in ["connected", "worker-secret", "file-secret", "overwritten", "written", "modified"] {
+        assert!(!confined.contains(leak), "the sandbox let '{leak}' through:\n{confined}");
+    }
+    assert!(confined.contains("scratch: scratch"), "its private /tmp is writable:\n{confined}");
+    assert_eq!(std::fs::read_to_string(&other_engine).unwrap(), "#!/bin/bash\necho I am another test's engine\n");
+    assert!(!dir.join("escaped").exists());
+
+    // The control: unconfined, every attack works.
+    let free = run(None, &attacker, &args);
+    for leak in ["socket: connected", "worker-secret", "file-secret", "overwritten", "outside: written", "modified"] {
+        assert!(free.contains(leak), "the attack '{leak}' is not real:\n{free}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_fork_bomb_and_a_memory_hog_hit_their_limits() {
+    let dir = test_dir("limits");
+    // Python's fork reports each failure (bash aborts the whole loop at the first).
+    let forker = script(
+        &dir,
+        "forker",
+        "#!/usr/bin/python3
+import os, time
+started = 0
+for _ in range(100):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        os.close(1)
+        os.close(2)
+        time.sleep(2)
+        os._exit(0)
+    started += 1
+print('started', started)",
+    );
+    let sandbox = Sandbox { processes: 20, ..Sandbox::default() };
+    let confined = run(Some(&sandbox), &forker, &[]);
+    let started = |text: &str| -> usize {
+        text.lines().find_map(|l| l.strip_prefix("started ")).and_then(|n| n.trim().parse().ok()).unwrap_or(0)
+    };
+    assert!((1..20).contains(&started(&confined)), "it ran, and stopped at its limit: {confined}");
+    assert_eq!(started(&run(None, &forker, &[])), 100, "the control forks them all");
+
+    // 128 MB in one string: beyond a 64 MB address space.
+    let hog = script(&dir, "hog", "echo hogging; x=$(head -c 134217728 /dev/zero | tr '\\0' a); echo \"held ${#x}\"");
+    let confined = run(Some(&Sandbox { memory_bytes: 64 << 20, ..Sandbox::default() }), &hog, &[]);
+    assert!(confined.contains("hogging") && !confined.contains("held 134217728"), "{confined}");
+    assert!(run(None, &hog, &[]).contains("held 134217728"), "the control holds it");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Our engine plays inside the sandbox, with a net it is given read-only; when the
+/// worker lets go of it, nothing it started is left running.
+#[test]
+fn a_real_engine_plays_in_the_sandbox_and_leaves_nothing_behind() {
+    let dir = test_dir("engine");
+    let net = dir.join("net.xqnn");
+    std::fs::write(&net, xq_engine::xiangqi::nnue::Network::random(5).to_bytes()).unwrap();
+    let mut config = our_engine("confined");
+    config.options.push(("EvalFile".to_owned(), net.display().to_string()));
+    config.sandbox = Some(Sandbox { read_only: vec![net.clone()], ..Sandbox::default() });
+    let mut engine = EngineProcess::start(&config).expect("the engine starts in the sandbox");
+    let reply = engine.go("position startpos", "depth 3", Duration::from_secs(20)).unwrap();
+    assert!(reply.bestmove.len() >= 4, "{reply:?}");
+    drop(engine);
+
+    // An engine that leaves a child behind: the sandbox's PID namespace takes it down.
+    let marker = format!("{}", 900_000 + std::process::id() % 90_000);
+    let lingering = script(
+        &dir,
+        "lingering",
+        &format!(
+            "sleep {marker} &\nwhile read line; do case $line in uci) echo uciok;; isready) echo readyok;; esac; done"
+        ),
+    );
+    config.command = lingering;
+    config.options.clear();
+    let engine = EngineProcess::start(&config).expect("the script answers the handshake");
+    wait_until(|| running(&marker), "the child to start");
+    drop(engine);
+    wait_until(|| !running(&marker), "the child to die with its engine");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn wait_until(condition: impl Fn() -> bool, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !condition() {
+        assert!(Instant::now() < deadline, "waited 5 s for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Whether a `sleep <marker>` runs anywhere on the machine.
+fn running(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        let mut text = String::new();
+        std::fs::File::open(entry.path().join("cmdline")).and_then(|mut f| f.read_to_string(&mut text)).is_ok()
+            && text == format!("sleep\0{marker}\0")
+    })
+}
