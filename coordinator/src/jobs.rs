@@ -8,8 +8,10 @@ use prost::Message;
 use xq_engine::book::Book;
 use xq_engine::time_control::TimeControl;
 use xq_engine::variant::Variant;
+use xq_engine::xiangqi::data::MAX_RECORDS;
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_proto::v1;
+use xq_proto::{DEFAULT_SELF_PLAY_PLIES, self_play_plies, self_play_unit_records};
 use xq_stats::{Model, Sprt, SprtState, elo_estimate};
 
 use crate::artifacts::check_hash;
@@ -62,6 +64,10 @@ fn check_name(field: &'static str, text: &str, max: usize) -> Result<(), SpecErr
     }
     Ok(())
 }
+
+/// The longest self-play game a job may ask for, in plies (the rules end real games
+/// long before).
+pub const MAX_SELF_PLAY_PLIES: u32 = 2_000;
 
 /// An artifact named in a request: its hash, and a name fit for logs and file names.
 fn check_artifact(field: &'static str, artifact: &v1::ArtifactRef) -> Result<(), SpecError> {
@@ -167,6 +173,21 @@ pub fn check_self_play(request: &v1::CreateSelfPlayRequest) -> Result<(), SpecEr
     }
     if !spec.rules.is_empty() {
         spec.rules.parse::<RuleSet>().map_err(|e| bad("spec.rules", e.to_string()))?;
+    }
+    if spec.max_plies > MAX_SELF_PLAY_PLIES {
+        return Err(bad("spec.max_plies", format!("at most {MAX_SELF_PLAY_PLIES} (0: {DEFAULT_SELF_PLAY_PLIES})")));
+    }
+    // A unit is uploaded as one chunk: a unit that could not fit one would fail on
+    // every worker, for ever.
+    if self_play_unit_records(spec) > MAX_RECORDS as u64 {
+        return Err(bad(
+            "spec.games_per_unit",
+            format!(
+                "{} games of up to {} plies may not fit a chunk ({MAX_RECORDS} records): fewer games per unit",
+                spec.games_per_unit,
+                self_play_plies(spec)
+            ),
+        ));
     }
     let variant = self_play_variant(spec)?;
     if let Some(net) = &spec.net {
@@ -414,7 +435,19 @@ mod tests {
         };
         assert!(check_self_play(&with_net("xiangqi", net.clone())).is_ok());
         assert_eq!(check_self_play(&with_net("xiongqi", net.clone())).unwrap_err().field, "spec.net");
-        let bad_hash = v1::ArtifactRef { sha256: "not a hash".to_owned(), ..net };
+        let bad_hash = v1::ArtifactRef { sha256: "not a hash".to_owned(), ..net.clone() };
         assert_eq!(check_self_play(&with_net("xiangqi", bad_hash)).unwrap_err().field, "spec.net");
+        let a_path = v1::ArtifactRef { name: "../../etc/passwd".to_owned(), ..net };
+        assert_eq!(check_self_play(&with_net("xiangqi", a_path)).unwrap_err().field, "spec.net");
+        // A unit must fit one chunk: games times plies at most MAX_RECORDS.
+        let sized = |games_per_unit: u32, max_plies: u32| v1::CreateSelfPlayRequest {
+            spec: Some(v1::SelfPlaySpec { games_per_unit, max_plies, ..spec.clone() }),
+            ..good.clone()
+        };
+        assert!(check_self_play(&sized(2_621, 0)).is_ok(), "2,621 games of 400 plies fit");
+        assert_eq!(check_self_play(&sized(2_622, 0)).unwrap_err().field, "spec.games_per_unit");
+        assert!(check_self_play(&sized(524, 2_000)).is_ok());
+        assert_eq!(check_self_play(&sized(525, 2_000)).unwrap_err().field, "spec.games_per_unit");
+        assert_eq!(check_self_play(&sized(1, 2_001)).unwrap_err().field, "spec.max_plies");
     }
 }

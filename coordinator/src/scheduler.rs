@@ -390,6 +390,11 @@ impl Scheduler {
         self.lock().jobs.get(&id).map(|j| j.spec.clone())
     }
 
+    /// Whether a job's unit is stored and counted.
+    pub fn unit_done(&self, id: u64, unit: u64) -> bool {
+        self.lock().jobs.get(&id).is_some_and(|j| j.done.contains(&unit))
+    }
+
     /// A receiver that changes whenever the job does.
     pub fn watch(&self, id: u64) -> Option<watch::Receiver<u64>> {
         self.lock().jobs.get(&id).map(|j| j.changes.subscribe())

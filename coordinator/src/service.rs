@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 
+use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 use tokio_stream::{Stream, StreamExt, wrappers::ReceiverStream};
 use tonic::{Request, Response, Status, Streaming};
@@ -13,7 +14,7 @@ use xq_engine::variant::Variant;
 use xq_engine::xiangqi::data::check_chunk;
 use xq_engine::xiangqi::nnue::Network;
 use xq_proto::v1;
-use xq_proto::{ARTIFACT_PIECE_BYTES, MAX_MESSAGE_BYTES};
+use xq_proto::{ARTIFACT_PIECE_BYTES, MAX_MESSAGE_BYTES, self_play_plies, self_play_unit_records};
 
 use crate::artifacts::{ArtifactStore, check_hash};
 use crate::jobs::{DEFAULT_SPRT_PAIRS, JobSpec, check_self_play, check_test, self_play_variant};
@@ -218,9 +219,16 @@ impl v1::worker_server::Worker for WorkerApi {
         let JobSpec::SelfPlay(request) = &*context.spec else {
             return Err(Status::invalid_argument(format!("lease {} is not a self-play job", upload.lease_id)));
         };
-        let (variant, records) =
-            check_chunk(&upload.chunk).map_err(|e| Status::invalid_argument(format!("chunk: {e}")))?;
-        let expected = request.spec.as_ref().map(self_play_variant).transpose().ok().flatten().unwrap_or_default();
+        let spec = request.spec.clone().unwrap_or_default();
+        let expected = self_play_variant(&spec).unwrap_or_default();
+        // Decoding a chunk checks every record (a small compressed chunk may hold a
+        // million): off the request runtime.
+        let chunk = Arc::new(upload.chunk);
+        let checked = chunk.clone();
+        let (variant, records) = tokio::task::spawn_blocking(move || check_chunk(&checked))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(|e| Status::invalid_argument(format!("chunk: {e}")))?;
         if variant != expected {
             return Err(Status::invalid_argument(format!(
                 "chunk: {} records in a {} job",
@@ -228,15 +236,27 @@ impl v1::worker_server::Worker for WorkerApi {
                 expected.name()
             )));
         }
+        if records as u64 > self_play_unit_records(&spec) {
+            return Err(Status::invalid_argument(format!(
+                "chunk: {records} records, more than {} games of at most {} plies can make",
+                spec.games_per_unit,
+                self_play_plies(&spec)
+            )));
+        }
         let records = records as i64;
-        let relative = format!("chunks/{}/{}-{}.xqd", context.job_id, upload.unit, upload.lease_id);
-        let path = self.0.data_dir.join(&relative);
-        let length = upload.chunk.len() as i64;
-        let bytes = upload.chunk;
-        tokio::task::spawn_blocking(move || write_durably(&path, &bytes))
-            .await
-            .map_err(|e| Status::internal(e.to_string()))?
-            .map_err(|e| Status::unavailable(format!("storing the chunk: {e}")))?;
+        // Each distinct upload gets its own file, named by its content: a second
+        // upload of a unit never overwrites the file the index points to, and a unit
+        // already stored is not written again.
+        let digest = hex::encode(&Sha256::digest(chunk.as_slice())[..8]);
+        let relative = format!("chunks/{}/{}-{}-{digest}.xqd", context.job_id, upload.unit, upload.lease_id);
+        let length = chunk.len() as i64;
+        if !self.0.scheduler.unit_done(context.job_id, upload.unit) {
+            let path = self.0.data_dir.join(&relative);
+            tokio::task::spawn_blocking(move || write_durably(&path, &chunk))
+                .await
+                .map_err(|e| Status::internal(e.to_string()))?
+                .map_err(|e| Status::unavailable(format!("storing the chunk: {e}")))?;
+        }
         let row = UnitRow {
             unit: upload.unit,
             points: [0, 0],

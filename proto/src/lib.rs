@@ -18,6 +18,21 @@ pub const MAX_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
 /// The size of the pieces artifacts are streamed in.
 pub const ARTIFACT_PIECE_BYTES: usize = 1024 * 1024;
 
+/// A self-play game's length when its spec leaves `max_plies` at 0.
+pub const DEFAULT_SELF_PLAY_PLIES: u32 = 400;
+
+/// The most plies a self-play game of `spec` lasts: what a worker plays and what the
+/// coordinator bounds a unit's records by.
+pub fn self_play_plies(spec: &v1::SelfPlaySpec) -> u32 {
+    if spec.max_plies == 0 { DEFAULT_SELF_PLAY_PLIES } else { spec.max_plies }
+}
+
+/// The most records a unit of `spec` can hold: each game records at most one
+/// position per ply.
+pub fn self_play_unit_records(spec: &v1::SelfPlaySpec) -> u64 {
+    u64::from(spec.games_per_unit) * u64::from(self_play_plies(spec))
+}
+
 /// Adds `authorization: Bearer <token>` to every call of a client.
 #[derive(Clone, Debug)]
 pub struct BearerToken(tonic::metadata::MetadataValue<tonic::metadata::Ascii>);

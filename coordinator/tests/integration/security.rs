@@ -177,18 +177,65 @@ async fn self_play_chunks_are_checked_then_stored_and_streamed() {
     .await;
     assert_eq!(chunks.iter().map(|c| c.unit).collect::<Vec<_>>(), [0, 1]);
     assert_eq!(chunks[0].chunk, chunk_bytes);
+
+    // Other bytes for a stored unit change nothing that is stored or streamed.
+    let other = chunk_of(3);
+    let request = v1::UploadChunkRequest { lease_id: lease.lease_id, unit: 0, chunk: other, games: 2 };
+    worker.upload_chunk(request).await.unwrap();
+    let again = crate::common::collect(
+        admin.stream_training_data(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner(),
+    )
+    .await;
+    assert_eq!(again, chunks);
+    let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+    assert_eq!(state.positions, 2 * records);
+}
+
+/// A chunk holding more records than its unit's games can make is refused: 2 games of
+/// at most 10 plies make at most 20 records.
+#[tokio::test]
+async fn a_chunk_larger_than_its_unit_can_be_is_refused() {
+    let served = serve(BACKENDS[0], config()).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let spec = v1::SelfPlaySpec { nodes: 1000, games_per_unit: 2, max_plies: 10, ..Default::default() };
+    admin
+        .create_self_play(v1::CreateSelfPlayRequest { spec: Some(spec), units: 1, ..Default::default() })
+        .await
+        .unwrap();
+    let mut worker = registered_worker(&served, "w", &[]).await;
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    let upload = |records: usize| v1::UploadChunkRequest {
+        lease_id: lease.lease_id,
+        unit: 0,
+        chunk: chunk_of(records),
+        games: 2,
+    };
+    let status = worker.upload_chunk(upload(21)).await.unwrap_err();
+    assert!(status.message().contains("21 records, more than 2 games of at most 10 plies"), "{}", status.message());
+    assert!(worker.upload_chunk(upload(20)).await.unwrap().into_inner().stop);
 }
 
 /// A valid chunk of a few records.
 fn chunk() -> Vec<u8> {
+    chunk_of(5)
+}
+
+/// A valid chunk of `count` records.
+fn chunk_of(count: usize) -> Vec<u8> {
     use xq_engine::xiangqi::Position;
     use xq_engine::xiangqi::data::{Record, write_chunk};
     use xq_engine::xiangqi::notation::{Dialect, parse_uci};
     use xq_engine::xiangqi::rules::Outcome;
     let position = Position::startpos();
     let best_move = parse_uci(&position, "h2e2", Dialect::ZeroBased).unwrap();
-    let records: Vec<Record> = (0..5)
-        .map(|i| Record { position: position.clone(), score: 10 * i, best_move, ply: i as u16, result: Outcome::Draw })
+    let records: Vec<Record> = (0..count)
+        .map(|i| Record {
+            position: position.clone(),
+            score: 10 * i as i16,
+            best_move,
+            ply: i as u16,
+            result: Outcome::Draw,
+        })
         .collect();
     write_chunk(&records)
 }

@@ -474,7 +474,7 @@ async fn self_play(
             chunk_records: MAX_RECORDS,
             out: out.clone(),
             rules,
-            max_plies: if spec.max_plies == 0 { 400 } else { spec.max_plies as usize },
+            max_plies: xq_proto::self_play_plies(&spec) as usize,
             variant,
             network: network.clone(),
         };
