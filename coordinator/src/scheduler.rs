@@ -485,6 +485,14 @@ impl Scheduler {
                 .ok_or_else(|| ScheduleError::NotFound(format!("worker {worker}")))?
                 .capabilities
                 .clone();
+            // A worker plays at most one game per core: no more active leases than
+            // cores, none asking for more games at once, so that one worker (or one
+            // that lies about its concurrency) cannot hold a test's units.
+            let cores = capabilities.cores.max(1);
+            let active = state.workers[&worker].leases.iter().filter(|id| state.leases[*id].active).count();
+            if active >= cores as usize {
+                return Ok(None);
+            }
             let flags: HashSet<&str> = capabilities.cpu_flags.iter().map(String::as_str).collect();
             let chosen = state
                 .jobs
@@ -498,7 +506,7 @@ impl Scheduler {
                 .map(|j| j.row.id as u64);
             let Some(job_id) = chosen else { return Ok(None) };
             let slowness = self.slowness(&capabilities);
-            let concurrency = concurrency.clamp(1, 1024);
+            let concurrency = concurrency.clamp(1, cores);
             let nps = capabilities.bench_nps.max(1);
             let job = state.jobs.get_mut(&job_id).expect("chosen from the map");
             let (unit_seconds, work) = match &*job.spec {

@@ -34,14 +34,19 @@ pub async fn fresh_database(backend: Backend, dir: &Path) -> String {
             let mut admin = sqlx::PgConnection::connect(&format!("{server}/test"))
                 .await
                 .expect("PostgreSQL at 127.0.0.1:5432 (scripts/test starts it): is it running?");
-            // Databases of earlier runs (other process ids) are dropped.
+            // Databases of earlier runs (processes that are gone) are dropped; test
+            // processes running beside this one (nextest runs one per test) keep theirs.
             let pid = std::process::id();
+            let gone = |name: &str| {
+                let owner = name.strip_prefix("xqt_").and_then(|rest| rest.split('_').next());
+                owner.is_some_and(|owner| !Path::new("/proc").join(owner).exists())
+            };
             let old: Vec<(String,)> = sqlx::query_as("SELECT datname FROM pg_database WHERE datname LIKE 'xqt\\_%'")
                 .fetch_all(&mut admin)
                 .await
                 .unwrap();
             for (name,) in old {
-                if !name.starts_with(&format!("xqt_{pid}_")) {
+                if !name.starts_with(&format!("xqt_{pid}_")) && gone(&name) {
                     let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name}")))
                         .execute(&mut admin)
                         .await;
@@ -155,6 +160,11 @@ pub async fn registered_worker(served: &Served, name: &str, flags: &[&str]) -> W
 
 /// A registered worker's client and its token.
 pub async fn registered_worker_token(served: &Served, name: &str, flags: &[&str]) -> (Worker, String) {
+    registered_worker_with_cores(served, name, flags, 1).await
+}
+
+/// A registered worker of `cores` cores, and its token.
+pub async fn registered_worker_with_cores(served: &Served, name: &str, flags: &[&str], cores: u32) -> (Worker, String) {
     let mut admin = client(served.address, &served.client_token).await;
     let token = admin
         .create_worker_token(v1::CreateWorkerTokenRequest { name: name.to_owned() })
@@ -165,7 +175,7 @@ pub async fn registered_worker_token(served: &Served, name: &str, flags: &[&str]
     let mut worker = worker(served.address, &token).await;
     let capabilities = v1::Capabilities {
         name: name.to_owned(),
-        cores: 1,
+        cores,
         cpu_flags: flags.iter().map(|f| (*f).to_owned()).collect(),
         version: "test".to_owned(),
         bench_nps: 1_000_000,

@@ -8,8 +8,8 @@ use xq_coordinator::scheduler::SchedulerConfig;
 use xq_proto::v1;
 
 use crate::common::{
-    BACKENDS, TempDir, client, collect, fresh_database, pair, registered_worker, registered_worker_token, serve,
-    serve_on, test_request, totals,
+    BACKENDS, TempDir, client, collect, fresh_database, pair, registered_worker, registered_worker_token,
+    registered_worker_with_cores, serve, serve_on, test_request, totals,
 };
 
 async fn create(admin: &mut crate::common::Client, pairs: u64, sprt: Option<v1::SprtSpec>) -> v1::Job {
@@ -64,6 +64,14 @@ async fn expired_leases_come_back_with_the_same_units_and_nothing_counts_twice()
         let reply =
             first.heartbeat(v1::HeartbeatRequest { lease_ids: vec![lease_a.lease_id] }).await.unwrap().into_inner();
         assert_eq!(reply.cancelled_lease_ids, [lease_a.lease_id], "{backend:?}: the expired lease is cancelled");
+        // B, one core, finishes its lease before it may take another.
+        let report = v1::ReportPairsRequest {
+            lease_id: lease_b.lease_id,
+            pairs: vec![pair(4, [2, 0]), pair(5, [1, 2])],
+            cumulative: Some(totals(&[[2, 0], [1, 2]])),
+            ..Default::default()
+        };
+        assert!(!second.report_pairs(report).await.unwrap().into_inner().stop);
         let reissued = second.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
         assert_eq!(units(&reissued), [1, 2, 3], "{backend:?}: the unfinished units, same indices");
         // The late report of the expired lease still counts (its games are real) ...
@@ -80,13 +88,6 @@ async fn expired_leases_come_back_with_the_same_units_and_nothing_counts_twice()
             lease_id: reissued.lease_id,
             pairs: vec![pair(1, [1, 1]), pair(2, [0, 0]), pair(3, [2, 2])],
             cumulative: Some(totals(&pairs)),
-            ..Default::default()
-        };
-        second.report_pairs(report).await.unwrap();
-        let report = v1::ReportPairsRequest {
-            lease_id: lease_b.lease_id,
-            pairs: vec![pair(4, [2, 0]), pair(5, [1, 2])],
-            cumulative: Some(totals(&[[2, 0], [1, 2]])),
             ..Default::default()
         };
         let reply = second.report_pairs(report).await.unwrap().into_inner();
@@ -108,6 +109,28 @@ async fn expired_leases_come_back_with_the_same_units_and_nothing_counts_twice()
     }
 }
 
+/// A worker that asks for far more than it can play gets leases for its cores only:
+/// as many games at once as it has cores, and no more active leases than cores.
+#[tokio::test]
+async fn a_hoarding_worker_gets_no_more_than_its_cores() {
+    let served = serve(BACKENDS[0], config()).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    create(&mut admin, 1000, None).await;
+    let (mut hoarder, _) = registered_worker_with_cores(&served, "hoarder", &[], 2).await;
+    let mut held = Vec::new();
+    for _ in 0..10 {
+        if let Some(lease) = hoarder.lease(v1::LeaseRequest { concurrency: 1024 }).await.unwrap().into_inner().lease {
+            held.push(lease);
+        }
+    }
+    // Leases are sized at 4 pairs per game at once (config): 2 cores, 8 pairs each.
+    assert_eq!(held.iter().map(|l| l.units.len()).collect::<Vec<_>>(), [8, 8], "two leases, each for two cores");
+    // An honest worker still finds work.
+    let mut honest = registered_worker(&served, "honest", &[]).await;
+    let lease = honest.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    assert_eq!(lease.units.len(), 4);
+}
+
 #[tokio::test]
 async fn priority_first_and_only_work_a_worker_can_run() {
     for backend in BACKENDS {
@@ -121,7 +144,7 @@ async fn priority_first_and_only_work_a_worker_can_run() {
         special.priority = 9;
         special.required_cpu_flags = vec!["avx512f".to_owned()];
         let needs_flag = admin.create_test(special).await.unwrap().into_inner();
-        let mut plain = registered_worker(&served, "plain", &["sse2", "avx2"]).await;
+        let (mut plain, _) = registered_worker_with_cores(&served, "plain", &["sse2", "avx2"], 4).await;
         let mut wide = registered_worker(&served, "wide", &["avx2", "avx512f"]).await;
         let job_of = |lease: Option<v1::Lease>| lease.unwrap().job_id;
         assert_eq!(
