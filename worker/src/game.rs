@@ -348,10 +348,12 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, start: &Start, settings: 
         let position = position_text(&record, &arbiter, engine);
         let reply = match engine.go(&position, &limits, timeout) {
             Ok(reply) => reply,
-            Err(EngineError::Timeout { .. })
+            // Lost on time, and still searching: its late bestmove would answer the
+            // next game's first `go`, so it is reported as a failure to be restarted.
+            Err(error @ EngineError::Timeout { .. })
                 if clocks[side].is_some() || matches!(settings.time_control, TimeControl::MoveTime(_)) =>
             {
-                ending = Some(time_forfeit(side, &record.players));
+                ending = Some(Ending { failure: Some((side, error)), ..time_forfeit(side, &record.players) });
                 break;
             }
             Err(error) => {

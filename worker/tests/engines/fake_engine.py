@@ -1,10 +1,12 @@
 """A scripted UCI engine that misbehaves in one chosen way, for the worker's tests.
 
-Usage: fake_engine.py MODE, where MODE is crash, hang, illegal, noready, flood or
-garbage. Until asked to search it behaves; at `go` it misbehaves (noready already at
-`isready`).
+Usage: fake_engine.py MODE, where MODE is crash, hang, late, illegal, noready, flood
+or garbage. Until asked to search it behaves; at `go` it misbehaves (noready already at
+`isready`); late answers 1.6 s after `go`, from a search thread, as a real engine that
+overruns its time does, and answers `isready` meanwhile.
 """
 import sys
+import threading
 
 mode = sys.argv[1]
 
@@ -28,6 +30,8 @@ for line in sys.stdin:
             sys.exit(139)
         elif mode == "hang":
             continue
+        elif mode == "late":
+            threading.Timer(1.6, say, ["bestmove h2e2"]).start()
         elif mode == "illegal":
             say("bestmove e0e9")
         elif mode == "garbage":

@@ -54,6 +54,18 @@ fn a_hanging_engine_loses_on_time_under_a_clock() {
     }
 }
 
+/// An engine that overruns its time loses, and is restarted: its late answer must not
+/// be taken as its first move of the next game (an illegal move there, as Black).
+#[test]
+fn an_engine_that_answers_too_late_loses_on_time_and_is_restarted() {
+    let games = against_fake("late", "1+0");
+    assert_eq!(games.len(), 2);
+    for (_, termination, reason, fake_lost) in games {
+        assert!(fake_lost);
+        assert_eq!(termination, Termination::TimeForfeit, "{reason}");
+    }
+}
+
 #[test]
 fn a_hanging_engine_is_a_failure_under_a_node_budget() {
     for (_, termination, reason, fake_lost) in against_fake("hang", "nodes=500") {
