@@ -126,10 +126,44 @@ impl Coordinator {
 }
 
 /// Writes a secret readable by its owner only.
+/// Why the coordinator will not serve on an address.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{0} is reachable from other machines, and without TLS every token crosses the network in the clear: \
+     give --tls-cert and --tls-key, listen on a loopback address, or say --allow-plaintext"
+)]
+pub struct PlaintextRefused(pub std::net::SocketAddr);
+
+/// Plaintext is served on loopback addresses only, unless `allow_plaintext`: bearer
+/// tokens (a client's can upload engines that every worker runs) must not cross a
+/// network in the clear by default.
+pub fn check_transport(listen: std::net::SocketAddr, tls: bool, allow_plaintext: bool) -> Result<(), PlaintextRefused> {
+    if tls || allow_plaintext || listen.ip().is_loopback() { Ok(()) } else { Err(PlaintextRefused(listen)) }
+}
+
 pub fn write_secret(path: &PathBuf, secret: &str) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new().create(true).write(true).truncate(true).mode(0o600).open(path)?;
     writeln!(file, "{secret}")?;
     file.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plaintext_is_served_on_loopback_only_unless_allowed() {
+        let address = |text: &str| text.parse::<std::net::SocketAddr>().unwrap();
+        for local in ["127.0.0.1:7420", "[::1]:7420"] {
+            assert!(check_transport(address(local), false, false).is_ok());
+        }
+        for public in ["0.0.0.0:7420", "[::]:7420", "192.168.1.5:7420"] {
+            let refused = check_transport(address(public), false, false).unwrap_err().to_string();
+            assert!(refused.starts_with(public) && refused.contains("--allow-plaintext"), "{refused}");
+            assert!(check_transport(address(public), true, false).is_ok(), "with TLS");
+            assert!(check_transport(address(public), false, true).is_ok(), "allowed");
+        }
+    }
 }

@@ -79,3 +79,17 @@ fn xq_local_runs_an_sprt_to_its_end() {
     assert!(games >= 2 && games.is_multiple_of(2), "{text}");
     assert!(text.contains("LLR ") && text.contains("Elo "), "{text}");
 }
+
+/// Without TLS the coordinator will not listen where other machines reach it.
+#[test]
+fn the_coordinator_refuses_plaintext_on_a_public_address() {
+    let dir = TempDir::new("plaintext");
+    let output = Command::new(binary("xq-coordinator"))
+        .args(["serve", "--listen", "0.0.0.0:0", "--data"])
+        .arg(&dir.0)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success() && stderr.contains("--allow-plaintext"), "{stderr}");
+    assert!(output.stdout.is_empty(), "it never listened");
+}

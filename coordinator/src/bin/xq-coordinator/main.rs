@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tokio::net::TcpListener;
 use xq_coordinator::scheduler::SchedulerConfig;
-use xq_coordinator::server::{CLIENT_TOKEN_FILE, Coordinator};
+use xq_coordinator::server::{CLIENT_TOKEN_FILE, Coordinator, check_transport};
 
 #[derive(Parser)]
 #[command(name = "xq-coordinator", version, about = "Runs SPRT tests and self-play jobs across a fleet of workers")]
@@ -43,6 +43,10 @@ struct ServeArgs {
     /// TLS private key (PEM).
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// Serve without TLS on an address other machines reach (tokens then cross the
+    /// network in the clear: only inside a network you trust).
+    #[arg(long)]
+    allow_plaintext: bool,
     /// Connections served at once; more are closed at once. Keep it below the
     /// process's file limit (ulimit -n).
     #[arg(long, default_value_t = 16_000)]
@@ -98,6 +102,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         reference_nps: args.reference_nps,
         ..SchedulerConfig::default()
     };
+    check_transport(args.listen, args.tls_cert.is_some(), args.allow_plaintext)?;
     let coordinator = Coordinator::open(&args.data, args.database.as_deref(), config).await?;
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some((
