@@ -40,6 +40,9 @@ pub struct SchedulerConfig {
     /// Our engine's bench speed (nodes per second, one core) on the reference machine
     /// the time controls are meant for; 0 turns scaling off.
     pub reference_nps: u64,
+    /// How long a closed lease is remembered: late reports on it are taken until
+    /// then; after, it is forgotten (memory would otherwise grow with every lease).
+    pub closed_lease_memory: Duration,
 }
 
 impl Default for SchedulerConfig {
@@ -50,6 +53,7 @@ impl Default for SchedulerConfig {
             lease_seconds: 300.0,
             max_units_per_lease: 256,
             reference_nps: 1_000_000,
+            closed_lease_memory: Duration::from_secs(3600),
         }
     }
 }
@@ -112,6 +116,8 @@ struct LeaseState {
     acked_wdl: [u64; 3],
     acked_penta: [u64; 5],
     active: bool,
+    /// When it was closed (finished, expired or stopped).
+    closed_at: Option<Instant>,
 }
 
 struct WorkerState {
@@ -197,6 +203,7 @@ impl Scheduler {
                 acked_wdl: [0; 3],
                 acked_penta: [0; 5],
                 active: true,
+                closed_at: None,
             };
             for &(unit, owner, points) in snapshot.done_units.get(&(job_id as i64)).into_iter().flatten() {
                 if owner == id as i64 {
@@ -567,6 +574,7 @@ impl Scheduler {
                     acked_wdl: [0; 3],
                     acked_penta: [0; 5],
                     active: true,
+                    closed_at: None,
                 },
             );
             if let Some(w) = state.workers.get_mut(&worker) {
@@ -596,6 +604,7 @@ impl Scheduler {
         let State { leases, jobs, .. } = &mut *state;
         let Some(lease) = leases.get_mut(&id).filter(|l| l.active) else { return false };
         lease.active = false;
+        lease.closed_at = Some(Instant::now());
         if let Some(job) = jobs.get_mut(&(lease.row.job_id as u64)) {
             job.active_leases = job.active_leases.saturating_sub(1);
             if job.row.state == "running" {
@@ -624,7 +633,27 @@ impl Scheduler {
                 self.writer.write(Change::LeaseState { id: id as i64, state: "expired".to_owned() }).await?;
             }
         }
+        self.forget_closed_leases(now);
         Ok(count)
+    }
+
+    /// Forgets the leases closed longer than `closed_lease_memory` ago.
+    fn forget_closed_leases(&self, now: Instant) {
+        let memory = self.config.closed_lease_memory;
+        let mut state = self.lock();
+        let State { leases, workers, .. } = &mut *state;
+        leases.retain(|id, lease| {
+            let keep = lease.closed_at.is_none_or(|closed| now.saturating_duration_since(closed) < memory);
+            if !keep && let Some(worker) = workers.get_mut(&(lease.row.worker_id as u64)) {
+                worker.leases.remove(id);
+            }
+            keep
+        });
+    }
+
+    /// Leases held in memory, open or closed and remembered.
+    pub fn leases_in_memory(&self) -> usize {
+        self.lock().leases.len()
     }
 
     /// What checking a report of `units` on `lease` needs; the lease must be
@@ -682,10 +711,15 @@ impl Scheduler {
         let (stop, ending, finished_lease) = {
             let mut state = self.lock();
             let State { leases, jobs, .. } = &mut *state;
-            let lease = leases.get_mut(&context.lease_id).expect("a lease is never removed");
+            // Forgotten since the report was checked (closed long ago): the units
+            // still count once; there is no lease left to keep the tally of.
+            let mut lease = leases.get_mut(&context.lease_id);
             let job = jobs.get_mut(&context.job_id).expect("a job is never removed");
             for row in &rows {
-                if lease.acked.insert(row.unit) && !selfplay {
+                if let Some(lease) = lease.as_deref_mut()
+                    && lease.acked.insert(row.unit)
+                    && !selfplay
+                {
                     add_points(&mut lease.acked_wdl, &mut lease.acked_penta, row.points);
                 }
                 if !new.contains(&row.unit) {
@@ -722,7 +756,7 @@ impl Scheduler {
                     ending = Some(("finished", ""));
                 }
             }
-            let finished_lease = lease.active && lease.units.iter().all(|u| lease.acked.contains(u));
+            let finished_lease = lease.is_some_and(|l| l.active && l.units.iter().all(|u| l.acked.contains(u)));
             (job.row.state != "running" || ending.is_some(), ending, finished_lease)
         };
         if let Some((state_name, outcome)) = ending {

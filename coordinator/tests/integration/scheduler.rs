@@ -109,6 +109,39 @@ async fn expired_leases_come_back_with_the_same_units_and_nothing_counts_twice()
     }
 }
 
+/// Closed leases are forgotten after a while (memory grew with every lease): a report
+/// on one is then refused, and nothing it reported before is lost.
+#[tokio::test]
+async fn closed_leases_are_forgotten_and_their_results_kept() {
+    let config = SchedulerConfig { closed_lease_memory: Duration::from_millis(300), ..config() };
+    let served = serve(BACKENDS[0], config).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let job = create(&mut admin, 8, None).await;
+    let mut worker = registered_worker(&served, "w", &[]).await;
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    let pairs: Vec<[u8; 2]> = lease.units.iter().map(|_| [2, 1]).collect();
+    let report = v1::ReportPairsRequest {
+        lease_id: lease.lease_id,
+        pairs: lease.units.iter().zip(&pairs).map(|(&u, &p)| pair(u, p)).collect(),
+        cumulative: Some(totals(&pairs)),
+        ..Default::default()
+    };
+    worker.report_pairs(report.clone()).await.unwrap();
+    // The other lease (the job's rest) is left to expire.
+    let mut other = registered_worker(&served, "silent", &[]).await;
+    other.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    assert_eq!(served.coordinator.shared.scheduler.leases_in_memory(), 2);
+    let started = std::time::Instant::now();
+    while served.coordinator.shared.scheduler.leases_in_memory() > 0 {
+        assert!(started.elapsed() < Duration::from_secs(10), "closed leases are still held");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let refused = worker.report_pairs(report).await.unwrap_err();
+    assert!(refused.message().contains("not this worker's"), "{}", refused.message());
+    let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+    assert_eq!(state.units_done, lease.units.len() as u64, "the forgotten lease's results stay counted");
+}
+
 /// A worker that asks for far more than it can play gets leases for its cores only:
 /// as many games at once as it has cores, and no more active leases than cores.
 #[tokio::test]
