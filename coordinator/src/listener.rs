@@ -1,13 +1,16 @@
-//! Accepting connections under a cap. A process may hold only so many files; at that
+//! Accepting connections under caps. A process may hold only so many files; at that
 //! limit `accept` fails at once, and a server that simply retries burns a core. Here a
 //! connection beyond the cap is accepted and closed at once (the client sees a clean
 //! refusal and backs off), and a failing `accept` (no file descriptors left) pauses
-//! the loop instead of spinning.
+//! the loop instead of spinning. A second cap per remote address keeps one host (or
+//! one attacker holding idle connections) from taking every place.
 
+use std::collections::HashMap;
 use std::io;
+use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -17,10 +20,66 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
-/// A connection holding one of the cap's places until it closes.
+/// How many connections are served at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionCaps {
+    /// In all.
+    pub total: usize,
+    /// From one remote address.
+    pub per_address: usize,
+}
+
+impl ConnectionCaps {
+    /// `total` connections, any number of them from one address.
+    pub fn total(total: usize) -> Self {
+        ConnectionCaps { total, per_address: total }
+    }
+}
+
+impl From<usize> for ConnectionCaps {
+    fn from(total: usize) -> Self {
+        ConnectionCaps::total(total)
+    }
+}
+
+/// Open connections by remote address.
+type PerAddress = Arc<Mutex<HashMap<IpAddr, usize>>>;
+
+/// One address's place, given back when the connection closes.
+struct AddressPlace {
+    address: IpAddr,
+    counts: PerAddress,
+}
+
+impl AddressPlace {
+    fn take(counts: &PerAddress, address: IpAddr, cap: usize) -> Option<Self> {
+        let mut map = counts.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let open = map.entry(address).or_default();
+        if *open >= cap {
+            return None;
+        }
+        *open += 1;
+        Some(AddressPlace { address, counts: counts.clone() })
+    }
+}
+
+impl Drop for AddressPlace {
+    fn drop(&mut self) {
+        let mut map = self.counts.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(open) = map.get_mut(&self.address) {
+            *open -= 1;
+            if *open == 0 {
+                map.remove(&self.address);
+            }
+        }
+    }
+}
+
+/// A connection holding one of the caps' places until it closes.
 pub struct CappedStream {
     stream: TcpStream,
     _place: OwnedSemaphorePermit,
+    _address_place: AddressPlace,
 }
 
 impl Connected for CappedStream {
@@ -55,34 +114,40 @@ pub struct AcceptStats {
     pub accepted: AtomicU64,
     /// Connections closed at once because the cap was reached.
     pub refused: AtomicU64,
+    /// Connections closed at once because their address had its share.
+    pub refused_per_address: AtomicU64,
     /// `accept` failures (such as running out of file descriptors).
     pub errors: AtomicU64,
 }
 
-/// Accepts connections from `listener`, at most `cap` open at once.
+/// Accepts connections from `listener` under `caps`.
 pub fn capped_incoming(
     listener: TcpListener,
-    cap: usize,
+    caps: ConnectionCaps,
     stats: Arc<AcceptStats>,
 ) -> ReceiverStream<io::Result<CappedStream>> {
-    let places = Arc::new(Semaphore::new(cap));
+    let places = Arc::new(Semaphore::new(caps.total));
+    let per_address = PerAddress::default();
     let (sender, receiver) = mpsc::channel(128);
     tokio::spawn(async move {
         loop {
             match listener.accept().await {
-                Ok((stream, _)) => match places.clone().try_acquire_owned() {
-                    Ok(place) => {
-                        let _ = stream.set_nodelay(true);
-                        stats.accepted.fetch_add(1, Ordering::Relaxed);
-                        if sender.send(Ok(CappedStream { stream, _place: place })).await.is_err() {
-                            return;
-                        }
-                    }
-                    Err(_) => {
+                Ok((stream, peer)) => {
+                    let Ok(place) = places.clone().try_acquire_owned() else {
                         stats.refused.fetch_add(1, Ordering::Relaxed);
-                        drop(stream);
+                        continue;
+                    };
+                    let Some(address_place) = AddressPlace::take(&per_address, peer.ip(), caps.per_address) else {
+                        stats.refused_per_address.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    };
+                    let _ = stream.set_nodelay(true);
+                    stats.accepted.fetch_add(1, Ordering::Relaxed);
+                    let capped = CappedStream { stream, _place: place, _address_place: address_place };
+                    if sender.send(Ok(capped)).await.is_err() {
+                        return;
                     }
-                },
+                }
                 Err(error) => {
                     stats.errors.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!("accept failed: {error}; pausing");

@@ -14,7 +14,7 @@ use xq_proto::v1::worker_server::WorkerServer;
 
 use crate::artifacts::ArtifactStore;
 use crate::jobs::JobSpec;
-use crate::listener::{AcceptStats, capped_incoming};
+use crate::listener::{AcceptStats, ConnectionCaps, capped_incoming};
 use crate::nets::Nets;
 use crate::scheduler::{Scheduler, SchedulerConfig};
 use crate::service::{ClientApi, Shared, WorkerApi, authenticate, load_openings};
@@ -81,7 +81,7 @@ impl Coordinator {
         &self,
         listener: TcpListener,
         tls: Option<(Vec<u8>, Vec<u8>)>,
-        max_connections: usize,
+        caps: ConnectionCaps,
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> anyhow::Result<()> {
         let scheduler = self.shared.scheduler.clone();
@@ -103,7 +103,7 @@ impl Coordinator {
         if let Some((cert, key)) = tls {
             builder = builder.tls_config(ServerTlsConfig::new().identity(Identity::from_pem(cert, key)))?;
         }
-        let incoming = capped_incoming(listener, max_connections, self.accept_stats.clone());
+        let incoming = capped_incoming(listener, caps, self.accept_stats.clone());
         let result = builder
             .add_service(tonic::service::interceptor::InterceptedService::new(
                 WorkerServer::new(WorkerApi(self.shared.clone()))

@@ -22,6 +22,7 @@ use sqlx::Connection;
 use tokio::net::TcpListener;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
+use xq_coordinator::listener::ConnectionCaps;
 use xq_coordinator::scheduler::SchedulerConfig;
 use xq_coordinator::server::{CLIENT_TOKEN_FILE, Coordinator};
 use xq_proto::v1::client_client::ClientClient;
@@ -157,9 +158,9 @@ async fn run(options: Options, server: tokio::runtime::Handle) {
                 let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
                 let address = listener.local_addr().unwrap();
                 let serving = coordinator.clone();
-                tokio::spawn(
-                    async move { serving.serve(listener, None, 10_000, std::future::pending()).await.unwrap() },
-                );
+                tokio::spawn(async move {
+                    serving.serve(listener, None, ConnectionCaps::total(10_000), std::future::pending()).await.unwrap()
+                });
                 (coordinator, address)
             })
             .await

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use sqlx::Connection;
 use tokio::net::TcpListener;
 use tokio_stream::StreamExt;
+use xq_coordinator::listener::ConnectionCaps;
 use xq_coordinator::scheduler::SchedulerConfig;
 use xq_coordinator::server::{CLIENT_TOKEN_FILE, Coordinator};
 use xq_proto::v1::client_client::ClientClient;
@@ -112,16 +113,17 @@ pub async fn serve(backend: Backend, config: SchedulerConfig) -> Served {
     serve_with(backend, config, 1000).await
 }
 
-pub async fn serve_with(backend: Backend, config: SchedulerConfig, max_connections: usize) -> Served {
+pub async fn serve_with(backend: Backend, config: SchedulerConfig, caps: impl Into<ConnectionCaps>) -> Served {
     let dir = TempDir::new("served");
     let url = fresh_database(backend, &dir.0).await;
-    let mut served = serve_on(&dir.0, &url, config, max_connections).await;
+    let mut served = serve_on(&dir.0, &url, config, caps).await;
     served._dir = Some(dir);
     served
 }
 
 /// Serves a coordinator on an existing data directory and database.
-pub async fn serve_on(data: &Path, url: &str, config: SchedulerConfig, max_connections: usize) -> Served {
+pub async fn serve_on(data: &Path, url: &str, config: SchedulerConfig, caps: impl Into<ConnectionCaps>) -> Served {
+    let caps = caps.into();
     let coordinator = std::sync::Arc::new(Coordinator::open(data, Some(url), config).await.unwrap());
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
@@ -129,7 +131,7 @@ pub async fn serve_on(data: &Path, url: &str, config: SchedulerConfig, max_conne
     let running = coordinator.clone();
     tokio::spawn(async move {
         running
-            .serve(listener, None, max_connections, async {
+            .serve(listener, None, caps, async {
                 let _ = signal.await;
             })
             .await

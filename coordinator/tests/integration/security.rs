@@ -292,3 +292,39 @@ async fn a_report_without_the_required_bench_signatures_is_refused() {
     assert_eq!(worker.report_pairs(report(vec![721741, 0])).await.unwrap_err().code(), Code::FailedPrecondition);
     worker.report_pairs(report(vec![721742, 0])).await.unwrap();
 }
+
+/// One address may hold only its share of the connections: past it, its connections
+/// are closed at once while other addresses are still served.
+#[tokio::test]
+async fn one_address_cannot_take_every_connection() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let caps = xq_coordinator::listener::ConnectionCaps { total: 100, per_address: 2 };
+    let served = serve_with(BACKENDS[0], config(), caps).await;
+    let port = served.address.port();
+    // A connection is served when the server answers the HTTP/2 preface with its own
+    // settings; a refused one is closed without a byte.
+    let open = |from: &'static str| async move {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+        let mut stream = socket.connect(format!("127.0.0.1:{port}").parse().unwrap()).await.unwrap();
+        stream.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0").await.unwrap();
+        let mut buffer = [0u8; 64];
+        let served = matches!(
+            tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buffer)).await,
+            Ok(Ok(n)) if n > 0
+        );
+        (stream, served)
+    };
+    let (first, served_first) = open("127.0.0.1").await;
+    let (_second, served_second) = open("127.0.0.1").await;
+    assert!(served_first && served_second);
+    let (_third, served_third) = open("127.0.0.1").await;
+    assert!(!served_third, "a third connection from one address");
+    let (_other, served_other) = open("127.0.0.2").await;
+    assert!(served_other, "another address is still served");
+    assert_eq!(served.coordinator.accept_stats.refused_per_address.load(std::sync::atomic::Ordering::Relaxed), 1);
+    // A closed connection gives its address's place back.
+    drop(first);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(open("127.0.0.1").await.1, "the place is given back");
+}

@@ -3,6 +3,7 @@
 
 use tokio::net::TcpListener;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
+use xq_coordinator::listener::ConnectionCaps;
 use xq_coordinator::scheduler::SchedulerConfig;
 use xq_coordinator::server::{CLIENT_TOKEN_FILE, Coordinator};
 use xq_proto::v1::client_client::ClientClient;
@@ -20,7 +21,9 @@ async fn tls_clients_are_served_and_plaintext_ones_are_not() {
     let address = listener.local_addr().unwrap();
     let serving = coordinator.clone();
     let tls = Some((cert.clone().into_bytes(), key.into_bytes()));
-    tokio::spawn(async move { serving.serve(listener, tls, 100, std::future::pending()).await.unwrap() });
+    tokio::spawn(async move {
+        serving.serve(listener, tls, ConnectionCaps::total(100), std::future::pending()).await.unwrap()
+    });
     let token = std::fs::read_to_string(dir.0.join(CLIENT_TOKEN_FILE)).unwrap();
 
     let trusted = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(&cert)).domain_name("localhost");

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tokio::net::TcpListener;
+use xq_coordinator::listener::ConnectionCaps;
 use xq_coordinator::scheduler::SchedulerConfig;
 use xq_coordinator::server::{CLIENT_TOKEN_FILE, Coordinator, check_transport};
 
@@ -51,6 +52,9 @@ struct ServeArgs {
     /// process's file limit (ulimit -n).
     #[arg(long, default_value_t = 16_000)]
     max_connections: usize,
+    /// Connections served at once from one address (workers behind one NAT share it).
+    #[arg(long, default_value_t = 1_000)]
+    max_connections_per_address: usize,
     /// Seconds after a worker's last heartbeat at which its leases expire.
     #[arg(long, default_value_t = 60)]
     lease_seconds: u64,
@@ -121,5 +125,6 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    coordinator.serve(listener, tls, args.max_connections, shutdown).await
+    let caps = ConnectionCaps { total: args.max_connections, per_address: args.max_connections_per_address };
+    coordinator.serve(listener, tls, caps, shutdown).await
 }
