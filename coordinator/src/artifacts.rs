@@ -71,8 +71,10 @@ impl ArtifactStore {
     pub async fn finish(&self, mut upload: Upload) -> Result<(String, u64), ArtifactError> {
         upload.file.flush().await?;
         upload.file.sync_all().await?;
-        let sha256 = hex::encode(upload.hasher.finalize());
+        let sha256 = hex::encode(upload.hasher.clone().finalize());
         tokio::fs::rename(&upload.temp, self.dir.join(&sha256)).await?;
+        // The rename itself survives a crash only once the directory is synced.
+        tokio::fs::File::open(&self.dir).await?.sync_all().await?;
         Ok((sha256, upload.size))
     }
 }
@@ -82,16 +84,19 @@ impl Upload {
     pub async fn write(&mut self, bytes: &[u8]) -> Result<(), ArtifactError> {
         self.size += bytes.len() as u64;
         if self.size > MAX_ARTIFACT_BYTES {
-            let _ = tokio::fs::remove_file(&self.temp).await;
             return Err(ArtifactError::TooLarge);
         }
         self.hasher.update(bytes);
         self.file.write_all(bytes).await?;
         Ok(())
     }
+}
 
-    /// Drops a failed upload's temporary file.
-    pub async fn abandon(self) {
-        let _ = tokio::fs::remove_file(&self.temp).await;
+/// An upload that did not finish (refused, failed, or its client gone, which drops the
+/// request's future with it) leaves no temporary file behind; a finished one's was
+/// renamed away.
+impl Drop for Upload {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.temp);
     }
 }

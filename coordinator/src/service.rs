@@ -341,13 +341,7 @@ impl v1::client_server::Client for ClientApi {
             if let Err(error) = upload.write(&piece.data).await {
                 return Err(Status::invalid_argument(error.to_string()));
             }
-            next = match pieces.message().await {
-                Ok(piece) => piece,
-                Err(status) => {
-                    upload.abandon().await;
-                    return Err(status);
-                }
-            };
+            next = pieces.message().await?;
         }
         let (sha256, size) = self.0.artifacts.finish(upload).await.map_err(|e| Status::unavailable(e.to_string()))?;
         // The index keeps an artifact's first kind: the same bytes cannot become a

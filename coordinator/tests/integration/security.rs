@@ -328,3 +328,28 @@ async fn one_address_cannot_take_every_connection() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(open("127.0.0.1").await.1, "the place is given back");
 }
+
+/// An upload whose client goes away mid-stream leaves no temporary file behind.
+#[tokio::test]
+async fn an_abandoned_upload_leaves_nothing_behind() {
+    let served = serve(BACKENDS[0], config()).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let first = v1::ArtifactPiece {
+        name: "engine".to_owned(),
+        kind: "engine".to_owned(),
+        data: vec![7; 1 << 20],
+        ..Default::default()
+    };
+    // One piece, then a stream that never ends, given up after a moment.
+    let pieces = tokio_stream::StreamExt::chain(tokio_stream::iter([first]), tokio_stream::pending());
+    let abandoned = admin.upload_artifact(pieces);
+    assert!(tokio::time::timeout(Duration::from_millis(500), abandoned).await.is_err(), "the upload is still open");
+    let temporary = served.data.join("artifacts/tmp");
+    let started = std::time::Instant::now();
+    while std::fs::read_dir(&temporary).unwrap().count() > 0 {
+        assert!(started.elapsed() < Duration::from_secs(5), "a temporary file outlived its upload");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The server goes on.
+    upload(&mut admin, "engine", "engine", b"#!/bin/sh\n").await.unwrap();
+}
