@@ -334,12 +334,7 @@ async fn one_address_cannot_take_every_connection() {
 async fn an_abandoned_upload_leaves_nothing_behind() {
     let served = serve(BACKENDS[0], config()).await;
     let mut admin = client(served.address, &served.client_token).await;
-    let first = v1::ArtifactPiece {
-        name: "engine".to_owned(),
-        kind: "engine".to_owned(),
-        data: vec![7; 1 << 20],
-        ..Default::default()
-    };
+    let first = v1::ArtifactPiece { name: "engine".to_owned(), kind: "engine".to_owned(), data: vec![7; 1 << 20] };
     // One piece, then a stream that never ends, given up after a moment.
     let pieces = tokio_stream::StreamExt::chain(tokio_stream::iter([first]), tokio_stream::pending());
     let abandoned = admin.upload_artifact(pieces);
