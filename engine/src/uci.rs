@@ -12,6 +12,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::xiangqi::nnue::Network;
+use crate::xiangqi::nnue::embedded::embedded;
 use crate::xiangqi::notation::{Dialect, parse_uci};
 use crate::xiangqi::rules::RuleSet;
 use crate::xiangqi::search::limits::Limits;
@@ -57,8 +58,9 @@ struct Session {
     /// The deepest iteration a search may reach (0: no cap): a weakened copy of the
     /// engine for tests and for the coordinator's `xq local` demonstration.
     depth_limit: i32,
-    /// The net EvalFile loaded; searches use it while `use_nnue` is on.
-    net: Option<Arc<Network>>,
+    /// The net: the embedded one, or the one EvalFile loaded; searches use it while
+    /// `use_nnue` is on.
+    net: Arc<Network>,
     /// The UseNNUE option: off, searches use the handcrafted evaluation.
     use_nnue: bool,
 }
@@ -95,9 +97,10 @@ pub fn run(input: impl BufRead, output: impl Write + Send + 'static) {
         xiongqi: None,
         xiongqi_stop: Arc::new(AtomicBool::new(false)),
         depth_limit: 0,
-        net: None,
+        net: embedded(),
         use_nnue: true,
     };
+    session.options.network = Some(session.net.clone());
     for line in input.lines() {
         let Ok(line) = line else {
             session.info("unreadable input line (not UTF-8)");
@@ -189,7 +192,7 @@ impl Session {
                 format!("option name Threads type spin default 1 min 1 max {MAX_THREADS}"),
                 "option name MultiPV type spin default 1 min 1 max 128".to_owned(),
                 "option name Move Overhead type spin default 10 min 0 max 5000".to_owned(),
-                "option name EvalFile type string default <empty>".to_owned(),
+                "option name EvalFile type string default <embedded>".to_owned(),
                 "option name UseNNUE type check default true".to_owned(),
                 "option name UCI_Variant type combo default xiangqi var xiangqi var xiongqi".to_owned(),
                 "option name Repetition Rule type combo default wxf var wxf var asian var cxq var computer".to_owned(),
@@ -247,12 +250,11 @@ impl Session {
             "multipv" => self.options.multipv = number(1, 128)?,
             "move overhead" => self.options.move_overhead = Duration::from_millis(number(0, 5000)? as u64),
             "evalfile" => {
-                if value.is_empty() || value == "<empty>" {
-                    self.net = None;
+                if value.is_empty() || value == "<embedded>" {
+                    self.net = embedded();
                 } else {
                     let network = Network::load(std::path::Path::new(&value)).map_err(|error| {
-                        let staying = if self.net.is_some() { "the net loaded before" } else { "handcrafted" };
-                        format!("EvalFile '{value}': {error}; the evaluation stays {staying}")
+                        format!("EvalFile '{value}': {error}; the evaluation stays the net loaded before")
                     })?;
                     say(
                         &self.out,
@@ -262,7 +264,7 @@ impl Session {
                             network.simd().name()
                         ),
                     );
-                    self.net = Some(Arc::new(network));
+                    self.net = Arc::new(network);
                 }
             }
             "usennue" => {
@@ -284,7 +286,7 @@ impl Session {
             "depth limit" => self.depth_limit = number(0, 127)? as i32,
             _ => return Err(format!("unknown option '{name}'")),
         }
-        self.options.network = if self.use_nnue { self.net.clone() } else { None };
+        self.options.network = self.use_nnue.then(|| self.net.clone());
         Ok(())
     }
 

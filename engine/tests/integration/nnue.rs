@@ -1,5 +1,5 @@
-//! The NNUE evaluation through the search and through the binary, with random nets
-//! (no trained net exists yet; a random one exercises every path alike).
+//! The NNUE evaluation through the search and through the binary: random nets exercise
+//! every path alike, and the binary's embedded net is its default evaluation.
 
 use std::process::Command;
 use std::sync::Arc;
@@ -74,10 +74,12 @@ fn evalfile_loads_a_net_and_refuses_a_bad_one_with_the_reason() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// UseNNUE false switches to the handcrafted evaluation with a net loaded, and true
-/// back to the net: a fixed-depth search walks the handcrafted tree, then the net's.
+/// The binary plays with its embedded net; EvalFile loads another and `<embedded>`
+/// returns to it; UseNNUE false switches to the handcrafted evaluation whatever net is
+/// loaded, and true back to the net: each fixed-depth search walks that evaluation's
+/// tree.
 #[test]
-fn usennue_switches_between_the_net_and_the_handcrafted_evaluation() {
+fn evalfile_and_usennue_choose_the_evaluation() {
     let dir = std::env::temp_dir().join(format!("xq-nnue-usennue-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let net = dir.join("random.xqnn");
@@ -91,17 +93,20 @@ fn usennue_switches_between_the_net_and_the_handcrafted_evaluation() {
     // during a search would stop it).
     let nodes = |setup: &str| -> String {
         let out = converse(&format!("uci\n{setup}position startpos moves h2e2 h9g7\ngo depth 5\n"));
-        assert!(!out.contains("UseNNUE: '"), "{out}");
+        assert!(!out.contains("UseNNUE: '") && !out.contains("EvalFile '"), "{out}");
         let last = out.lines().rfind(|l| l.contains(" nodes ")).expect("a search report");
         last.split(" nodes ").nth(1).unwrap().split_whitespace().next().unwrap().to_owned()
     };
+    let off = "setoption name UseNNUE value false\n";
     let load = format!("setoption name EvalFile value {}\n", net.display());
-    let handcrafted = nodes("");
-    let with_net = nodes(&load);
-    assert_ne!(with_net, handcrafted, "the net searched");
-    assert_eq!(nodes(&format!("{load}setoption name UseNNUE value false\n")), handcrafted, "UseNNUE false");
-    let back = format!("{load}setoption name UseNNUE value false\nsetoption name UseNNUE value true\n");
-    assert_eq!(nodes(&back), with_net, "UseNNUE true: the net again");
+    let embedded = nodes("");
+    let handcrafted = nodes(off);
+    let random = nodes(&load);
+    assert_ne!(embedded, handcrafted, "the embedded net searched by default");
+    assert_ne!(random, embedded, "EvalFile's net searched");
+    assert_eq!(nodes(&format!("{load}{off}")), handcrafted, "UseNNUE false with a net loaded");
+    assert_eq!(nodes(&format!("{load}{off}setoption name UseNNUE value true\n")), random, "UseNNUE true");
+    assert_eq!(nodes(&format!("{load}setoption name EvalFile value <embedded>\n")), embedded, "<embedded>");
     let refused = converse("uci\nsetoption name UseNNUE value maybe\nisready\n");
     assert!(refused.contains("UseNNUE: 'maybe' is not true or false"), "{refused}");
     std::fs::remove_dir_all(&dir).unwrap();

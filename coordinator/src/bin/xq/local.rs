@@ -1,7 +1,7 @@
 //! `xq local`: the whole cluster on this machine. Starts a coordinator on the embedded
-//! SQLite and workers on loopback, submits an SPRT test (by default our engine
-//! against a copy of itself weakened by a depth limit), follows it to its end and
-//! prints the result.
+//! SQLite and workers on loopback, submits an SPRT test (by default our engine with
+//! its embedded net against the same engine on its handcrafted evaluation), follows it
+//! to its end and prints the result.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -27,7 +27,7 @@ pub struct LocalArgs {
     #[arg(long = "new-option")]
     new_options: Vec<String>,
     /// Options of the base engine, NAME=VALUE (default, when both engines are the
-    /// same binary: "Depth Limit=2", a weakened copy).
+    /// same binary: "UseNNUE=false", the handcrafted evaluation).
     #[arg(long = "base-option")]
     base_options: Vec<String>,
     #[arg(long, default_value = "uci")]
@@ -145,7 +145,7 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
     let base = args.base.clone().unwrap_or_else(|| engine.clone());
     let mut base_options = args.base_options.clone();
     if base_options.is_empty() && new == base && args.new_options.is_empty() {
-        base_options.push("Depth Limit=2".to_owned());
+        base_options.push("UseNNUE=false".to_owned());
     }
     let book = args.book.clone().or_else(|| Some(PathBuf::from("books/xiangqi-2ply.epd")).filter(|p| p.exists()));
     let engines = EngineArgs {

@@ -10,6 +10,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use xq_engine::variant::Variant;
+use xq_engine::xiangqi::nnue::embedded::embedded;
 use xq_engine::xiangqi::nnue::simd::Simd;
 use xq_engine::xiangqi::nnue::{ARCHITECTURE, Network, format};
 use xq_engine::xiangqi::rules::RuleSet;
@@ -71,12 +72,15 @@ enum Command {
         /// Search depth.
         #[arg(default_value_t = xq_engine::bench::DEFAULT_DEPTH)]
         depth: i32,
-        /// Evaluate with this NNUE net instead of the handcrafted evaluation.
+        /// Evaluate with this NNUE net instead of the embedded one.
         #[arg(long)]
         eval_file: Option<std::path::PathBuf>,
+        /// Evaluate with the handcrafted evaluation instead of a net.
+        #[arg(long, conflicts_with_all = ["eval_file", "simd"])]
+        handcrafted: bool,
         /// The net's kernels: scalar, sse4.1, avx2 or avx512 (default: the fastest
         /// this processor has).
-        #[arg(long, requires = "eval_file")]
+        #[arg(long)]
         simd: Option<String>,
     },
     /// NNUE net files: write a random one, or describe one.
@@ -121,18 +125,21 @@ fn run() -> anyhow::Result<()> {
             xq_engine::uci::run(std::io::stdin().lock(), std::io::stdout());
             Ok(())
         }
-        Some(Command::Bench { depth, eval_file, simd }) => {
+        Some(Command::Bench { depth, eval_file, handcrafted, simd }) => {
             let mut options = SearchOptions::default();
-            if let Some(path) = eval_file {
-                let mut network = Network::load(&path)?;
-                if let Some(name) = simd {
-                    let simd = Simd::by_name(&name).with_context(|| {
+            if !handcrafted {
+                let (name, mut network) = match eval_file {
+                    Some(path) => (path.display().to_string(), Network::load(&path)?),
+                    None => ("embedded".to_owned(), Network::clone(&embedded())),
+                };
+                if let Some(kernels) = simd {
+                    let simd = Simd::by_name(&kernels).with_context(|| {
                         let available: Vec<_> = Simd::available().iter().map(|s| s.name()).collect();
-                        format!("kernels '{name}' are not available here; choose from {}", available.join(", "))
+                        format!("kernels '{kernels}' are not available here; choose from {}", available.join(", "))
                     })?;
                     network = network.with_simd(simd);
                 }
-                eprintln!("NNUE net {} ({}), kernels {}", path.display(), network.description(), network.simd().name());
+                eprintln!("NNUE net {name} ({}), kernels {}", network.description(), network.simd().name());
                 options.network = Some(Arc::new(network));
             }
             let result = xq_engine::bench::run_with(depth, &options);

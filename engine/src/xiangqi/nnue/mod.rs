@@ -1,6 +1,7 @@
 //! NNUE evaluation: an efficiently updatable neural network, the evaluation the search
-//! uses when a net is loaded (UCI option `EvalFile`); without one the handcrafted
-//! evaluation ([`super::eval`]) stays.
+//! uses when its options carry a net. The engine's binary plays with the net it embeds
+//! ([`embedded`]) unless told otherwise (UCI options `EvalFile` and `UseNNUE`); without
+//! a net the handcrafted evaluation ([`super::eval`]) stays.
 //!
 //! Architecture (named by [`ARCHITECTURE`], whose hash every net file carries):
 //! - **Feature transformer:** 7,560 king-bucketed piece-on-point features per side
@@ -19,6 +20,7 @@
 //! kernels ([`simd`]) have a scalar reference and SSE4.1, AVX2 and AVX-512 paths.
 //! The file format is in [`format`].
 
+pub mod embedded;
 pub mod features;
 pub mod format;
 pub mod simd;

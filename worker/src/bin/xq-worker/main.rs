@@ -82,7 +82,9 @@ struct SelfplayArgs {
     /// Random plies at the start of each game (not recorded).
     #[arg(long, default_value_t = 8)]
     random_plies: usize,
-    /// Seed of the random plies.
+    /// Seed of the random plies: game i plays from seed + i, so that runs meant to
+    /// play different games need seeds at least --games apart (the same seed replays
+    /// the same game at the same --nodes).
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Games at once (default: the number of cores).
