@@ -71,7 +71,7 @@ impl ArtifactStore {
     pub async fn finish(&self, mut upload: Upload) -> Result<(String, u64), ArtifactError> {
         upload.file.flush().await?;
         upload.file.sync_all().await?;
-        let sha256 = hex::encode(std::mem::take(&mut upload.hasher).finalize());
+        let sha256 = hex::encode(upload.hasher.clone().finalize());
         tokio::fs::rename(&upload.temp, self.dir.join(&sha256)).await?;
         // The rename itself survives a crash only once the directory is synced.
         tokio::fs::File::open(&self.dir).await?.sync_all().await?;

@@ -115,21 +115,9 @@ struct LeaseState {
     acked: HashSet<u64>,
     acked_wdl: [u64; 3],
     acked_penta: [u64; 5],
-    /// When it was closed (finished, expired or stopped); none while it is active.
+    active: bool,
+    /// When it was closed (finished, expired or stopped).
     closed_at: Option<Instant>,
-}
-
-impl LeaseState {
-    fn active(&self) -> bool {
-        self.closed_at.is_none()
-    }
-}
-
-impl WorkerState {
-    /// Its leases still active.
-    fn active_leases(&self, leases: &HashMap<u64, LeaseState>) -> usize {
-        self.leases.iter().filter(|id| leases.get(id).is_some_and(LeaseState::active)).count()
-    }
 }
 
 struct WorkerState {
@@ -214,6 +202,7 @@ impl Scheduler {
                 acked: HashSet::new(),
                 acked_wdl: [0; 3],
                 acked_penta: [0; 5],
+                active: true,
                 closed_at: None,
             };
             for &(unit, owner, points) in snapshot.done_units.get(&(job_id as i64)).into_iter().flatten() {
@@ -324,7 +313,7 @@ impl Scheduler {
             .copied()
             .filter(|id| {
                 let alive =
-                    all.get_mut(id).filter(|l| l.row.worker_id as u64 == worker && l.active()).is_some_and(|lease| {
+                    all.get_mut(id).filter(|l| l.row.worker_id as u64 == worker && l.active).is_some_and(|lease| {
                         let running = jobs.get(&(lease.row.job_id as u64)).is_some_and(|j| j.row.state == "running");
                         if running {
                             lease.deadline = deadline;
@@ -431,7 +420,7 @@ impl Scheduler {
                     ..w.capabilities.clone()
                 }),
                 last_seen_ms: w.row.last_seen_ms,
-                active_leases: w.active_leases(&state.leases) as u32,
+                active_leases: w.leases.iter().filter(|l| state.leases.get(l).is_some_and(|l| l.active)).count() as u32,
             })
             .collect();
         list.sort_by_key(|w| w.worker_id);
@@ -507,7 +496,8 @@ impl Scheduler {
             // cores, none asking for more games at once, so that one worker (or one
             // that lies about its concurrency) cannot hold a test's units.
             let cores = capabilities.cores.max(1);
-            if state.workers[&worker].active_leases(&state.leases) >= cores as usize {
+            let active = state.workers[&worker].leases.iter().filter(|id| state.leases[*id].active).count();
+            if active >= cores as usize {
                 return Ok(None);
             }
             let flags: HashSet<&str> = capabilities.cpu_flags.iter().map(String::as_str).collect();
@@ -583,6 +573,7 @@ impl Scheduler {
                     acked: HashSet::new(),
                     acked_wdl: [0; 3],
                     acked_penta: [0; 5],
+                    active: true,
                     closed_at: None,
                 },
             );
@@ -611,7 +602,8 @@ impl Scheduler {
     fn close_lease(&self, id: u64, requeue: bool) -> bool {
         let mut state = self.lock();
         let State { leases, jobs, .. } = &mut *state;
-        let Some(lease) = leases.get_mut(&id).filter(|l| l.active()) else { return false };
+        let Some(lease) = leases.get_mut(&id).filter(|l| l.active) else { return false };
+        lease.active = false;
         lease.closed_at = Some(Instant::now());
         if let Some(job) = jobs.get_mut(&(lease.row.job_id as u64)) {
             job.active_leases = job.active_leases.saturating_sub(1);
@@ -632,7 +624,7 @@ impl Scheduler {
         let now = Instant::now();
         let expired: Vec<u64> = {
             let state = self.lock();
-            state.leases.values().filter(|l| l.active() && l.deadline < now).map(|l| l.row.id as u64).collect()
+            state.leases.values().filter(|l| l.active && l.deadline < now).map(|l| l.row.id as u64).collect()
         };
         let mut count = 0;
         for id in expired {
@@ -764,7 +756,7 @@ impl Scheduler {
                     ending = Some(("finished", ""));
                 }
             }
-            let finished_lease = lease.is_some_and(|l| l.active() && l.units.iter().all(|u| l.acked.contains(u)));
+            let finished_lease = lease.is_some_and(|l| l.active && l.units.iter().all(|u| l.acked.contains(u)));
             (job.row.state != "running" || ending.is_some(), ending, finished_lease)
         };
         if let Some((state_name, outcome)) = ending {
