@@ -268,19 +268,99 @@ impl MatchJob {
     /// (pentanomial), or on the games (losses, draws, wins) when the spec asks for the
     /// trinomial model.
     pub fn sprt_state(&self, row: &JobRow) -> Option<SprtState> {
+        self.sprt_state_of(&row.wdl.map(|c| c.max(0) as u64), &row.pentanomial.map(|c| c.max(0) as u64))
+    }
+
+    /// Where the SPRT stands on these wins, draws and losses, and pentanomial counts.
+    fn sprt_state_of(&self, wdl: &[u64; 3], penta: &[u64; 5]) -> Option<SprtState> {
         let sprt = self.sprt.as_ref()?;
         let trinomial = self.request.sprt.as_ref().is_some_and(|s| s.trinomial);
-        let results: Vec<u64> = if trinomial {
-            vec![row.wdl[2].max(0) as u64, row.wdl[1].max(0) as u64, row.wdl[0].max(0) as u64]
-        } else {
-            row.pentanomial.iter().map(|&c| c.max(0) as u64).collect()
-        };
-        sprt.state(&results).ok()
+        if trinomial { sprt.state(&[wdl[2], wdl[1], wdl[0]]) } else { sprt.state(penta) }.ok()
     }
+
+    /// The test's course: its SPRT and Elo after every stretch of `pairs`, which are
+    /// (time counted, the new engine's half points in each game) in the order they
+    /// counted; at most `HISTORY_POINTS` points, evenly spaced, the last one now.
+    pub fn history(&self, pairs: &[(i64, [i64; 2])]) -> v1::JobHistory {
+        let (mut wdl, mut penta) = ([0u64; 3], [0u64; 5]);
+        let stride = pairs.len().div_ceil(HISTORY_POINTS).max(1);
+        let mut points = Vec::with_capacity(pairs.len().min(HISTORY_POINTS));
+        for (index, (time_ms, half_points)) in pairs.iter().enumerate() {
+            add_points(&mut wdl, &mut penta, *half_points);
+            let counted = index + 1;
+            if counted % stride != 0 && counted != pairs.len() {
+                continue;
+            }
+            let llr = self.sprt_state_of(&wdl, &penta).map_or(0.0, |s| s.llr);
+            let elo = elo_estimate(&penta).ok();
+            points.push(v1::HistoryPoint {
+                time_ms: *time_ms,
+                pairs: counted as u64,
+                llr,
+                elo: elo.as_ref().map_or(0.0, |e| e.elo),
+                elo_low: elo.as_ref().map_or(0.0, |e| e.low),
+                elo_high: elo.as_ref().map_or(0.0, |e| e.high),
+            });
+        }
+        let bounds = self.sprt.as_ref().and_then(|s| s.state(&[0; 5]).ok());
+        v1::JobHistory {
+            points,
+            lower: bounds.as_ref().map_or(0.0, |b| b.lower),
+            upper: bounds.as_ref().map_or(0.0, |b| b.upper),
+        }
+    }
+}
+
+/// The most points of a test's history: enough for a chart's width.
+pub const HISTORY_POINTS: usize = 400;
+
+/// Adds a pair's half points (new engine, per game) to W/D/L and pentanomial counts.
+pub fn add_points(wdl: &mut [u64; 3], penta: &mut [u64; 5], points: [i64; 2]) {
+    for p in points {
+        wdl[(2 - p.clamp(0, 2)) as usize] += 1;
+    }
+    penta[(points[0] + points[1]).clamp(0, 4) as usize] += 1;
+}
+
+/// Whether a job's view passes a list request's filters.
+pub fn listed(job: &v1::Job, request: &v1::ListJobsRequest) -> bool {
+    let lower = |text: &str| text.to_lowercase();
+    let search = lower(&request.search);
+    let bounds = job.sprt_spec.as_ref().map(|s| (s.elo0, s.elo1));
+    (!request.active_only || job.state == "running")
+        && (request.state.is_empty() || job.state == request.state)
+        && (request.kind.is_empty() || job.kind == request.kind)
+        && (search.is_empty()
+            || lower(&job.description).contains(&search)
+            || lower(&job.summary).contains(&search)
+            || job.job_id.to_string() == search)
+        && (request.time_control.is_empty() || job.time_control == request.time_control)
+        && (request.engine.is_empty() || job.new_engine == request.engine || job.base_engine == request.engine)
+        && request.elo0.is_none_or(|elo0| bounds.is_some_and(|b| b.0 == elo0))
+        && request.elo1.is_none_or(|elo1| bounds.is_some_and(|b| b.1 == elo1))
+}
+
+/// The Elo estimate of results (pentanomial, or losses, draws, wins), if there are any.
+pub fn elo_state(results: &[u64], draw_ratio: f64) -> Option<v1::EloState> {
+    if results.iter().sum::<u64>() == 0 {
+        return None;
+    }
+    elo_estimate(results).ok().map(|e| v1::EloState {
+        elo: e.elo,
+        low: e.low,
+        high: e.high,
+        los: e.los,
+        nelo: e.nelo,
+        draw_ratio,
+    })
 }
 
 /// The public view of a job.
 pub fn job_view(row: &JobRow, spec: &JobSpec, active_leases: u32) -> v1::Job {
+    let request = match spec {
+        JobSpec::Match(job) => Some(&job.request),
+        JobSpec::SelfPlay(_) => None,
+    };
     let penta: Vec<u64> = row.pentanomial.iter().map(|&c| c.max(0) as u64).collect();
     let wdl = row.wdl.map(|c| c.max(0) as u64);
     let games = wdl.iter().sum::<u64>();
@@ -290,14 +370,7 @@ pub fn job_view(row: &JobRow, spec: &JobSpec, active_leases: u32) -> v1::Job {
         }
         JobSpec::SelfPlay(_) => None,
     };
-    let elo = if penta.iter().sum::<u64>() > 0 { elo_estimate(&penta).ok() } else { None }.map(|e| v1::EloState {
-        elo: e.elo,
-        low: e.low,
-        high: e.high,
-        los: e.los,
-        nelo: e.nelo,
-        draw_ratio: wdl[1] as f64 / games.max(1) as f64,
-    });
+    let elo = elo_state(&penta, wdl[1] as f64 / games.max(1) as f64);
     v1::Job {
         job_id: row.id as u64,
         kind: row.kind.clone(),
@@ -314,7 +387,26 @@ pub fn job_view(row: &JobRow, spec: &JobSpec, active_leases: u32) -> v1::Job {
         active_leases,
         positions: row.positions.max(0) as u64,
         summary: spec.summary(),
+        time_control: request.map_or(String::new(), |r| r.time_control.clone()),
+        rules: match spec {
+            JobSpec::Match(job) => job.rules.name().to_owned(),
+            JobSpec::SelfPlay(_) => String::new(),
+        },
+        variant: match spec {
+            JobSpec::Match(job) => job.variant.name().to_owned(),
+            JobSpec::SelfPlay(r) => {
+                self_play_variant(&r.spec.clone().unwrap_or_default()).unwrap_or_default().name().to_owned()
+            }
+        },
+        new_engine: engine_name(request.and_then(|r| r.new_engine.as_ref())),
+        base_engine: engine_name(request.and_then(|r| r.base_engine.as_ref())),
+        sprt_spec: request.and_then(|r| r.sprt.clone()),
+        created_ms: row.created_ms,
     }
+}
+
+fn engine_name(engine: Option<&v1::EngineSpec>) -> String {
+    engine.map_or(String::new(), |e| e.name.clone())
 }
 
 #[cfg(test)]

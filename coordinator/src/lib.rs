@@ -9,8 +9,10 @@
 //! loop, and [`server`] puts them together.
 
 pub mod artifacts;
+pub mod http;
 pub mod jobs;
 pub mod listener;
+pub mod metrics;
 pub mod nets;
 pub mod replay;
 pub mod scheduler;

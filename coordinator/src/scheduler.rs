@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use xq_proto::v1;
 
-use crate::jobs::{JobSpec, job_view};
+use crate::jobs::{JobSpec, add_points, job_view, listed};
+use crate::metrics::{KindLabel, Metrics};
 use crate::storage::{Change, JobRow, LeaseRow, Snapshot, TokenRow, UnitRow, WorkerRow, now_ms};
 use crate::tokens::{Principal, new_token, token_hash};
 use crate::writer::{WriteError, Writer};
@@ -83,6 +84,8 @@ struct JobState {
     requeue: BTreeSet<u64>,
     active_leases: u32,
     changes: watch::Sender<u64>,
+    /// The scheduler's signal that some job changed (the dashboard's live lists).
+    any_change: Arc<watch::Sender<u64>>,
 }
 
 impl JobState {
@@ -103,6 +106,7 @@ impl JobState {
 
     fn notify(&self) {
         self.changes.send_modify(|version| *version += 1);
+        self.any_change.send_modify(|version| *version += 1);
     }
 }
 
@@ -156,6 +160,8 @@ pub struct Scheduler {
     state: Mutex<State>,
     writer: Writer,
     pub config: SchedulerConfig,
+    any_change: Arc<watch::Sender<u64>>,
+    metrics: Arc<Metrics>,
 }
 
 fn decode_capabilities(text: &str) -> v1::Capabilities {
@@ -166,7 +172,13 @@ fn decode_capabilities(text: &str) -> v1::Capabilities {
 impl Scheduler {
     /// Rebuilds the state from a snapshot. Leases active at the last stop get a fresh
     /// deadline: their workers may still be playing them.
-    pub fn new(snapshot: Snapshot, specs: HashMap<i64, JobSpec>, writer: Writer, config: SchedulerConfig) -> Self {
+    pub fn new(
+        snapshot: Snapshot,
+        specs: HashMap<i64, JobSpec>,
+        writer: Writer,
+        config: SchedulerConfig,
+        metrics: Arc<Metrics>,
+    ) -> Self {
         let mut state = State::default();
         for token in snapshot.tokens {
             let principal = match token.worker_id {
@@ -181,6 +193,7 @@ impl Scheduler {
             state.workers.insert(row.id as u64, WorkerState { row, capabilities, leases: BTreeSet::new() });
         }
         let mut specs = specs;
+        let any_change = Arc::new(watch::channel(0).0);
         for row in snapshot.jobs {
             state.next_job = state.next_job.max(row.id as u64);
             let Some(spec) = specs.remove(&row.id) else { continue };
@@ -188,7 +201,15 @@ impl Scheduler {
             let (changes, _) = watch::channel(0);
             state.jobs.insert(
                 row.id as u64,
-                JobState { row, spec: Arc::new(spec), done, requeue: BTreeSet::new(), active_leases: 0, changes },
+                JobState {
+                    row,
+                    spec: Arc::new(spec),
+                    done,
+                    requeue: BTreeSet::new(),
+                    active_leases: 0,
+                    changes,
+                    any_change: any_change.clone(),
+                },
             );
         }
         state.next_lease = snapshot.max_lease_id as u64;
@@ -230,7 +251,7 @@ impl Scheduler {
                 .filter(|u| !job.done.contains(u) && !in_flight.is_some_and(|set| set.contains(u)))
                 .collect();
         }
-        Scheduler { state: Mutex::new(state), writer, config }
+        Scheduler { state: Mutex::new(state), writer, config, any_change, metrics }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -368,8 +389,10 @@ impl Scheduler {
                 requeue: BTreeSet::new(),
                 active_leases: 0,
                 changes,
+                any_change: self.any_change.clone(),
             },
         );
+        self.any_change.send_modify(|version| *version += 1);
         Ok(view)
     }
 
@@ -379,16 +402,19 @@ impl Scheduler {
         state.jobs.get(&id).map(|j| job_view(&j.row, &j.spec, j.active_leases))
     }
 
-    /// Jobs, newest first.
-    pub fn jobs(&self, active_only: bool, limit: usize) -> Vec<v1::Job> {
+    /// The jobs that pass `request`'s filters, newest first, at most its limit (0:
+    /// 100, at most 10,000).
+    pub fn jobs(&self, request: &v1::ListJobsRequest) -> Vec<v1::Job> {
+        let limit = if request.limit == 0 { 100 } else { request.limit.min(10_000) } as usize;
         let state = self.lock();
         state
             .jobs
             .values()
             .rev()
-            .filter(|j| !active_only || j.row.state == "running")
-            .take(limit)
+            .filter(|j| !request.active_only || j.row.state == "running")
             .map(|j| job_view(&j.row, &j.spec, j.active_leases))
+            .filter(|view| listed(view, request))
+            .take(limit)
             .collect()
     }
 
@@ -400,6 +426,40 @@ impl Scheduler {
     /// Whether a job's unit is stored and counted.
     pub fn unit_done(&self, id: u64, unit: u64) -> bool {
         self.lock().jobs.get(&id).is_some_and(|j| j.done.contains(&unit))
+    }
+
+    /// Sets the metrics read off the state: jobs running by kind, workers online (heard
+    /// from within a lease's lifetime) and known, leases in flight.
+    pub fn refresh_gauges(&self) {
+        let state = self.lock();
+        for kind in ["sprt", "games", "selfplay"] {
+            let running = state.jobs.values().filter(|j| j.row.kind == kind && j.row.state == "running").count();
+            self.metrics.jobs_running.get_or_create(&KindLabel { kind: kind.to_owned() }).set(running as i64);
+        }
+        let recent = now_ms() - self.config.lease_ttl.as_millis() as i64;
+        let online = state.workers.values().filter(|w| w.row.last_seen_ms >= recent).count();
+        self.metrics.workers_online.set(online as i64);
+        self.metrics.workers_known.set(state.workers.len() as i64);
+        self.metrics.leases_active.set(state.leases.values().filter(|l| l.active).count() as i64);
+    }
+
+    /// A receiver that changes whenever any job does.
+    pub fn watch_all(&self) -> watch::Receiver<u64> {
+        self.any_change.subscribe()
+    }
+
+    /// The jobs that changed since `seen` (each job's version when last looked at),
+    /// which is brought up to date; a job `seen` does not hold counts as changed.
+    pub fn changed_jobs(&self, seen: &mut HashMap<u64, u64>) -> Vec<v1::Job> {
+        let state = self.lock();
+        let mut changed = Vec::new();
+        for (id, job) in &state.jobs {
+            let version = *job.changes.borrow();
+            if seen.insert(*id, version) != Some(version) {
+                changed.push(job_view(&job.row, &job.spec, job.active_leases));
+            }
+        }
+        changed
     }
 
     /// A receiver that changes whenever the job does.
@@ -594,6 +654,7 @@ impl Scheduler {
             self.close_lease(lease.lease_id, false);
             return Err(error.into());
         }
+        self.metrics.leases_issued.inc();
         Ok(Some(lease))
     }
 
@@ -630,6 +691,7 @@ impl Scheduler {
         for id in expired {
             if self.close_lease(id, true) {
                 count += 1;
+                self.metrics.leases_expired.inc();
                 self.writer.write(Change::LeaseState { id: id as i64, state: "expired".to_owned() }).await?;
             }
         }
@@ -730,7 +792,9 @@ impl Scheduler {
                 job.row.units_done += 1;
                 if selfplay {
                     job.row.positions += row.records;
+                    self.metrics.positions.inc_by(row.records.max(0) as u64);
                 } else {
+                    self.metrics.games.inc_by(2);
                     let (mut wdl, mut penta) = ([0u64; 3], [0u64; 5]);
                     add_points(&mut wdl, &mut penta, row.points);
                     for (total, add) in job.row.wdl.iter_mut().zip(wdl) {
@@ -767,14 +831,6 @@ impl Scheduler {
         }
         Ok(stop)
     }
-}
-
-/// Adds a pair's half points (new engine, per game) to W/D/L and pentanomial counts.
-pub fn add_points(wdl: &mut [u64; 3], penta: &mut [u64; 5], points: [i64; 2]) {
-    for p in points {
-        wdl[(2 - p.clamp(0, 2)) as usize] += 1;
-    }
-    penta[(points[0] + points[1]).clamp(0, 4) as usize] += 1;
 }
 
 impl Scheduler {

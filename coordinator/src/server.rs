@@ -7,14 +7,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
+use tonic::service::Routes;
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 use xq_proto::MAX_MESSAGE_BYTES;
 use xq_proto::v1::client_server::ClientServer;
 use xq_proto::v1::worker_server::WorkerServer;
 
 use crate::artifacts::ArtifactStore;
+use crate::http::{self, ReadAccess};
 use crate::jobs::JobSpec;
 use crate::listener::{AcceptStats, ConnectionCaps, capped_incoming};
+use crate::metrics::Metrics;
 use crate::nets::Nets;
 use crate::scheduler::{Scheduler, SchedulerConfig};
 use crate::service::{ClientApi, Shared, WorkerApi, authenticate, load_openings};
@@ -28,6 +32,8 @@ pub const CLIENT_TOKEN_FILE: &str = "client-token";
 pub struct Coordinator {
     pub shared: Shared,
     pub accept_stats: Arc<AcceptStats>,
+    /// Who may read the dashboard (open by default).
+    pub dashboard_read: ReadAccess,
 }
 
 impl Coordinator {
@@ -40,7 +46,8 @@ impl Coordinator {
         let storage = Storage::open(&url).await?;
         let artifacts = ArtifactStore::open(&data_dir.join("artifacts"))?;
         let mut snapshot = storage.load().await?;
-        let writer = Writer::start(&storage, data_dir.join("games")).await?;
+        let metrics = Arc::new(Metrics::default());
+        let writer = Writer::start(&storage, data_dir.join("games"), metrics.clone()).await?;
         // Specs first without books; books need the shared state to be read.
         let mut specs = HashMap::new();
         for row in &snapshot.jobs {
@@ -52,11 +59,18 @@ impl Coordinator {
             }
         }
         let partial = Shared {
-            scheduler: Arc::new(Scheduler::new(Default::default(), HashMap::new(), writer.clone(), config.clone())),
+            scheduler: Arc::new(Scheduler::new(
+                Default::default(),
+                HashMap::new(),
+                writer.clone(),
+                config.clone(),
+                metrics.clone(),
+            )),
             nets: Arc::new(Nets::new(Vec::new(), writer.clone())),
             storage: storage.clone(),
             artifacts: artifacts.clone(),
             data_dir: data_dir.to_owned(),
+            metrics: metrics.clone(),
         };
         for spec in specs.values_mut() {
             if let JobSpec::Match(job) = spec
@@ -67,13 +81,13 @@ impl Coordinator {
             }
         }
         let nets = Arc::new(Nets::new(std::mem::take(&mut snapshot.nets), writer.clone()));
-        let scheduler = Arc::new(Scheduler::new(snapshot, specs, writer, config));
+        let scheduler = Arc::new(Scheduler::new(snapshot, specs, writer, config, metrics.clone()));
         if !scheduler.has_client_token() {
             let token = scheduler.create_client_token().await?;
             write_secret(&data_dir.join(CLIENT_TOKEN_FILE), &token)?;
         }
-        let shared = Shared { scheduler, nets, storage, artifacts, data_dir: data_dir.to_owned() };
-        Ok(Coordinator { shared, accept_stats: Arc::new(AcceptStats::default()) })
+        let shared = Shared { scheduler, nets, storage, artifacts, data_dir: data_dir.to_owned(), metrics };
+        Ok(Coordinator { shared, accept_stats: Arc::new(AcceptStats::default()), dashboard_read: ReadAccess::Open })
     }
 
     /// Serves until `shutdown` completes. `tls` is (certificate PEM, key PEM).
@@ -96,30 +110,27 @@ impl Coordinator {
                 }
             }
         });
-        let auth = authenticate(self.shared.scheduler.clone());
-        let worker = WorkerServer::with_interceptor(WorkerApi(self.shared.clone()), auth.clone());
-        let client = ClientServer::with_interceptor(ClientApi(self.shared.clone()), auth);
-        let mut builder = Server::builder().http2_keepalive_interval(Some(Duration::from_secs(30)));
+        let grpc = Routes::new(InterceptedService::new(
+            WorkerServer::new(WorkerApi(self.shared.clone()))
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+            authenticate(self.shared.scheduler.clone()),
+        ))
+        .add_service(InterceptedService::new(
+            ClientServer::new(ClientApi(self.shared.clone()))
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+            authenticate(self.shared.scheduler.clone()),
+        ));
+        let dashboard = http::routes(self.shared.clone(), self.dashboard_read);
+        let router = http::with_grpc(dashboard, grpc, &self.shared);
+        // HTTP/1.1 for browsers and Prometheus beside gRPC's HTTP/2.
+        let mut builder = Server::builder().accept_http1(true).http2_keepalive_interval(Some(Duration::from_secs(30)));
         if let Some((cert, key)) = tls {
             builder = builder.tls_config(ServerTlsConfig::new().identity(Identity::from_pem(cert, key)))?;
         }
         let incoming = capped_incoming(listener, caps, self.accept_stats.clone());
-        let result = builder
-            .add_service(tonic::service::interceptor::InterceptedService::new(
-                WorkerServer::new(WorkerApi(self.shared.clone()))
-                    .max_decoding_message_size(MAX_MESSAGE_BYTES)
-                    .max_encoding_message_size(MAX_MESSAGE_BYTES),
-                authenticate(self.shared.scheduler.clone()),
-            ))
-            .add_service(tonic::service::interceptor::InterceptedService::new(
-                ClientServer::new(ClientApi(self.shared.clone()))
-                    .max_decoding_message_size(MAX_MESSAGE_BYTES)
-                    .max_encoding_message_size(MAX_MESSAGE_BYTES),
-                authenticate(self.shared.scheduler.clone()),
-            ))
-            .serve_with_incoming_shutdown(incoming, shutdown)
-            .await;
-        drop((worker, client));
+        let result = builder.add_routes(Routes::from(router)).serve_with_incoming_shutdown(incoming, shutdown).await;
         sweeper.abort();
         Ok(result?)
     }

@@ -13,14 +13,18 @@ use xq_engine::book::Book;
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::data::check_chunk;
 use xq_engine::xiangqi::nnue::Network;
+use xq_engine::xiangqi::pgn::parse_pgn;
+use xq_engine::xiangqi::rules::RuleSet;
+use xq_engine::xiangqi::rules::judge::{JudgeRequest, judge};
 use xq_proto::v1;
 use xq_proto::{ARTIFACT_PIECE_BYTES, MAX_MESSAGE_BYTES, self_play_plies, self_play_unit_records};
 
 use crate::artifacts::{ArtifactStore, check_hash};
-use crate::jobs::{DEFAULT_SPRT_PAIRS, JobSpec, check_self_play, check_test, self_play_variant};
+use crate::jobs::{DEFAULT_SPRT_PAIRS, JobSpec, add_points, check_self_play, check_test, self_play_variant};
+use crate::metrics::Metrics;
 use crate::nets::Nets;
 use crate::replay::{PairContext, check_pair};
-use crate::scheduler::{ScheduleError, Scheduler, add_points};
+use crate::scheduler::{ScheduleError, Scheduler};
 use crate::storage::{Storage, UnitRow};
 use crate::tokens::{Principal, bearer};
 
@@ -47,6 +51,7 @@ pub struct Shared {
     pub storage: Storage,
     pub artifacts: ArtifactStore,
     pub data_dir: PathBuf,
+    pub metrics: Arc<Metrics>,
 }
 
 /// Checks the bearer token and records who sent the request.
@@ -431,9 +436,7 @@ impl v1::client_server::Client for ClientApi {
 
     async fn list_jobs(&self, request: Request<v1::ListJobsRequest>) -> Result<Response<v1::ListJobsReply>, Status> {
         client_of(&request)?;
-        let request = request.into_inner();
-        let limit = if request.limit == 0 { 100 } else { request.limit.min(10_000) } as usize;
-        Ok(Response::new(v1::ListJobsReply { jobs: self.0.scheduler.jobs(request.active_only, limit) }))
+        Ok(Response::new(v1::ListJobsReply { jobs: self.0.scheduler.jobs(request.get_ref()) }))
     }
 
     async fn get_job(&self, request: Request<v1::JobId>) -> Result<Response<v1::Job>, Status> {
@@ -478,6 +481,22 @@ impl v1::client_server::Client for ClientApi {
         Ok(Response::new(Box::pin(ReceiverStream::new(receiver))))
     }
 
+    async fn get_job_history(&self, request: Request<v1::JobId>) -> Result<Response<v1::JobHistory>, Status> {
+        client_of(&request)?;
+        Ok(Response::new(self.0.job_history(request.into_inner().job_id).await?))
+    }
+
+    async fn list_pairs(&self, request: Request<v1::ListPairsRequest>) -> Result<Response<v1::ListPairsReply>, Status> {
+        client_of(&request)?;
+        Ok(Response::new(self.0.pairs(request.get_ref()).await?))
+    }
+
+    async fn get_pair(&self, request: Request<v1::PairId>) -> Result<Response<v1::JudgedPair>, Status> {
+        client_of(&request)?;
+        let pair = request.into_inner();
+        Ok(Response::new(self.0.judged_pair(pair.job_id, pair.unit).await?))
+    }
+
     async fn list_workers(
         &self,
         request: Request<v1::ListWorkersRequest>,
@@ -505,6 +524,7 @@ impl v1::client_server::Client for ClientApi {
         client_of(&request)?;
         let id = request.into_inner().job_id;
         let stream = self
+            .0
             .unit_bytes(id, false)?
             .map(|r| r.map(|(_, bytes)| v1::PgnBatch { pgn: String::from_utf8_lossy(&bytes).into_owned() }));
         Ok(Response::new(Box::pin(stream)))
@@ -518,7 +538,7 @@ impl v1::client_server::Client for ClientApi {
     ) -> Result<Response<Self::StreamTrainingDataStream>, Status> {
         client_of(&request)?;
         let id = request.into_inner().job_id;
-        let stream = self.unit_bytes(id, true)?.map(|r| r.map(|(unit, chunk)| v1::TrainingChunk { unit, chunk }));
+        let stream = self.0.unit_bytes(id, true)?.map(|r| r.map(|(unit, chunk)| v1::TrainingChunk { unit, chunk }));
         Ok(Response::new(Box::pin(stream)))
     }
 
@@ -545,19 +565,79 @@ impl v1::client_server::Client for ClientApi {
 }
 
 /// A job's stored units: (unit, bytes).
-type UnitStream = ReceiverStream<Result<(u64, Vec<u8>), Status>>;
+pub type UnitStream = ReceiverStream<Result<(u64, Vec<u8>), Status>>;
 
-impl ClientApi {
+/// What the gRPC client API and the dashboard's JSON API both serve, written once.
+impl Shared {
+    /// A test's course (see [`crate::jobs::MatchJob::history`]).
+    pub async fn job_history(&self, id: u64) -> Result<v1::JobHistory, Status> {
+        let spec = self.scheduler.spec(id).ok_or_else(|| Status::not_found(format!("job {id}")))?;
+        let JobSpec::Match(job) = &*spec else {
+            return Err(Status::invalid_argument(format!("job {id} is a self-play job: it has no results")));
+        };
+        let pairs = self.storage.pair_points(id as i64).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        Ok(job.history(&pairs))
+    }
+
+    /// The match `id`, or why it is not one.
+    fn match_job(&self, id: u64) -> Result<Arc<JobSpec>, Status> {
+        let spec = self.scheduler.spec(id).ok_or_else(|| Status::not_found(format!("job {id}")))?;
+        match &*spec {
+            JobSpec::Match(_) => Ok(spec),
+            JobSpec::SelfPlay(_) => {
+                Err(Status::invalid_argument(format!("job {id} is a self-play job: it has no pairs")))
+            }
+        }
+    }
+
+    /// A page of a match's counted pairs.
+    pub async fn pairs(&self, request: &v1::ListPairsRequest) -> Result<v1::ListPairsReply, Status> {
+        self.match_job(request.job_id)?;
+        let limit = if request.limit == 0 { 100 } else { request.limit.min(1_000) };
+        let pairs = self
+            .storage
+            .pairs(request.job_id as i64, request.after, i64::from(limit))
+            .await
+            .map_err(|e| Status::unavailable(e.to_string()))?;
+        Ok(v1::ListPairsReply { pairs })
+    }
+
+    /// One pair's games as stored, each ruled by the judge, as `xq-engine judge` does.
+    pub async fn judged_pair(&self, id: u64, unit: u64) -> Result<v1::JudgedPair, Status> {
+        let spec = self.match_job(id)?;
+        let JobSpec::Match(job) = &*spec else { unreachable!("match_job returns matches") };
+        let stored = self
+            .storage
+            .unit_files(id as i64, unit.checked_sub(1), 1)
+            .await
+            .map_err(|e| Status::unavailable(e.to_string()))?
+            .into_iter()
+            .find(|u| u.unit == unit)
+            .ok_or_else(|| Status::not_found(format!("job {id} has no pair {unit} counted")))?;
+        let bytes = read_slice(self.data_dir.join(&stored.file), stored.offset, stored.length)
+            .await
+            .map_err(|e| Status::unavailable(format!("{}: {e}", stored.file)))?;
+        let pgn = String::from_utf8_lossy(&bytes).into_owned();
+        let rules = job.rules;
+        let text = pgn.clone();
+        // Replaying and classifying every ply is CPU work: off the request runtime.
+        let games = tokio::task::spawn_blocking(move || judge_games(&text, rules))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(|e| Status::data_loss(format!("pair {unit} of job {id} as stored: {e}")))?;
+        Ok(v1::JudgedPair { unit, variant: job.variant.name().to_owned(), rules: rules.name().to_owned(), pgn, games })
+    }
+
     /// Streams the stored bytes of a job's units, in unit order, a page at a time.
-    fn unit_bytes(&self, id: u64, selfplay: bool) -> Result<UnitStream, Status> {
-        let spec = self.0.scheduler.spec(id).ok_or_else(|| Status::not_found(format!("job {id}")))?;
+    pub fn unit_bytes(&self, id: u64, selfplay: bool) -> Result<UnitStream, Status> {
+        let spec = self.scheduler.spec(id).ok_or_else(|| Status::not_found(format!("job {id}")))?;
         if matches!(&*spec, JobSpec::SelfPlay(_)) != selfplay {
             return Err(Status::invalid_argument(format!(
                 "job {id} is {}",
                 if selfplay { "a match" } else { "a self-play job" }
             )));
         }
-        let (storage, data_dir) = (self.0.storage.clone(), self.0.data_dir.clone());
+        let (storage, data_dir) = (self.storage.clone(), self.data_dir.clone());
         let (sender, receiver) = tokio::sync::mpsc::channel(4);
         tokio::spawn(async move {
             let mut after = None;
@@ -583,6 +663,32 @@ impl ClientApi {
             }
         });
         Ok(ReceiverStream::new(receiver))
+    }
+}
+
+/// Each game of `pgn`, ruled by the judge under `rules`.
+fn judge_games(pgn: &str, rules: RuleSet) -> Result<Vec<v1::JudgedGame>, String> {
+    let games = parse_pgn(pgn).map_err(|e| e.to_string())?;
+    games
+        .iter()
+        .map(|game| {
+            let request = JudgeRequest::from_pgn(game, rules);
+            let (judgement, _) = judge(&request).map_err(|e| e.to_string())?;
+            Ok(v1::JudgedGame {
+                tags: game.tags.iter().cloned().collect(),
+                start_fen: request.fen.clone().unwrap_or_else(|| start_fen(request.variant)),
+                moves: request.moves,
+                judgement_json: judgement.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The standard start position of `variant`.
+fn start_fen(variant: Variant) -> String {
+    match variant {
+        Variant::Xiangqi => xq_engine::xiangqi::fen::to_fen(&xq_engine::xiangqi::Position::startpos()),
+        Variant::Xiongqi => xq_engine::xiongqi::fen::to_fen(&xq_engine::xiongqi::Position::startpos()),
     }
 }
 

@@ -10,6 +10,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use sqlx::any::AnyPoolOptions;
 use sqlx::{AnyConnection, AnyPool, Connection, Executor, Row};
 
+use xq_proto::v1;
+
+use crate::jobs::add_points;
+
 /// The database cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
@@ -400,12 +404,52 @@ impl Storage {
         let (mut wdl, mut penta) = ([0u64; 3], [0u64; 5]);
         for row in &rows {
             let points = [row.try_get::<i64, _>("first_points")?, row.try_get::<i64, _>("second_points")?];
-            for p in points {
-                wdl[(2 - p.clamp(0, 2)) as usize] += 1;
-            }
-            penta[(points[0] + points[1]).clamp(0, 4) as usize] += 1;
+            add_points(&mut wdl, &mut penta, points);
         }
         Ok((rows.len() as u64, wdl, penta))
+    }
+
+    /// A page of a match's counted pairs, in unit order, after unit `after`.
+    pub async fn pairs(&self, job: i64, after: Option<u64>, limit: i64) -> Result<Vec<v1::PairSummary>, StorageError> {
+        let rows = sqlx::query(
+            "SELECT unit, worker_id, created_ms, first_points, second_points, reasons FROM units \
+             WHERE job_id = $1 AND unit > $2 ORDER BY unit LIMIT $3",
+        )
+        .bind(job)
+        .bind(after.map_or(-1, |u| u as i64))
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let points = [r.try_get::<i64, _>("first_points")?, r.try_get::<i64, _>("second_points")?];
+                let reasons: String = r.try_get("reasons")?;
+                Ok(v1::PairSummary {
+                    unit: r.try_get::<i64, _>("unit")? as u64,
+                    worker_id: r.try_get::<i64, _>("worker_id")? as u64,
+                    time_ms: r.try_get("created_ms")?,
+                    points: points.iter().map(|&p| p.clamp(0, 2) as u32).collect(),
+                    reasons: reasons.split('|').map(str::to_owned).collect(),
+                })
+            })
+            .collect()
+    }
+
+    /// A match's counted pairs in the order they counted: (when, the new engine's
+    /// half points in each game).
+    pub async fn pair_points(&self, job: i64) -> Result<Vec<(i64, [i64; 2])>, StorageError> {
+        let rows = sqlx::query(
+            "SELECT created_ms, first_points, second_points FROM units WHERE job_id = $1 ORDER BY created_ms, unit",
+        )
+        .bind(job)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let points = [row.try_get::<i64, _>("first_points")?, row.try_get::<i64, _>("second_points")?];
+                Ok((row.try_get::<i64, _>("created_ms")?, points))
+            })
+            .collect()
     }
 
     /// Whether an artifact is indexed.

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
 
+use crate::metrics::Metrics;
 use crate::storage::{Applied, Change, Storage, StorageError, apply_all};
 
 /// The most changes in one transaction.
@@ -64,8 +65,8 @@ pub enum WriteError {
 impl Writer {
     /// Starts the writer on the database of `storage`, with games files under
     /// `games_dir`. It runs until every handle is dropped and the changes sent have
-    /// been stored.
-    pub async fn start(storage: &Storage, games_dir: PathBuf) -> Result<Self, StorageError> {
+    /// been stored. Each transaction's time and size go to `metrics`.
+    pub async fn start(storage: &Storage, games_dir: PathBuf, metrics: Arc<Metrics>) -> Result<Self, StorageError> {
         let (sender, receiver) = mpsc::channel(MAX_BATCH * 4);
         // One batch synced and waiting while the one before it commits.
         let (synced, to_commit) = mpsc::channel(1);
@@ -83,7 +84,7 @@ impl Writer {
                     match storage.reconnect(1).await {
                         Ok(own) => {
                             let _ = connected.send(Ok(()));
-                            commit(own, to_commit).await;
+                            commit(own, to_commit, &metrics).await;
                         }
                         Err(error) => drop(connected.send(Err(error))),
                     }
@@ -198,10 +199,14 @@ fn append_games(
 }
 
 /// The second stage: commits each batch in the order the first stage synced them.
-async fn commit(storage: Storage, mut to_commit: mpsc::Receiver<Batch>) {
+async fn commit(storage: Storage, mut to_commit: mpsc::Receiver<Batch>, metrics: &Metrics) {
     while let Some(mut batch) = to_commit.recv().await {
         let changes: Vec<&Change> = batch.iter().map(|(change, _)| change).collect();
-        match apply_all(&storage, &changes).await {
+        let start = Instant::now();
+        let applied = apply_all(&storage, &changes).await;
+        metrics.commit_seconds.observe(start.elapsed().as_secs_f64());
+        metrics.batch_changes.observe(changes.len() as f64);
+        match applied {
             Ok(results) => {
                 for ((_, reply), applied) in batch.drain(..).zip(results) {
                     let _ = reply.send(Ok(applied));

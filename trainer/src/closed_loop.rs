@@ -343,7 +343,7 @@ fn self_play_label(lineage: &str, generation: u32) -> String {
 /// The newest job labelled `description` that was not stopped: one this loop made
 /// before it was killed and could record it.
 async fn adoptable(client: &mut Client, description: &str) -> Result<Option<v1::Job>, LoopError> {
-    let jobs = client.list_jobs(v1::ListJobsRequest { active_only: false, limit: 10_000 }).await?.into_inner().jobs;
+    let jobs = client.list_jobs(v1::ListJobsRequest { limit: 10_000, ..Default::default() }).await?.into_inner().jobs;
     Ok(jobs.into_iter().find(|j| j.description == description && j.state != "stopped"))
 }
 

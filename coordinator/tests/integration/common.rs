@@ -123,8 +123,17 @@ pub async fn serve_with(backend: Backend, config: SchedulerConfig, caps: impl In
 
 /// Serves a coordinator on an existing data directory and database.
 pub async fn serve_on(data: &Path, url: &str, config: SchedulerConfig, caps: impl Into<ConnectionCaps>) -> Served {
-    let caps = caps.into();
-    let coordinator = std::sync::Arc::new(Coordinator::open(data, Some(url), config).await.unwrap());
+    let coordinator = Coordinator::open(data, Some(url), config).await.unwrap();
+    serve_opened(coordinator, data, caps.into()).await
+}
+
+/// Serves an opened coordinator whose data directory is `data`.
+pub async fn serve_coordinator(coordinator: Coordinator, data: &Path) -> Served {
+    serve_opened(coordinator, data, ConnectionCaps::total(1000)).await
+}
+
+async fn serve_opened(coordinator: Coordinator, data: &Path, caps: ConnectionCaps) -> Served {
+    let coordinator = std::sync::Arc::new(coordinator);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let (shutdown, signal) = tokio::sync::oneshot::channel();

@@ -1,10 +1,14 @@
 //! The coordinator's tests: storage on SQLite and PostgreSQL, the scheduler, the
-//! services under bad input, and whole clusters of real processes with faults.
+//! services under bad input, the dashboard over HTTP, and whole clusters of real
+//! processes with faults.
 
+mod browser;
 mod cli;
 mod cluster;
 mod common;
+mod dashboard;
 mod nets;
+mod prometheus;
 mod scheduler;
 mod security;
 mod storage;

@@ -43,7 +43,7 @@ fn unit(unit: u64, points: [i64; 2]) -> UnitRow {
 async fn open(backend: Backend, dir: &TempDir) -> (Storage, Writer) {
     let url = fresh_database(backend, &dir.0).await;
     let storage = Storage::open(&url).await.unwrap();
-    let writer = Writer::start(&storage, dir.0.join("games")).await.unwrap();
+    let writer = Writer::start(&storage, dir.0.join("games"), Default::default()).await.unwrap();
     (storage, writer)
 }
 

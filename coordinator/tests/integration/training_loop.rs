@@ -39,7 +39,7 @@ async fn nets(admin: &mut Client) -> Vec<v1::Net> {
 
 /// The self-play jobs the loop made for `generation`.
 async fn self_play_jobs(admin: &mut Client, generation: u32) -> Vec<v1::Job> {
-    let jobs = admin.list_jobs(v1::ListJobsRequest { active_only: false, limit: 0 }).await.unwrap().into_inner().jobs;
+    let jobs = admin.list_jobs(v1::ListJobsRequest::default()).await.unwrap().into_inner().jobs;
     let label = format!("lineage tiny generation {generation} self-play");
     jobs.into_iter().filter(|j| j.kind == "selfplay" && j.description == label).collect()
 }

@@ -69,6 +69,10 @@ fn nothing_to_rule_is_a_star() {
     assert!(ok);
     assert_eq!(lines[0]["result"], "*");
     assert!(lines[0]["reason"].is_null());
+    // Each ply carries the position after it (the dashboard's board viewer checks its
+    // replay against these): the cannon to the centre, then the horse out.
+    assert_eq!(lines[0]["plies"][0]["fen"], "rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C2C4/9/RNBAKABNR b - - 1 1");
+    assert_eq!(lines[0]["plies"][1]["fen"], "rnbakab1r/9/1c4nc1/p1p1p1p1p/9/9/P1P1P1P1P/1C2C4/9/RNBAKABNR w - - 2 2");
 }
 
 #[test]

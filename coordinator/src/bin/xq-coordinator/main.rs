@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tokio::net::TcpListener;
+use xq_coordinator::http::ReadAccess;
 use xq_coordinator::listener::ConnectionCaps;
 use xq_coordinator::scheduler::SchedulerConfig;
 use xq_coordinator::server::{CLIENT_TOKEN_FILE, Coordinator, check_transport};
@@ -68,6 +69,10 @@ struct ServeArgs {
     /// for; workers' time controls are scaled by their speed against it. 0: no scaling.
     #[arg(long, default_value_t = 1_000_000)]
     reference_nps: u64,
+    /// The dashboard's pages, JSON API and /metrics only for holders of a client token
+    /// (by default anyone who reaches the port may read them; actions always need one).
+    #[arg(long)]
+    private_dashboard: bool,
 }
 
 /// Request handling allocates many small short-lived buffers (frames, messages, rows)
@@ -107,7 +112,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         ..SchedulerConfig::default()
     };
     check_transport(args.listen, args.tls_cert.is_some(), args.allow_plaintext)?;
-    let coordinator = Coordinator::open(&args.data, args.database.as_deref(), config).await?;
+    let mut coordinator = Coordinator::open(&args.data, args.database.as_deref(), config).await?;
+    if args.private_dashboard {
+        coordinator.dashboard_read = ReadAccess::Token;
+    }
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some((
             std::fs::read(cert).with_context(|| format!("reading {}", cert.display()))?,
@@ -122,6 +130,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     println!("listening on {scheme}://{address}");
     std::io::stdout().flush()?;
     tracing::info!("client token in {}", args.data.join(CLIENT_TOKEN_FILE).display());
+    tracing::info!("dashboard on {scheme}://{address}/, metrics on {scheme}://{address}/metrics");
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -116,6 +116,7 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&data)?;
     let (coordinator, url) = start_coordinator(&data).await?;
     eprintln!("coordinator at {url}, data in {}", data.display());
+    eprintln!("dashboard: {url}/ (the test's live page is {url}/tests/<job>; metrics at {url}/metrics)");
     let connection = Connection {
         coordinator: url.clone(),
         token: None,
@@ -175,7 +176,7 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
         trinomial: false,
     };
     let job = submit(&mut client, &engines, Some(&sprt), 0).await?;
-    eprintln!("job {}: {} with {} workers", job.job_id, job.summary, workers.len());
+    eprintln!("job {}: {} with {} workers; live at {url}/tests/{}", job.job_id, job.summary, workers.len(), job.job_id);
     watch(&mut client, job.job_id).await?;
     let last = client.get_job(v1::JobId { job_id: job.job_id }).await?.into_inner();
     let totals = last.totals.clone().unwrap_or_default();

@@ -287,7 +287,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::List { all } => {
-            let jobs = client.list_jobs(v1::ListJobsRequest { active_only: !all, limit: 100 }).await?.into_inner().jobs;
+            let jobs = client
+                .list_jobs(v1::ListJobsRequest { active_only: !all, limit: 100, ..Default::default() })
+                .await?
+                .into_inner()
+                .jobs;
             for job in jobs {
                 println!("{}", job_line(&job));
             }
@@ -509,19 +513,23 @@ pub async fn watch(client: &mut Client, job: u64) -> anyhow::Result<()> {
         bar.set_style(ProgressStyle::with_template("{bar:30} {elapsed_precise} {msg}").expect("a valid template"));
         bar
     });
-    let mut last = None;
+    let mut last: Option<v1::Job> = None;
     while let Some(state) = stream.message().await? {
         // Progress: an SPRT's LLR between its bounds, else the units done.
         let fraction = match &state.sprt {
             Some(s) => ((s.llr - s.lower) / (s.upper - s.lower)).clamp(0.0, 1.0),
             None => state.units_done as f64 / state.units_total.max(1) as f64,
         };
+        let line = job_line(&state);
         match &bar {
             Some(bar) => {
                 bar.set_position((fraction * 1000.0) as u64);
-                bar.set_message(job_line(&state));
+                bar.set_message(line);
             }
-            None => eprintln!("{}", job_line(&state)),
+            // In a log, a line per change of the results, not per lease given or
+            // returned (the stream sends both).
+            None if last.as_ref().is_none_or(|l| job_line(l) != line) => eprintln!("{line}"),
+            None => {}
         }
         last = Some(state);
     }

@@ -119,8 +119,9 @@ impl JudgeRequest {
 
 /// Rules the game: the cycle its last move closed, if any, whatever the number of
 /// occurrences; otherwise any other ruling it reached (checkmate, stalemate, the
-/// natural move count). Returns the JSON description and what makes the start
-/// position unreachable, if anything.
+/// natural move count). Returns the JSON description (each ply's move, nature, chase
+/// targets and the position after it as FEN) and what makes the start position
+/// unreachable, if anything.
 pub fn judge(request: &JudgeRequest) -> Result<(Value, Vec<PositionError>), JudgeError> {
     if request.variant == Variant::Xiongqi {
         return judge_xiongqi(request).map(|verdict| (verdict, Vec::new()));
@@ -140,9 +141,11 @@ pub fn judge(request: &JudgeRequest) -> Result<(Value, Vec<PositionError>), Judg
             text: text.clone(),
             error,
         })?;
-        plies.push(ply_json(&classify(&before, &ids, mv), &allowed_natures(&before, &ids, mv), mv));
+        let mut ply = ply_json(&classify(&before, &ids, mv), &allowed_natures(&before, &ids, mv), mv);
         ids.apply(mv);
         referee.play(mv).expect("a parsed move is legal");
+        ply["fen"] = json!(fen::to_fen(referee.position()));
+        plies.push(ply);
     }
     let ruling = referee.rule_last_cycle().or(referee.ruling());
     let verdict = json!({
@@ -169,11 +172,15 @@ fn judge_xiongqi(request: &JudgeRequest) -> Result<Value, JudgeError> {
             return Err(JudgeError::AfterTheEnd(index + 1));
         }
         let mover = game.position().side_to_move();
+        let after = |game: &Refereed| xiongqi::fen::to_fen(game.position());
         match game.play_text(text) {
-            Ok(mv) if game.lost_by_repetition() => plies.push(json!({"move": mv.to_string(), "nature": "repetitive"})),
+            Ok(mv) if game.lost_by_repetition() => {
+                plies.push(json!({"move": mv.to_string(), "nature": "repetitive", "fen": after(&game)}))
+            }
             Ok(mv) => {
                 let check = xiongqi::movegen::in_check(game.position(), !mover);
-                plies.push(json!({"move": mv.to_string(), "nature": if check { "check" } else { "idle" }}));
+                let nature = if check { "check" } else { "idle" };
+                plies.push(json!({"move": mv.to_string(), "nature": nature, "fen": after(&game)}));
             }
             Err(error) => return Err(JudgeError::XiongqiMove { ply: index + 1, text: text.clone(), error }),
         }

@@ -1,0 +1,388 @@
+//! The JSON API: the gRPC client API's messages, serialised, from the same code
+//! (scheduler views, [`Shared`]'s history and game streams). Every refusal is a 4xx
+//! with `{"error": "..."}` naming what was wrong.
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use tokio_stream::StreamExt;
+use xq_proto::v1;
+use xq_stats::{Model, Sprt};
+
+use super::{Dashboard, ReadAccess};
+use crate::jobs::elo_state;
+use crate::tokens::{Principal, bearer};
+
+/// A refused request: its HTTP status and what was wrong.
+#[derive(Debug)]
+pub struct ApiError(pub StatusCode, pub String);
+
+impl ApiError {
+    fn bad(message: impl Into<String>) -> Self {
+        ApiError(StatusCode::BAD_REQUEST, message.into())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(serde_json::json!({ "error": self.1 }))).into_response()
+    }
+}
+
+/// The gRPC status codes the shared code answers with, as HTTP statuses.
+impl From<tonic::Status> for ApiError {
+    fn from(status: tonic::Status) -> Self {
+        use tonic::Code;
+        let code = match status.code() {
+            Code::NotFound => StatusCode::NOT_FOUND,
+            Code::InvalidArgument | Code::OutOfRange => StatusCode::BAD_REQUEST,
+            // Stored data the server cannot read back: its fault, said plainly.
+            Code::DataLoss => StatusCode::INTERNAL_SERVER_ERROR,
+            Code::FailedPrecondition | Code::AlreadyExists => StatusCode::CONFLICT,
+            Code::PermissionDenied => StatusCode::FORBIDDEN,
+            Code::Unauthenticated => StatusCode::UNAUTHORIZED,
+            Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Code::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        ApiError(code, status.message().to_owned())
+    }
+}
+
+impl From<crate::scheduler::ScheduleError> for ApiError {
+    fn from(error: crate::scheduler::ScheduleError) -> Self {
+        tonic::Status::from(error).into()
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(rejection: QueryRejection) -> Self {
+        ApiError::bad(format!("the query: {}", rejection.body_text()))
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> Self {
+        ApiError(rejection.status(), format!("the body: {}", rejection.body_text()))
+    }
+}
+
+/// Any path the dashboard does not serve.
+pub async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError(StatusCode::NOT_FOUND, format!("nothing at {}", uri.path()))
+}
+
+/// The client token a request carries: as a bearer token, or (for reads only) in
+/// the pages' cookie.
+fn token(headers: &HeaderMap, cookie_too: bool) -> Option<&str> {
+    let from_header = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer);
+    let from_cookie = || {
+        headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .find_map(|pair| pair.trim().strip_prefix("xq_token="))
+    };
+    from_header.or_else(|| if cookie_too { from_cookie() } else { None })
+}
+
+fn require_client(dashboard: &Dashboard, token: Option<&str>) -> Result<(), ApiError> {
+    let token = token.ok_or_else(|| ApiError(StatusCode::UNAUTHORIZED, "this needs a client token".to_owned()))?;
+    match dashboard.shared.scheduler.authenticate(token) {
+        Some(Principal::Client) => Ok(()),
+        Some(Principal::Worker(_)) => Err(ApiError(StatusCode::FORBIDDEN, "this needs a client token".to_owned())),
+        None => Err(ApiError(StatusCode::UNAUTHORIZED, "unknown token".to_owned())),
+    }
+}
+
+/// Reads are open, or need a client token, as the server was told.
+pub(super) fn may_read(dashboard: &Dashboard, headers: &HeaderMap) -> Result<(), ApiError> {
+    match dashboard.read {
+        ReadAccess::Open => Ok(()),
+        ReadAccess::Token => require_client(dashboard, token(headers, true)),
+    }
+}
+
+/// Actions need a client token in the Authorization header: a cookie would let any
+/// page the user visits act in their name.
+fn may_act(dashboard: &Dashboard, headers: &HeaderMap) -> Result<(), ApiError> {
+    require_client(dashboard, token(headers, false))
+}
+
+fn job_id(text: &str) -> Result<u64, ApiError> {
+    text.parse().map_err(|_| ApiError::bad(format!("job id '{text}' is not a job number")))
+}
+
+/// The jobs list's filters, as query parameters.
+#[derive(Debug, Default, Deserialize)]
+pub struct JobsQuery {
+    state: Option<String>,
+    kind: Option<String>,
+    q: Option<String>,
+    tc: Option<String>,
+    engine: Option<String>,
+    /// "elo0,elo1".
+    bounds: Option<String>,
+    limit: Option<String>,
+}
+
+impl JobsQuery {
+    /// The gRPC list request these filters mean.
+    fn request(self) -> Result<v1::ListJobsRequest, ApiError> {
+        let state = self.state.unwrap_or_default();
+        if !matches!(state.as_str(), "" | "all" | "running" | "finished" | "stopped") {
+            return Err(ApiError::bad(format!("state '{state}': use running, finished, stopped or all")));
+        }
+        let kind = self.kind.unwrap_or_default();
+        if !matches!(kind.as_str(), "" | "all" | "sprt" | "games" | "selfplay") {
+            return Err(ApiError::bad(format!("kind '{kind}': use sprt, games, selfplay or all")));
+        }
+        let limit = match self.limit.as_deref() {
+            None | Some("") => 0,
+            Some(text) => text
+                .parse::<u32>()
+                .ok()
+                .filter(|&n| n <= 10_000)
+                .ok_or_else(|| ApiError::bad(format!("limit '{text}': a number of jobs up to 10000")))?,
+        };
+        let (elo0, elo1) = match self.bounds.as_deref().map(str::trim).filter(|b| !b.is_empty()) {
+            None => (None, None),
+            Some(text) => {
+                let parsed: Option<Vec<f64>> = text.split(',').map(|p| p.trim().parse::<f64>().ok()).collect();
+                match parsed.as_deref() {
+                    Some(&[elo0, elo1]) if elo0.is_finite() && elo1.is_finite() => (Some(elo0), Some(elo1)),
+                    _ => return Err(ApiError::bad(format!("bounds '{text}': two numbers, elo0,elo1"))),
+                }
+            }
+        };
+        let any = |text: String| if text == "all" { String::new() } else { text };
+        Ok(v1::ListJobsRequest {
+            active_only: false,
+            limit,
+            state: any(state),
+            kind: any(kind),
+            search: self.q.unwrap_or_default().trim().to_owned(),
+            time_control: self.tc.unwrap_or_default().trim().to_owned(),
+            engine: self.engine.unwrap_or_default().trim().to_owned(),
+            elo0,
+            elo1,
+        })
+    }
+}
+
+pub async fn list_jobs(
+    State(dashboard): State<Dashboard>,
+    headers: HeaderMap,
+    query: Result<Query<JobsQuery>, QueryRejection>,
+) -> Result<Json<v1::ListJobsReply>, ApiError> {
+    may_read(&dashboard, &headers)?;
+    let request = query?.0.request()?;
+    Ok(Json(v1::ListJobsReply { jobs: dashboard.shared.scheduler.jobs(&request) }))
+}
+
+pub async fn job(
+    State(dashboard): State<Dashboard>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<v1::Job>, ApiError> {
+    may_read(&dashboard, &headers)?;
+    let id = job_id(&id)?;
+    dashboard.shared.scheduler.job(id).map(Json).ok_or_else(|| ApiError(StatusCode::NOT_FOUND, format!("no job {id}")))
+}
+
+pub async fn history(
+    State(dashboard): State<Dashboard>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<v1::JobHistory>, ApiError> {
+    may_read(&dashboard, &headers)?;
+    Ok(Json(dashboard.shared.job_history(job_id(&id)?).await?))
+}
+
+/// A page of pairs: `after` a unit, at most `limit`.
+#[derive(Debug, Deserialize)]
+pub struct PairsQuery {
+    after: Option<String>,
+    limit: Option<String>,
+}
+
+pub async fn pairs(
+    State(dashboard): State<Dashboard>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    query: Result<Query<PairsQuery>, QueryRejection>,
+) -> Result<Json<v1::ListPairsReply>, ApiError> {
+    may_read(&dashboard, &headers)?;
+    let Query(query) = query?;
+    let after = match query.after.as_deref().filter(|a| !a.is_empty()) {
+        None => None,
+        Some(text) => Some(text.parse::<u64>().map_err(|_| ApiError::bad(format!("after '{text}' is not a unit")))?),
+    };
+    let limit = match query.limit.as_deref().filter(|l| !l.is_empty()) {
+        None => 0,
+        Some(text) => text
+            .parse::<u32>()
+            .ok()
+            .filter(|&n| n <= 1_000)
+            .ok_or_else(|| ApiError::bad(format!("limit '{text}': a number of pairs up to 1000")))?,
+    };
+    let request = v1::ListPairsRequest { job_id: job_id(&id)?, after, limit };
+    Ok(Json(dashboard.shared.pairs(&request).await?))
+}
+
+pub async fn pair(
+    State(dashboard): State<Dashboard>,
+    headers: HeaderMap,
+    Path((id, unit)): Path<(String, String)>,
+) -> Result<Json<v1::JudgedPair>, ApiError> {
+    may_read(&dashboard, &headers)?;
+    let unit = unit.parse::<u64>().map_err(|_| ApiError::bad(format!("unit '{unit}' is not a unit number")))?;
+    Ok(Json(dashboard.shared.judged_pair(job_id(&id)?, unit).await?))
+}
+
+/// A match's games as one PGN file, streamed as they are read.
+pub async fn games(
+    State(dashboard): State<Dashboard>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    may_read(&dashboard, &headers)?;
+    let id = job_id(&id)?;
+    let units = dashboard.shared.unit_bytes(id, false)?;
+    let body = Body::from_stream(units.map(|item| item.map(|(_, bytes)| bytes).map_err(std::io::Error::other)));
+    let disposition = format!("attachment; filename=\"job-{id}.pgn\"");
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/x-chess-pgn; charset=utf-8".to_owned()),
+            (header::CONTENT_DISPOSITION, disposition),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+pub async fn stop(
+    State(dashboard): State<Dashboard>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<v1::Job>, ApiError> {
+    may_act(&dashboard, &headers)?;
+    Ok(Json(dashboard.shared.scheduler.end_job(job_id(&id)?, "stopped", "").await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriorityBody {
+    priority: i32,
+}
+
+pub async fn priority(
+    State(dashboard): State<Dashboard>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Result<Json<PriorityBody>, JsonRejection>,
+) -> Result<Json<v1::Job>, ApiError> {
+    may_act(&dashboard, &headers)?;
+    let id = job_id(&id)?;
+    let Json(body) = body?;
+    Ok(Json(dashboard.shared.scheduler.set_priority(id, body.priority).await?))
+}
+
+pub async fn workers(
+    State(dashboard): State<Dashboard>,
+    headers: HeaderMap,
+) -> Result<Json<v1::ListWorkersReply>, ApiError> {
+    may_read(&dashboard, &headers)?;
+    Ok(Json(v1::ListWorkersReply { workers: dashboard.shared.scheduler.workers() }))
+}
+
+/// The SPRT calculator's question: bounds, error rates, model, and the counts.
+#[derive(Debug, Deserialize)]
+pub struct SprtQuery {
+    elo0: Option<String>,
+    elo1: Option<String>,
+    alpha: Option<String>,
+    beta: Option<String>,
+    model: Option<String>,
+    /// Five pair counts, "a,b,c,d,e" (0 to 2 points).
+    penta: Option<String>,
+    /// Three game counts, "losses,draws,wins".
+    trinomial: Option<String>,
+}
+
+/// The SPRT calculator's answer.
+#[derive(Debug, serde::Serialize)]
+pub struct SprtAnswer {
+    pub llr: f64,
+    pub lower: f64,
+    pub upper: f64,
+    pub elo: Option<v1::EloState>,
+}
+
+fn number(name: &str, text: Option<&str>, default: f64) -> Result<f64, ApiError> {
+    match text.map(str::trim).filter(|t| !t.is_empty()) {
+        None => Ok(default),
+        Some(text) => text
+            .parse::<f64>()
+            .ok()
+            .filter(|n| n.is_finite())
+            .ok_or_else(|| ApiError::bad(format!("{name} '{text}' is not a number"))),
+    }
+}
+
+fn counts(name: &str, text: &str, expected: usize) -> Result<Vec<u64>, ApiError> {
+    let counts: Option<Vec<u64>> = text.split(',').map(|c| c.trim().parse::<u64>().ok()).collect();
+    let counts = counts
+        .filter(|c| c.len() == expected)
+        .ok_or_else(|| ApiError::bad(format!("{name} '{text}': {expected} whole numbers, comma-separated")))?;
+    if counts.iter().try_fold(0u64, |sum, &c| sum.checked_add(c)).is_none_or(|sum| sum > 1 << 48) {
+        return Err(ApiError::bad(format!("{name}: too many games")));
+    }
+    Ok(counts)
+}
+
+pub async fn sprt(
+    State(dashboard): State<Dashboard>,
+    headers: HeaderMap,
+    query: Result<Query<SprtQuery>, QueryRejection>,
+) -> Result<Json<SprtAnswer>, ApiError> {
+    may_read(&dashboard, &headers)?;
+    let Query(query) = query?;
+    let model = match query.model.as_deref().unwrap_or("normalized") {
+        "normalized" | "" => Model::Normalized,
+        "logistic" => Model::Logistic,
+        other => return Err(ApiError::bad(format!("model '{other}': use normalized or logistic"))),
+    };
+    let sprt = Sprt::new(
+        number("elo0", query.elo0.as_deref(), 0.0)?,
+        number("elo1", query.elo1.as_deref(), 2.0)?,
+        number("alpha", query.alpha.as_deref(), 0.05)?,
+        number("beta", query.beta.as_deref(), 0.05)?,
+        model,
+    )
+    .map_err(|e| ApiError::bad(e.to_string()))?;
+    let results = match (&query.penta, &query.trinomial) {
+        (Some(penta), None) => counts("penta", penta, 5)?,
+        (None, Some(trinomial)) => counts("trinomial", trinomial, 3)?,
+        _ => return Err(ApiError::bad("give either penta (5 pair counts) or trinomial (losses,draws,wins)")),
+    };
+    let state = sprt.state(&results).map_err(|e| ApiError::bad(e.to_string()))?;
+    // Draws are known from game counts only; a pair's half points may be two draws or a win and a loss.
+    let draw_ratio =
+        if results.len() == 3 { results[1] as f64 / results.iter().sum::<u64>().max(1) as f64 } else { 0.0 };
+    let elo = elo_state(&results, draw_ratio);
+    Ok(Json(SprtAnswer { llr: state.llr, lower: state.lower, upper: state.upper, elo }))
+}
+
+/// Prometheus' scrape, with the gauges read off the scheduler first.
+pub async fn metrics(State(dashboard): State<Dashboard>, headers: HeaderMap) -> Result<Response, ApiError> {
+    may_read(&dashboard, &headers)?;
+    dashboard.shared.scheduler.refresh_gauges();
+    let text = dashboard.shared.metrics.encode();
+    Ok(([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text).into_response())
+}

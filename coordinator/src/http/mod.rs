@@ -1,0 +1,108 @@
+//! The dashboard: web pages, the JSON API behind them, their live stream and the
+//! Prometheus metrics, served by axum on the gRPC port.
+//!
+//! One port, not two: the dashboard shares the gRPC services' TLS, connection caps and
+//! address, so that an operator configures, secures and firewalls one endpoint, and
+//! `xq local` has one address to print. Requests tell themselves apart by path (gRPC's
+//! are `/xq.v1.Worker/...` and `/xq.v1.Client/...`), so the two cost each other nothing.
+//!
+//! Layout: [`api`] answers the JSON API from the same code as the gRPC client API
+//! (the same messages, serialised); [`live`] fans job changes out to the pages'
+//! server-sent event streams; [`assets`] holds the pages, built into the binary.
+
+pub mod api;
+mod assets;
+mod live;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use axum::routing::{get, post};
+
+use crate::service::Shared;
+
+pub use api::ApiError;
+
+/// Who may read the dashboard.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReadAccess {
+    /// Anyone who reaches the port (the pages and API hold no secrets).
+    #[default]
+    Open,
+    /// Only holders of a client token, sent as a bearer token or in the `xq_token`
+    /// cookie that the pages set. Actions always need the bearer token.
+    Token,
+}
+
+/// What every handler sees.
+#[derive(Clone)]
+pub struct Dashboard {
+    pub shared: Shared,
+    pub read: ReadAccess,
+    live: live::Live,
+}
+
+/// The dashboard's routes, with `/metrics`; requests are timed into the metrics.
+pub fn routes(shared: Shared, read: ReadAccess) -> Router {
+    let live = live::Live::start(shared.scheduler.clone());
+    let state = Dashboard { shared, read, live };
+    Router::new()
+        .route("/", get(assets::page))
+        .route("/tests/{id}", get(assets::page))
+        .route("/tests/{id}/pairs/{unit}", get(assets::page))
+        .route("/workers", get(assets::page))
+        .route("/sprt", get(assets::page))
+        .route("/assets/{name}", get(assets::asset))
+        .route("/api/v1/jobs", get(api::list_jobs))
+        .route("/api/v1/jobs/{id}", get(api::job))
+        .route("/api/v1/jobs/{id}/history", get(api::history))
+        .route("/api/v1/jobs/{id}/games.pgn", get(api::games))
+        .route("/api/v1/jobs/{id}/pairs", get(api::pairs))
+        .route("/api/v1/jobs/{id}/pairs/{unit}", get(api::pair))
+        .route("/api/v1/jobs/{id}/stop", post(api::stop))
+        .route("/api/v1/jobs/{id}/priority", post(api::priority))
+        .route("/api/v1/workers", get(api::workers))
+        .route("/api/v1/sprt", get(api::sprt))
+        .route("/api/v1/events", get(live::events))
+        .route("/metrics", get(api::metrics))
+        .with_state(state)
+}
+
+/// Puts the dashboard and the gRPC services into one router: unknown paths get a
+/// 404 that says so (tonic's own fallback would answer a browser with a gRPC status),
+/// and every request, gRPC or HTTP, is timed into the metrics.
+pub fn with_grpc(dashboard: Router, grpc: tonic::service::Routes, shared: &Shared) -> Router {
+    grpc.into_axum_router()
+        .merge(dashboard)
+        .fallback(api::not_found)
+        .layer(axum::middleware::from_fn_with_state(shared.metrics.clone(), observe))
+}
+
+/// Times a request into the metrics under its gRPC method or HTTP route, and counts
+/// it as refused when it fails: by its gRPC status (sent in the headers of an error
+/// reply) or its HTTP status.
+async fn observe(State(metrics): State<Arc<crate::metrics::Metrics>>, request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    let method = if path.starts_with("/xq.v1.") {
+        path.to_owned()
+    } else {
+        request.extensions().get::<MatchedPath>().map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned())
+    };
+    let start = Instant::now();
+    let response = next.run(request).await;
+    let grpc_status = response.headers().get("grpc-status").and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
+    let refusal = match grpc_status {
+        Some(0) => None,
+        Some(code) => Some(format!("{:?}", tonic::Code::from_i32(code))),
+        None if response.status().is_client_error() || response.status().is_server_error() => {
+            Some(response.status().as_u16().to_string())
+        }
+        None => None,
+    };
+    metrics.observe(&method, start.elapsed(), refusal.as_deref());
+    response
+}

@@ -1,0 +1,239 @@
+//! The dashboard in a real browser: Debian's headless Chromium, driven over WebDriver
+//! by chromedriver. A running test appears on the list, its LLR moves on its page as
+//! pairs are reported (without a reload), a stopped test shows stopped, and all of it
+//! fits a phone's width. Screenshots go to `$CARGO_TARGET_TMPDIR/dashboard/`.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+use fantoccini::key::Key;
+use fantoccini::{Client as Browser, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
+use serde_json::json;
+use xq_coordinator::scheduler::SchedulerConfig;
+use xq_proto::v1;
+
+use crate::common::*;
+use crate::dashboard::{report, running_test};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+/// A chromedriver and a headless Chromium session, ended at drop.
+struct Session {
+    browser: Browser,
+    _driver: tokio::process::Child,
+    _profile: TempDir,
+}
+
+async fn session(width: u32, height: u32) -> Session {
+    for binary in [CHROMIUM, CHROMEDRIVER] {
+        assert!(Path::new(binary).exists(), "{binary} is missing: scripts/setup installs chromium and chromium-driver");
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let driver = tokio::process::Command::new(CHROMEDRIVER)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let profile = TempDir::new("chromium-profile");
+    // Flags as the machine's notes give them: without the background-networking ones
+    // Chromium keeps trying hosts this closed network refuses.
+    let capabilities = json!({
+        "goog:chromeOptions": {
+            "binary": CHROMIUM,
+            "args": [
+                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--no-first-run", "--disable-quic", format!("--user-data-dir={}", profile.0.display()),
+                format!("--window-size={width},{height}"),
+            ]
+        }
+    });
+    let mut builder = ClientBuilder::new(HttpConnector::new());
+    builder.capabilities(capabilities.as_object().unwrap().clone());
+    let url = format!("http://127.0.0.1:{port}");
+    let start = Instant::now();
+    let browser = loop {
+        match builder.connect(&url).await {
+            Ok(browser) => break browser,
+            Err(error) if start.elapsed() > Duration::from_secs(30) => panic!("chromedriver: {error}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    };
+    Session { browser, _driver: driver, _profile: profile }
+}
+
+fn screenshots() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+async fn screenshot(browser: &Browser, name: &str) {
+    let png = browser.screenshot().await.unwrap();
+    assert!(png.starts_with(b"\x89PNG"), "a PNG");
+    std::fs::write(screenshots().join(format!("{name}.png")), png).unwrap();
+}
+
+/// The text of the element `css`, once it exists.
+async fn text(browser: &Browser, css: &str) -> String {
+    browser.wait().at_most(Duration::from_secs(20)).for_element(Locator::Css(css)).await.unwrap().text().await.unwrap()
+}
+
+/// Waits until the text of `css` satisfies `done`; returns it.
+async fn wait_for_text(browser: &Browser, css: &str, done: impl Fn(&str) -> bool) -> String {
+    let start = Instant::now();
+    loop {
+        let now = text(browser, css).await;
+        if done(&now) {
+            return now;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "{css} stayed '{now}'");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Whether the page is wider than the window (a phone would scroll sideways).
+async fn overflows(browser: &Browser) -> bool {
+    let answer =
+        browser.execute("return document.documentElement.scrollWidth > window.innerWidth + 1;", vec![]).await.unwrap();
+    answer.as_bool().unwrap()
+}
+
+/// Boards written out by hand (WXF FEN, top rank first), not by the engine.
+const START: &str = "rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR";
+const AFTER_H2E2: &str = "rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C2C4/9/RNBAKABNR";
+const AFTER_H2E2_H9G7: &str = "rnbakab1r/9/1c4nc1/p1p1p1p1p/9/9/P1P1P1P1P/1C2C4/9/RNBAKABNR";
+
+/// "file,row=letter" of every piece of a FEN's board, sorted.
+fn board_of(fen: &str) -> Vec<String> {
+    let mut pieces = Vec::new();
+    for (row, text) in fen.split('/').enumerate() {
+        let mut file = 0;
+        for c in text.chars() {
+            match c.to_digit(10) {
+                Some(empty) => file += empty,
+                None => {
+                    pieces.push(format!("{file},{row}={c}"));
+                    file += 1;
+                }
+            }
+        }
+    }
+    pieces.sort();
+    pieces
+}
+
+/// The pieces the viewer's SVG board draws, as [`board_of`] lists them.
+async fn drawn_board(browser: &Browser) -> Vec<String> {
+    let script =
+        "return [...document.querySelectorAll('.board .piece')].map(p => p.dataset.square + '=' + p.dataset.piece);";
+    let answer = browser.execute(script, vec![]).await.unwrap();
+    let mut pieces: Vec<String> = serde_json::from_value(answer).unwrap();
+    pieces.sort();
+    pieces
+}
+
+/// Presses and releases a key, as a user's keyboard would, on whatever has focus.
+async fn press(browser: &Browser, key: Key) {
+    let keys = KeyActions::new("keyboard".to_owned())
+        .then(KeyAction::Down { value: key.into() })
+        .then(KeyAction::Up { value: key.into() });
+    browser.perform_actions(keys).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_running_test_lives_on_its_pages_in_a_real_browser() {
+    let served = serve(Backend::Sqlite, SchedulerConfig::default()).await;
+    let base = format!("http://{}", served.address);
+    let (mut admin, mut worker, job, lease) = running_test(&served).await;
+    let mut results = vec![[2u8, 1u8]];
+    report(&mut worker, &lease, 0, &results).await;
+
+    for (label, width, height) in [("desktop", 1280, 900), ("phone", 390, 844)] {
+        let session = session(width, height).await;
+        let browser = &session.browser;
+
+        // The list shows the running test.
+        browser.goto(&format!("{base}/")).await.unwrap();
+        let row = format!("#tests tr[data-job-id=\"{job}\"]");
+        let listed = text(browser, &row).await;
+        assert!(listed.contains("dashboard test") && listed.contains("running"), "{listed}");
+        screenshot(browser, &format!("tests-{label}")).await;
+        assert!(!overflows(browser).await, "the tests page is wider than a {width} px window");
+
+        // Its page: the LLR moves as pairs are reported, with no reload (the marker
+        // set on the page survives).
+        browser.goto(&format!("{base}/tests/{job}")).await.unwrap();
+        let before = wait_for_text(browser, "#llr", |t| t.parse::<f64>().is_ok()).await;
+        browser.execute("window.xqMarker = 'same page';", vec![]).await.unwrap();
+        let first = results.len();
+        results.extend([[2, 2], [2, 1]]);
+        report(&mut worker, &lease, first, &results).await;
+        let after = wait_for_text(browser, "#llr", |t| t != before && t.parse::<f64>().is_ok()).await;
+        let expected = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner().sprt.unwrap().llr;
+        assert_eq!(after, format!("{expected:.2}"), "the page shows the coordinator's LLR");
+        let games = wait_for_text(browser, "#games", |t| t == (results.len() * 2).to_string()).await;
+        assert_eq!(games, (results.len() * 2).to_string());
+        let marker = browser.execute("return window.xqMarker;", vec![]).await.unwrap();
+        assert_eq!(marker, json!("same page"), "the page was reloaded");
+        // The charts drew: uPlot makes a canvas in each.
+        for chart in ["#llr-chart canvas", "#elo-chart canvas"] {
+            browser.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css(chart)).await.unwrap();
+        }
+        screenshot(browser, &format!("test-{label}")).await;
+        assert!(!overflows(browser).await, "the test's page is wider than a {width} px window");
+
+        // The board viewer replays the first game of a pair (1. h2e2 h9g7): it opens
+        // on the final position, and the keys step back to the start.
+        browser.goto(&format!("{base}/tests/{job}/pairs/{}", lease.units[0])).await.unwrap();
+        wait_for_text(browser, "#ply", |t| t == "2 / 2").await;
+        assert_eq!(drawn_board(browser).await, board_of(AFTER_H2E2_H9G7), "the final position");
+        assert!(text(browser, "#fen").await.starts_with(AFTER_H2E2_H9G7));
+        assert!(text(browser, "#ply-info").await.starts_with("h9g7"));
+        screenshot(browser, &format!("viewer-{label}")).await;
+        assert!(!overflows(browser).await, "the board viewer is wider than a {width} px window");
+        press(browser, Key::Left).await;
+        wait_for_text(browser, "#ply", |t| t == "1 / 2").await;
+        assert_eq!(drawn_board(browser).await, board_of(AFTER_H2E2), "one ply back");
+        press(browser, Key::Home).await;
+        wait_for_text(browser, "#ply", |t| t == "0 / 2").await;
+        assert_eq!(drawn_board(browser).await, board_of(START), "the start position");
+        browser.find(Locator::Css("#next")).await.unwrap().click().await.unwrap();
+        wait_for_text(browser, "#ply", |t| t == "1 / 2").await;
+        // Characters by default (WXF's: 俥 for Red's chariot, 將 for Black's king),
+        // Latin letters when asked.
+        assert_eq!(text(browser, ".board .piece[data-piece='R'] text").await, "俥");
+        assert_eq!(text(browser, ".board .piece[data-piece='k'] text").await, "將");
+        browser.find(Locator::Css("#chinese")).await.unwrap().click().await.unwrap();
+        wait_for_text(browser, ".board .piece[data-piece='R'] text", |t| t == "R").await;
+
+        // Workers and the SPRT calculator render; the calculator, given the test's
+        // pentanomial and bounds, finds the test's LLR.
+        browser.goto(&format!("{base}/workers")).await.unwrap();
+        assert!(text(browser, "#workers").await.contains("w1"));
+        screenshot(browser, &format!("workers-{label}")).await;
+        let shown = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
+        let penta: Vec<String> = shown.totals.unwrap().pentanomial.iter().map(u64::to_string).collect();
+        browser.goto(&format!("{base}/sprt?elo0=0&elo1=10&penta={}", penta.join(","))).await.unwrap();
+        let llr = wait_for_text(browser, "#sprt-llr", |t| t.parse::<f64>().is_ok()).await;
+        assert_eq!(llr, format!("{:.2}", shown.sprt.unwrap().llr));
+        screenshot(browser, &format!("sprt-{label}")).await;
+        session.browser.clone().close().await.unwrap();
+    }
+
+    // A stopped test shows stopped on its open page.
+    let session = session(1280, 900).await;
+    let browser = &session.browser;
+    browser.goto(&format!("{base}/tests/{job}")).await.unwrap();
+    wait_for_text(browser, "#state", |t| t.contains("running")).await;
+    admin.stop_job(v1::JobId { job_id: job }).await.unwrap();
+    wait_for_text(browser, "#state", |t| t.contains("stopped")).await;
+    screenshot(browser, "test-stopped").await;
+    session.browser.clone().close().await.unwrap();
+}
