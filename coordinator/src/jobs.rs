@@ -278,30 +278,23 @@ impl MatchJob {
         if trinomial { sprt.state(&[wdl[2], wdl[1], wdl[0]]) } else { sprt.state(penta) }.ok()
     }
 
-    /// The test's course: its SPRT and Elo after every stretch of `pairs`, which are
-    /// (time counted, the new engine's half points in each game) in the order they
-    /// counted; at most `HISTORY_POINTS` points, evenly spaced, the last one now.
-    pub fn history(&self, pairs: &[(i64, [i64; 2])]) -> v1::JobHistory {
-        let (mut wdl, mut penta) = ([0u64; 3], [0u64; 5]);
-        let stride = pairs.len().div_ceil(HISTORY_POINTS).max(1);
-        let mut points = Vec::with_capacity(pairs.len().min(HISTORY_POINTS));
-        for (index, (time_ms, half_points)) in pairs.iter().enumerate() {
-            add_points(&mut wdl, &mut penta, *half_points);
-            let counted = index + 1;
-            if counted % stride != 0 && counted != pairs.len() {
-                continue;
-            }
-            let llr = self.sprt_state_of(&wdl, &penta).map_or(0.0, |s| s.llr);
-            let elo = elo_estimate(&penta).ok();
-            points.push(v1::HistoryPoint {
-                time_ms: *time_ms,
-                pairs: counted as u64,
-                llr,
-                elo: elo.as_ref().map_or(0.0, |e| e.elo),
-                elo_low: elo.as_ref().map_or(0.0, |e| e.low),
-                elo_high: elo.as_ref().map_or(0.0, |e| e.high),
-            });
-        }
+    /// The test's course: its SPRT and Elo at each of the course's marks.
+    pub fn history(&self, course: &Course) -> v1::JobHistory {
+        let points = course
+            .marks()
+            .map(|mark| {
+                let llr = self.sprt_state_of(&mark.wdl, &mark.penta).map_or(0.0, |s| s.llr);
+                let elo = elo_estimate(&mark.penta).ok();
+                v1::HistoryPoint {
+                    time_ms: mark.time_ms,
+                    pairs: mark.pairs,
+                    llr,
+                    elo: elo.as_ref().map_or(0.0, |e| e.elo),
+                    elo_low: elo.as_ref().map_or(0.0, |e| e.low),
+                    elo_high: elo.as_ref().map_or(0.0, |e| e.high),
+                }
+            })
+            .collect();
         let bounds = self.sprt.as_ref().and_then(|s| s.state(&[0; 5]).ok());
         v1::JobHistory {
             points,
@@ -313,6 +306,73 @@ impl MatchJob {
 
 /// The most points of a test's history: enough for a chart's width.
 pub const HISTORY_POINTS: usize = 400;
+
+/// A test's counts as they grew, kept as pairs count: a mark every `step` pairs, and
+/// when the marks reach [`HISTORY_POINTS`] every other one goes and the step doubles.
+/// Counting a pair costs O(1) and a history at most [`HISTORY_POINTS`] SPRT
+/// evaluations, however long the test (reading its pairs back would cost a scan of
+/// all of them on every look at a live page).
+#[derive(Clone, Debug)]
+pub struct Course {
+    step: u64,
+    now: Mark,
+    marks: Vec<Mark>,
+}
+
+/// A test's counts after some of its pairs.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Mark {
+    /// When the last of them counted, in milliseconds since the Unix epoch.
+    pub time_ms: i64,
+    pub pairs: u64,
+    pub wdl: [u64; 3],
+    pub penta: [u64; 5],
+}
+
+impl Default for Course {
+    fn default() -> Self {
+        Course { step: 1, now: Mark::default(), marks: Vec::new() }
+    }
+}
+
+impl Course {
+    /// The course of pairs (time counted, the new engine's half points per game) in
+    /// the order they counted.
+    pub fn of(pairs: &[(i64, [i64; 2])]) -> Course {
+        let mut course = Course::default();
+        for &(time_ms, points) in pairs {
+            course.add(time_ms, points);
+        }
+        course
+    }
+
+    /// Counts a pair.
+    pub fn add(&mut self, time_ms: i64, points: [i64; 2]) {
+        let now = &mut self.now;
+        add_points(&mut now.wdl, &mut now.penta, points);
+        now.pairs += 1;
+        now.time_ms = time_ms;
+        if now.pairs.is_multiple_of(self.step) {
+            self.marks.push(*now);
+            if self.marks.len() >= HISTORY_POINTS {
+                self.step *= 2;
+                let step = self.step;
+                self.marks.retain(|mark| mark.pairs.is_multiple_of(step));
+            }
+        }
+    }
+
+    /// Pairs counted.
+    pub fn pairs(&self) -> u64 {
+        self.now.pairs
+    }
+
+    /// The marks, evenly spaced, and the counts now: at most [`HISTORY_POINTS`].
+    pub fn marks(&self) -> impl Iterator<Item = Mark> + '_ {
+        let now = (self.now.pairs > 0 && self.marks.last() != Some(&self.now)).then_some(self.now);
+        self.marks.iter().copied().chain(now)
+    }
+}
 
 /// Adds a pair's half points (new engine, per game) to W/D/L and pentanomial counts.
 pub fn add_points(wdl: &mut [u64; 3], penta: &mut [u64; 5], points: [i64; 2]) {
@@ -356,7 +416,7 @@ pub fn elo_state(results: &[u64], draw_ratio: f64) -> Option<v1::EloState> {
 }
 
 /// The public view of a job.
-pub fn job_view(row: &JobRow, spec: &JobSpec, active_leases: u32) -> v1::Job {
+pub fn job_view(row: &JobRow, spec: &JobSpec, active_leases: u32, refused_reports: u64) -> v1::Job {
     let request = match spec {
         JobSpec::Match(job) => Some(&job.request),
         JobSpec::SelfPlay(_) => None,
@@ -402,6 +462,7 @@ pub fn job_view(row: &JobRow, spec: &JobSpec, active_leases: u32) -> v1::Job {
         base_engine: engine_name(request.and_then(|r| r.base_engine.as_ref())),
         sprt_spec: request.and_then(|r| r.sprt.clone()),
         created_ms: row.created_ms,
+        refused_reports,
     }
 }
 
@@ -412,6 +473,34 @@ fn engine_name(engine: Option<&v1::EngineSpec>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_course_keeps_evenly_spaced_marks_and_ends_where_the_counts_stand() {
+        let pairs: Vec<(i64, [i64; 2])> =
+            (0..1_000).map(|i| (i as i64, [(i % 3) as i64, ((i / 3) % 3) as i64])).collect();
+        for n in [0, 1, 7, 399, 400, 401, 1_000] {
+            let course = Course::of(&pairs[..n]);
+            let marks: Vec<Mark> = course.marks().collect();
+            assert!(marks.len() <= HISTORY_POINTS, "{n} pairs: {} marks", marks.len());
+            assert_eq!(course.pairs(), n as u64);
+            let Some(last) = marks.last() else {
+                assert_eq!(n, 0);
+                continue;
+            };
+            // The last mark is where the counts stand: recounted from the pairs here.
+            let (mut wdl, mut penta) = ([0; 3], [0; 5]);
+            for &(_, points) in &pairs[..n] {
+                add_points(&mut wdl, &mut penta, points);
+            }
+            assert_eq!((last.pairs, last.wdl, last.penta, last.time_ms), (n as u64, wdl, penta, n as i64 - 1));
+            // Every mark but the last is a multiple of one step, with no gaps.
+            let step = marks[0].pairs;
+            for (index, mark) in marks.iter().enumerate().take(marks.len() - 1) {
+                assert_eq!(mark.pairs, step * (index as u64 + 1), "{n} pairs");
+            }
+            assert!(n < HISTORY_POINTS || marks.len() >= HISTORY_POINTS / 2, "{n} pairs: {} marks", marks.len());
+        }
+    }
 
     fn engine(name: &str) -> v1::EngineSpec {
         v1::EngineSpec {

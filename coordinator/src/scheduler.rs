@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use xq_proto::v1;
 
-use crate::jobs::{JobSpec, add_points, job_view, listed};
+use crate::jobs::{Course, JobSpec, add_points, job_view, listed};
 use crate::metrics::{KindLabel, Metrics};
 use crate::storage::{Change, JobRow, LeaseRow, Snapshot, TokenRow, UnitRow, WorkerRow, now_ms};
 use crate::tokens::{Principal, new_token, token_hash};
@@ -86,9 +86,28 @@ struct JobState {
     changes: watch::Sender<u64>,
     /// The scheduler's signal that some job changed (the dashboard's live lists).
     any_change: Arc<watch::Sender<u64>>,
+    /// A match's course as its pairs counted; None until read from storage (a job
+    /// that was not running when the coordinator started).
+    course: Option<Course>,
+    /// Reports on the job's leases refused since the coordinator started.
+    refused: u64,
 }
 
 impl JobState {
+    /// What its view is made of.
+    fn parts(&self) -> ViewParts {
+        ViewParts {
+            row: self.row.clone(),
+            spec: self.spec.clone(),
+            active_leases: self.active_leases,
+            refused: self.refused,
+        }
+    }
+
+    fn view(&self) -> v1::Job {
+        self.parts().view()
+    }
+
     fn has_work(&self) -> bool {
         self.row.state == "running" && (!self.requeue.is_empty() || self.row.next_unit < self.row.units_total)
     }
@@ -124,10 +143,35 @@ struct LeaseState {
     closed_at: Option<Instant>,
 }
 
+/// What a job's view is made of, copied out of the lock: the views of a thousand jobs
+/// (each an SPRT and an Elo estimate) are computed without holding up reports.
+struct ViewParts {
+    row: JobRow,
+    spec: Arc<JobSpec>,
+    active_leases: u32,
+    refused: u64,
+}
+
+impl ViewParts {
+    fn view(&self) -> v1::Job {
+        job_view(&self.row, &self.spec, self.active_leases, self.refused)
+    }
+}
+
 struct WorkerState {
     row: WorkerRow,
     capabilities: v1::Capabilities,
     leases: BTreeSet<u64>,
+    /// Units it played that counted (from storage at start, then as they count).
+    units_done: u64,
+    /// Its reports refused since the coordinator started.
+    refused: u64,
+}
+
+impl WorkerState {
+    fn new(row: WorkerRow, capabilities: v1::Capabilities, units_done: u64) -> Self {
+        WorkerState { row, capabilities, leases: BTreeSet::new(), units_done, refused: 0 }
+    }
 }
 
 #[derive(Default)]
@@ -190,14 +234,24 @@ impl Scheduler {
         for row in snapshot.workers {
             state.next_worker = state.next_worker.max(row.id as u64);
             let capabilities = decode_capabilities(&row.capabilities);
-            state.workers.insert(row.id as u64, WorkerState { row, capabilities, leases: BTreeSet::new() });
+            let units_done = snapshot.worker_units.get(&row.id).copied().unwrap_or(0);
+            state.workers.insert(row.id as u64, WorkerState::new(row, capabilities, units_done));
         }
         let mut specs = specs;
         let any_change = Arc::new(watch::channel(0).0);
         for row in snapshot.jobs {
             state.next_job = state.next_job.max(row.id as u64);
             let Some(spec) = specs.remove(&row.id) else { continue };
-            let done: HashSet<u64> = snapshot.done_units.get(&row.id).into_iter().flatten().map(|d| d.0).collect();
+            let stored = snapshot.done_units.get(&row.id);
+            let done: HashSet<u64> = stored.into_iter().flatten().map(|d| d.unit).collect();
+            // Stored in the order they counted: the running matches' courses.
+            let course = (matches!(spec, JobSpec::Match(_)) && row.state == "running").then(|| {
+                let mut course = Course::default();
+                for unit in stored.into_iter().flatten() {
+                    course.add(unit.created_ms, unit.points);
+                }
+                course
+            });
             let (changes, _) = watch::channel(0);
             state.jobs.insert(
                 row.id as u64,
@@ -209,6 +263,8 @@ impl Scheduler {
                     active_leases: 0,
                     changes,
                     any_change: any_change.clone(),
+                    course,
+                    refused: 0,
                 },
             );
         }
@@ -226,10 +282,10 @@ impl Scheduler {
                 active: true,
                 closed_at: None,
             };
-            for &(unit, owner, points) in snapshot.done_units.get(&(job_id as i64)).into_iter().flatten() {
-                if owner == id as i64 {
-                    lease.acked.insert(unit);
-                    add_points(&mut lease.acked_wdl, &mut lease.acked_penta, points);
+            for done in snapshot.done_units.get(&(job_id as i64)).into_iter().flatten() {
+                if done.lease_id == id as i64 {
+                    lease.acked.insert(done.unit);
+                    add_points(&mut lease.acked_wdl, &mut lease.acked_penta, done.points);
                 }
             }
             if let Some(job) = state.jobs.get_mut(&job_id) {
@@ -298,9 +354,7 @@ impl Scheduler {
             }))
             .await?;
         let mut state = self.lock();
-        state
-            .workers
-            .insert(id, WorkerState { row, capabilities: v1::Capabilities::default(), leases: BTreeSet::new() });
+        state.workers.insert(id, WorkerState::new(row, v1::Capabilities::default(), 0));
         state.tokens.insert(hash, Principal::Worker(id));
         Ok((id, token))
     }
@@ -378,7 +432,8 @@ impl Scheduler {
             created_ms: now_ms(),
         };
         self.writer.write(Change::NewJob(Box::new(row.clone()))).await?;
-        let view = job_view(&row, &spec, 0);
+        let view = job_view(&row, &spec, 0, 0);
+        let course = matches!(spec, JobSpec::Match(_)).then(Course::default);
         let (changes, _) = watch::channel(0);
         self.lock().jobs.insert(
             id,
@@ -390,6 +445,8 @@ impl Scheduler {
                 active_leases: 0,
                 changes,
                 any_change: self.any_change.clone(),
+                course,
+                refused: 0,
             },
         );
         self.any_change.send_modify(|version| *version += 1);
@@ -398,24 +455,54 @@ impl Scheduler {
 
     /// A job's public view.
     pub fn job(&self, id: u64) -> Option<v1::Job> {
-        let state = self.lock();
-        state.jobs.get(&id).map(|j| job_view(&j.row, &j.spec, j.active_leases))
+        let parts = self.lock().jobs.get(&id).map(JobState::parts);
+        parts.map(|p| p.view())
     }
 
     /// The jobs that pass `request`'s filters, newest first, at most its limit (0:
     /// 100, at most 10,000).
     pub fn jobs(&self, request: &v1::ListJobsRequest) -> Vec<v1::Job> {
         let limit = if request.limit == 0 { 100 } else { request.limit.min(10_000) } as usize;
-        let state = self.lock();
-        state
-            .jobs
-            .values()
-            .rev()
-            .filter(|j| !request.active_only || j.row.state == "running")
-            .map(|j| job_view(&j.row, &j.spec, j.active_leases))
-            .filter(|view| listed(view, request))
-            .take(limit)
-            .collect()
+        let parts: Vec<ViewParts> = {
+            let state = self.lock();
+            let wanted = |j: &&JobState| {
+                (!request.active_only || j.row.state == "running")
+                    && (request.state.is_empty() || j.row.state == request.state)
+                    && (request.kind.is_empty() || j.row.kind == request.kind)
+            };
+            state.jobs.values().rev().filter(wanted).map(JobState::parts).collect()
+        };
+        parts.iter().map(ViewParts::view).filter(|view| listed(view, request)).take(limit).collect()
+    }
+
+    /// A match's course, if it is known in memory.
+    pub fn course(&self, id: u64) -> Option<Course> {
+        self.lock().jobs.get(&id).and_then(|j| j.course.clone())
+    }
+
+    /// Keeps a match's course read from storage, if it holds every counted pair (no
+    /// pair counted while it was read) and none is kept yet.
+    pub fn keep_course(&self, id: u64, course: Course) {
+        let mut state = self.lock();
+        if let Some(job) = state.jobs.get_mut(&id)
+            && job.course.is_none()
+            && course.pairs() == job.row.units_done as u64
+        {
+            job.course = Some(course);
+        }
+    }
+
+    /// Counts a refused report against its worker and, when the lease is known, its job.
+    pub fn note_refusal(&self, worker: u64, lease_id: u64) {
+        let mut state = self.lock();
+        let State { workers, jobs, leases, .. } = &mut *state;
+        if let Some(reporter) = workers.get_mut(&worker) {
+            reporter.refused += 1;
+        }
+        if let Some(job) = leases.get(&lease_id).and_then(|l| jobs.get_mut(&(l.row.job_id as u64))) {
+            job.refused += 1;
+            job.notify();
+        }
     }
 
     /// A job's spec.
@@ -451,15 +538,17 @@ impl Scheduler {
     /// The jobs that changed since `seen` (each job's version when last looked at),
     /// which is brought up to date; a job `seen` does not hold counts as changed.
     pub fn changed_jobs(&self, seen: &mut HashMap<u64, u64>) -> Vec<v1::Job> {
-        let state = self.lock();
         let mut changed = Vec::new();
-        for (id, job) in &state.jobs {
-            let version = *job.changes.borrow();
-            if seen.insert(*id, version) != Some(version) {
-                changed.push(job_view(&job.row, &job.spec, job.active_leases));
+        {
+            let state = self.lock();
+            for (id, job) in &state.jobs {
+                let version = *job.changes.borrow();
+                if seen.insert(*id, version) != Some(version) {
+                    changed.push(job.parts());
+                }
             }
         }
-        changed
+        changed.iter().map(ViewParts::view).collect()
     }
 
     /// A receiver that changes whenever the job does.
@@ -481,6 +570,13 @@ impl Scheduler {
                 }),
                 last_seen_ms: w.row.last_seen_ms,
                 active_leases: w.leases.iter().filter(|l| state.leases.get(l).is_some_and(|l| l.active)).count() as u32,
+                job_ids: {
+                    let active = w.leases.iter().filter_map(|l| state.leases.get(l)).filter(|l| l.active);
+                    let jobs: BTreeSet<u64> = active.map(|l| l.row.job_id as u64).collect();
+                    jobs.into_iter().collect()
+                },
+                units_done: w.units_done,
+                refused_reports: w.refused,
             })
             .collect();
         list.sort_by_key(|w| w.worker_id);
@@ -493,7 +589,7 @@ impl Scheduler {
             let mut state = self.lock();
             let job = state.jobs.get_mut(&id).ok_or_else(|| ScheduleError::NotFound(format!("job {id}")))?;
             if job.row.state != "running" {
-                return Ok(job_view(&job.row, &job.spec, job.active_leases));
+                return Ok(job.view());
             }
             job.row.state = state_name.to_owned();
             job.row.outcome = outcome.to_owned();
@@ -506,7 +602,7 @@ impl Scheduler {
                     outcome: job.row.outcome.clone(),
                     priority: job.row.priority,
                 },
-                job_view(&job.row, &job.spec, job.active_leases),
+                job.view(),
             )
         };
         self.writer.write(change).await?;
@@ -527,7 +623,7 @@ impl Scheduler {
                     outcome: job.row.outcome.clone(),
                     priority: job.row.priority,
                 },
-                job_view(&job.row, &job.spec, job.active_leases),
+                job.view(),
             )
         };
         self.writer.write(change).await?;
@@ -758,9 +854,13 @@ impl Scheduler {
         &self,
         worker: u64,
         context: &LeaseContext,
-        rows: Vec<UnitRow>,
+        mut rows: Vec<UnitRow>,
         selfplay: bool,
     ) -> Result<bool, ScheduleError> {
+        let now = now_ms();
+        for row in &mut rows {
+            row.created_ms = now;
+        }
         let change = Change::Units {
             job_id: context.job_id as i64,
             lease_id: context.lease_id as i64,
@@ -772,7 +872,7 @@ impl Scheduler {
         let new: HashSet<u64> = applied.new_units.iter().copied().collect();
         let (stop, ending, finished_lease) = {
             let mut state = self.lock();
-            let State { leases, jobs, .. } = &mut *state;
+            let State { leases, jobs, workers, .. } = &mut *state;
             // Forgotten since the report was checked (closed long ago): the units
             // still count once; there is no lease left to keep the tally of.
             let mut lease = leases.get_mut(&context.lease_id);
@@ -790,6 +890,12 @@ impl Scheduler {
                 job.done.insert(row.unit);
                 job.requeue.remove(&row.unit);
                 job.row.units_done += 1;
+                if let Some(player) = workers.get_mut(&worker) {
+                    player.units_done += 1;
+                }
+                if let Some(course) = job.course.as_mut() {
+                    course.add(row.created_ms, row.points);
+                }
                 if selfplay {
                     job.row.positions += row.records;
                     self.metrics.positions.inc_by(row.records.max(0) as u64);

@@ -20,7 +20,7 @@ use xq_proto::v1;
 use xq_proto::{ARTIFACT_PIECE_BYTES, MAX_MESSAGE_BYTES, self_play_plies, self_play_unit_records};
 
 use crate::artifacts::{ArtifactStore, check_hash};
-use crate::jobs::{DEFAULT_SPRT_PAIRS, JobSpec, add_points, check_self_play, check_test, self_play_variant};
+use crate::jobs::{Course, DEFAULT_SPRT_PAIRS, JobSpec, add_points, check_self_play, check_test, self_play_variant};
 use crate::metrics::Metrics;
 use crate::nets::Nets;
 use crate::replay::{PairContext, check_pair};
@@ -103,50 +103,25 @@ pub struct WorkerApi(pub Shared);
 /// The Client service.
 pub struct ClientApi(pub Shared);
 
-#[tonic::async_trait]
-impl v1::worker_server::Worker for WorkerApi {
-    async fn register(&self, request: Request<v1::RegisterRequest>) -> Result<Response<v1::RegisterReply>, Status> {
-        let worker = worker_of(&request)?;
-        let capabilities =
-            request.into_inner().capabilities.ok_or_else(|| Status::invalid_argument("capabilities missing"))?;
-        if capabilities.name.len() > 128 || capabilities.cpu_flags.len() > 512 || capabilities.version.len() > 64 {
-            return Err(Status::invalid_argument("capabilities too large"));
-        }
-        if capabilities.cores == 0 || capabilities.cores > 4096 {
-            return Err(Status::invalid_argument("cores must be between 1 and 4096"));
-        }
-        self.0.scheduler.register(worker, capabilities).await?;
-        let config = &self.0.scheduler.config;
-        Ok(Response::new(v1::RegisterReply {
-            worker_id: worker,
-            heartbeat_seconds: config.heartbeat.as_secs().max(1) as u32,
-            lease_seconds: config.lease_ttl.as_secs() as u32,
-        }))
-    }
-
-    async fn heartbeat(&self, request: Request<v1::HeartbeatRequest>) -> Result<Response<v1::HeartbeatReply>, Status> {
-        let worker = worker_of(&request)?;
-        let leases = request.into_inner().lease_ids;
-        if leases.len() > 1024 {
-            return Err(Status::invalid_argument("more than 1024 leases"));
-        }
-        let cancelled_lease_ids = self.0.scheduler.heartbeat(worker, &leases);
-        Ok(Response::new(v1::HeartbeatReply { cancelled_lease_ids }))
-    }
-
-    async fn lease(&self, request: Request<v1::LeaseRequest>) -> Result<Response<v1::LeaseReply>, Status> {
-        let worker = worker_of(&request)?;
-        let concurrency = request.into_inner().concurrency;
-        let lease = self.0.scheduler.lease(worker, concurrency).await?;
-        Ok(Response::new(v1::LeaseReply { lease }))
-    }
-
-    async fn report_pairs(
+impl WorkerApi {
+    /// Counts a refused report against its worker and job (the dashboard shows both),
+    /// unless the fault was the coordinator's.
+    fn counting_refusals(
         &self,
-        request: Request<v1::ReportPairsRequest>,
+        worker: u64,
+        lease_id: u64,
+        reply: Result<v1::ReportReply, Status>,
     ) -> Result<Response<v1::ReportReply>, Status> {
-        let worker = worker_of(&request)?;
-        let report = request.into_inner();
+        if let Err(status) = &reply
+            && !matches!(status.code(), tonic::Code::Unavailable | tonic::Code::Internal | tonic::Code::DataLoss)
+        {
+            self.0.scheduler.note_refusal(worker, lease_id);
+        }
+        reply.map(Response::new)
+    }
+
+    /// Checks a match report's games and totals, then counts its new pairs.
+    async fn pairs_report(&self, worker: u64, report: v1::ReportPairsRequest) -> Result<v1::ReportReply, Status> {
         if report.pairs.len() > MAX_PAIRS_PER_REPORT {
             return Err(Status::invalid_argument(format!("more than {MAX_PAIRS_PER_REPORT} pairs in one report")));
         }
@@ -194,6 +169,7 @@ impl v1::worker_server::Worker for WorkerApi {
                 file: String::new(),
                 offset: 0,
                 length: 0,
+                created_ms: 0,
             });
         }
         let reported_wdl = [cumulative.wins, cumulative.draws, cumulative.losses];
@@ -211,15 +187,11 @@ impl v1::worker_server::Worker for WorkerApi {
             )));
         }
         let stop = self.0.scheduler.record_units(worker, &context, rows, false).await?;
-        Ok(Response::new(v1::ReportReply { stop }))
+        Ok(v1::ReportReply { stop })
     }
 
-    async fn upload_chunk(
-        &self,
-        request: Request<v1::UploadChunkRequest>,
-    ) -> Result<Response<v1::ReportReply>, Status> {
-        let worker = worker_of(&request)?;
-        let upload = request.into_inner();
+    /// Checks a self-play chunk, stores it, then counts its unit.
+    async fn chunk_report(&self, worker: u64, upload: v1::UploadChunkRequest) -> Result<v1::ReportReply, Status> {
         let context = self.0.scheduler.lease_context(worker, upload.lease_id, &[upload.unit])?;
         let JobSpec::SelfPlay(request) = &*context.spec else {
             return Err(Status::invalid_argument(format!("lease {} is not a self-play job", upload.lease_id)));
@@ -271,9 +243,71 @@ impl v1::worker_server::Worker for WorkerApi {
             file: relative,
             offset: 0,
             length,
+            created_ms: 0,
         };
         let stop = self.0.scheduler.record_units(worker, &context, vec![row], true).await?;
-        Ok(Response::new(v1::ReportReply { stop }))
+        Ok(v1::ReportReply { stop })
+    }
+}
+
+#[tonic::async_trait]
+impl v1::worker_server::Worker for WorkerApi {
+    async fn register(&self, request: Request<v1::RegisterRequest>) -> Result<Response<v1::RegisterReply>, Status> {
+        let worker = worker_of(&request)?;
+        let capabilities =
+            request.into_inner().capabilities.ok_or_else(|| Status::invalid_argument("capabilities missing"))?;
+        if capabilities.name.len() > 128 || capabilities.cpu_flags.len() > 512 || capabilities.version.len() > 64 {
+            return Err(Status::invalid_argument("capabilities too large"));
+        }
+        if capabilities.cores == 0 || capabilities.cores > 4096 {
+            return Err(Status::invalid_argument("cores must be between 1 and 4096"));
+        }
+        self.0.scheduler.register(worker, capabilities).await?;
+        let config = &self.0.scheduler.config;
+        Ok(Response::new(v1::RegisterReply {
+            worker_id: worker,
+            heartbeat_seconds: config.heartbeat.as_secs().max(1) as u32,
+            lease_seconds: config.lease_ttl.as_secs() as u32,
+        }))
+    }
+
+    async fn heartbeat(&self, request: Request<v1::HeartbeatRequest>) -> Result<Response<v1::HeartbeatReply>, Status> {
+        let worker = worker_of(&request)?;
+        let leases = request.into_inner().lease_ids;
+        if leases.len() > 1024 {
+            return Err(Status::invalid_argument("more than 1024 leases"));
+        }
+        let cancelled_lease_ids = self.0.scheduler.heartbeat(worker, &leases);
+        Ok(Response::new(v1::HeartbeatReply { cancelled_lease_ids }))
+    }
+
+    async fn lease(&self, request: Request<v1::LeaseRequest>) -> Result<Response<v1::LeaseReply>, Status> {
+        let worker = worker_of(&request)?;
+        let concurrency = request.into_inner().concurrency;
+        let lease = self.0.scheduler.lease(worker, concurrency).await?;
+        Ok(Response::new(v1::LeaseReply { lease }))
+    }
+
+    async fn report_pairs(
+        &self,
+        request: Request<v1::ReportPairsRequest>,
+    ) -> Result<Response<v1::ReportReply>, Status> {
+        let worker = worker_of(&request)?;
+        let report = request.into_inner();
+        let lease_id = report.lease_id;
+        let reply = self.pairs_report(worker, report).await;
+        self.counting_refusals(worker, lease_id, reply)
+    }
+
+    async fn upload_chunk(
+        &self,
+        request: Request<v1::UploadChunkRequest>,
+    ) -> Result<Response<v1::ReportReply>, Status> {
+        let worker = worker_of(&request)?;
+        let upload = request.into_inner();
+        let lease_id = upload.lease_id;
+        let reply = self.chunk_report(worker, upload).await;
+        self.counting_refusals(worker, lease_id, reply)
     }
 
     type DownloadStream = Stream_<v1::ArtifactPiece>;
@@ -569,14 +603,24 @@ pub type UnitStream = ReceiverStream<Result<(u64, Vec<u8>), Status>>;
 
 /// What the gRPC client API and the dashboard's JSON API both serve, written once.
 impl Shared {
-    /// A test's course (see [`crate::jobs::MatchJob::history`]).
+    /// A test's course (see [`crate::jobs::Course`]).
     pub async fn job_history(&self, id: u64) -> Result<v1::JobHistory, Status> {
         let spec = self.scheduler.spec(id).ok_or_else(|| Status::not_found(format!("job {id}")))?;
         let JobSpec::Match(job) = &*spec else {
             return Err(Status::invalid_argument(format!("job {id} is a self-play job: it has no results")));
         };
-        let pairs = self.storage.pair_points(id as i64).await.map_err(|e| Status::unavailable(e.to_string()))?;
-        Ok(job.history(&pairs))
+        let course = match self.scheduler.course(id) {
+            Some(course) => course,
+            None => {
+                // A test that ended before the coordinator started: read once, then kept.
+                let pairs =
+                    self.storage.pair_points(id as i64).await.map_err(|e| Status::unavailable(e.to_string()))?;
+                let course = Course::of(&pairs);
+                self.scheduler.keep_course(id, course.clone());
+                course
+            }
+        };
+        Ok(job.history(&course))
     }
 
     /// The match `id`, or why it is not one.

@@ -130,6 +130,9 @@ pub struct UnitRow {
     pub file: String,
     pub offset: i64,
     pub length: i64,
+    /// When it counted, in milliseconds since the Unix epoch: set by the scheduler,
+    /// so that the course it keeps in memory and the one read back agree.
+    pub created_ms: i64,
 }
 
 /// Where a stored unit's bytes are.
@@ -191,6 +194,17 @@ fn net_from_row(row: &sqlx::any::AnyRow) -> Result<NetRow, sqlx::Error> {
     })
 }
 
+/// A counted unit of a running job, as the scheduler needs it at start.
+#[derive(Clone, Copy, Debug)]
+pub struct DoneUnit {
+    pub unit: u64,
+    /// The lease that stored it.
+    pub lease_id: i64,
+    /// The new engine's half points per game (0 for self-play).
+    pub points: [i64; 2],
+    pub created_ms: i64,
+}
+
 /// Everything the scheduler needs at start.
 #[derive(Debug, Default)]
 pub struct Snapshot {
@@ -201,8 +215,10 @@ pub struct Snapshot {
     pub active_leases: Vec<LeaseRow>,
     /// The highest lease id ever given.
     pub max_lease_id: i64,
-    /// Finished units of running jobs: unit, the lease that stored it, its points.
-    pub done_units: HashMap<i64, Vec<(u64, i64, [i64; 2])>>,
+    /// Finished units of running jobs, in the order they counted.
+    pub done_units: HashMap<i64, Vec<DoneUnit>>,
+    /// Units counted per worker.
+    pub worker_units: HashMap<i64, u64>,
     /// The net registry, by id.
     pub nets: Vec<NetRow>,
 }
@@ -339,21 +355,30 @@ impl Storage {
             sqlx::query("SELECT MAX(id) AS m FROM leases").fetch_one(&self.pool).await?.try_get("m")?;
         snapshot.max_lease_id = max.unwrap_or(0);
         for job in snapshot.jobs.iter().filter(|j| j.state == "running") {
-            let rows = sqlx::query("SELECT unit, lease_id, first_points, second_points FROM units WHERE job_id = $1")
-                .bind(job.id)
-                .fetch_all(&self.pool)
-                .await?;
+            let rows = sqlx::query(
+                "SELECT unit, lease_id, first_points, second_points, created_ms FROM units WHERE job_id = $1 \
+                 ORDER BY created_ms, unit",
+            )
+            .bind(job.id)
+            .fetch_all(&self.pool)
+            .await?;
             let units = rows
                 .iter()
                 .map(|r| -> Result<_, sqlx::Error> {
-                    Ok((
-                        r.try_get::<i64, _>("unit")? as u64,
-                        r.try_get::<i64, _>("lease_id")?,
-                        [r.try_get::<i64, _>("first_points")?, r.try_get::<i64, _>("second_points")?],
-                    ))
+                    Ok(DoneUnit {
+                        unit: r.try_get::<i64, _>("unit")? as u64,
+                        lease_id: r.try_get("lease_id")?,
+                        points: [r.try_get("first_points")?, r.try_get("second_points")?],
+                        created_ms: r.try_get("created_ms")?,
+                    })
                 })
                 .collect::<Result<_, _>>()?;
             snapshot.done_units.insert(job.id, units);
+        }
+        for row in
+            sqlx::query("SELECT worker_id, COUNT(*) AS n FROM units GROUP BY worker_id").fetch_all(&self.pool).await?
+        {
+            snapshot.worker_units.insert(row.try_get("worker_id")?, row.try_get::<i64, _>("n")?.max(0) as u64);
         }
         for row in
             sqlx::query(concat!("SELECT ", net_columns!(), " FROM nets ORDER BY id")).fetch_all(&self.pool).await?
@@ -715,7 +740,6 @@ async fn insert_units(
     rows: &[Keyed<'_>],
     deltas: &mut std::collections::BTreeMap<i64, JobDelta>,
 ) -> Result<std::collections::HashSet<(i64, u64, i64)>, StorageError> {
-    let now = now_ms();
     let mut inserted = std::collections::HashSet::new();
     let largest = INSERT_SIZES.len() - 1;
     for chunk in rows.chunks(INSERT_SIZES[largest]) {
@@ -737,7 +761,7 @@ async fn insert_units(
                 .bind(row.file.clone())
                 .bind(row.offset)
                 .bind(row.length)
-                .bind(now);
+                .bind(row.created_ms);
         }
         for returned in query.fetch_all(&mut *conn).await? {
             let key: (i64, i64, i64) = (returned.try_get(0)?, returned.try_get(1)?, returned.try_get(2)?);

@@ -16,7 +16,7 @@
       if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
       else node.setAttribute(name, value === true ? "" : String(value));
     }
-    for (const child of children.flat()) {
+    for (const child of children.flat(Infinity)) {
       if (child === undefined || child === null || child === false) continue;
       node.append(child instanceof Node ? child : document.createTextNode(String(child)));
     }
@@ -290,7 +290,9 @@
         const jobs = reply.jobs || [];
         body.replaceChildren(...jobs.map(testRow));
         shown = new Set(jobs.map((job) => job.job_id));
-        count.textContent = jobs.length === 1 ? "1 job" : `${jobs.length} jobs`;
+        // The API answers the newest 100 unless asked for more.
+        count.textContent = jobs.length === 1 ? "1 job"
+          : jobs.length >= 100 ? `The newest ${jobs.length} jobs: narrow the filters to find older ones.` : `${jobs.length} jobs`;
       } catch (error) {
         count.textContent = "";
         showError(error, body);
@@ -481,6 +483,7 @@
       entries.push(["Variant", job.variant || "xiangqi"]);
       entries.push(["Units", `${job.units_done} of ${job.units_total}`]);
       entries.push(["Leases in flight", String(job.active_leases)]);
+      entries.push([isMatch ? "Refused reports" : "Refused chunks", String(job.refused_reports || 0), "refused"]);
       entries.push(["Priority", String(job.priority), "priority"]);
       entries.push(["Created", when(Number(job.created_ms))]);
       facts.replaceChildren(definitionList(entries));
@@ -840,7 +843,7 @@
     document.title = "Workers · xq cluster";
     const body = el("tbody");
     const count = el("p", { class: "count", role: "status" });
-    const columns = ["#", "Name", "State", "Cores", "Speed (nps)", "Leases", "Version", "CPU", "Last seen"];
+    const columns = ["#", "Name", "State", "Jobs", "Units done", "Refused", "Cores", "Speed (nps)", "Leases", "Version", "CPU", "Last seen"];
     main.replaceChildren(el("h1", {}, "Workers"), count,
       el("table", { id: "workers", class: "cards" },
         el("thead", {}, el("tr", {}, columns.map((c) => el("th", { scope: "col" }, c)))), body));
@@ -857,6 +860,11 @@
           const cells = [
             String(w.worker_id), c.name || "–",
             el("span", { class: isOnline ? "state state-running" : "state state-stopped" }, isOnline ? "online" : "offline"),
+            (w.job_ids || []).length
+              ? el("span", {}, (w.job_ids || []).map((job, i) => [i ? ", " : "", el("a", { href: `/tests/${job}` }, `#${job}`)]))
+              : "idle",
+            String(w.units_done || 0),
+            el("span", { class: w.refused_reports ? "error" : "" }, String(w.refused_reports || 0)),
             String(c.cores || 0), (c.bench_nps || 0).toLocaleString(), String(w.active_leases),
             c.version || "–", flags.join(" ") || "–", ago(Number(w.last_seen_ms)),
           ];
@@ -868,6 +876,54 @@
     };
     await load();
     const timer = setInterval(() => (document.body.contains(body) ? load() : clearInterval(timer)), 5000);
+  }
+
+  // ---- Nets -------------------------------------------------------------------------
+
+  async function netsPage() {
+    document.title = "Nets · xq cluster";
+    const params = new URLSearchParams(location.search);
+    const lineage = el("input", { id: "lineage", type: "search", value: params.get("lineage") || "", placeholder: "all" });
+    const body = el("tbody");
+    const count = el("p", { class: "count", role: "status" });
+    const columns = ["#", "Lineage", "Generation", "Parent", "State", "Test", "Data", "Positions", "Epochs", "Train loss", "Validation loss", "Created"];
+    main.replaceChildren(el("h1", {}, "Nets"),
+      el("p", { class: "note" }, "Nets recorded by xq-trainer's loop: each trained on self-play of its parent and promoted when its test accepts H1."),
+      el("form", { class: "filters", role: "search", onsubmit: (event) => event.preventDefault() },
+        el("label", { for: "lineage" }, "Lineage", lineage)),
+      count,
+      el("table", { id: "nets", class: "cards" },
+        el("thead", {}, el("tr", {}, columns.map((c) => el("th", { scope: "col" }, c)))), body));
+    const load = async () => {
+      const name = lineage.value.trim();
+      history.replaceState(null, "", name ? `/nets?lineage=${encodeURIComponent(name)}` : "/nets");
+      try {
+        const reply = await api(`/api/v1/nets${name ? "?lineage=" + encodeURIComponent(name) : ""}`);
+        const nets = reply.nets || [];
+        count.textContent = nets.length === 1 ? "1 net" : `${nets.length} nets`;
+        body.replaceChildren(...nets.map((net) => {
+          const cells = [
+            String(net.net_id), net.lineage, String(net.generation),
+            net.parent_id ? `#${net.parent_id}` : "handcrafted",
+            el("span", { class: `state state-${net.state}` }, net.state),
+            net.test_job_id ? el("a", { href: `/tests/${net.test_job_id}` }, `#${net.test_job_id}`) : "–",
+            net.data_job_id ? el("a", { href: `/tests/${net.data_job_id}` }, `#${net.data_job_id}`) : "–",
+            Number(net.positions).toLocaleString(), String(net.epochs),
+            fixed(net.train_loss, 5), fixed(net.validation_loss, 5), when(Number(net.created_ms)),
+          ];
+          return el("tr", { "data-net-id": net.net_id }, cells.map((cell, i) => el("td", { "data-label": columns[i] }, cell)));
+        }));
+      } catch (error) {
+        count.textContent = "";
+        showError(error, body);
+      }
+    };
+    let typing = null;
+    lineage.addEventListener("input", () => {
+      clearTimeout(typing);
+      typing = setTimeout(load, 250);
+    });
+    await load();
   }
 
   // ---- The SPRT calculator -----------------------------------------------------------
@@ -939,6 +995,7 @@
     if ((match = /^\/tests\/(\d+)\/pairs\/(\d+)$/.exec(path))) return viewerPage(match[1], match[2]);
     if (path === "/workers") return workersPage();
     if (path === "/sprt") return sprtPage();
+    if (path === "/nets") return netsPage();
     main.replaceChildren(el("p", { class: "error" }, `Nothing at ${path}.`));
     return undefined;
   }

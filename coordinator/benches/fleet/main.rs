@@ -9,9 +9,16 @@
 //! counted twice. Setting up the fleet goes through the tonic clients the real worker
 //! and `xq` use; the measured calls go through the lighter client of [`grpc`].
 //!
+//! With `--followers N`, N browsers follow the dashboard's live stream during the run;
+//! with `--tests N`, N - 1 more tests wait beside the reported one. After the run the
+//! dashboard's pages are timed over the stored games (a test's page reads its course,
+//! its pairs and its view; the tests page lists them all).
+//!
 //! cargo bench -p xq-coordinator --bench fleet -- [--workers 20000] [--rate 10500]
-//!     [--seconds 20] [--connections 64] [--database sqlite|postgres]
+//!     [--seconds 20] [--connections 64] [--database sqlite|postgres] [--followers 0]
+//!     [--tests 1]
 
+mod dashboard;
 mod grpc;
 
 use std::sync::Arc;
@@ -40,13 +47,22 @@ struct Options {
     seconds: f64,
     connections: usize,
     database: String,
+    followers: usize,
+    tests: usize,
 }
 
 /// The target is 10,000 durable reports a second: the fleet offers 5% more, as the rate
 /// printed counts the time the last acknowledgements take past the window.
 fn options() -> Options {
-    let mut options =
-        Options { workers: 20_000, rate: 10_500.0, seconds: 20.0, connections: 64, database: "sqlite".to_owned() };
+    let mut options = Options {
+        workers: 20_000,
+        rate: 10_500.0,
+        seconds: 20.0,
+        connections: 64,
+        database: "sqlite".to_owned(),
+        followers: 0,
+        tests: 1,
+    };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut index = 0;
     while index < args.len() {
@@ -57,6 +73,8 @@ fn options() -> Options {
             "--seconds" => options.seconds = value.parse().expect("--seconds S"),
             "--connections" => options.connections = value.parse().expect("--connections N"),
             "--database" => options.database = value,
+            "--followers" => options.followers = value.parse().expect("--followers N"),
+            "--tests" => options.tests = value.parse().expect("--tests N"),
             _ => {
                 index += 1;
                 continue;
@@ -196,7 +214,7 @@ async fn run(options: Options, server: tokio::runtime::Handle) {
         pairs: 10_000_000,
         ..Default::default()
     };
-    let job = admin.create_test(request).await.unwrap().into_inner();
+    let job = admin.create_test(request.clone()).await.unwrap().into_inner();
 
     // The fleet: tokens, registration and a lease each, all at once.
     let started = Instant::now();
@@ -251,6 +269,19 @@ async fn run(options: Options, server: tokio::runtime::Handle) {
         done.load(Ordering::Relaxed) as f64 / 3.0
     };
     println!("reference: {reference:.0} empty heartbeats/s (512 callers, closed loop)");
+
+    // The other tests, made after the fleet took its leases: they wait, as queued tests do.
+    for index in 1..options.tests {
+        let waiting = v1::CreateTestRequest { description: format!("waiting test {index}"), ..request.clone() };
+        admin.create_test(waiting).await.unwrap();
+    }
+    let followers = if options.followers > 0 {
+        let followers = dashboard::Followers::start(address, options.followers).await;
+        println!("{} browsers follow the live stream", followers.connected);
+        Some(followers)
+    } else {
+        None
+    };
 
     // The run: each worker reports one pair every `period`, and beats every 10 periods,
     // at a report of its own, so that the beats spread over time as independent
@@ -362,5 +393,30 @@ async fn run(options: Options, server: tokio::runtime::Handle) {
     assert_eq!(wdl, [reports, reports, 0]);
     assert_eq!(penta, [0, 0, 0, reports, 0]);
     println!("check: {reports} acknowledged = {} counted = {units} stored rows; W/D/L {wdl:?}", state.units_done);
+
+    if let Some(followers) = followers {
+        let events = followers.events();
+        println!(
+            "live: {} followers received {events} updates ({:.1} per follower per second of the run)",
+            followers.connected,
+            events as f64 / followers.connected.max(1) as f64 / elapsed
+        );
+        followers.stop();
+    }
+    let id = job.job_id;
+    println!("dashboard pages with {} tests and {} stored games:", options.tests, reports * 2);
+    let pages = [
+        ("the tests page", vec!["/".to_owned(), "/api/v1/jobs".to_owned()]),
+        (
+            "a test's page",
+            vec![
+                format!("/tests/{id}"),
+                format!("/api/v1/jobs/{id}"),
+                format!("/api/v1/jobs/{id}/history"),
+                format!("/api/v1/jobs/{id}/pairs?limit=100"),
+            ],
+        ),
+    ];
+    dashboard::time_pages(address, &pages, 200).await;
     let _ = std::fs::remove_dir_all(&dir);
 }

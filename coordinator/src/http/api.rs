@@ -5,7 +5,8 @@
 use axum::Json;
 use axum::body::Body;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -68,6 +69,21 @@ impl From<QueryRejection> for ApiError {
 impl From<JsonRejection> for ApiError {
     fn from(rejection: JsonRejection) -> Self {
         ApiError(rejection.status(), format!("the body: {}", rejection.body_text()))
+    }
+}
+
+/// A route's path parameters, refused (a segment that is not UTF-8, say) with a JSON
+/// error like every other refusal, where axum's own extractor answers plain text.
+pub struct PathOf<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned + Send> FromRequestParts<S> for PathOf<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(value)) => Ok(PathOf(value)),
+            Err(rejection) => Err(ApiError(rejection.status(), format!("the path: {}", rejection.body_text()))),
+        }
     }
 }
 
@@ -188,7 +204,7 @@ pub async fn list_jobs(
 pub async fn job(
     State(dashboard): State<Dashboard>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    PathOf(id): PathOf<String>,
 ) -> Result<Json<v1::Job>, ApiError> {
     may_read(&dashboard, &headers)?;
     let id = job_id(&id)?;
@@ -198,7 +214,7 @@ pub async fn job(
 pub async fn history(
     State(dashboard): State<Dashboard>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    PathOf(id): PathOf<String>,
 ) -> Result<Json<v1::JobHistory>, ApiError> {
     may_read(&dashboard, &headers)?;
     Ok(Json(dashboard.shared.job_history(job_id(&id)?).await?))
@@ -214,7 +230,7 @@ pub struct PairsQuery {
 pub async fn pairs(
     State(dashboard): State<Dashboard>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    PathOf(id): PathOf<String>,
     query: Result<Query<PairsQuery>, QueryRejection>,
 ) -> Result<Json<v1::ListPairsReply>, ApiError> {
     may_read(&dashboard, &headers)?;
@@ -238,7 +254,7 @@ pub async fn pairs(
 pub async fn pair(
     State(dashboard): State<Dashboard>,
     headers: HeaderMap,
-    Path((id, unit)): Path<(String, String)>,
+    PathOf((id, unit)): PathOf<(String, String)>,
 ) -> Result<Json<v1::JudgedPair>, ApiError> {
     may_read(&dashboard, &headers)?;
     let unit = unit.parse::<u64>().map_err(|_| ApiError::bad(format!("unit '{unit}' is not a unit number")))?;
@@ -249,7 +265,7 @@ pub async fn pair(
 pub async fn games(
     State(dashboard): State<Dashboard>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    PathOf(id): PathOf<String>,
 ) -> Result<Response, ApiError> {
     may_read(&dashboard, &headers)?;
     let id = job_id(&id)?;
@@ -269,7 +285,7 @@ pub async fn games(
 pub async fn stop(
     State(dashboard): State<Dashboard>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    PathOf(id): PathOf<String>,
 ) -> Result<Json<v1::Job>, ApiError> {
     may_act(&dashboard, &headers)?;
     Ok(Json(dashboard.shared.scheduler.end_job(job_id(&id)?, "stopped", "").await?))
@@ -284,7 +300,7 @@ pub struct PriorityBody {
 pub async fn priority(
     State(dashboard): State<Dashboard>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    PathOf(id): PathOf<String>,
     body: Result<Json<PriorityBody>, JsonRejection>,
 ) -> Result<Json<v1::Job>, ApiError> {
     may_act(&dashboard, &headers)?;
@@ -299,6 +315,23 @@ pub async fn workers(
 ) -> Result<Json<v1::ListWorkersReply>, ApiError> {
     may_read(&dashboard, &headers)?;
     Ok(Json(v1::ListWorkersReply { workers: dashboard.shared.scheduler.workers() }))
+}
+
+/// Which nets: one lineage's, or all.
+#[derive(Debug, Deserialize)]
+pub struct NetsQuery {
+    lineage: Option<String>,
+}
+
+pub async fn nets(
+    State(dashboard): State<Dashboard>,
+    headers: HeaderMap,
+    query: Result<Query<NetsQuery>, QueryRejection>,
+) -> Result<Json<v1::ListNetsReply>, ApiError> {
+    may_read(&dashboard, &headers)?;
+    let lineage = query?.0.lineage.unwrap_or_default();
+    let shared = &dashboard.shared;
+    Ok(Json(v1::ListNetsReply { nets: shared.nets.list(lineage.trim(), &shared.scheduler) }))
 }
 
 /// The SPRT calculator's question: bounds, error rates, model, and the counts.

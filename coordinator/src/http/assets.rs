@@ -3,11 +3,11 @@
 //! (the charts) comes from the npm registry at the version `package-lock.json` pins,
 //! installed by `scripts/setup` (the build says so when it is missing).
 
-use axum::extract::Path;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::ApiError;
+use super::api::PathOf;
 
 macro_rules! web_file {
     ($path:literal) => {
@@ -31,7 +31,7 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
 const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
      img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
-/// `/`, `/tests/{id}`, `/workers`, `/sprt`: the page shell (it holds no data; the API
+/// `/`, `/tests/{id}`, `/workers`, `/nets`, `/sprt`: the page shell (it holds no data; the API
 /// it calls checks who may read).
 pub async fn page() -> Response {
     let mut response = ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], INDEX).into_response();
@@ -43,7 +43,7 @@ pub async fn page() -> Response {
 }
 
 /// `/assets/{name}`: only the names above; nothing is read from disk.
-pub async fn asset(Path(name): Path<String>) -> Result<Response, ApiError> {
+pub async fn asset(PathOf(name): PathOf<String>) -> Result<Response, ApiError> {
     let (_, content_type, bytes) = ASSETS
         .iter()
         .find(|(known, _, _)| *known == name)

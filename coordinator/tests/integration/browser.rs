@@ -216,7 +216,14 @@ async fn a_running_test_lives_on_its_pages_in_a_real_browser() {
         // Workers and the SPRT calculator render; the calculator, given the test's
         // pentanomial and bounds, finds the test's LLR.
         browser.goto(&format!("{base}/workers")).await.unwrap();
-        assert!(text(browser, "#workers").await.contains("w1"));
+        text(browser, "#workers tr[data-worker-id]").await;
+        let script = "return Object.fromEntries([...document.querySelector('#workers tr[data-worker-id]').cells]\
+                      .map(c => [c.dataset.label, c.textContent]));";
+        let cells = browser.execute(script, vec![]).await.unwrap();
+        let w1 = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers.remove(0);
+        let playing = if w1.active_leases > 0 { format!("#{job}") } else { "idle".to_owned() };
+        assert_eq!((&cells["Name"], &cells["Jobs"]), (&json!("w1"), &json!(playing)), "{cells}");
+        assert_eq!(cells["Units done"], json!(w1.units_done.to_string()), "{cells}");
         screenshot(browser, &format!("workers-{label}")).await;
         let shown = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
         let penta: Vec<String> = shown.totals.unwrap().pentanomial.iter().map(u64::to_string).collect();

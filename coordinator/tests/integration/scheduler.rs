@@ -310,10 +310,12 @@ async fn a_restart_keeps_jobs_leases_and_results() {
             ..Default::default()
         };
         worker.report_pairs(report).await.unwrap();
+        let history = admin.get_job_history(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        assert_eq!(history.points.len(), 1);
         drop(first);
-        // A new coordinator on the same data: tokens, the job, its results and the
-        // active lease are back.
-        let second = serve_on(&dir.0, &url, config, 100).await;
+        // A new coordinator on the same data: tokens, the job, its results, its course
+        // and the active lease are back.
+        let second = serve_on(&dir.0, &url, config.clone(), 100).await;
         let mut admin = client(second.address, &second.client_token).await;
         let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
         assert_eq!((state.units_done, state.active_leases), (1, 1), "{backend:?}");
@@ -328,6 +330,9 @@ async fn a_restart_keeps_jobs_leases_and_results() {
             ..Default::default()
         };
         assert_eq!(worker.report_pairs(forgetful).await.unwrap_err().code(), tonic::Code::InvalidArgument);
+        let id = v1::JobId { job_id: job.job_id };
+        assert_eq!(admin.get_job_history(id).await.unwrap().into_inner(), history, "{backend:?}: the course");
+        assert_eq!(admin.get_job(id).await.unwrap().into_inner().refused_reports, 1, "{backend:?}");
         let all = [[2, 1], [1, 1], [1, 1], [1, 1]];
         let pairs = (1..4).map(|u| pair(u, [1, 1])).collect();
         let report = v1::ReportPairsRequest {
@@ -341,5 +346,16 @@ async fn a_restart_keeps_jobs_leases_and_results() {
         let rest = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
         assert_eq!(rest.units, [4, 5], "{backend:?}");
         assert!(rest.lease_id > lease.lease_id, "lease ids are not reused");
+        let seen = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
+        assert_eq!((seen[0].units_done, seen[0].refused_reports), (4, 1), "{backend:?}: stored and counted since");
+        assert_eq!(seen[0].job_ids, [job.job_id]);
+        // A stopped test's course is read back from storage after the next restart.
+        admin.stop_job(id).await.unwrap();
+        let history = admin.get_job_history(id).await.unwrap().into_inner();
+        assert_eq!(history.points.iter().map(|p| p.pairs).collect::<Vec<_>>(), [1, 2, 3, 4]);
+        drop(second);
+        let third = serve_on(&dir.0, &url, config, 100).await;
+        let mut admin = client(third.address, &third.client_token).await;
+        assert_eq!(admin.get_job_history(id).await.unwrap().into_inner(), history, "{backend:?}: read back");
     }
 }

@@ -37,6 +37,7 @@ fn unit(unit: u64, points: [i64; 2]) -> UnitRow {
         file: String::new(),
         offset: 0,
         length: 0,
+        created_ms: 1_000 + unit as i64,
     }
 }
 
@@ -106,9 +107,10 @@ async fn rows_round_trip_and_the_snapshot_holds_what_was_written() {
         assert_eq!(stored.reasons, HashMap::from([("adjudication".to_owned(), 2), ("checkmate".to_owned(), 2)]));
         assert_eq!(snapshot.active_leases, [lease]);
         assert_eq!(snapshot.max_lease_id, 11);
-        let mut done = snapshot.done_units[&7].clone();
-        done.sort();
+        // In the order they counted (one batch here: by unit), each with its lease.
+        let done: Vec<_> = snapshot.done_units[&7].iter().map(|d| (d.unit, d.lease_id, d.points)).collect();
         assert_eq!(done, [(0, 11, [2, 1]), (2, 11, [0, 0])]);
+        assert_eq!(snapshot.worker_units.values().sum::<u64>(), 2, "units counted per worker");
         assert_eq!(storage.artifact(&"a".repeat(64)).await.unwrap(), Some(("e".to_owned(), "engine".to_owned(), 9)));
         // The games are on disk where the rows say.
         let files = storage.unit_files(7, None, 10).await.unwrap();
