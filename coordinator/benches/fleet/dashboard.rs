@@ -27,30 +27,41 @@ pub struct Followers {
 }
 
 impl Followers {
-    pub async fn start(address: SocketAddr, count: usize) -> Followers {
+    pub async fn start(runtime: &tokio::runtime::Handle, address: SocketAddr, count: usize) -> Followers {
         let events = Arc::new(AtomicU64::new(0));
         let mut tasks = tokio::task::JoinSet::new();
         let (ready, mut connected) = tokio::sync::mpsc::channel(count.max(1));
         for _ in 0..count {
             let (events, ready) = (events.clone(), ready.clone());
-            tasks.spawn(async move {
-                let url = format!("http://{address}/api/v1/events").parse().expect("a URL");
-                let response = client().get(url).await.expect("the live stream answers");
-                assert_eq!(response.status(), 200, "the live stream");
-                let _ = ready.send(()).await;
-                let mut body = response.into_body();
-                while let Some(Ok(frame)) = body.frame().await {
-                    if let Some(data) = frame.data_ref() {
-                        let updates = data.windows(11).filter(|w| w == b"event: jobs").count();
-                        events.fetch_add(updates as u64, Ordering::Relaxed);
+            tasks.spawn_on(
+                async move {
+                    let url = format!("http://{address}/api/v1/events").parse().expect("a URL");
+                    let response = match client().get(url).await {
+                        Ok(response) if response.status() == 200 => response,
+                        other => {
+                            let _ = ready.send(Err(format!("{other:?}"))).await;
+                            return;
+                        }
+                    };
+                    let _ = ready.send(Ok(())).await;
+                    let mut body = response.into_body();
+                    while let Some(Ok(frame)) = body.frame().await {
+                        if let Some(data) = frame.data_ref() {
+                            let updates = data.windows(11).filter(|w| w == b"event: jobs").count();
+                            events.fetch_add(updates as u64, Ordering::Relaxed);
+                        }
                     }
-                }
-            });
+                },
+                runtime,
+            );
         }
-        drop(ready);
         let mut followers = Followers { connected: 0, events, tasks };
-        while connected.recv().await.is_some() {
-            followers.connected += 1;
+        for _ in 0..count {
+            match connected.recv().await {
+                Some(Ok(())) => followers.connected += 1,
+                Some(Err(error)) => panic!("a follower could not connect: {error}"),
+                None => break,
+            }
         }
         followers
     }

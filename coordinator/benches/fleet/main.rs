@@ -152,11 +152,13 @@ fn main() {
     // thread per core, tokio's default and what a deployed coordinator runs with.
     let runtime =
         |name: &str| tokio::runtime::Builder::new_multi_thread().thread_name(name).enable_all().build().unwrap();
-    let (coordinator, fleet) = (runtime("coordinator"), runtime("fleet"));
-    fleet.block_on(run(options, coordinator.handle().clone()));
+    // The browsers following the live stream get a runtime of their own too, as they
+    // would be other processes, so that their reading does not delay the fleet's reports.
+    let (coordinator, fleet, browsers) = (runtime("coordinator"), runtime("fleet"), runtime("browsers"));
+    fleet.block_on(run(options, coordinator.handle().clone(), browsers.handle().clone()));
 }
 
-async fn run(options: Options, server: tokio::runtime::Handle) {
+async fn run(options: Options, server: tokio::runtime::Handle, browsers: tokio::runtime::Handle) {
     let dir = std::env::temp_dir().join(format!("xq-fleet-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let url = database_url(&options.database, &dir).await;
@@ -271,12 +273,16 @@ async fn run(options: Options, server: tokio::runtime::Handle) {
     println!("reference: {reference:.0} empty heartbeats/s (512 callers, closed loop)");
 
     // The other tests, made after the fleet took its leases: they wait, as queued tests do.
+    let started = Instant::now();
     for index in 1..options.tests {
         let waiting = v1::CreateTestRequest { description: format!("waiting test {index}"), ..request.clone() };
         admin.create_test(waiting).await.unwrap();
     }
+    if options.tests > 1 {
+        println!("{} more tests made in {:.1} s", options.tests - 1, started.elapsed().as_secs_f64());
+    }
     let followers = if options.followers > 0 {
-        let followers = dashboard::Followers::start(address, options.followers).await;
+        let followers = dashboard::Followers::start(&browsers, address, options.followers).await;
         println!("{} browsers follow the live stream", followers.connected);
         Some(followers)
     } else {

@@ -7,14 +7,14 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
 use tokio::sync::broadcast;
-use tokio_stream::Stream;
 use tokio_stream::StreamExt;
-use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
+use tokio_stream::wrappers::{BroadcastStream, IntervalStream};
 
 use super::{ApiError, Dashboard};
 use crate::scheduler::Scheduler;
@@ -23,11 +23,16 @@ use crate::scheduler::Scheduler;
 /// and a page needs a few updates a second at most.
 pub const LIVE_INTERVAL: Duration = Duration::from_millis(250);
 
+/// How often an idle stream carries a comment, so that proxies keep it open.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
 /// The fan-out of job changes.
 #[derive(Clone)]
 pub struct Live {
-    /// Each message: the JSON array of the jobs that changed.
-    sender: broadcast::Sender<Arc<str>>,
+    /// Each message: a whole `jobs` event, the JSON array of the jobs that changed,
+    /// encoded once and shared by every follower (a thousand followers formatting their
+    /// own copy cost the coordinator more than the reports did).
+    sender: broadcast::Sender<Bytes>,
 }
 
 impl Live {
@@ -48,8 +53,9 @@ impl Live {
                 let Some(scheduler) = weak.upgrade() else { return };
                 let jobs = scheduler.changed_jobs(&mut seen);
                 if fan_out.receiver_count() > 0 && !jobs.is_empty() {
+                    // Compact JSON has no line breaks, so it is one `data:` line.
                     let json = serde_json::to_string(&jobs).expect("job views serialise");
-                    let _ = fan_out.send(json.into());
+                    let _ = fan_out.send(Bytes::from(format!("event: jobs\ndata: {json}\n\n")));
                 }
             }
         });
@@ -68,20 +74,25 @@ impl Drop for Following {
 
 /// `GET /api/v1/events`: server-sent events named `jobs`, each the JSON array of the
 /// jobs that changed; `resync` when this follower fell behind and should reload.
-pub async fn events(
-    State(dashboard): State<Dashboard>,
-    headers: HeaderMap,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+pub async fn events(State(dashboard): State<Dashboard>, headers: HeaderMap) -> Result<Response, ApiError> {
     super::api::may_read(&dashboard, &headers)?;
     let metrics = dashboard.shared.metrics.clone();
     metrics.live_followers.inc();
     let following = Following(metrics);
-    let stream = BroadcastStream::new(dashboard.live.sender.subscribe()).map(move |message| {
+    let updates = BroadcastStream::new(dashboard.live.sender.subscribe()).map(move |message| {
         let _alive = &following;
-        Ok(match message {
-            Ok(json) => Event::default().event("jobs").data(&*json),
-            Err(BroadcastStreamRecvError::Lagged(_)) => Event::default().event("resync").data("{}"),
-        })
+        match message {
+            Ok(frame) => frame,
+            Err(BroadcastStreamRecvError::Lagged(_)) => Bytes::from_static(b"event: resync\ndata: {}\n\n"),
+        }
     });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    let start = tokio::time::Instant::now() + KEEP_ALIVE;
+    let keep_alive = IntervalStream::new(tokio::time::interval_at(start, KEEP_ALIVE))
+        .map(|_| Bytes::from_static(b": keep-alive\n\n"));
+    let stream = updates.merge(keep_alive).map(Ok::<_, Infallible>);
+    let mut response = Body::from_stream(stream).into_response();
+    let response_headers = response.headers_mut();
+    response_headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    response_headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    Ok(response)
 }

@@ -82,7 +82,15 @@ async fn screenshot(browser: &Browser, name: &str) {
 
 /// The text of the element `css`, once it exists.
 async fn text(browser: &Browser, css: &str) -> String {
-    browser.wait().at_most(Duration::from_secs(20)).for_element(Locator::Css(css)).await.unwrap().text().await.unwrap()
+    loop {
+        let element = browser.wait().at_most(Duration::from_secs(20)).for_element(Locator::Css(css)).await.unwrap();
+        match element.text().await {
+            Ok(text) => return text,
+            // A live update re-rendered it between finding and reading: find it again.
+            Err(error) if error.is_stale_element_reference() => continue,
+            Err(error) => panic!("{css}: {error}"),
+        }
+    }
 }
 
 /// Waits until the text of `css` satisfies `done`; returns it.
