@@ -58,6 +58,24 @@ pub struct MatchJob {
     pub openings: Option<Arc<Book>>,
 }
 
+impl MatchJob {
+    /// What a worker `slowness` times slower than the reference is told to play; its
+    /// reports are checked against the same.
+    pub fn lease_spec(&self, slowness: f64) -> v1::MatchSpec {
+        v1::MatchSpec {
+            new_engine: self.request.new_engine.clone(),
+            base_engine: self.request.base_engine.clone(),
+            time_control: self.time_control.scaled(slowness).to_string(),
+            rules: self.rules.name().to_owned(),
+            variant: self.variant.name().to_owned(),
+            book: self.request.book.clone(),
+            max_plies: self.request.max_plies,
+            time_margin_ms: xq_proto::DEFAULT_TIME_MARGIN_MS,
+            adjudication: self.request.adjudication,
+        }
+    }
+}
+
 fn check_name(field: &'static str, text: &str, max: usize) -> Result<(), SpecError> {
     if text.len() > max || text.chars().any(char::is_control) {
         return Err(bad(field, format!("at most {max} characters and no control characters")));
@@ -68,6 +86,13 @@ fn check_name(field: &'static str, text: &str, max: usize) -> Result<(), SpecErr
 /// The longest self-play game a job may ask for, in plies (the rules end real games
 /// long before).
 pub const MAX_SELF_PLAY_PLIES: u32 = 2_000;
+
+/// The largest move number or count an adjudication setting may name: games end long
+/// before.
+const MAX_ADJUDICATION_COUNT: u32 = 1_000;
+
+/// The largest adjudication score, centipawns (a mate score's size).
+const MAX_ADJUDICATION_SCORE: i32 = 100_000;
 
 /// An artifact named in a request: its hash, and a name fit for logs and file names.
 fn check_artifact(field: &'static str, artifact: &v1::ArtifactRef) -> Result<(), SpecError> {
@@ -158,6 +183,17 @@ pub fn check_test(request: &v1::CreateTestRequest) -> Result<MatchJob, SpecError
     }
     if request.pairs > MAX_UNITS {
         return Err(bad("pairs", format!("at most {MAX_UNITS}")));
+    }
+    if let Some(a) = &request.adjudication {
+        let counts = [a.draw_move_number, a.draw_plies, a.resign_moves];
+        if counts.iter().any(|&n| n > MAX_ADJUDICATION_COUNT) {
+            return Err(bad("adjudication", format!("move numbers and counts at most {MAX_ADJUDICATION_COUNT}")));
+        }
+        if !(0..=MAX_ADJUDICATION_SCORE).contains(&a.draw_score)
+            || !(0..=MAX_ADJUDICATION_SCORE).contains(&a.resign_score)
+        {
+            return Err(bad("adjudication", format!("scores between 0 and {MAX_ADJUDICATION_SCORE} centipawns")));
+        }
     }
     Ok(MatchJob { request: request.clone(), time_control, rules, variant, sprt, openings: None })
 }
@@ -551,6 +587,14 @@ mod tests {
             ("pairs", Box::new(|r| r.sprt = None)),
             ("pairs", Box::new(|r| r.pairs = MAX_UNITS + 1)),
             ("book", Box::new(|r| r.book = Some(v1::ArtifactRef { sha256: "XYZ".to_owned(), ..Default::default() }))),
+            (
+                "adjudication",
+                Box::new(|r| r.adjudication = Some(v1::Adjudication { draw_plies: 1_001, ..Default::default() })),
+            ),
+            (
+                "adjudication",
+                Box::new(|r| r.adjudication = Some(v1::Adjudication { resign_score: -1, ..Default::default() })),
+            ),
         ];
         for (field, change) in cases {
             let mut r = request();

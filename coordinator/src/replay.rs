@@ -3,7 +3,8 @@
 //! opening, play only legal moves, stop where the rules end it (no move after a
 //! ruling), and carry a result that agrees with the rules: a game ended by the rules
 //! ("normal") must end in the ruling's result; a game ended otherwise (time forfeit,
-//! adjudication, an engine's failure) must not be over by the rules.
+//! adjudication, an engine's failure) must not be over by the rules, and must be borne
+//! out by its evidence ([`crate::endings`]).
 
 use xq_engine::book::BookOpening;
 use xq_engine::color::Color;
@@ -14,6 +15,8 @@ use xq_engine::xiangqi::notation::{Dialect, parse_uci};
 use xq_engine::xiangqi::pgn::{PgnGame, parse_pgn};
 use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet, Ruling};
 use xq_engine::xiongqi;
+
+use crate::endings::{self, Conditions, Replayed};
 
 /// The most plies a reported game may have: far beyond any rule set's move limits.
 pub const MAX_PLIES: usize = 2000;
@@ -30,6 +33,8 @@ pub struct PairContext<'a> {
     pub rules: RuleSet,
     /// The new engine's and the base engine's names.
     pub names: [&'a str; 2],
+    /// The clocks and adjudication the lease's games were played under.
+    pub conditions: &'a Conditions,
 }
 
 /// A checked game, from the new engine's view.
@@ -81,7 +86,11 @@ fn check_game(pgn: &str, context: &PairContext<'_>, new_color: Color) -> Result<
     if game.moves.len() > MAX_PLIES {
         return Err(format!("{} plies, more than {MAX_PLIES}", game.moves.len()));
     }
-    let ruling = match context.variant {
+    let time_control = context.conditions.time_control.to_string();
+    if game.tag("TimeControl") != Some(&time_control) {
+        return Err(format!("time control {:?}, not the lease's {time_control}", game.tag("TimeControl")));
+    }
+    let (ruling, replayed) = match context.variant {
         Variant::Xiangqi => replay_xiangqi(&game, context)?,
         Variant::Xiongqi => replay_xiongqi(&game, context)?,
     };
@@ -108,6 +117,7 @@ fn check_game(pgn: &str, context: &PairContext<'_>, new_color: Color) -> Result<
         }
         (other, None) => return Err(format!("unknown termination '{other}'")),
     };
+    endings::check(&game, &replayed, termination, outcome, context.conditions)?;
     let points = match outcome {
         Outcome::Draw => 1,
         Outcome::Win(winner) if winner == new_color => 2,
@@ -117,7 +127,7 @@ fn check_game(pgn: &str, context: &PairContext<'_>, new_color: Color) -> Result<
 }
 
 /// Replays a Xiangqi game through the referee: the ruling it reached, if any.
-fn replay_xiangqi(game: &PgnGame, context: &PairContext<'_>) -> Result<Option<Ruling>, String> {
+fn replay_xiangqi(game: &PgnGame, context: &PairContext<'_>) -> Result<(Option<Ruling>, Replayed), String> {
     let start = match game.tag("FEN") {
         Some(text) => fen::parse(text).map_err(|e| format!("FEN: {e}"))?,
         None => Position::startpos(),
@@ -133,6 +143,7 @@ fn replay_xiangqi(game: &PgnGame, context: &PairContext<'_>) -> Result<Option<Ru
         None if start != Position::startpos() => return Err("it does not start at the start position".to_owned()),
         None => &[],
     };
+    let first_mover = start.side_to_move();
     let mut referee = Referee::new(start, RefereeConfig { rules: context.rules, ..RefereeConfig::default() });
     for (ply, text) in game.moves.iter().enumerate() {
         if let Some(ruling) = referee.ruling() {
@@ -148,12 +159,19 @@ fn replay_xiangqi(game: &PgnGame, context: &PairContext<'_>) -> Result<Option<Ru
     if game.moves.len() < book_moves.len() {
         return Err("it ends inside the opening".to_owned());
     }
-    Ok(referee.ruling())
+    let replayed = Replayed {
+        first_mover,
+        book_plies: book_moves.len(),
+        refuses_illegal_move: game
+            .tag("IllegalMove")
+            .map(|text| parse_uci(referee.position(), text, Dialect::ZeroBased).is_err()),
+    };
+    Ok((referee.ruling(), replayed))
 }
 
 /// Replays a Xiongqi game by its own rules: the ruling it reached, if any. A
 /// repetitive move is legal to play but loses for its player (Xiongqi 6.3).
-fn replay_xiongqi(game: &PgnGame, context: &PairContext<'_>) -> Result<Option<Ruling>, String> {
+fn replay_xiongqi(game: &PgnGame, context: &PairContext<'_>) -> Result<(Option<Ruling>, Replayed), String> {
     let start = match game.tag("FEN") {
         Some(text) => xiongqi::fen::parse(text).map_err(|e| format!("FEN: {e}"))?,
         None => xiongqi::Position::startpos(),
@@ -168,6 +186,7 @@ fn replay_xiongqi(game: &PgnGame, context: &PairContext<'_>) -> Result<Option<Ru
         }
         _ => {}
     }
+    let first_mover = start.side_to_move();
     let mut referee = xiongqi::Refereed::new(start);
     for (ply, text) in game.moves.iter().enumerate() {
         if let Some(ruling) = referee.ruling() {
@@ -175,13 +194,21 @@ fn replay_xiongqi(game: &PgnGame, context: &PairContext<'_>) -> Result<Option<Ru
         }
         referee.play_text(text).map_err(|error| format!("ply {}: {error}", ply + 1))?;
     }
-    Ok(referee.ruling())
+    let replayed = Replayed {
+        first_mover,
+        book_plies: 0,
+        refuses_illegal_move: game.tag("IllegalMove").map(|text| referee.clone().play_text(text).is_err()),
+    };
+    Ok((referee.ruling(), replayed))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+    use xq_engine::adjudication::Adjudication;
     use xq_engine::book::Book;
+    use xq_engine::time_control::TimeControl;
     use xq_engine::xiangqi::book::Opening;
 
     fn pgn(white: &str, black: &str, fen: Option<&str>, moves: &str, result: &str, termination: &str) -> String {
@@ -197,14 +224,41 @@ mod tests {
         termination: &str,
     ) -> String {
         let fen = fen.map(|f| format!("[SetUp \"1\"]\n[FEN \"{f}\"]\n")).unwrap_or_default();
+        // Moves without notes get a tenth of a second each and no score.
+        let moves = if moves.contains('{') {
+            moves.to_owned()
+        } else {
+            let noted = moves
+                .split_whitespace()
+                .map(|t| if t.ends_with('.') { t.to_owned() } else { format!("{t} {{0.100s}}") });
+            noted.collect::<Vec<_>>().join(" ")
+        };
         format!(
             "[White \"{white}\"]\n[Black \"{black}\"]\n[Result \"{result}\"]\n[Variant \"{variant}\"]\n{fen}\
-             [Termination \"{termination}\"]\n\n{moves} {result}\n\n"
+             [TimeControl \"st=1\"]\n[Termination \"{termination}\"]\n\n{moves} {result}\n\n"
         )
     }
 
-    const CONTEXT: PairContext<'static> =
-        PairContext { opening: None, variant: Variant::Xiangqi, rules: RuleSet::Wxf, names: ["new", "base"] };
+    /// `pgn` with one more tag.
+    fn tagged(pgn: &str, name: &str, value: &str) -> String {
+        format!("[{name} \"{value}\"]\n{pgn}")
+    }
+
+    /// A second a move, a tenth of margin, and a draw as soon as an engine scores 0.
+    static CONDITIONS: Conditions = Conditions {
+        time_control: TimeControl::MoveTime(Duration::from_secs(1)),
+        time_margin: Duration::from_millis(100),
+        adjudication: Adjudication { draw: Some((1, 1, 0)), resign: None },
+        max_plies: None,
+    };
+
+    const CONTEXT: PairContext<'static> = PairContext {
+        opening: None,
+        variant: Variant::Xiangqi,
+        rules: RuleSet::Wxf,
+        names: ["new", "base"],
+        conditions: &CONDITIONS,
+    };
 
     // Two rooks against a bare king: 1. b0b8 confines the king to its back rank, and
     // after 1... d9e9 2. a1a9 it is mated (f9 faces the red king on the f-file).
@@ -213,8 +267,10 @@ mod tests {
     #[test]
     fn legal_games_with_consistent_results_count() {
         let context = PairContext { opening: None, ..CONTEXT };
-        let adjudicated = pgn("new", "base", None, "1. h2e2 h9g7", "1/2-1/2", "adjudication");
-        let lost_on_time = pgn("base", "new", None, "1. h2e2", "0-1", "time forfeit");
+        let moves = "1. h2e2 {+0.50 0.100s} h9g7 {+0.00 0.100s}";
+        let adjudicated = pgn("new", "base", None, moves, "1/2-1/2", "adjudication");
+        let moves = "1. h2e2 {+0.50 0.100s} h9g7 {-0.50 0.100s}";
+        let lost_on_time = tagged(&pgn("base", "new", None, moves, "0-1", "time forfeit"), "OverTime", "1.2");
         let checked = check_pair([&adjudicated, &lost_on_time], &context).unwrap();
         assert_eq!(checked[0], CheckedGame { points: 1, reason: "adjudication".to_owned() });
         assert_eq!(checked[1].points, 2, "the new engine had Black and won on time");
@@ -225,7 +281,7 @@ mod tests {
         let opening = Opening { start: fen::parse(MATE_FEN).unwrap(), moves: Vec::new() };
         let context = PairContext { opening: Some(BookOpening::Xiangqi(&opening)), ..CONTEXT };
         let mate = pgn("new", "base", Some(MATE_FEN), "1. b0b8 d9e9 2. a1a9", "1-0", "normal");
-        let timeout = pgn("base", "new", Some(MATE_FEN), "1. b0b8", "1/2-1/2", "adjudication");
+        let timeout = pgn("base", "new", Some(MATE_FEN), "1. b0b8 {+0.00 0.100s}", "1/2-1/2", "adjudication");
         let checked = check_pair([&mate, &timeout], &context).unwrap();
         assert_eq!(checked[0], CheckedGame { points: 2, reason: "checkmate".to_owned() });
         // The rules ended the game for Red; a claimed draw or a loss is refused.
@@ -244,7 +300,7 @@ mod tests {
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::StdRng::seed_from_u64(3);
         let good = pgn("new", "base", Some(MATE_FEN), "1. b0b8 d9e9 2. a1a9", "1-0", "normal");
-        let other = pgn("base", "new", Some(MATE_FEN), "1. b0b8", "1/2-1/2", "adjudication");
+        let other = pgn("base", "new", Some(MATE_FEN), "1. b0b8 {+0.00 0.100s}", "1/2-1/2", "adjudication");
         let opening = Opening { start: fen::parse(MATE_FEN).unwrap(), moves: Vec::new() };
         let context = PairContext { opening: Some(BookOpening::Xiangqi(&opening)), ..CONTEXT };
         let alphabet = b" \n[]\"{}.0123456789abcdefghiRNBAKCPrnbakcp/-*";
@@ -270,14 +326,14 @@ mod tests {
 
     #[test]
     fn illegal_moves_wrong_players_and_wrong_openings_are_refused() {
-        let good = pgn("base", "new", None, "1. h2e2", "1/2-1/2", "adjudication");
+        let good = pgn("base", "new", None, "1. h2e2 {+0.00 0.100s}", "1/2-1/2", "adjudication");
         let illegal = pgn("new", "base", None, "1. h2e2 h9h5", "1/2-1/2", "adjudication");
         let error = check_pair([&illegal, &good], &CONTEXT).unwrap_err();
         assert_eq!(error.game, 1);
         assert!(error.problem.contains("ply 2"), "{}", error.problem);
-        let swapped = pgn("base", "new", None, "1. h2e2", "1/2-1/2", "adjudication");
+        let swapped = pgn("base", "new", None, "1. h2e2 {+0.00 0.100s}", "1/2-1/2", "adjudication");
         assert!(check_pair([&swapped, &good], &CONTEXT).unwrap_err().problem.contains("players"));
-        let elsewhere = pgn("new", "base", Some(MATE_FEN), "1. b0b8", "1/2-1/2", "adjudication");
+        let elsewhere = pgn("new", "base", Some(MATE_FEN), "1. b0b8 {+0.00 0.100s}", "1/2-1/2", "adjudication");
         assert!(check_pair([&elsewhere, &good], &CONTEXT).unwrap_err().problem.contains("start position"));
         let unfinished = pgn("new", "base", None, "1. h2e2", "*", "adjudication");
         assert!(check_pair([&unfinished, &good], &CONTEXT).is_err());
@@ -297,23 +353,145 @@ mod tests {
         let book = Book::parse(Variant::Xiongqi, &format!("{capture}\n{repeat}\n"), "x.fen").unwrap();
         let context = PairContext { opening: Some(book.for_unit(0)), variant: Variant::Xiongqi, ..CONTEXT };
         let won = variant_pgn("xiongqi", ["new", "base"], Some(capture), "1. d1d8", "1-0", "normal");
-        let drawn = variant_pgn("xiongqi", ["base", "new"], Some(capture), "1. e4e5", "1/2-1/2", "adjudication");
+        let drawn =
+            variant_pgn("xiongqi", ["base", "new"], Some(capture), "1. e4e5 {+0.00 0.100s}", "1/2-1/2", "adjudication");
         let checked = check_pair([&won, &drawn], &context).unwrap();
         assert_eq!(checked.map(|c| c.points), [2, 1]);
 
         let context = PairContext { opening: Some(book.for_unit(1)), ..context };
         let moves = "1. a1a2 d8c8 2. a2a1 c8d8 3. a1a2";
         let repeated = variant_pgn("xiongqi", ["new", "base"], Some(repeat), moves, "0-1", "normal");
-        let other = variant_pgn("xiongqi", ["base", "new"], Some(repeat), "1. a1a2", "1/2-1/2", "adjudication");
+        let other =
+            variant_pgn("xiongqi", ["base", "new"], Some(repeat), "1. a1a2 {+0.00 0.100s}", "1/2-1/2", "adjudication");
         assert_eq!(check_pair([&repeated, &other], &context).unwrap()[0].points, 0);
         let claimed = variant_pgn("xiongqi", ["new", "base"], Some(repeat), moves, "1-0", "normal");
         assert!(check_pair([&claimed, &other], &context).unwrap_err().problem.contains("the rules give 0-1"));
-        let illegal = variant_pgn("xiongqi", ["new", "base"], Some(repeat), "1. a1h8", "1/2-1/2", "adjudication");
+        let illegal =
+            variant_pgn("xiongqi", ["new", "base"], Some(repeat), "1. a1h8 {+0.00 0.100s}", "1/2-1/2", "adjudication");
         assert!(check_pair([&illegal, &other], &context).unwrap_err().problem.contains("ply 1"));
         // A Xiangqi game in a Xiongqi test, or the wrong opening, does not count.
-        let xiangqi = pgn("new", "base", None, "1. h2e2", "1/2-1/2", "adjudication");
+        let xiangqi = pgn("new", "base", None, "1. h2e2 {+0.00 0.100s}", "1/2-1/2", "adjudication");
         assert!(check_pair([&xiangqi, &other], &context).unwrap_err().problem.contains("variant"));
-        let elsewhere = variant_pgn("xiongqi", ["new", "base"], Some(capture), "1. e4e5", "1/2-1/2", "adjudication");
+        let elsewhere =
+            variant_pgn("xiongqi", ["new", "base"], Some(capture), "1. e4e5 {+0.00 0.100s}", "1/2-1/2", "adjudication");
         assert!(check_pair([&elsewhere, &other], &context).unwrap_err().problem.contains("unit's opening"));
+    }
+
+    /// A drawn one-ply filler for the pair's other game.
+    fn filler() -> String {
+        pgn("base", "new", None, "1. h2e2 {+0.00 0.100s}", "1/2-1/2", "adjudication")
+    }
+
+    /// What is wrong with `game` as a pair's first game; empty when it counts (the pair
+    /// is checked game by game, so the filler's fate under `context` does not matter).
+    fn problem(game: &str, context: &PairContext<'_>) -> String {
+        match check_pair([game, &filler()], context) {
+            Err(error) if error.game == 1 => error.problem,
+            _ => String::new(),
+        }
+    }
+
+    #[test]
+    fn time_forfeits_count_only_past_the_clock() {
+        // 10 s each, no increment: Red (new) leaves itself 0.2 s, then thinks 0.5 s.
+        let conditions = Conditions { time_control: "10".parse().unwrap(), ..CONDITIONS.clone() };
+        let context = PairContext { conditions: &conditions, ..CONTEXT };
+        let game = |moves: &str, over: Option<&str>| {
+            let text = pgn("new", "base", None, moves, "0-1", "time forfeit").replace("st=1", "10");
+            over.map_or(text.clone(), |over| tagged(&text, "OverTime", over))
+        };
+        let moves = "1. h2e2 {+0.10 9.800s} h9g7 {-0.10 1.000s}";
+        assert_eq!(problem(&game(moves, Some("0.500")), &context), "");
+        // Within the 0.2 s left and the 0.1 s margin, or no evidence at all: refused.
+        assert!(problem(&game(moves, Some("0.250")), &context).contains("within the 0.300 s it had"));
+        assert!(problem(&game(moves, None), &context).contains("without [OverTime]"));
+        assert!(problem(&game(moves, Some("soon")), &context).contains("bad [OverTime]"));
+        // The side that lost must be the one to move.
+        let black_to_move = "1. h2e2 {+0.10 9.800s}";
+        assert!(problem(&game(black_to_move, Some("5")), &context).contains("side to move"));
+        // A move past its clock would have lost there, not later.
+        let overdrawn = "1. h2e2 {+0.10 10.200s} h9g7 {-0.10 1.000s}";
+        assert!(problem(&game(overdrawn, Some("5")), &context).contains("ply 1: 10.200 s is past the clock"));
+        // Nodes and depths have no clock to lose on.
+        let conditions = Conditions { time_control: "nodes=1000".parse().unwrap(), ..CONDITIONS.clone() };
+        let context = PairContext { conditions: &conditions, ..CONTEXT };
+        let text = game(moves, Some("5")).replace("[TimeControl \"10\"]", "[TimeControl \"nodes=1000\"]");
+        assert!(problem(&text, &context).contains("without a clock"));
+        // And the game must say it was played at the lease's time control.
+        assert!(problem(&game(moves, Some("0.500")), &CONTEXT).contains("not the lease's st=1"));
+    }
+
+    #[test]
+    fn a_move_time_forfeit_needs_a_think_past_the_move_time() {
+        let moves = "1. h2e2 {+0.10 0.900s} h9g7 {-0.10 1.000s}";
+        let game = |over: &str| tagged(&pgn("new", "base", None, moves, "0-1", "time forfeit"), "OverTime", over);
+        assert_eq!(problem(&game("1.5"), &CONTEXT), "");
+        assert!(problem(&game("1.05"), &CONTEXT).contains("within"));
+    }
+
+    #[test]
+    fn illegal_moves_count_only_when_the_rules_refuse_them() {
+        let game = |claimed: Option<&str>| {
+            let text = pgn("new", "base", None, "1. h2e2 h9g7", "0-1", "rules infraction");
+            claimed.map_or(text.clone(), |mv| tagged(&text, "IllegalMove", mv))
+        };
+        assert_eq!(problem(&game(Some("h0h9")), &CONTEXT), "", "a horse cannot go there");
+        assert_eq!(problem(&game(Some("nonsense")), &CONTEXT), "");
+        assert!(problem(&game(Some("h0g2")), &CONTEXT).contains("is legal"));
+        assert!(problem(&game(None), &CONTEXT).contains("without [IllegalMove]"));
+    }
+
+    #[test]
+    fn adjudications_count_only_where_the_test_s_settings_end_the_game() {
+        let resign = Adjudication { draw: None, resign: Some((1, 500)) };
+        let conditions = Conditions { adjudication: resign, ..CONDITIONS.clone() };
+        let context = PairContext { conditions: &conditions, ..CONTEXT };
+        // Black scores itself lost after Red scored itself winning: Black resigns.
+        let resigned = "1. h2e2 {+6.00 0.100s} h9g7 {-6.00 0.100s}";
+        let game = |moves: &str, result: &str| pgn("new", "base", None, moves, result, "adjudication");
+        assert_eq!(problem(&game(resigned, "1-0"), &context), "");
+        assert!(problem(&game(resigned, "0-1"), &context).contains("neither"));
+        assert!(problem(&game(resigned, "1/2-1/2"), &context).contains("neither"));
+        // Scores that do not meet the setting, or no adjudication at all: refused.
+        assert!(problem(&game("1. h2e2 {+6.00 0.100s} h9g7 {-4.00 0.100s}", "1-0"), &context).contains("neither"));
+        let no_adjudication = Conditions { adjudication: Adjudication::default(), ..CONDITIONS.clone() };
+        let none = PairContext { conditions: &no_adjudication, ..CONTEXT };
+        assert!(problem(&game(resigned, "1-0"), &none).contains("neither"));
+        // A game that goes on past the point where adjudication ended it.
+        let played_on = "1. h2e2 {+6.00 0.100s} h9g7 {-6.00 0.100s} 2. h0g2 {+6.00 0.100s}";
+        assert!(problem(&game(played_on, "1-0"), &context).contains("ended it at ply 2"));
+        // The ply limit: a draw exactly there, never past it.
+        let at_two = Conditions { max_plies: Some(2), ..no_adjudication.clone() };
+        let limited = PairContext { conditions: &at_two, ..CONTEXT };
+        assert_eq!(problem(&game("1. h2e2 h9g7", "1/2-1/2"), &limited), "");
+        assert!(problem(&game("1. h2e2 h9g7", "1-0"), &limited).contains("neither"));
+        assert!(problem(&game("1. h2e2 h9g7 2. h0g2", "1/2-1/2"), &limited).contains("past the test's limit of 2"));
+    }
+
+    #[test]
+    fn every_ply_needs_its_note() {
+        let game = |moves: &str| pgn("new", "base", None, moves, "1/2-1/2", "adjudication");
+        assert!(problem(&game("1. h2e2 {+0.00 0.100s} h9g7"), &CONTEXT).contains("ply 2 has no note"));
+        assert!(problem(&game("1. h2e2 {fast}"), &CONTEXT).contains("unreadable note 'fast'"));
+        assert!(problem(&game("1. h2e2 {book}"), &CONTEXT).contains("opening's 0 plies"));
+        // Abandoned games are lost by the engine that failed, never drawn.
+        let abandoned = |result: &str| pgn("new", "base", None, "1. h2e2", result, "abandoned");
+        assert_eq!(problem(&abandoned("0-1"), &CONTEXT), "");
+        assert!(problem(&abandoned("1/2-1/2"), &CONTEXT).contains("abandoned, yet drawn"));
+    }
+
+    #[test]
+    fn book_moves_are_noted_book_and_only_inside_the_opening() {
+        let opening = Opening {
+            start: Position::startpos(),
+            moves: vec![parse_uci(&Position::startpos(), "h2e2", Dialect::ZeroBased).unwrap()],
+        };
+        let context = PairContext { opening: Some(BookOpening::Xiangqi(&opening)), ..CONTEXT };
+        let game = pgn("new", "base", None, "1. h2e2 {book} h9g7 {+0.00 0.100s}", "1/2-1/2", "adjudication");
+        let other = pgn("base", "new", None, "1. h2e2 {book} h9g7 {+0.00 0.100s}", "1/2-1/2", "adjudication");
+        assert_eq!(check_pair([&game, &other], &context).map(|c| c.map(|g| g.points)), Ok([1, 1]));
+        let engine_in_book =
+            pgn("new", "base", None, "1. h2e2 {+0.10 0.100s} h9g7 {+0.00 0.100s}", "1/2-1/2", "adjudication");
+        assert!(check_pair([&engine_in_book, &other], &context).unwrap_err().problem.contains("opening's 1 plies"));
     }
 }

@@ -59,6 +59,14 @@ impl Default for SchedulerConfig {
     }
 }
 
+/// The speed factor of a worker: how much slower than the reference it is.
+fn slowness(config: &SchedulerConfig, capabilities: &v1::Capabilities) -> f64 {
+    if config.reference_nps == 0 || capabilities.bench_nps == 0 {
+        return 1.0;
+    }
+    (config.reference_nps as f64 / capabilities.bench_nps as f64).clamp(0.25, 4.0)
+}
+
 /// Plies a game is assumed to last when sizing leases.
 const ASSUMED_PLIES: u32 = 160;
 
@@ -132,6 +140,9 @@ impl JobState {
 struct LeaseState {
     row: LeaseRow,
     units: HashSet<u64>,
+    /// How much slower than the reference its worker was when it was leased: its time
+    /// control is the job's scaled by this, and its games are checked against that.
+    slowness: f64,
     deadline: Instant,
     /// Units this lease has reported, and their totals: what the next cumulative
     /// report must extend.
@@ -197,6 +208,8 @@ pub struct LeaseContext {
     pub acked_count: u64,
     pub acked_wdl: [u64; 3],
     pub acked_penta: [u64; 5],
+    /// How much slower than the reference the worker was when it took the lease.
+    pub slowness: f64,
 }
 
 /// The scheduler.
@@ -272,7 +285,9 @@ impl Scheduler {
         let deadline = Instant::now() + config.lease_ttl;
         for row in snapshot.active_leases {
             let (id, job_id, worker_id) = (row.id as u64, row.job_id as u64, row.worker_id as u64);
+            let slowness = state.workers.get(&worker_id).map_or(1.0, |w| slowness(&config, &w.capabilities));
             let mut lease = LeaseState {
+                slowness,
                 units: row.units.iter().copied().collect(),
                 row,
                 deadline,
@@ -630,14 +645,6 @@ impl Scheduler {
         Ok(view)
     }
 
-    /// The speed factor of a worker: how much slower than the reference it is.
-    fn slowness(&self, capabilities: &v1::Capabilities) -> f64 {
-        if self.config.reference_nps == 0 || capabilities.bench_nps == 0 {
-            return 1.0;
-        }
-        (self.config.reference_nps as f64 / capabilities.bench_nps as f64).clamp(0.25, 4.0)
-    }
-
     /// Leases work to `worker`, or `None` when there is none it can run.
     pub async fn lease(&self, worker: u64, concurrency: u32) -> Result<Option<v1::Lease>, ScheduleError> {
         let (lease, change) = {
@@ -668,24 +675,14 @@ impl Scheduler {
                 .min_by_key(|j| (std::cmp::Reverse(j.row.priority), j.load(), j.row.id))
                 .map(|j| j.row.id as u64);
             let Some(job_id) = chosen else { return Ok(None) };
-            let slowness = self.slowness(&capabilities);
+            let slowness = slowness(&self.config, &capabilities);
             let concurrency = concurrency.clamp(1, cores);
             let nps = capabilities.bench_nps.max(1);
             let job = state.jobs.get_mut(&job_id).expect("chosen from the map");
             let (unit_seconds, work) = match &*job.spec {
                 JobSpec::Match(m) => {
-                    let tc = m.time_control.scaled(slowness);
-                    let seconds = 2.0 * tc.game_seconds(ASSUMED_PLIES, nps);
-                    let book = m.request.book.clone();
-                    let spec = v1::MatchSpec {
-                        new_engine: m.request.new_engine.clone(),
-                        base_engine: m.request.base_engine.clone(),
-                        time_control: tc.to_string(),
-                        rules: m.rules.name().to_owned(),
-                        variant: m.variant.name().to_owned(),
-                        book,
-                        max_plies: m.request.max_plies,
-                    };
+                    let seconds = 2.0 * m.time_control.scaled(slowness).game_seconds(ASSUMED_PLIES, nps);
+                    let spec = m.lease_spec(slowness);
                     (seconds, v1::lease::Work::MatchSpec(spec))
                 }
                 JobSpec::SelfPlay(r) => {
@@ -725,6 +722,7 @@ impl Scheduler {
                 LeaseState {
                     row: row.clone(),
                     units: units.iter().copied().collect(),
+                    slowness,
                     deadline: Instant::now() + self.config.lease_ttl,
                     acked: HashSet::new(),
                     acked_wdl: [0; 3],
@@ -845,6 +843,7 @@ impl Scheduler {
             acked_count: entry.acked.len() as u64,
             acked_wdl: entry.acked_wdl,
             acked_penta: entry.acked_penta,
+            slowness: entry.slowness,
         })
     }
 

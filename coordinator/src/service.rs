@@ -20,6 +20,7 @@ use xq_proto::v1;
 use xq_proto::{ARTIFACT_PIECE_BYTES, MAX_MESSAGE_BYTES, self_play_plies, self_play_unit_records};
 
 use crate::artifacts::{ArtifactStore, check_hash};
+use crate::endings::Conditions;
 use crate::jobs::{Course, DEFAULT_SPRT_PAIRS, JobSpec, add_points, check_self_play, check_test, self_play_variant};
 use crate::metrics::Metrics;
 use crate::nets::Nets;
@@ -147,11 +148,13 @@ impl WorkerApi {
             }
         }
         let names = [engines[0].map_or("", |e| e.name.as_str()), engines[1].map_or("", |e| e.name.as_str())];
+        let conditions = Conditions::for_lease(&job.lease_spec(context.slowness)).map_err(Status::internal)?;
         let (mut wdl, mut penta) = (context.acked_wdl, context.acked_penta);
         let mut rows = Vec::new();
         for pair in &report.pairs {
             let opening = job.openings.as_ref().map(|o| o.for_unit(pair.unit));
-            let pair_context = PairContext { opening, variant: job.variant, rules: job.rules, names };
+            let pair_context =
+                PairContext { opening, variant: job.variant, rules: job.rules, names, conditions: &conditions };
             let checked = check_pair([&pair.first_game_pgn, &pair.second_game_pgn], &pair_context)
                 .map_err(|e| Status::invalid_argument(format!("unit {}: {e}", pair.unit)))?;
             if context.acked.contains(&pair.unit) {

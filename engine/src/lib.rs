@@ -7,6 +7,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
+pub mod adjudication;
 pub mod bench;
 pub mod bitboard;
 pub mod book;

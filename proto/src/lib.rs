@@ -33,6 +33,43 @@ pub fn self_play_unit_records(spec: &v1::SelfPlaySpec) -> u64 {
     u64::from(spec.games_per_unit) * u64::from(self_play_plies(spec))
 }
 
+/// How far past its clock an engine may go before it loses on time, when a lease
+/// leaves `time_margin_ms` at 0.
+pub const DEFAULT_TIME_MARGIN_MS: u32 = 100;
+
+/// The time margin of a match lease: what the worker plays by and the coordinator
+/// checks time forfeits against.
+pub fn time_margin(spec: &v1::MatchSpec) -> std::time::Duration {
+    let ms = if spec.time_margin_ms == 0 { DEFAULT_TIME_MARGIN_MS } else { spec.time_margin_ms };
+    std::time::Duration::from_millis(u64::from(ms))
+}
+
+/// A test's adjudication settings as the engine library's, where worker and
+/// coordinator apply them.
+pub fn adjudication(settings: Option<&v1::Adjudication>) -> xq_engine::adjudication::Adjudication {
+    let Some(a) = settings else { return Default::default() };
+    xq_engine::adjudication::Adjudication {
+        draw: (a.draw_plies > 0).then_some((a.draw_move_number, a.draw_plies as usize, a.draw_score)),
+        resign: (a.resign_moves > 0).then_some((a.resign_moves as usize, a.resign_score)),
+    }
+}
+
+/// The engine library's adjudication settings as a test's; `None` when both are off.
+pub fn adjudication_message(settings: xq_engine::adjudication::Adjudication) -> Option<v1::Adjudication> {
+    if settings.draw.is_none() && settings.resign.is_none() {
+        return None;
+    }
+    let (draw_move_number, draw_plies, draw_score) = settings.draw.unwrap_or_default();
+    let (resign_moves, resign_score) = settings.resign.unwrap_or_default();
+    Some(v1::Adjudication {
+        draw_move_number,
+        draw_plies: u32::try_from(draw_plies).unwrap_or(u32::MAX),
+        draw_score,
+        resign_moves: u32::try_from(resign_moves).unwrap_or(u32::MAX),
+        resign_score,
+    })
+}
+
 /// Adds `authorization: Bearer <token>` to every call of a client.
 #[derive(Clone, Debug)]
 pub struct BearerToken(tonic::metadata::MetadataValue<tonic::metadata::Ascii>);

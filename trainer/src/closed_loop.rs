@@ -421,6 +421,7 @@ fn test_request(
         required_cpu_flags: Vec::new(),
         description: format!("lineage {} generation {generation}: net test against {base_name}", settings.lineage),
         throughput: 0,
+        adjudication: None,
     }
 }
 

@@ -14,16 +14,8 @@ use xq_engine::xiongqi;
 use crate::engine_process::{EngineError, EngineProcess, Protocol};
 use crate::time_control::{Clock, TimeControl};
 
-/// Score-based adjudication (cutechess-cli's `-draw` and `-resign`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Adjudication {
-    /// Draw when, from this move number on, both engines report |score| <= `score`
-    /// for `plies` consecutive plies: (move number, plies, score).
-    pub draw: Option<(u32, usize, i32)>,
-    /// Resign when one engine reports <= -`score` and the other >= `score` for `moves`
-    /// consecutive moves each: (moves, score).
-    pub resign: Option<(usize, i32)>,
-}
+pub use xq_engine::adjudication::Adjudication;
+use xq_engine::adjudication::{Adjudicator, Verdict};
 
 /// How games are played.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -135,6 +127,10 @@ pub struct GameRecord {
     pub termination: Termination,
     /// The engine that failed, if one did, with its error.
     pub failure: Option<(Color, EngineError)>,
+    /// After a time forfeit: how long the loser thought on the move it never made.
+    pub overtime: Option<Duration>,
+    /// After an illegal move: the move as the engine sent it.
+    pub illegal_move: Option<String>,
 }
 
 fn limits_text(protocol: Protocol, time_control: &TimeControl, clocks: &ByColor<Option<Clock>>, side: Color) -> String {
@@ -293,6 +289,8 @@ fn begin(start: &Start, settings: &GameSettings, players: ByColor<String>) -> (A
         reason: String::new(),
         termination: Termination::Rules,
         failure: None,
+        overtime: None,
+        illegal_move: None,
     };
     (arbiter, record, ending)
 }
@@ -314,8 +312,8 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, start: &Start, settings: 
             ending = Some(failure(color, error));
         }
     }
-    let mut draw_streak = 0;
-    let mut resign_streak = ByColor { red: 0, black: 0 };
+    let mut adjudicator = Adjudicator::new(settings.adjudication);
+    (0..record.book_plies).for_each(|_| adjudicator.book_ply());
     while ending.is_none() {
         if let Some(ruling) = arbiter.ruling() {
             ending = Some(Ending {
@@ -353,6 +351,9 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, start: &Start, settings: 
             Err(error @ EngineError::Timeout { .. })
                 if clocks[side].is_some() || matches!(settings.time_control, TimeControl::MoveTime(_)) =>
             {
+                if let EngineError::Timeout { waited, .. } = &error {
+                    record.overtime = Some(*waited);
+                }
                 ending = Some(Ending { failure: Some((side, error)), ..time_forfeit(side, &record.players) });
                 break;
             }
@@ -361,15 +362,20 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, start: &Start, settings: 
                 break;
             }
         };
-        if let Some(clock) = clocks[side].as_mut()
-            && clock.charge(reply.elapsed, settings.time_margin).is_err()
-        {
+        let past_clock = match (clocks[side].as_mut(), &settings.time_control) {
+            (Some(clock), _) => clock.charge(reply.elapsed, settings.time_margin).is_err(),
+            (None, TimeControl::MoveTime(time)) => reply.elapsed > *time + settings.time_margin,
+            (None, _) => false,
+        };
+        if past_clock {
+            record.overtime = Some(reply.elapsed);
             ending = Some(time_forfeit(side, &record.players));
             break;
         }
         let mv = match arbiter.play_text(&reply.bestmove, engine.config().dialect) {
             Ok(mv) => mv,
             Err(error) => {
+                record.illegal_move = Some(reply.bestmove.clone());
                 ending = Some(Ending {
                     outcome: Outcome::Win(!side),
                     reason: format!("{} played an illegal move: {error}", record.players[side]),
@@ -380,15 +386,11 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, start: &Start, settings: 
             }
         };
         record.moves.push(PlayedMove { mv, score: reply.score, depth: reply.depth, elapsed: reply.elapsed });
-        if let Some(adjudged) = adjudicate(
-            settings.adjudication,
-            &record.moves,
-            side,
-            &mut draw_streak,
-            &mut resign_streak,
-            &record.players,
-        ) {
-            ending = Some(adjudged);
+        // The rules come first: a move that ends the game by them is not adjudicated.
+        if let Some(verdict) = adjudicator.after_ply(side, reply.score)
+            && arbiter.ruling().is_none()
+        {
+            ending = Some(adjudged(verdict, &record.players));
         }
     }
     let ending = ending.expect("the loop ends with an ending");
@@ -417,38 +419,10 @@ fn failure(color: Color, error: EngineError) -> Ending {
     }
 }
 
-fn adjudicate(
-    rules: Adjudication,
-    moves: &[PlayedMove],
-    mover: Color,
-    draw_streak: &mut usize,
-    resign_streak: &mut ByColor<usize>,
-    players: &ByColor<String>,
-) -> Option<Ending> {
-    let score = moves.last()?.score?;
-    if let Some((from_move, plies, limit)) = rules.draw {
-        let move_number = moves.len().div_ceil(2) as u32;
-        *draw_streak = if move_number >= from_move && score.abs() <= limit { *draw_streak + 1 } else { 0 };
-        if *draw_streak >= plies {
-            return Some(Ending {
-                outcome: Outcome::Draw,
-                reason: "adjudicated a draw by score".to_owned(),
-                termination: Termination::Adjudication,
-                failure: None,
-            });
-        }
-    }
-    if let Some((count, limit)) = rules.resign {
-        resign_streak[mover] = if score <= -limit { resign_streak[mover] + 1 } else { 0 };
-        let winner_agrees = moves.len() >= 2 && moves[moves.len() - 2].score.is_some_and(|s| s >= limit);
-        if resign_streak[mover] >= count && winner_agrees {
-            return Some(Ending {
-                outcome: Outcome::Win(!mover),
-                reason: format!("{} resigns (adjudicated by score)", players[mover]),
-                termination: Termination::Adjudication,
-                failure: None,
-            });
-        }
-    }
-    None
+fn adjudged(verdict: Verdict, players: &ByColor<String>) -> Ending {
+    let (outcome, reason) = match verdict {
+        Verdict::Draw => (Outcome::Draw, "adjudicated a draw by score".to_owned()),
+        Verdict::Resigns(side) => (Outcome::Win(!side), format!("{} resigns (adjudicated by score)", players[side])),
+    };
+    Ending { outcome, reason, termination: Termination::Adjudication, failure: None }
 }

@@ -1,11 +1,15 @@
 //! Game records in PGN, as the product writes them (shared/reference/CONVENTIONS.md):
 //! the usual headers with `[Variant]` (xiangqi or xiongqi), `[FEN]`, `[TimeControl]`
-//! and `[Termination]`, moves in UCI coordinates, and a comment after each engine move with its score,
-//! depth and time.
+//! and `[Termination]`, moves in UCI coordinates, and a note after each move (book, or
+//! the engine's score, depth and time: `MoveNote`). An ending the rules did not make
+//! carries its evidence for the coordinator: `[OverTime]`, the seconds a side that
+//! lost on time thought on its last, unplayed move, and `[IllegalMove]`, the move an
+//! engine sent that the rules refused.
 
 use std::fmt::Write as _;
 
 use xq_engine::color::Color;
+use xq_engine::xiangqi::pgn::MoveNote;
 
 use crate::game::GameRecord;
 
@@ -34,6 +38,12 @@ pub fn game_pgn(game: &GameRecord, event: &str, round: usize, time_control: &str
     tag("TimeControl", time_control);
     tag("PlyCount", &game.moves.len().to_string());
     tag("Termination", game.termination.pgn());
+    if let Some(overtime) = game.overtime {
+        tag("OverTime", &format!("{:.3}", overtime.as_secs_f64()));
+    }
+    if let Some(illegal) = &game.illegal_move {
+        tag("IllegalMove", illegal);
+    }
     text.push('\n');
     let mut line = String::new();
     // Both games' FENs: side to move second, the move number sixth.
@@ -47,16 +57,12 @@ pub fn game_pgn(game: &GameRecord, event: &str, round: usize, time_control: &str
         } else if index == 0 {
             write!(token, "{number}... ").expect("writing to a string");
         }
-        write!(token, "{}", played.mv).expect("writing to a string");
-        if index < game.book_plies {
-            token.push_str(" {book}");
-        } else if let Some(score) = played.score {
-            let depth = played.depth.map(|d| format!("/{d}")).unwrap_or_default();
-            write!(token, " {{{:+.2}{depth} {:.3}s}}", score as f64 / 100.0, played.elapsed.as_secs_f64())
-                .expect("writing to a string");
+        let note = if index < game.book_plies {
+            MoveNote::Book
         } else {
-            write!(token, " {{{:.3}s}}", played.elapsed.as_secs_f64()).expect("writing to a string");
-        }
+            MoveNote::Engine { score: played.score, depth: played.depth, elapsed: played.elapsed }
+        };
+        write!(token, "{} {{{note}}}", played.mv).expect("writing to a string");
         if line.len() + token.len() > 79 {
             text.push_str(line.trim_end());
             text.push('\n');

@@ -131,12 +131,20 @@ fn percentile(sorted: &[u32], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p) as usize] as f64 / 1000.0
 }
 
+/// A game as a worker reports it: two noted moves at 10+0.1, ended by [`ADJUDICATION`]
+/// (a draw at 0.00, or Black resigning at -5.00 after Red's +5.00).
 fn game(red: &str, black: &str, result: &str) -> String {
+    let scores = if result == "1-0" { ["+6.00", "-6.00"] } else { ["+0.50", "+0.00"] };
     format!(
         "[White \"{red}\"]\n[Black \"{black}\"]\n[Result \"{result}\"]\n[Variant \"xiangqi\"]\n\
-         [Termination \"adjudication\"]\n\n1. h2e2 h9g7 {result}\n\n"
+         [TimeControl \"10+0.1\"]\n[Termination \"adjudication\"]\n\n\
+         1. h2e2 {{{} 0.100s}} h9g7 {{{} 0.100s}} {result}\n\n",
+        scores[0], scores[1]
     )
 }
+
+const ADJUDICATION: v1::Adjudication =
+    v1::Adjudication { draw_move_number: 1, draw_plies: 1, draw_score: 0, resign_moves: 1, resign_score: 500 };
 
 /// Request handling allocates many small short-lived buffers (frames, messages, rows)
 /// from two threads; mimalloc's thread-local free lists cut the time glibc's allocator
@@ -214,6 +222,7 @@ async fn run(options: Options, server: tokio::runtime::Handle, browsers: tokio::
         base_engine: Some(spec("base")),
         time_control: "10+0.1".to_owned(),
         pairs: 10_000_000,
+        adjudication: Some(ADJUDICATION),
         ..Default::default()
     };
     let job = admin.create_test(request.clone()).await.unwrap().into_inner();

@@ -214,17 +214,33 @@ pub async fn test_request(client: &mut Client, pairs: u64, sprt: Option<v1::Sprt
         variant: "xiangqi".to_owned(),
         sprt,
         pairs,
+        adjudication: Some(ADJUDICATION),
         ..Default::default()
     }
 }
 
-/// One game's PGN as a worker writes it: `moves` from the start position, ended by
-/// adjudication with `result`.
+/// What [`pair`]'s games end by: a draw at the first 0.00 from move 1 on, a
+/// resignation at the first -5.00 after the other engine's +5.00.
+pub const ADJUDICATION: v1::Adjudication =
+    v1::Adjudication { draw_move_number: 1, draw_plies: 1, draw_score: 0, resign_moves: 1, resign_score: 500 };
+
+/// One game's PGN as a worker writes it, at 10+0.1: `moves` (with their notes) from
+/// the start position, ended by adjudication with `result`.
 pub fn game(red: &str, black: &str, moves: &str, result: &str) -> String {
     format!(
         "[Event \"t\"]\n[White \"{red}\"]\n[Black \"{black}\"]\n[Result \"{result}\"]\n[Variant \"xiangqi\"]\n\
-         [Termination \"adjudication\"]\n\n{moves} {result}\n\n"
+         [TimeControl \"10+0.1\"]\n[Termination \"adjudication\"]\n\n{moves} {result}\n\n"
     )
+}
+
+/// Three opening moves, noted so that [`ADJUDICATION`] ends the game with `result`.
+pub fn adjudicated_moves(moves: [&str; 3], result: &str) -> String {
+    let [first, second, third] = moves;
+    match result {
+        "1/2-1/2" => format!("1. {first} {{+0.50 0.100s}} {second} {{+0.00 0.100s}}"),
+        "1-0" => format!("1. {first} {{+6.00 0.100s}} {second} {{-6.00 0.100s}}"),
+        _ => format!("1. {first} {{+0.50 0.100s}} {second} {{+6.00 0.100s}} 2. {third} {{-6.00 0.100s}}"),
+    }
 }
 
 /// A pair in which the new engine scores `points` half points in each game.
@@ -233,8 +249,14 @@ pub fn pair(unit: u64, points: [u8; 2]) -> v1::PairResult {
     let black_result = |p: u8| ["1-0", "1/2-1/2", "0-1"][p as usize];
     v1::PairResult {
         unit,
-        first_game_pgn: game("new", "base", "1. h2e2 h9g7", red_result(points[0])),
-        second_game_pgn: game("base", "new", "1. b2e2 b9c7", black_result(points[1])),
+        first_game_pgn: {
+            let result = red_result(points[0]);
+            game("new", "base", &adjudicated_moves(["h2e2", "h9g7", "h0g2"], result), result)
+        },
+        second_game_pgn: {
+            let result = black_result(points[1]);
+            game("base", "new", &adjudicated_moves(["b2e2", "b9c7", "b0c2"], result), result)
+        },
     }
 }
 

@@ -66,6 +66,7 @@ async fn create_net_test(
         sprt,
         pairs: 1000,
         priority: 10,
+        adjudication: Some(crate::common::ADJUDICATION),
         ..Default::default()
     };
     admin.create_test(request).await.unwrap().into_inner().job_id

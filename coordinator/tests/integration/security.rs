@@ -99,6 +99,25 @@ async fn reports_are_replayed_and_their_totals_checked() {
         let mut bad = pair(0, [2, 2]);
         bad.first_game_pgn = game("new", "base", "1. h2e2 h9h5", "1-0");
         refused(worker.report_pairs(report(vec![bad], totals(&[[2, 2]]))).await.unwrap_err(), "cannot be played");
+        // Forged endings: a time forfeit by a side with most of its clock left, or with
+        // no evidence; an adjudication the test's settings do not make; another clock.
+        let forfeit = |over: &str| {
+            let moves = "1. h2e2 {+0.10 0.100s} h9g7 {-0.10 0.100s}";
+            let text = game("new", "base", moves, "0-1").replace("\"adjudication\"", "\"time forfeit\"");
+            if over.is_empty() { text } else { format!("[OverTime \"{over}\"]\n{text}") }
+        };
+        let forged = |first_game_pgn: String| {
+            let mut pair = pair(0, [0, 2]);
+            pair.first_game_pgn = first_game_pgn;
+            report(vec![pair], totals(&[[0, 2]]))
+        };
+        refused(worker.report_pairs(forged(forfeit("1.0"))).await.unwrap_err(), "within the 10.100 s it had");
+        refused(worker.report_pairs(forged(forfeit(""))).await.unwrap_err(), "without [OverTime]");
+        let unearned = game("new", "base", "1. h2e2 {+0.10 0.100s} h9g7 {+4.00 0.100s}", "0-1");
+        refused(worker.report_pairs(forged(unearned)).await.unwrap_err(), "neither the test's adjudication");
+        let faster = forfeit("11").replace("10+0.1", "1+0.01");
+        refused(worker.report_pairs(forged(faster)).await.unwrap_err(), "not the lease's 10+0.1");
+
         // A unit outside the lease, twice the same unit, totals that disagree.
         refused(
             worker.report_pairs(report(vec![pair(9, [1, 1])], totals(&[[1, 1]]))).await.unwrap_err(),

@@ -1,6 +1,11 @@
 //! Reading game records in PGN as the product writes them (shared/reference/
 //! CONVENTIONS.md): tag pairs, then moves in UCI coordinates with optional move
-//! numbers, comments and a result.
+//! numbers, comments and a result. The comment right after a move is its note: what
+//! the engine said of it ([`MoveNote`]), which the coordinator checks clocks and
+//! adjudications against.
+
+use std::fmt;
+use std::time::Duration;
 
 /// One game of a PGN file: its tags and its moves as written.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -9,6 +14,8 @@ pub struct PgnGame {
     pub tags: Vec<(String, String)>,
     /// Move texts in order.
     pub moves: Vec<String>,
+    /// The comment right after each move, if it has one (same length as `moves`).
+    pub notes: Vec<Option<String>>,
     /// The result token at the end of the movetext, if any.
     pub result: Option<String>,
 }
@@ -45,6 +52,9 @@ pub fn parse_pgn(text: &str) -> Result<Vec<PgnGame>, PgnError> {
     let mut game = PgnGame::default();
     let mut in_movetext = false;
     let mut comment_from: Option<usize> = None;
+    let mut comment = String::new();
+    // Whether the last token read was a move whose note may follow.
+    let mut after_move = false;
     for (index, raw) in text.lines().enumerate() {
         let line = raw.trim();
         let number = index + 1;
@@ -61,10 +71,19 @@ pub fn parse_pgn(text: &str) -> Result<Vec<PgnGame>, PgnError> {
             if comment_from.is_some() {
                 match rest.find('}') {
                     Some(end) => {
+                        comment.push_str(&rest[..end]);
                         comment_from = None;
                         rest = &rest[end + 1..];
+                        let text = std::mem::take(&mut comment).trim().to_owned();
+                        if std::mem::take(&mut after_move) {
+                            *game.notes.last_mut().expect("a note follows a move") = Some(text);
+                        }
                     }
-                    None => rest = "",
+                    None => {
+                        comment.push_str(rest);
+                        comment.push(' ');
+                        rest = "";
+                    }
                 }
                 continue;
             }
@@ -84,10 +103,13 @@ pub fn parse_pgn(text: &str) -> Result<Vec<PgnGame>, PgnError> {
                 continue;
             }
             in_movetext = true;
+            after_move = false;
             if RESULTS.contains(&token) {
                 game.result = Some(token.to_owned());
             } else if let Some(mv) = strip_move_number(token) {
                 game.moves.push(mv.to_owned());
+                game.notes.push(None);
+                after_move = true;
             }
         }
     }
@@ -98,6 +120,77 @@ pub fn parse_pgn(text: &str) -> Result<Vec<PgnGame>, PgnError> {
         games.push(game);
     }
     Ok(games)
+}
+
+/// What a move's note says: a book move, or an engine's move with its score (from the
+/// mover's view, centipawns), depth and thinking time. Written `{book}`,
+/// `{+0.25/12 0.500s}` or `{0.500s}` (cutechess-cli's form; the time is the move's
+/// elapsed time, PGN's `%emt`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MoveNote {
+    /// A move of the opening book.
+    Book,
+    /// A move an engine chose.
+    Engine {
+        /// The engine's score, centipawns from the mover's view.
+        score: Option<i32>,
+        /// The depth it reached.
+        depth: Option<u32>,
+        /// Its thinking time, to the millisecond.
+        elapsed: Duration,
+    },
+}
+
+impl MoveNote {
+    /// Reads a note as [`MoveNote`]'s `Display` writes it; `None` for any other text.
+    pub fn parse(text: &str) -> Option<MoveNote> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        match words.as_slice() {
+            ["book"] => Some(MoveNote::Book),
+            [time] => Some(MoveNote::Engine { score: None, depth: None, elapsed: parse_seconds(time)? }),
+            [evaluation, time] => {
+                let (score, depth) = match evaluation.split_once('/') {
+                    Some((score, depth)) => (score, Some(depth.parse().ok()?)),
+                    None => (*evaluation, None),
+                };
+                if !score.starts_with(['+', '-']) {
+                    return None;
+                }
+                let pawns: f64 = score.parse().ok()?;
+                let centipawns = (pawns * 100.0).round();
+                if !(f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&centipawns) {
+                    return None;
+                }
+                Some(MoveNote::Engine { score: Some(centipawns as i32), depth, elapsed: parse_seconds(time)? })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// `0.500s` -> 500 ms.
+fn parse_seconds(text: &str) -> Option<Duration> {
+    let seconds: f64 = text.strip_suffix('s')?.parse().ok()?;
+    (seconds.is_finite() && (0.0..1e9).contains(&seconds))
+        .then(|| Duration::from_millis((seconds * 1000.0).round() as u64))
+}
+
+impl fmt::Display for MoveNote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            MoveNote::Book => write!(f, "book"),
+            MoveNote::Engine { score, depth, elapsed } => {
+                if let Some(score) = score {
+                    write!(f, "{:+.2}", f64::from(score) / 100.0)?;
+                    if let Some(depth) = depth {
+                        write!(f, "/{depth}")?;
+                    }
+                    write!(f, " ")?;
+                }
+                write!(f, "{:.3}s", elapsed.as_secs_f64())
+            }
+        }
+    }
 }
 
 fn parse_tag(line: &str) -> Option<(String, String)> {
@@ -130,6 +223,32 @@ mod tests {
         assert_eq!(games[0].moves, ["d0d1", "e9e8", "d1d0", "e8e9"]);
         assert_eq!(games[0].result.as_deref(), Some("1/2-1/2"));
         assert_eq!(games[1].moves, ["h2e2"]);
+        assert_eq!(games[0].notes, [Some("score 0".to_owned()), None, None, None]);
+    }
+
+    #[test]
+    fn each_move_keeps_the_comment_right_after_it() {
+        let text = "1. h2e2 {book} h9g7 {+0.25/12\n0.500s} {a second comment} 2. h0g2 {-1.00 1.250s} 1-0\n";
+        let game = &parse_pgn(text).unwrap()[0];
+        let notes: Vec<Option<MoveNote>> = game.notes.iter().map(|n| n.as_deref().and_then(MoveNote::parse)).collect();
+        let engine = |score, depth, ms| Some(MoveNote::Engine { score, depth, elapsed: Duration::from_millis(ms) });
+        assert_eq!(notes, [Some(MoveNote::Book), engine(Some(25), Some(12), 500), engine(Some(-100), None, 1250)]);
+    }
+
+    #[test]
+    fn move_notes_read_back_what_they_write() {
+        let notes = [
+            MoveNote::Book,
+            MoveNote::Engine { score: Some(-3), depth: Some(7), elapsed: Duration::from_millis(1) },
+            MoveNote::Engine { score: Some(29_990), depth: None, elapsed: Duration::from_millis(61_234) },
+            MoveNote::Engine { score: None, depth: None, elapsed: Duration::ZERO },
+        ];
+        for note in notes {
+            assert_eq!(MoveNote::parse(&note.to_string()), Some(note), "{note}");
+        }
+        for text in ["", "fast", "0.5", "+x/3 1s", "+1.0/x 1s", "1.0 1s", "+1e99 1s", "-1s", "NaNs", "+1 1s extra"] {
+            assert_eq!(MoveNote::parse(text), None, "{text}");
+        }
     }
 
     #[test]

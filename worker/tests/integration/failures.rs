@@ -4,13 +4,52 @@
 
 use std::time::Instant;
 
+use xq_coordinator::endings::Conditions;
+use xq_coordinator::replay::{CheckedGame, PairContext, check_pair};
+use xq_engine::variant::Variant;
 use xq_engine::xiangqi::rules::Outcome;
+use xq_engine::xiangqi::rules::RuleSet;
 use xq_worker::game::Termination;
 use xq_worker::match_runner::{MatchError, MatchSettings, run_match};
+use xq_worker::pgn_out::game_pgn;
 
 use crate::{fake_engine, our_engine, settings, startpos};
 
+/// The pair's games as the worker reports them to a coordinator, the fake engine as
+/// the new engine (Red in the first game).
+struct Reported {
+    pgns: Vec<String>,
+    names: [String; 2],
+    time_control: String,
+}
+
+impl Reported {
+    /// What the coordinator's check of a report says of the pair.
+    fn judged(&self) -> Result<[CheckedGame; 2], String> {
+        let spec = xq_proto::v1::MatchSpec {
+            time_control: self.time_control.clone(),
+            max_plies: 300,
+            time_margin_ms: 100,
+            ..Default::default()
+        };
+        let conditions = Conditions::for_lease(&spec)?;
+        let names = [self.names[0].as_str(), self.names[1].as_str()];
+        let context = PairContext {
+            opening: None,
+            variant: Variant::Xiangqi,
+            rules: RuleSet::Wxf,
+            names,
+            conditions: &conditions,
+        };
+        check_pair([&self.pgns[0], &self.pgns[1]], &context).map_err(|e| e.to_string())
+    }
+}
+
 fn against_fake(mode: &str, time_control: &str) -> Vec<(Outcome, Termination, String, bool)> {
+    played_against_fake(mode, time_control).0
+}
+
+fn played_against_fake(mode: &str, time_control: &str) -> (Vec<(Outcome, Termination, String, bool)>, Reported) {
     let match_settings = MatchSettings {
         engines: [fake_engine(mode), our_engine("xq")],
         pairs: vec![0],
@@ -21,9 +60,16 @@ fn against_fake(mode: &str, time_control: &str) -> Vec<(Outcome, Termination, St
         sprt: None,
     };
     let mut games = Vec::new();
+    let time_control = match_settings.game.time_control.to_string();
+    let mut reported = Reported {
+        pgns: Vec::new(),
+        names: [fake_engine(mode).name, "xq".to_owned()],
+        time_control: time_control.clone(),
+    };
     let started = Instant::now();
     run_match(&match_settings, |finished, _| {
         let record = &finished.record;
+        reported.pgns.push(game_pgn(record, "t", 1, &time_control));
         let fake_is_red = finished.leg == 0;
         let fake_lost = record.outcome
             == Outcome::Win(if fake_is_red { xq_engine::color::Color::Black } else { xq_engine::color::Color::Red });
@@ -32,7 +78,7 @@ fn against_fake(mode: &str, time_control: &str) -> Vec<(Outcome, Termination, St
     })
     .expect("the match survives the failure");
     assert!(started.elapsed().as_secs() < 30, "{mode} took {:?}", started.elapsed());
-    games
+    (games, reported)
 }
 
 #[test]
@@ -48,22 +94,33 @@ fn a_crashing_engine_loses_each_game_and_is_restarted() {
 
 #[test]
 fn a_hanging_engine_loses_on_time_under_a_clock() {
-    for (_, termination, reason, fake_lost) in against_fake("hang", "1+0") {
+    let (games, reported) = played_against_fake("hang", "1+0");
+    for (_, termination, reason, fake_lost) in games {
         assert!(fake_lost);
         assert_eq!(termination, Termination::TimeForfeit, "{reason}");
     }
+    // The coordinator counts both forfeits on the worker's evidence, and not a forged
+    // think within the clock.
+    assert_eq!(reported.judged().map(|games| games.map(|g| g.points)), Ok([0, 0]));
+    let over = reported.pgns[0].lines().find(|l| l.starts_with("[OverTime ")).expect("the think that ran over");
+    let forged = Reported {
+        pgns: vec![reported.pgns[0].replace(over, "[OverTime \"0.050\"]"), reported.pgns[1].clone()],
+        ..reported
+    };
+    assert!(forged.judged().unwrap_err().contains("within"), "{:?}", forged.judged());
 }
 
 /// An engine that overruns its time loses, and is restarted: its late answer must not
 /// be taken as its first move of the next game (an illegal move there, as Black).
 #[test]
 fn an_engine_that_answers_too_late_loses_on_time_and_is_restarted() {
-    let games = against_fake("late", "1+0");
+    let (games, reported) = played_against_fake("late", "1+0");
     assert_eq!(games.len(), 2);
     for (_, termination, reason, fake_lost) in games {
         assert!(fake_lost);
         assert_eq!(termination, Termination::TimeForfeit, "{reason}");
     }
+    assert_eq!(reported.judged().map(|games| games.map(|g| g.points)), Ok([0, 0]));
 }
 
 #[test]
@@ -77,11 +134,14 @@ fn a_hanging_engine_is_a_failure_under_a_node_budget() {
 
 #[test]
 fn an_illegal_move_loses() {
-    for (_, termination, reason, fake_lost) in against_fake("illegal", "nodes=500") {
+    let (games, reported) = played_against_fake("illegal", "nodes=500");
+    for (_, termination, reason, fake_lost) in games {
         assert!(fake_lost);
         assert_eq!(termination, Termination::IllegalMove);
         assert!(reason.contains("e0e9"), "{reason}");
     }
+    // The coordinator sees the refused move for itself.
+    assert_eq!(reported.judged().map(|games| games.map(|g| g.points)), Ok([0, 0]));
 }
 
 #[test]

@@ -161,6 +161,8 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
         rules: "wxf".to_owned(),
         variant: "xiangqi".to_owned(),
         max_plies: 0,
+        draw: None,
+        resign: None,
         priority: 0,
         throughput: 100,
         watch: true,

@@ -12,6 +12,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio::io::AsyncWriteExt;
+use xq_engine::adjudication::Adjudication;
 pub use xq_proto::client::Client;
 use xq_proto::{client, v1};
 use xq_stats::{Model, Sprt, elo_estimate};
@@ -129,6 +130,12 @@ pub struct EngineArgs {
     /// Draw after this many plies (0: no limit).
     #[arg(long, default_value_t = 0)]
     pub max_plies: u32,
+    /// Draw adjudication: movenumber=N movecount=M score=S (cutechess-cli's -draw).
+    #[arg(long, num_args = 1..)]
+    pub draw: Option<Vec<String>>,
+    /// Resign adjudication: movecount=M score=S (cutechess-cli's -resign).
+    #[arg(long, num_args = 1..)]
+    pub resign: Option<Vec<String>>,
     #[arg(long, default_value_t = 0)]
     pub priority: i32,
     /// Share of the fleet among tests of equal priority, in percent.
@@ -441,6 +448,10 @@ pub async fn submit(
         required_cpu_flags: Vec::new(),
         description: format!("{} vs {}", args.new.display(), args.base.display()),
         throughput: args.throughput,
+        adjudication: xq_proto::adjudication_message(Adjudication::from_words(
+            args.draw.as_deref(),
+            args.resign.as_deref(),
+        )?),
     };
     Ok(client.create_test(request).await?.into_inner())
 }

@@ -28,7 +28,7 @@ use xq_engine::xiongqi;
 use xq_proto::v1::worker_client::WorkerClient;
 use xq_proto::{BearerToken, v1};
 use xq_worker::engine_process::{EngineConfig, Protocol};
-use xq_worker::game::{Adjudication, GameSettings, Opening, Start};
+use xq_worker::game::{GameSettings, Opening, Start};
 use xq_worker::match_runner::{FinishedGame, MatchSettings, run_match};
 use xq_worker::pgn_out::game_pgn;
 use xq_worker::sandbox::{Sandbox, command_for};
@@ -338,9 +338,9 @@ async fn play_pairs(
         game: GameSettings {
             time_control,
             rules,
-            time_margin: Duration::from_millis(100),
+            time_margin: xq_proto::time_margin(&spec),
             hang_timeout: Duration::from_secs(60),
-            adjudication: Adjudication::default(),
+            adjudication: xq_proto::adjudication(spec.adjudication.as_ref()),
             max_plies: (spec.max_plies > 0).then_some(spec.max_plies as usize),
         },
         sprt: None,

@@ -324,34 +324,6 @@ fn sprt(words: &[String]) -> anyhow::Result<Sprt> {
     Ok(Sprt::new(elo0, elo1, alpha, beta, model)?)
 }
 
-fn adjudication(draw: Option<&[String]>, resign: Option<&[String]>) -> anyhow::Result<Adjudication> {
-    let mut rules = Adjudication::default();
-    if let Some(words) = draw {
-        let (mut from, mut count, mut score) = (40, 8, 10);
-        for (key, value) in key_values(words, "--draw")? {
-            match key {
-                "movenumber" => from = number(key, value)?,
-                "movecount" => count = number(key, value)?,
-                "score" => score = number(key, value)?,
-                other => bail!("--draw: unknown key '{other}'"),
-            }
-        }
-        rules.draw = Some((from, count, score));
-    }
-    if let Some(words) = resign {
-        let (mut count, mut score) = (3, 800);
-        for (key, value) in key_values(words, "--resign")? {
-            match key {
-                "movecount" => count = number(key, value)?,
-                "score" => score = number(key, value)?,
-                other => bail!("--resign: unknown key '{other}'"),
-            }
-        }
-        rules.resign = Some((count, score));
-    }
-    Ok(rules)
-}
-
 fn summary(totals: &MatchTotals, names: &[String; 2], sprt: Option<&Sprt>) -> String {
     let mut text = format!(
         "{} vs {}: games {}, W/D/L {}/{}/{}, pentanomial {:?}",
@@ -426,7 +398,7 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
             rules: args.rules,
             time_margin: Duration::from_millis(args.margin_ms),
             hang_timeout: Duration::from_secs(args.hang_seconds),
-            adjudication: adjudication(args.draw.as_deref(), args.resign.as_deref())?,
+            adjudication: Adjudication::from_words(args.draw.as_deref(), args.resign.as_deref())?,
             max_plies: args.maxplies,
         },
         sprt,
