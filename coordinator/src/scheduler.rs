@@ -44,6 +44,11 @@ pub struct SchedulerConfig {
     /// How long a closed lease is remembered: late reports on it are taken until
     /// then; after, it is forgotten (memory would otherwise grow with every lease).
     pub closed_lease_memory: Duration,
+    /// A worker whose pairs in a test score this many standard errors away from the
+    /// other workers' is quarantined (0: never).
+    pub quarantine_z: f64,
+    /// ... once both it and the others have counted this many pairs in the test.
+    pub quarantine_min_pairs: u64,
 }
 
 impl Default for SchedulerConfig {
@@ -55,6 +60,8 @@ impl Default for SchedulerConfig {
             max_units_per_lease: 256,
             reference_nps: 1_000_000,
             closed_lease_memory: Duration::from_secs(3600),
+            quarantine_z: 5.0,
+            quarantine_min_pairs: 200,
         }
     }
 }
@@ -79,6 +86,9 @@ pub enum ScheduleError {
     /// The request contradicts what is stored.
     #[error("{0}")]
     Invalid(String),
+    /// The worker may not take work or report: it was disabled or quarantined.
+    #[error("{0}")]
+    Denied(String),
     /// The database did not take the change.
     #[error("storage: {0}")]
     Write(#[from] WriteError),
@@ -99,6 +109,9 @@ struct JobState {
     course: Option<Course>,
     /// Reports on the job's leases refused since the coordinator started.
     refused: u64,
+    /// Each worker's counted pairs by the new engine's points (a match's; the
+    /// residuals that quarantine a worker), or units (self-play, in slot 0).
+    by_worker: HashMap<u64, [u64; 5]>,
 }
 
 impl JobState {
@@ -183,6 +196,46 @@ impl WorkerState {
     fn new(row: WorkerRow, capabilities: v1::Capabilities, units_done: u64) -> Self {
         WorkerState { row, capabilities, leases: BTreeSet::new(), units_done, refused: 0 }
     }
+
+    /// Refuses a worker that was disabled or quarantined.
+    fn may_play(&self) -> Result<(), ScheduleError> {
+        if self.row.standing == ACTIVE {
+            return Ok(());
+        }
+        Err(ScheduleError::Denied(format!(
+            "worker {} is {}: {}",
+            self.row.id, self.row.standing, self.row.standing_reason
+        )))
+    }
+}
+
+/// A worker's standings: it plays; it plays no more; it plays no more and its results
+/// in running tests are set aside.
+pub const ACTIVE: &str = "active";
+pub const DISABLED: &str = "disabled";
+pub const QUARANTINED: &str = "quarantined";
+
+/// A pair's slot in a pentanomial (a self-play unit's: 0).
+fn pair_slot(points: [i64; 2]) -> usize {
+    (points[0] + points[1]).clamp(0, 4) as usize
+}
+
+/// How many standard errors a worker's mean pair score lies from the other workers'
+/// in one test, with the variance of all its pairs; `None` below `min_pairs` on either
+/// side or when every pair scored the same.
+pub fn residual(worker: &[u64; 5], all: &[u64; 5], min_pairs: u64) -> Option<f64> {
+    let rest: Vec<u64> = all.iter().zip(worker).map(|(a, w)| a.saturating_sub(*w)).collect();
+    let (n_worker, n_rest, n_all) = (worker.iter().sum::<u64>(), rest.iter().sum::<u64>(), all.iter().sum::<u64>());
+    if n_worker < min_pairs || n_rest < min_pairs {
+        return None;
+    }
+    let mean = |counts: &[u64], n: u64| {
+        counts.iter().enumerate().map(|(k, c)| k as f64 / 4.0 * *c as f64).sum::<f64>() / n as f64
+    };
+    let (m_worker, m_rest, m_all) = (mean(worker, n_worker), mean(&rest, n_rest), mean(all, n_all));
+    let variance =
+        all.iter().enumerate().map(|(k, c)| *c as f64 * (k as f64 / 4.0 - m_all).powi(2)).sum::<f64>() / n_all as f64;
+    (variance > 0.0).then(|| (m_worker - m_rest) / (variance * (1.0 / n_worker as f64 + 1.0 / n_rest as f64)).sqrt())
 }
 
 #[derive(Default)]
@@ -257,6 +310,10 @@ impl Scheduler {
             let Some(spec) = specs.remove(&row.id) else { continue };
             let stored = snapshot.done_units.get(&row.id);
             let done: HashSet<u64> = stored.into_iter().flatten().map(|d| d.unit).collect();
+            let mut by_worker: HashMap<u64, [u64; 5]> = HashMap::new();
+            for unit in stored.into_iter().flatten() {
+                by_worker.entry(unit.worker_id as u64).or_default()[pair_slot(unit.points)] += 1;
+            }
             // Stored in the order they counted: the running matches' courses.
             let course = (matches!(spec, JobSpec::Match(_)) && row.state == "running").then(|| {
                 let mut course = Course::default();
@@ -278,6 +335,7 @@ impl Scheduler {
                     any_change: any_change.clone(),
                     course,
                     refused: 0,
+                    by_worker,
                 },
             );
         }
@@ -359,7 +417,14 @@ impl Scheduler {
             state.next_worker += 1;
             state.next_worker
         };
-        let row = WorkerRow { id: id as i64, name: name.to_owned(), capabilities: String::new(), last_seen_ms: 0 };
+        let row = WorkerRow {
+            id: id as i64,
+            name: name.to_owned(),
+            capabilities: String::new(),
+            last_seen_ms: 0,
+            standing: ACTIVE.to_owned(),
+            standing_reason: String::new(),
+        };
         self.writer.write(Change::Worker(row.clone())).await?;
         self.writer
             .write(Change::Token(TokenRow {
@@ -462,6 +527,7 @@ impl Scheduler {
                 any_change: self.any_change.clone(),
                 course,
                 refused: 0,
+                by_worker: HashMap::new(),
             },
         );
         self.any_change.send_modify(|version| *version += 1);
@@ -592,10 +658,117 @@ impl Scheduler {
                 },
                 units_done: w.units_done,
                 refused_reports: w.refused,
+                standing: w.row.standing.clone(),
+                standing_reason: w.row.standing_reason.clone(),
             })
             .collect();
         list.sort_by_key(|w| w.worker_id);
         list
+    }
+
+    /// Sets a worker's standing. Disabling or quarantining it closes its leases (their
+    /// units go to other workers) and refuses its leases and reports from then on;
+    /// quarantining also sets its counted units of running jobs aside and recounts
+    /// those jobs without them (the units are played again). Restoring it leaves what
+    /// was set aside where it is.
+    pub async fn set_standing(
+        &self,
+        worker: u64,
+        standing: &str,
+        reason: &str,
+    ) -> Result<v1::WorkerInfo, ScheduleError> {
+        if ![ACTIVE, DISABLED, QUARANTINED].contains(&standing) {
+            return Err(ScheduleError::Invalid(format!("standing '{standing}': use active, disabled or quarantined")));
+        }
+        if reason.chars().count() > 500 || reason.chars().any(char::is_control) {
+            return Err(ScheduleError::Invalid("a reason of at most 500 characters, no control characters".to_owned()));
+        }
+        let (leases, jobs) = {
+            let mut state = self.lock();
+            let State { workers, jobs, .. } = &mut *state;
+            let player = workers.get_mut(&worker).ok_or_else(|| ScheduleError::NotFound(format!("worker {worker}")))?;
+            player.row.standing = standing.to_owned();
+            player.row.standing_reason = reason.to_owned();
+            let leases: Vec<u64> = player.leases.iter().copied().collect();
+            let running = jobs.iter().filter(|(_, j)| j.row.state == "running" && j.by_worker.contains_key(&worker));
+            let set_aside =
+                if standing == QUARANTINED { running.map(|(id, _)| *id as i64).collect() } else { Vec::new() };
+            (leases, set_aside)
+        };
+        if standing != ACTIVE {
+            for id in leases {
+                if self.close_lease(id, true) {
+                    self.writer.write(Change::LeaseState { id: id as i64, state: "cancelled".to_owned() }).await?;
+                }
+            }
+        }
+        self.write_standing(worker, jobs).await?;
+        tracing::warn!(worker, standing, reason, "worker standing changed");
+        Ok(self.workers().into_iter().find(|w| w.worker_id == worker).expect("the worker was found above"))
+    }
+
+    /// Stores a worker's standing as it is in memory and sets its units of `jobs`
+    /// aside, taking off the counts those it had counted.
+    async fn write_standing(&self, worker: u64, jobs: Vec<i64>) -> Result<(), ScheduleError> {
+        let (standing, reason) = {
+            let state = self.lock();
+            let row =
+                &state.workers.get(&worker).ok_or_else(|| ScheduleError::NotFound(format!("worker {worker}")))?.row;
+            (row.standing.clone(), row.standing_reason.clone())
+        };
+        let change = Change::WorkerStanding { worker_id: worker as i64, standing, reason, set_aside_jobs: jobs };
+        let applied = self.writer.write(change).await?;
+        let mut state = self.lock();
+        let State { jobs, workers, .. } = &mut *state;
+        let mut touched = BTreeSet::new();
+        for unit in &applied.set_aside {
+            let Some(job) = jobs.get_mut(&(unit.job_id as u64)) else { continue };
+            // A unit stored but not yet counted here is never counted (record_units).
+            if !job.done.remove(&unit.unit) {
+                continue;
+            }
+            touched.insert(unit.job_id as u64);
+            if job.row.state == "running" {
+                job.requeue.insert(unit.unit);
+            }
+            job.row.units_done -= 1;
+            if let Some(player) = workers.get_mut(&worker) {
+                player.units_done = player.units_done.saturating_sub(1);
+            }
+            let selfplay = matches!(&*job.spec, JobSpec::SelfPlay(_));
+            let slot = if selfplay { 0 } else { pair_slot(unit.points) };
+            if let Some(tally) = job.by_worker.get_mut(&worker) {
+                tally[slot] = tally[slot].saturating_sub(1);
+            }
+            if selfplay {
+                job.row.positions -= unit.records;
+                continue;
+            }
+            let (mut wdl, mut penta) = ([0u64; 3], [0u64; 5]);
+            add_points(&mut wdl, &mut penta, unit.points);
+            for (total, take) in job.row.wdl.iter_mut().zip(wdl) {
+                *total -= take as i64;
+            }
+            for (total, take) in job.row.pentanomial.iter_mut().zip(penta) {
+                *total -= take as i64;
+            }
+            for reason in &unit.reasons {
+                if let Some(count) = job.row.reasons.get_mut(reason) {
+                    *count = count.saturating_sub(1);
+                    if *count == 0 {
+                        job.row.reasons.remove(reason);
+                    }
+                }
+            }
+        }
+        for id in touched {
+            let job = jobs.get_mut(&id).expect("touched jobs exist");
+            job.by_worker.remove(&worker);
+            // Its course is read again from what is stored, when next asked for.
+            job.course = None;
+            job.notify();
+        }
+        Ok(())
     }
 
     /// Ends a job: `state` is "stopped" or "finished".
@@ -649,12 +822,10 @@ impl Scheduler {
     pub async fn lease(&self, worker: u64, concurrency: u32) -> Result<Option<v1::Lease>, ScheduleError> {
         let (lease, change) = {
             let mut state = self.lock();
-            let capabilities = state
-                .workers
-                .get(&worker)
-                .ok_or_else(|| ScheduleError::NotFound(format!("worker {worker}")))?
-                .capabilities
-                .clone();
+            let player =
+                state.workers.get(&worker).ok_or_else(|| ScheduleError::NotFound(format!("worker {worker}")))?;
+            player.may_play()?;
+            let capabilities = player.capabilities.clone();
             // A worker plays at most one game per core: no more active leases than
             // cores, none asking for more games at once, so that one worker (or one
             // that lies about its concurrency) cannot hold a test's units.
@@ -817,6 +988,9 @@ impl Scheduler {
     /// still taken: its games are real, and a unit counts once.
     pub fn lease_context(&self, worker: u64, lease: u64, units: &[u64]) -> Result<LeaseContext, ScheduleError> {
         let state = self.lock();
+        if let Some(player) = state.workers.get(&worker) {
+            player.may_play()?;
+        }
         let entry = state
             .leases
             .get(&lease)
@@ -869,13 +1043,16 @@ impl Scheduler {
         };
         let applied = if rows.is_empty() { Default::default() } else { self.writer.write(change).await? };
         let new: HashSet<u64> = applied.new_units.iter().copied().collect();
-        let (stop, ending, finished_lease) = {
+        let (stop, ending, finished_lease, flagged, set_aside) = {
             let mut state = self.lock();
             let State { leases, jobs, workers, .. } = &mut *state;
             // Forgotten since the report was checked (closed long ago): the units
             // still count once; there is no lease left to keep the tally of.
             let mut lease = leases.get_mut(&context.lease_id);
             let job = jobs.get_mut(&context.job_id).expect("a job is never removed");
+            // Quarantined while this report was on its way: what it stored is set
+            // aside below, never counted.
+            let set_aside = workers.get(&worker).is_some_and(|w| w.row.standing == QUARANTINED);
             for row in &rows {
                 if let Some(lease) = lease.as_deref_mut()
                     && lease.acked.insert(row.unit)
@@ -883,9 +1060,10 @@ impl Scheduler {
                 {
                     add_points(&mut lease.acked_wdl, &mut lease.acked_penta, row.points);
                 }
-                if !new.contains(&row.unit) {
+                if !new.contains(&row.unit) || set_aside {
                     continue;
                 }
+                job.by_worker.entry(worker).or_default()[if selfplay { 0 } else { pair_slot(row.points) }] += 1;
                 job.done.insert(row.unit);
                 job.requeue.remove(&row.unit);
                 job.row.units_done += 1;
@@ -914,8 +1092,15 @@ impl Scheduler {
                 }
             }
             job.notify();
+            let flagged = if selfplay || set_aside || self.config.quarantine_z <= 0.0 {
+                None
+            } else {
+                let all = job.row.pentanomial.map(|c| c.max(0) as u64);
+                let tally = job.by_worker.get(&worker).copied().unwrap_or_default();
+                residual(&tally, &all, self.config.quarantine_min_pairs).filter(|z| z.abs() > self.config.quarantine_z)
+            };
             let mut ending = None;
-            if job.row.state == "running" {
+            if job.row.state == "running" && flagged.is_none() && !set_aside {
                 if let JobSpec::Match(m) = &*job.spec
                     && let Some(decision) = m.sprt_state(&job.row).and_then(|s| s.decision())
                 {
@@ -926,8 +1111,22 @@ impl Scheduler {
                 }
             }
             let finished_lease = lease.is_some_and(|l| l.active && l.units.iter().all(|u| l.acked.contains(u)));
-            (job.row.state != "running" || ending.is_some(), ending, finished_lease)
+            (job.row.state != "running" || ending.is_some(), ending, finished_lease, flagged, set_aside)
         };
+        if let Some(z) = flagged {
+            let reason = format!(
+                "its pairs in job {} lie {z:+.1} standard errors from the other workers' (limit {})",
+                context.job_id, self.config.quarantine_z
+            );
+            self.set_standing(worker, QUARANTINED, &reason).await?;
+            return Ok(true);
+        }
+        if set_aside {
+            if !new.is_empty() {
+                self.write_standing(worker, vec![context.job_id as i64]).await?;
+            }
+            return Ok(true);
+        }
         if let Some((state_name, outcome)) = ending {
             self.end_job(context.job_id, state_name, outcome).await?;
         }
@@ -949,5 +1148,24 @@ impl Scheduler {
         };
         self.writer.write(change).await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::residual;
+
+    #[test]
+    fn a_residual_is_the_score_gap_in_standard_errors() {
+        // 120 honest pairs scoring half (slots 1, 2, 3: 30, 60, 30) and a worker's 40
+        // pairs won outright: means 0.5 and 1.0; all 160 pairs' mean 0.625 and
+        // variance 11.25 / 160; z = 0.5 / sqrt(0.0703125 * (1/40 + 1/120)) = 10.328.
+        let z = residual(&[0, 0, 0, 0, 40], &[0, 30, 60, 30, 40], 40).unwrap();
+        assert!((z - 10.328).abs() < 1e-3, "{z}");
+        // The same score as the others: no residual at all; too few pairs: no judgement.
+        assert_eq!(residual(&[0, 10, 20, 10, 0], &[0, 40, 80, 40, 0], 40), Some(0.0));
+        assert_eq!(residual(&[0, 0, 0, 0, 39], &[0, 30, 60, 30, 39], 40), None);
+        // Every pair alike: nothing to measure against.
+        assert_eq!(residual(&[0, 0, 50, 0, 0], &[0, 0, 100, 0, 0], 40), None);
     }
 }

@@ -39,6 +39,7 @@ impl From<ScheduleError> for Status {
         match error {
             ScheduleError::NotFound(m) => Status::not_found(m),
             ScheduleError::Invalid(m) => Status::invalid_argument(m),
+            ScheduleError::Denied(m) => Status::permission_denied(m),
             ScheduleError::Write(e) => Status::unavailable(e.to_string()),
         }
     }
@@ -553,6 +554,16 @@ impl v1::client_server::Client for ClientApi {
         }
         let (_, token) = self.0.scheduler.create_worker(&name).await?;
         Ok(Response::new(v1::CreateWorkerTokenReply { token }))
+    }
+
+    async fn set_worker_standing(
+        &self,
+        request: Request<v1::SetWorkerStandingRequest>,
+    ) -> Result<Response<v1::WorkerInfo>, Status> {
+        client_of(&request)?;
+        let request = request.into_inner();
+        let info = self.0.scheduler.set_standing(request.worker_id, &request.standing, &request.reason).await?;
+        Ok(Response::new(info))
     }
 
     type DownloadGamesStream = Stream_<v1::PgnBatch>;

@@ -104,6 +104,10 @@ pub struct WorkerRow {
     /// The last Capabilities message, protobuf in hex.
     pub capabilities: String,
     pub last_seen_ms: i64,
+    /// 'active', 'disabled' or 'quarantined'.
+    pub standing: String,
+    /// Why, when not active.
+    pub standing_reason: String,
 }
 
 /// A token row.
@@ -198,8 +202,9 @@ fn net_from_row(row: &sqlx::any::AnyRow) -> Result<NetRow, sqlx::Error> {
 #[derive(Clone, Copy, Debug)]
 pub struct DoneUnit {
     pub unit: u64,
-    /// The lease that stored it.
+    /// The lease that stored it, and its worker.
     pub lease_id: i64,
+    pub worker_id: i64,
     /// The new engine's half points per game (0 for self-play).
     pub points: [i64; 2],
     pub created_ms: i64,
@@ -324,13 +329,16 @@ impl Storage {
                 worker_id: row.try_get("worker_id")?,
             });
         }
-        for row in sqlx::query("SELECT id, name, capabilities, last_seen_ms FROM workers").fetch_all(&self.pool).await?
-        {
+        let workers =
+            sqlx::query("SELECT id, name, capabilities, last_seen_ms, standing, standing_reason FROM workers");
+        for row in workers.fetch_all(&self.pool).await? {
             snapshot.workers.push(WorkerRow {
                 id: row.try_get("id")?,
                 name: row.try_get("name")?,
                 capabilities: row.try_get("capabilities")?,
                 last_seen_ms: row.try_get("last_seen_ms")?,
+                standing: row.try_get("standing")?,
+                standing_reason: row.try_get("standing_reason")?,
             });
         }
         for row in
@@ -356,8 +364,8 @@ impl Storage {
         snapshot.max_lease_id = max.unwrap_or(0);
         for job in snapshot.jobs.iter().filter(|j| j.state == "running") {
             let rows = sqlx::query(
-                "SELECT unit, lease_id, first_points, second_points, created_ms FROM units WHERE job_id = $1 \
-                 ORDER BY created_ms, unit",
+                "SELECT unit, lease_id, worker_id, first_points, second_points, created_ms FROM units \
+                 WHERE job_id = $1 ORDER BY created_ms, unit",
             )
             .bind(job.id)
             .fetch_all(&self.pool)
@@ -368,6 +376,7 @@ impl Storage {
                     Ok(DoneUnit {
                         unit: r.try_get::<i64, _>("unit")? as u64,
                         lease_id: r.try_get("lease_id")?,
+                        worker_id: r.try_get("worker_id")?,
                         points: [r.try_get("first_points")?, r.try_get("second_points")?],
                         created_ms: r.try_get("created_ms")?,
                     })
@@ -517,6 +526,14 @@ pub enum Change {
     },
     /// Inserts a net, or updates the one with its id (only its test can change).
     Net(Box<NetRow>),
+    /// A worker's new standing; its units of `set_aside_jobs` move to `set_aside_units`
+    /// and off those jobs' counts.
+    WorkerStanding {
+        worker_id: i64,
+        standing: String,
+        reason: String,
+        set_aside_jobs: Vec<i64>,
+    },
     /// Finished units of a lease; those already stored are skipped. Self-play units
     /// add positions, match units game results.
     Units {
@@ -533,6 +550,18 @@ pub enum Change {
 pub struct Applied {
     /// For [`Change::Units`]: the units that were new.
     pub new_units: Vec<u64>,
+    /// For [`Change::WorkerStanding`]: the units set aside.
+    pub set_aside: Vec<SetAside>,
+}
+
+/// A unit taken off its job's counts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SetAside {
+    pub job_id: i64,
+    pub unit: u64,
+    pub points: [i64; 2],
+    pub records: i64,
+    pub reasons: Vec<String>,
 }
 
 /// Applies a change other than unit rows inside the caller's transaction.
@@ -662,6 +691,19 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
             .execute(&mut *conn)
             .await?;
         }
+        Change::WorkerStanding { worker_id, standing, reason, set_aside_jobs } => {
+            sqlx::query("UPDATE workers SET standing = $1, standing_reason = $2 WHERE id = $3")
+                .bind(standing)
+                .bind(reason)
+                .bind(worker_id)
+                .execute(&mut *conn)
+                .await?;
+            let mut set_aside = Vec::new();
+            for &job_id in set_aside_jobs {
+                set_aside.extend(set_aside_units(conn, job_id, *worker_id, now).await?);
+            }
+            return Ok(Applied { set_aside, ..Applied::default() });
+        }
         Change::Units { .. } => unreachable!("unit rows are inserted by apply_all"),
     }
     Ok(Applied::default())
@@ -674,7 +716,25 @@ struct JobDelta {
     wdl: [i64; 3],
     penta: [i64; 5],
     positions: i64,
-    reasons: HashMap<String, u64>,
+    reasons: HashMap<String, i64>,
+}
+
+impl JobDelta {
+    /// Counts a unit (`sign` 1) or takes it off (`sign` -1).
+    fn count(&mut self, selfplay: bool, points: [i64; 2], records: i64, reasons: &[String], sign: i64) {
+        self.units += sign;
+        if selfplay {
+            self.positions += sign * records;
+            return;
+        }
+        for p in points {
+            self.wdl[(2 - p.clamp(0, 2)) as usize] += sign;
+        }
+        self.penta[(points[0] + points[1]).clamp(0, 4) as usize] += sign;
+        for reason in reasons {
+            *self.reasons.entry(reason.clone()).or_default() += sign;
+        }
+    }
 }
 
 /// The row counts of the multi-row inserts. A batch goes in as statements of the
@@ -771,31 +831,79 @@ async fn insert_units(
     // Each row that went in counts once, even if the batch carried copies of it.
     let mut uncounted = inserted.clone();
     for keyed in rows.iter().filter(|k| uncounted.remove(&(k.job_id, k.row.unit, k.lease_id))) {
-        let (row, delta) = (keyed.row, deltas.entry(keyed.job_id).or_default());
-        delta.units += 1;
-        if keyed.selfplay {
-            delta.positions += row.records;
-            continue;
-        }
-        for p in row.points {
-            delta.wdl[(2 - p.clamp(0, 2)) as usize] += 1;
-        }
-        delta.penta[(row.points[0] + row.points[1]).clamp(0, 4) as usize] += 1;
-        for reason in &row.reasons {
-            *delta.reasons.entry(reason.clone()).or_default() += 1;
-        }
+        let row = keyed.row;
+        deltas.entry(keyed.job_id).or_default().count(keyed.selfplay, row.points, row.records, &row.reasons, 1);
     }
     Ok(inserted)
 }
 
-/// Adds a batch's new units to their job's counters: one update per job per batch.
+/// Moves a worker's units of a job to `set_aside_units` and takes them off the job's
+/// counts.
+async fn set_aside_units(
+    conn: &mut AnyConnection,
+    job_id: i64,
+    worker_id: i64,
+    now: i64,
+) -> Result<Vec<SetAside>, StorageError> {
+    let selfplay: bool = sqlx::query("SELECT kind FROM jobs WHERE id = $1")
+        .bind(job_id)
+        .fetch_one(&mut *conn)
+        .await?
+        .try_get::<String, _>(0)?
+        == "selfplay";
+    let rows = sqlx::query(
+        "SELECT unit, first_points, second_points, records, reasons FROM units WHERE job_id = $1 AND worker_id = $2",
+    )
+    .bind(job_id)
+    .bind(worker_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    const COLUMNS: &str = "job_id, unit, lease_id, worker_id, first_points, second_points, reasons, records, file, \
+                           file_offset, length, created_ms";
+    let copy = format!(
+        "INSERT INTO set_aside_units ({COLUMNS}, set_aside_ms) SELECT {COLUMNS}, $1 FROM units \
+         WHERE job_id = $2 AND worker_id = $3 ON CONFLICT DO NOTHING"
+    );
+    sqlx::query(sqlx::AssertSqlSafe(copy)).bind(now).bind(job_id).bind(worker_id).execute(&mut *conn).await?;
+    sqlx::query("DELETE FROM units WHERE job_id = $1 AND worker_id = $2")
+        .bind(job_id)
+        .bind(worker_id)
+        .execute(&mut *conn)
+        .await?;
+    let mut delta = JobDelta::default();
+    let mut set_aside = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let reasons: String = row.try_get("reasons")?;
+        let unit = SetAside {
+            job_id,
+            unit: row.try_get::<i64, _>("unit")? as u64,
+            points: [row.try_get("first_points")?, row.try_get("second_points")?],
+            records: row.try_get("records")?,
+            reasons: if reasons.is_empty() { Vec::new() } else { reasons.split('|').map(str::to_owned).collect() },
+        };
+        delta.count(selfplay, unit.points, unit.records, &unit.reasons, -1);
+        set_aside.push(unit);
+    }
+    add_to_job(conn, job_id, &delta).await?;
+    Ok(set_aside)
+}
+
+/// Adds a batch's new units to their job's counters (or takes set-aside ones off): one
+/// update per job per batch.
 async fn add_to_job(conn: &mut AnyConnection, job_id: i64, delta: &JobDelta) -> Result<(), StorageError> {
     let stored: String =
         sqlx::query("SELECT reasons FROM jobs WHERE id = $1").bind(job_id).fetch_one(&mut *conn).await?.try_get(0)?;
     let mut reasons: HashMap<String, u64> =
         serde_json::from_str(&stored).map_err(|e| StorageError::Damaged(format!("job reasons: {e}")))?;
-    for (reason, count) in &delta.reasons {
-        *reasons.entry(reason.clone()).or_default() += count;
+    for (reason, &count) in &delta.reasons {
+        let total = reasons.entry(reason.clone()).or_default();
+        *total = total.saturating_add_signed(count);
+        if *total == 0 {
+            reasons.remove(reason);
+        }
     }
     sqlx::query(
         "UPDATE jobs SET units_done = units_done + $1, wins = wins + $2, draws = draws + $3, losses = losses + $4, \

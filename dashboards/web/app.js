@@ -859,7 +859,10 @@
           const flags = (c.cpu_flags || []).filter((f) => /^(avx2|avx512bw|bmi2|neon|sse4_1|popcnt)$/.test(f));
           const cells = [
             String(w.worker_id), c.name || "–",
-            el("span", { class: isOnline ? "state state-running" : "state state-stopped" }, isOnline ? "online" : "offline"),
+            w.standing && w.standing !== "active"
+              ? el("span", { class: "state state-stopped error", title: w.standing_reason || "" },
+                `${w.standing}${w.standing_reason ? `: ${w.standing_reason}` : ""}`)
+              : el("span", { class: isOnline ? "state state-running" : "state state-stopped" }, isOnline ? "online" : "offline"),
             (w.job_ids || []).length
               ? el("span", {}, (w.job_ids || []).map((job, i) => [i ? ", " : "", el("a", { href: `/tests/${job}` }, `#${job}`)]))
               : "idle",

@@ -10,6 +10,7 @@ mod dashboard;
 mod http_fuzz;
 mod nets;
 mod prometheus;
+mod quarantine;
 mod scheduler;
 mod security;
 mod storage;

@@ -63,6 +63,8 @@ async fn rows_round_trip_and_the_snapshot_holds_what_was_written() {
                 name: "w".to_owned(),
                 capabilities: "0a".to_owned(),
                 last_seen_ms: 5,
+                standing: "active".to_owned(),
+                standing_reason: String::new(),
             }))
             .await
             .unwrap();
@@ -72,6 +74,8 @@ async fn rows_round_trip_and_the_snapshot_holds_what_was_written() {
                 name: "w2".to_owned(),
                 capabilities: "0b".to_owned(),
                 last_seen_ms: 6,
+                standing: "active".to_owned(),
+                standing_reason: String::new(),
             }))
             .await
             .unwrap();
@@ -263,8 +267,14 @@ async fn a_steady_stream_of_changes_is_gathered_into_one_batch_per_interval() {
             let writer = writer.clone();
             writes.spawn(async move {
                 tokio::time::sleep(std::time::Duration::from_micros(250 * index)).await;
-                let worker =
-                    WorkerRow { id: index as i64, name: "w".to_owned(), capabilities: String::new(), last_seen_ms: 1 };
+                let worker = WorkerRow {
+                    id: index as i64,
+                    name: "w".to_owned(),
+                    capabilities: String::new(),
+                    last_seen_ms: 1,
+                    standing: "active".to_owned(),
+                    standing_reason: String::new(),
+                };
                 writer.write(Change::Worker(worker)).await.unwrap();
             });
         }

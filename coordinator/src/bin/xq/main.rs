@@ -68,6 +68,21 @@ enum Command {
     Workers,
     /// Creates a worker token (shown once).
     WorkerToken { name: String },
+    /// Disables a worker: no more work for it; its results stay counted.
+    DisableWorker {
+        worker: u64,
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Quarantines a worker: no more work for it, and its results in running tests set
+    /// aside (kept, not counted) and those tests recounted without them.
+    QuarantineWorker {
+        worker: u64,
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Lets a disabled or quarantined worker play again (what was set aside stays so).
+    EnableWorker { worker: u64 },
     /// Downloads a test's games as PGN.
     Pgn {
         job: u64,
@@ -328,8 +343,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Workers => {
             for worker in client.list_workers(v1::ListWorkersRequest {}).await?.into_inner().workers {
                 let caps = worker.capabilities.unwrap_or_default();
+                let standing = if worker.standing == "active" {
+                    String::new()
+                } else {
+                    format!(", {} ({})", worker.standing, worker.standing_reason)
+                };
                 println!(
-                    "worker {} {}: {} cores, {} nodes/s, version {}, {} leases, last seen {} ms ago",
+                    "worker {} {}: {} cores, {} nodes/s, version {}, {} leases, last seen {} ms ago{standing}",
                     worker.worker_id,
                     caps.name,
                     caps.cores,
@@ -345,6 +365,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{}", client.create_worker_token(v1::CreateWorkerTokenRequest { name }).await?.into_inner().token);
             Ok(())
         }
+        Command::DisableWorker { worker, reason } => set_standing(&mut client, worker, "disabled", reason).await,
+        Command::QuarantineWorker { worker, reason } => set_standing(&mut client, worker, "quarantined", reason).await,
+        Command::EnableWorker { worker } => set_standing(&mut client, worker, "active", String::new()).await,
         Command::Pgn { job, out } => {
             let mut stream = client.download_games(v1::JobId { job_id: job }).await?.into_inner();
             let mut sink: Box<dyn tokio::io::AsyncWrite + Unpin + Send> = match &out {
@@ -454,6 +477,13 @@ pub async fn submit(
         )?),
     };
     Ok(client.create_test(request).await?.into_inner())
+}
+
+async fn set_standing(client: &mut Client, worker_id: u64, standing: &str, reason: String) -> anyhow::Result<()> {
+    let request = v1::SetWorkerStandingRequest { worker_id, standing: standing.to_owned(), reason };
+    let info = client.set_worker_standing(request).await?.into_inner();
+    println!("worker {}: {}, {} units counted", info.worker_id, info.standing, info.units_done);
+    Ok(())
 }
 
 async fn after_submit(client: &mut Client, job: v1::Job, follow: bool) -> anyhow::Result<()> {

@@ -1,0 +1,164 @@
+//! A worker that forges results legal enough to pass every game check is caught by its
+//! residual: quarantined, its results set aside and the test recounted without them,
+//! its units played again by others; an admin disables, quarantines and restores
+//! workers by hand. On both databases, and across a restart.
+
+use tonic::Code;
+use xq_coordinator::scheduler::SchedulerConfig;
+use xq_proto::v1;
+
+use crate::common::{
+    BACKENDS, TempDir, Worker, client, fresh_database, pair, registered_worker_token, serve_on, test_request, totals,
+    worker,
+};
+
+/// Leases of 256 pairs; a worker's residual is judged from 40 pairs on.
+fn config() -> SchedulerConfig {
+    SchedulerConfig { lease_seconds: 256.0 * 72.0, reference_nps: 0, quarantine_min_pairs: 40, ..Default::default() }
+}
+
+/// An honest-looking mix: the new engine scores half its points, pair results spread.
+const HONEST: [[u8; 2]; 8] = [[2, 0], [1, 1], [0, 2], [1, 2], [1, 0], [2, 1], [0, 1], [1, 1]];
+
+/// Reports `pairs` on `lease`'s first units, ten a report, after the `already`
+/// reported; what the last report's answer said.
+async fn report(
+    worker: &mut Worker,
+    lease: &v1::Lease,
+    pairs: &[[u8; 2]],
+    already: usize,
+) -> Result<v1::ReportReply, tonic::Status> {
+    let mut reply = v1::ReportReply::default();
+    for end in (already + 10..=pairs.len()).step_by(10) {
+        let sent = (end - 10..end).map(|i| pair(lease.units[i], pairs[i])).collect();
+        let request = v1::ReportPairsRequest {
+            lease_id: lease.lease_id,
+            pairs: sent,
+            cumulative: Some(totals(&pairs[..end])),
+            ..Default::default()
+        };
+        reply = worker.report_pairs(request).await?.into_inner();
+    }
+    Ok(reply)
+}
+
+fn honest(n: usize) -> Vec<[u8; 2]> {
+    HONEST.iter().copied().cycle().take(n).collect()
+}
+
+#[tokio::test]
+async fn a_forging_worker_is_quarantined_and_the_test_counts_only_honest_pairs() {
+    for backend in BACKENDS {
+        let dir = TempDir::new("quarantine");
+        let url = fresh_database(backend, &dir.0).await;
+        let first = serve_on(&dir.0, &url, config(), 100).await;
+        let mut admin = client(first.address, &first.client_token).await;
+        let request = test_request(&mut admin, 1000, None).await;
+        let job = admin.create_test(request).await.unwrap().into_inner();
+        let id = v1::JobId { job_id: job.job_id };
+        let (mut a, _) = registered_worker_token(&first, "a", &[]).await;
+        let (mut b, b_token) = registered_worker_token(&first, "b", &[]).await;
+        let (mut forger, forger_token) = registered_worker_token(&first, "forger", &[]).await;
+        let mut leases = Vec::new();
+        for player in [&mut a, &mut b, &mut forger] {
+            leases.push(player.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap());
+        }
+        report(&mut a, &leases[0], &honest(60), 0).await.unwrap();
+        report(&mut b, &leases[1], &honest(60), 0).await.unwrap();
+        // The forger wins every game. Its 30 first pairs are too few to judge; at 40 it
+        // lies about 10 standard errors off: that report is taken, then set aside, and
+        // the forger told to stop.
+        let forged = vec![[2u8, 2]; 40];
+        let reply = report(&mut forger, &leases[2], &forged[..30], 0).await.unwrap();
+        assert!(!reply.stop, "{backend:?}");
+        let state = admin.get_job(id).await.unwrap().into_inner();
+        assert_eq!(state.units_done, 150, "{backend:?}: counted until judged");
+        let reply = report(&mut forger, &leases[2], &forged, 30).await.unwrap();
+        assert!(reply.stop, "{backend:?}: told to stop");
+        let honest_penta = totals(&[honest(60), honest(60)].concat()).pentanomial;
+        let state = admin.get_job(id).await.unwrap().into_inner();
+        assert_eq!(state.units_done, 120, "{backend:?}: only the honest pairs count");
+        assert_eq!(state.totals.as_ref().unwrap().pentanomial, honest_penta, "{backend:?}");
+        let workers = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
+        let listed = workers.iter().find(|w| w.capabilities.as_ref().unwrap().name == "forger").unwrap();
+        assert_eq!(listed.standing, "quarantined", "{backend:?}");
+        assert!(listed.standing_reason.contains("standard errors"), "{}", listed.standing_reason);
+        assert_eq!((listed.units_done, listed.active_leases), (0, 0), "{backend:?}");
+        // From now on it gets nothing and reports nothing.
+        let more = v1::ReportPairsRequest {
+            lease_id: leases[2].lease_id,
+            pairs: vec![pair(leases[2].units[40], [2, 2])],
+            cumulative: Some(totals(&[[2, 2]; 41])),
+            ..Default::default()
+        };
+        assert_eq!(forger.report_pairs(more).await.unwrap_err().code(), Code::PermissionDenied, "{backend:?}");
+        let status = forger.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap_err();
+        assert_eq!(status.code(), Code::PermissionDenied, "{backend:?}");
+        // Its units are played again, first of all.
+        let (mut c, _) = registered_worker_token(&first, "c", &[]).await;
+        let again = c.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        assert_eq!(again.units[..40], leases[2].units[..40], "{backend:?}");
+
+        // By hand: a disabled worker gets no work, and its results stay counted.
+        let disable = v1::SetWorkerStandingRequest {
+            worker_id: 2,
+            standing: "disabled".to_owned(),
+            reason: "host retired".to_owned(),
+        };
+        let info = admin.set_worker_standing(disable).await.unwrap().into_inner();
+        assert_eq!((info.standing.as_str(), info.units_done), ("disabled", 60), "{backend:?}");
+        assert_eq!(b.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap_err().code(), Code::PermissionDenied);
+        assert_eq!(admin.get_job(id).await.unwrap().into_inner().units_done, 120);
+        let bad = v1::SetWorkerStandingRequest { worker_id: 2, standing: "banished".to_owned(), ..Default::default() };
+        assert_eq!(admin.set_worker_standing(bad).await.unwrap_err().code(), Code::InvalidArgument);
+        drop(first);
+
+        // After a restart: the counts, the standings and the refusals hold.
+        let second = serve_on(&dir.0, &url, config(), 100).await;
+        let mut admin = client(second.address, &second.client_token).await;
+        let state = admin.get_job(id).await.unwrap().into_inner();
+        assert_eq!(state.units_done, 120, "{backend:?}");
+        assert_eq!(state.totals.unwrap().pentanomial, honest_penta, "{backend:?}");
+        let mut forger = worker(second.address, &forger_token).await;
+        let status = forger.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap_err();
+        assert_eq!(status.code(), Code::PermissionDenied, "{backend:?}");
+        assert!(status.message().contains("quarantined"), "{}", status.message());
+        // Restored, the disabled worker plays again.
+        let restore =
+            v1::SetWorkerStandingRequest { worker_id: 2, standing: "active".to_owned(), ..Default::default() };
+        admin.set_worker_standing(restore).await.unwrap();
+        let mut b = worker(second.address, &b_token).await;
+        assert!(
+            b.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.is_some(),
+            "{backend:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_quarantine_by_hand_sets_the_worker_s_results_aside() {
+    let backend = BACKENDS[0];
+    let dir = TempDir::new("quarantine-by-hand");
+    let url = fresh_database(backend, &dir.0).await;
+    let served = serve_on(&dir.0, &url, config(), 100).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let request = test_request(&mut admin, 1000, None).await;
+    let job = admin.create_test(request).await.unwrap().into_inner();
+    let (mut a, _) = registered_worker_token(&served, "a", &[]).await;
+    let lease = a.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    report(&mut a, &lease, &honest(20), 0).await.unwrap();
+    assert_eq!(admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner().units_done, 20);
+    let quarantine = v1::SetWorkerStandingRequest {
+        worker_id: 1,
+        standing: "quarantined".to_owned(),
+        reason: "stolen token".to_owned(),
+    };
+    let info = admin.set_worker_standing(quarantine).await.unwrap().into_inner();
+    assert_eq!(
+        (info.standing.as_str(), info.standing_reason.as_str(), info.units_done),
+        ("quarantined", "stolen token", 0)
+    );
+    let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+    assert_eq!((state.units_done, state.totals.unwrap().pentanomial), (0, vec![0; 5]));
+    assert!(state.reasons.is_empty(), "{:?}", state.reasons);
+}
