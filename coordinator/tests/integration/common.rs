@@ -150,7 +150,7 @@ async fn serve_opened(coordinator: Coordinator, data: &Path, caps: ConnectionCap
     Served { address, data: data.to_owned(), coordinator, client_token, shutdown: Some(shutdown), _dir: None }
 }
 
-async fn channel(address: SocketAddr) -> tonic::transport::Channel {
+pub async fn channel(address: SocketAddr) -> tonic::transport::Channel {
     tonic::transport::Endpoint::from_shared(format!("http://{address}")).unwrap().connect().await.unwrap()
 }
 
@@ -291,4 +291,24 @@ pub fn binary(name: &str) -> PathBuf {
     let path = coordinator.parent().unwrap().join(name);
     assert!(path.exists(), "{} is missing: run the tests with `cargo test --workspace`", path.display());
     path
+}
+
+/// A small deterministic generator (xorshift64*): a failure names its seed and case.
+pub struct Random(pub u64);
+
+impl Random {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    pub fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
 }

@@ -14,26 +14,6 @@ use xq_coordinator::scheduler::SchedulerConfig;
 use crate::common::*;
 use crate::dashboard::{get_json, report, request, running_test};
 
-/// A small deterministic generator (xorshift64*): a failure names its seed and case.
-struct Random(u64);
-
-impl Random {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-}
-
 const NUMBERS: &[&str] = &[
     "1",
     "0",
