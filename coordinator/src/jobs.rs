@@ -423,7 +423,7 @@ pub fn listed(job: &v1::Job, request: &v1::ListJobsRequest) -> bool {
     let lower = |text: &str| text.to_lowercase();
     let search = lower(&request.search);
     let bounds = job.sprt_spec.as_ref().map(|s| (s.elo0, s.elo1));
-    (!request.active_only || job.state == "running")
+    (!request.active_only || job.state == "running" || job.state == "pending")
         && (request.state.is_empty() || job.state == request.state)
         && (request.kind.is_empty() || job.kind == request.kind)
         && (search.is_empty()
@@ -499,6 +499,7 @@ pub fn job_view(row: &JobRow, spec: &JobSpec, active_leases: u32, refused_report
         sprt_spec: request.and_then(|r| r.sprt.clone()),
         created_ms: row.created_ms,
         refused_reports,
+        submitter: row.submitter.clone(),
     }
 }
 
@@ -622,6 +623,7 @@ mod tests {
             positions: 0,
             reasons: HashMap::new(),
             created_ms: 0,
+            submitter: String::new(),
         };
         let pairs = check_test(&request).unwrap().sprt_state(&row).unwrap();
         request.sprt.as_mut().unwrap().trinomial = true;

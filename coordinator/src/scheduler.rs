@@ -23,8 +23,8 @@ use xq_proto::v1;
 
 use crate::jobs::{Course, JobSpec, add_points, job_view, listed};
 use crate::metrics::{KindLabel, Metrics};
-use crate::storage::{Change, JobRow, LeaseRow, Snapshot, TokenRow, UnitRow, WorkerRow, now_ms};
-use crate::tokens::{Principal, new_token, token_hash};
+use crate::storage::{AuditRow, Change, JobRow, LeaseRow, Snapshot, TokenRow, UnitRow, WorkerRow, now_ms};
+use crate::tokens::{Principal, Role, new_token, token_hash, token_id};
 use crate::writer::{WriteError, Writer};
 
 /// How the scheduler sizes and times leases.
@@ -49,6 +49,8 @@ pub struct SchedulerConfig {
     pub quarantine_z: f64,
     /// ... once both it and the others have counted this many pairs in the test.
     pub quarantine_min_pairs: u64,
+    /// Jobs from submitters' tokens wait for an admin's approval (fishtest's approvers).
+    pub require_approval: bool,
 }
 
 impl Default for SchedulerConfig {
@@ -62,6 +64,7 @@ impl Default for SchedulerConfig {
             closed_lease_memory: Duration::from_secs(3600),
             quarantine_z: 5.0,
             quarantine_min_pairs: 200,
+            require_approval: false,
         }
     }
 }
@@ -209,11 +212,30 @@ impl WorkerState {
     }
 }
 
+/// Who created a job, and whether it waits for an admin's approval.
+#[derive(Clone, Copy, Debug)]
+pub struct Origin<'a> {
+    /// The creating token's id.
+    pub submitter: &'a str,
+    pub pending: bool,
+}
+
+/// The state of a job that waits for approval: it gets no leases.
+pub const PENDING: &str = "pending";
+
 /// A worker's standings: it plays; it plays no more; it plays no more and its results
 /// in running tests are set aside.
 pub const ACTIVE: &str = "active";
 pub const DISABLED: &str = "disabled";
 pub const QUARANTINED: &str = "quarantined";
+
+/// Checks a name or reason given in a request.
+fn check_label(what: &str, text: &str) -> Result<(), ScheduleError> {
+    if text.chars().count() > 500 || text.chars().any(char::is_control) {
+        return Err(ScheduleError::Invalid(format!("a {what} of at most 500 characters, no control characters")));
+    }
+    Ok(())
+}
 
 /// A pair's slot in a pentanomial (a self-play unit's: 0).
 fn pair_slot(points: [i64; 2]) -> usize {
@@ -238,12 +260,20 @@ pub fn residual(worker: &[u64; 5], all: &[u64; 5], min_pairs: u64) -> Option<f64
     (variance > 0.0).then(|| (m_worker - m_rest) / (variance * (1.0 / n_worker as f64 + 1.0 / n_rest as f64)).sqrt())
 }
 
+/// A token in force.
+struct TokenState {
+    principal: Principal,
+    /// 0: never.
+    expires_ms: i64,
+}
+
 #[derive(Default)]
 struct State {
     jobs: BTreeMap<u64, JobState>,
     leases: HashMap<u64, LeaseState>,
     workers: HashMap<u64, WorkerState>,
-    tokens: HashMap<String, Principal>,
+    /// The tokens in force (not revoked), by hash.
+    tokens: HashMap<String, TokenState>,
     next_job: u64,
     next_lease: u64,
     next_worker: u64,
@@ -290,12 +320,13 @@ impl Scheduler {
         metrics: Arc<Metrics>,
     ) -> Self {
         let mut state = State::default();
-        for token in snapshot.tokens {
-            let principal = match token.worker_id {
-                Some(id) if token.role == "worker" => Principal::Worker(id as u64),
-                _ => Principal::Client,
+        for token in snapshot.tokens.into_iter().filter(|t| t.revoked_ms == 0) {
+            let principal = match (token.role.as_str(), token.worker_id) {
+                ("worker", Some(id)) => Principal::Worker(id as u64),
+                ("submitter", _) => Principal::Client(Role::Submitter),
+                _ => Principal::Client(Role::Admin),
             };
-            state.tokens.insert(token.hash, principal);
+            state.tokens.insert(token.hash, TokenState { principal, expires_ms: token.expires_ms });
         }
         for row in snapshot.workers {
             state.next_worker = state.next_worker.max(row.id as u64);
@@ -387,25 +418,77 @@ impl Scheduler {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Who holds `token`.
-    pub fn authenticate(&self, token: &str) -> Option<Principal> {
-        self.lock().tokens.get(&token_hash(token)).copied()
+    /// Who holds `token`, and the token's id; `None` for unknown, revoked and expired
+    /// tokens.
+    pub fn authenticate(&self, token: &str) -> Option<(Principal, String)> {
+        let hash = token_hash(token);
+        let state = self.lock();
+        let entry = state.tokens.get(&hash)?;
+        if entry.expires_ms != 0 && now_ms() >= entry.expires_ms {
+            return None;
+        }
+        Some((entry.principal, token_id(&hash).to_owned()))
     }
 
-    /// Creates a client token (used at first start, when none exists).
-    pub async fn create_client_token(&self) -> Result<String, ScheduleError> {
+    /// Creates a user's token of `role` for `name`, expiring at `expires_ms` (0:
+    /// never); `actor` is the id of the token that asked, for the audit log.
+    pub async fn create_token(
+        &self,
+        role: Role,
+        name: &str,
+        expires_ms: i64,
+        actor: &str,
+    ) -> Result<String, ScheduleError> {
+        check_label("name", name)?;
         let token = new_token();
         let hash = token_hash(&token);
-        self.writer
-            .write(Change::Token(TokenRow { hash: hash.clone(), role: "client".to_owned(), worker_id: None }))
-            .await?;
-        self.lock().tokens.insert(hash, Principal::Client);
+        let row = TokenRow {
+            hash: hash.clone(),
+            role: role.name().to_owned(),
+            worker_id: None,
+            name: name.to_owned(),
+            created_ms: now_ms(),
+            expires_ms,
+            revoked_ms: 0,
+        };
+        self.writer.write(Change::Token(row)).await?;
+        self.audit(actor, "token.create", &format!("{} {} '{name}'", token_id(&hash), role.name())).await?;
+        self.lock().tokens.insert(hash, TokenState { principal: Principal::Client(role), expires_ms });
         Ok(token)
     }
 
-    /// Whether any client token exists.
+    /// Creates the admin's token (at first start, when none exists).
+    pub async fn create_client_token(&self) -> Result<String, ScheduleError> {
+        self.create_token(Role::Admin, "admin", 0, "coordinator").await
+    }
+
+    /// Whether any admin token is in force.
     pub fn has_client_token(&self) -> bool {
-        self.lock().tokens.values().any(|p| *p == Principal::Client)
+        self.lock().tokens.values().any(|t| t.principal == Principal::Client(Role::Admin))
+    }
+
+    /// Revokes the token whose id is `id` (a worker's too): refused from the next call.
+    pub async fn revoke_token(&self, id: &str, actor: &str) -> Result<(), ScheduleError> {
+        let hash = {
+            let mut state = self.lock();
+            let matching: Vec<String> =
+                state.tokens.keys().filter(|hash| !id.is_empty() && token_id(hash) == id).cloned().collect();
+            let [hash] = matching.as_slice() else {
+                return Err(ScheduleError::NotFound(format!("no token in force with id '{id}'")));
+            };
+            state.tokens.remove(hash);
+            hash.clone()
+        };
+        self.writer.write(Change::RevokeToken { hash, at_ms: now_ms() }).await?;
+        self.audit(actor, "token.revoke", id).await
+    }
+
+    /// Records an action in the audit log.
+    pub async fn audit(&self, actor: &str, action: &str, detail: &str) -> Result<(), ScheduleError> {
+        let entry =
+            AuditRow { at_ms: now_ms(), actor: actor.to_owned(), action: action.to_owned(), detail: detail.to_owned() };
+        self.writer.write(Change::Audit(entry)).await?;
+        Ok(())
     }
 
     /// Creates a worker and its token.
@@ -431,11 +514,15 @@ impl Scheduler {
                 hash: hash.clone(),
                 role: "worker".to_owned(),
                 worker_id: Some(id as i64),
+                name: name.to_owned(),
+                created_ms: now_ms(),
+                expires_ms: 0,
+                revoked_ms: 0,
             }))
             .await?;
         let mut state = self.lock();
         state.workers.insert(id, WorkerState::new(row, v1::Capabilities::default(), 0));
-        state.tokens.insert(hash, Principal::Worker(id));
+        state.tokens.insert(hash, TokenState { principal: Principal::Worker(id), expires_ms: 0 });
         Ok((id, token))
     }
 
@@ -486,8 +573,8 @@ impl Scheduler {
         kind: &str,
         spec: JobSpec,
         units_total: u64,
-        priority: i32,
-        description: &str,
+        (priority, description): (i32, &str),
+        origin: Origin<'_>,
     ) -> Result<v1::Job, ScheduleError> {
         let id = {
             let mut state = self.lock();
@@ -497,7 +584,7 @@ impl Scheduler {
         let row = JobRow {
             id: id as i64,
             kind: kind.to_owned(),
-            state: "running".to_owned(),
+            state: if origin.pending { PENDING } else { "running" }.to_owned(),
             outcome: String::new(),
             description: description.to_owned(),
             priority: i64::from(priority),
@@ -510,8 +597,10 @@ impl Scheduler {
             positions: 0,
             reasons: HashMap::new(),
             created_ms: now_ms(),
+            submitter: origin.submitter.to_owned(),
         };
         self.writer.write(Change::NewJob(Box::new(row.clone()))).await?;
+        self.audit(origin.submitter, "job.create", &format!("{id} {kind} '{description}'")).await?;
         let view = job_view(&row, &spec, 0, 0);
         let course = matches!(spec, JobSpec::Match(_)).then(Course::default);
         let (changes, _) = watch::channel(0);
@@ -680,9 +769,7 @@ impl Scheduler {
         if ![ACTIVE, DISABLED, QUARANTINED].contains(&standing) {
             return Err(ScheduleError::Invalid(format!("standing '{standing}': use active, disabled or quarantined")));
         }
-        if reason.chars().count() > 500 || reason.chars().any(char::is_control) {
-            return Err(ScheduleError::Invalid("a reason of at most 500 characters, no control characters".to_owned()));
-        }
+        check_label("reason", reason)?;
         let (leases, jobs) = {
             let mut state = self.lock();
             let State { workers, jobs, .. } = &mut *state;
@@ -776,7 +863,7 @@ impl Scheduler {
         let (change, view) = {
             let mut state = self.lock();
             let job = state.jobs.get_mut(&id).ok_or_else(|| ScheduleError::NotFound(format!("job {id}")))?;
-            if job.row.state != "running" {
+            if job.row.state != "running" && job.row.state != PENDING {
                 return Ok(job.view());
             }
             job.row.state = state_name.to_owned();
@@ -795,6 +882,33 @@ impl Scheduler {
         };
         self.writer.write(change).await?;
         Ok(view)
+    }
+
+    /// Lets a job that waits for approval run.
+    pub async fn approve(&self, id: u64) -> Result<v1::Job, ScheduleError> {
+        let (change, view) = {
+            let mut state = self.lock();
+            let job = state.jobs.get_mut(&id).ok_or_else(|| ScheduleError::NotFound(format!("job {id}")))?;
+            if job.row.state != PENDING {
+                return Err(ScheduleError::Invalid(format!("job {id} is {}, not pending", job.row.state)));
+            }
+            job.row.state = "running".to_owned();
+            job.notify();
+            let change = Change::JobState {
+                id: id as i64,
+                state: job.row.state.clone(),
+                outcome: job.row.outcome.clone(),
+                priority: job.row.priority,
+            };
+            (change, job.view())
+        };
+        self.writer.write(change).await?;
+        Ok(view)
+    }
+
+    /// The id of the token that created job `id`.
+    pub fn submitter(&self, id: u64) -> Option<String> {
+        self.lock().jobs.get(&id).map(|j| j.row.submitter.clone())
     }
 
     /// Changes a job's priority.

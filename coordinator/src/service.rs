@@ -27,7 +27,7 @@ use crate::nets::Nets;
 use crate::replay::{PairContext, check_pair};
 use crate::scheduler::{ScheduleError, Scheduler};
 use crate::storage::{Storage, UnitRow};
-use crate::tokens::{Principal, bearer};
+use crate::tokens::{Principal, Role, bearer};
 
 /// The most pairs one report may carry.
 pub const MAX_PAIRS_PER_REPORT: usize = 512;
@@ -56,7 +56,8 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
 }
 
-/// Checks the bearer token and records who sent the request.
+/// Checks the bearer token and records who sent the request: its principal, and for a
+/// user the [`Caller`].
 pub fn authenticate(scheduler: Arc<Scheduler>) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone {
     move |mut request: Request<()>| {
         let token = request
@@ -65,10 +66,22 @@ pub fn authenticate(scheduler: Arc<Scheduler>) -> impl FnMut(Request<()>) -> Res
             .and_then(|v| v.to_str().ok())
             .and_then(bearer)
             .ok_or_else(|| Status::unauthenticated("no bearer token in the authorization metadata"))?;
-        let principal = scheduler.authenticate(token).ok_or_else(|| Status::unauthenticated("unknown token"))?;
+        let (principal, token_id) = scheduler
+            .authenticate(token)
+            .ok_or_else(|| Status::unauthenticated("unknown, revoked or expired token"))?;
+        if let Principal::Client(role) = principal {
+            request.extensions_mut().insert(Caller { role, token_id });
+        }
         request.extensions_mut().insert(principal);
         Ok(request)
     }
+}
+
+/// A user who made a request: the role and id of their token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    pub role: Role,
+    pub token_id: String,
 }
 
 fn worker_of<T>(request: &Request<T>) -> Result<u64, Status> {
@@ -78,11 +91,22 @@ fn worker_of<T>(request: &Request<T>) -> Result<u64, Status> {
     }
 }
 
-fn client_of<T>(request: &Request<T>) -> Result<(), Status> {
-    match request.extensions().get::<Principal>() {
-        Some(Principal::Client) => Ok(()),
-        _ => Err(Status::permission_denied("this call needs a client token")),
+/// A user's call (an admin's or a submitter's).
+fn client_of<T>(request: &Request<T>) -> Result<Caller, Status> {
+    request
+        .extensions()
+        .get::<Caller>()
+        .cloned()
+        .ok_or_else(|| Status::permission_denied("this call needs a client token"))
+}
+
+/// An admin's call.
+fn admin_of<T>(request: &Request<T>) -> Result<Caller, Status> {
+    let caller = client_of(request)?;
+    if caller.role != Role::Admin {
+        return Err(Status::permission_denied("this call needs an admin token"));
     }
+    Ok(caller)
 }
 
 /// Reads a book artifact's openings as a `variant` book.
@@ -421,7 +445,7 @@ impl v1::client_server::Client for ClientApi {
     }
 
     async fn create_test(&self, request: Request<v1::CreateTestRequest>) -> Result<Response<v1::Job>, Status> {
-        client_of(&request)?;
+        let caller = client_of(&request)?;
         let request = request.into_inner();
         let mut job = check_test(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
         let mut hashes = Vec::new();
@@ -446,13 +470,19 @@ impl v1::client_server::Client for ClientApi {
         let view = self
             .0
             .scheduler
-            .create_job(kind, JobSpec::Match(Box::new(job)), units, request.priority, &request.description)
+            .create_job(
+                kind,
+                JobSpec::Match(Box::new(job)),
+                units,
+                (request.priority, &request.description),
+                self.0.origin(&caller),
+            )
             .await?;
         Ok(Response::new(view))
     }
 
     async fn create_self_play(&self, request: Request<v1::CreateSelfPlayRequest>) -> Result<Response<v1::Job>, Status> {
-        client_of(&request)?;
+        let caller = client_of(&request)?;
         let request = request.into_inner();
         check_self_play(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
         if let Some(net) = request.spec.as_ref().and_then(|s| s.net.as_ref()) {
@@ -467,8 +497,9 @@ impl v1::client_server::Client for ClientApi {
             }
         }
         let (units, priority, description) = (request.units, request.priority, request.description.clone());
-        let view =
-            self.0.scheduler.create_job("selfplay", JobSpec::SelfPlay(request), units, priority, &description).await?;
+        let spec = JobSpec::SelfPlay(request);
+        let origin = self.0.origin(&caller);
+        let view = self.0.scheduler.create_job("selfplay", spec, units, (priority, &description), origin).await?;
         Ok(Response::new(view))
     }
 
@@ -484,14 +515,14 @@ impl v1::client_server::Client for ClientApi {
     }
 
     async fn stop_job(&self, request: Request<v1::JobId>) -> Result<Response<v1::Job>, Status> {
-        client_of(&request)?;
-        Ok(Response::new(self.0.scheduler.end_job(request.into_inner().job_id, "stopped", "").await?))
+        let caller = client_of(&request)?;
+        Ok(Response::new(self.0.stop_job(&caller, request.into_inner().job_id).await?))
     }
 
     async fn set_priority(&self, request: Request<v1::SetPriorityRequest>) -> Result<Response<v1::Job>, Status> {
-        client_of(&request)?;
+        let caller = client_of(&request)?;
         let request = request.into_inner();
-        Ok(Response::new(self.0.scheduler.set_priority(request.job_id, request.priority).await?))
+        Ok(Response::new(self.0.set_priority(&caller, request.job_id, request.priority).await?))
     }
 
     type WatchJobStream = Stream_<v1::Job>;
@@ -505,7 +536,7 @@ impl v1::client_server::Client for ClientApi {
         tokio::spawn(async move {
             loop {
                 let Some(job) = scheduler.job(id) else { return };
-                let running = job.state == "running";
+                let running = job.state == "running" || job.state == "pending";
                 if sender.send(Ok(job)).await.is_err() || !running {
                     return;
                 }
@@ -547,12 +578,13 @@ impl v1::client_server::Client for ClientApi {
         &self,
         request: Request<v1::CreateWorkerTokenRequest>,
     ) -> Result<Response<v1::CreateWorkerTokenReply>, Status> {
-        client_of(&request)?;
+        let caller = admin_of(&request)?;
         let name = request.into_inner().name;
         if name.is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
             return Err(Status::invalid_argument("a worker name of 1 to 128 printable characters"));
         }
-        let (_, token) = self.0.scheduler.create_worker(&name).await?;
+        let (id, token) = self.0.scheduler.create_worker(&name).await?;
+        self.0.scheduler.audit(&caller.token_id, "worker.create", &format!("{id} '{name}'")).await?;
         Ok(Response::new(v1::CreateWorkerTokenReply { token }))
     }
 
@@ -560,10 +592,88 @@ impl v1::client_server::Client for ClientApi {
         &self,
         request: Request<v1::SetWorkerStandingRequest>,
     ) -> Result<Response<v1::WorkerInfo>, Status> {
-        client_of(&request)?;
+        let caller = admin_of(&request)?;
         let request = request.into_inner();
         let info = self.0.scheduler.set_standing(request.worker_id, &request.standing, &request.reason).await?;
+        let detail = format!("{} {} '{}'", request.worker_id, request.standing, request.reason);
+        self.0.scheduler.audit(&caller.token_id, "worker.standing", &detail).await?;
         Ok(Response::new(info))
+    }
+
+    async fn create_token(
+        &self,
+        request: Request<v1::CreateTokenRequest>,
+    ) -> Result<Response<v1::CreateTokenReply>, Status> {
+        let caller = admin_of(&request)?;
+        let request = request.into_inner();
+        let role = match request.role.as_str() {
+            "admin" => Role::Admin,
+            "submitter" => Role::Submitter,
+            other => return Err(Status::invalid_argument(format!("role '{other}': use admin or submitter"))),
+        };
+        if request.name.is_empty() {
+            return Err(Status::invalid_argument("name: say who the token is for"));
+        }
+        let expires_ms = match request.expires_seconds {
+            0 => 0,
+            seconds => crate::storage::now_ms()
+                .saturating_add(i64::try_from(seconds.min(100 * 365 * 86_400)).unwrap_or(0) * 1000),
+        };
+        let token = self.0.scheduler.create_token(role, &request.name, expires_ms, &caller.token_id).await?;
+        let id = crate::tokens::token_id(&crate::tokens::token_hash(&token)).to_owned();
+        Ok(Response::new(v1::CreateTokenReply { token, id }))
+    }
+
+    async fn list_tokens(
+        &self,
+        request: Request<v1::ListTokensRequest>,
+    ) -> Result<Response<v1::ListTokensReply>, Status> {
+        admin_of(&request)?;
+        let rows = self.0.storage.tokens().await.map_err(|e| Status::unavailable(e.to_string()))?;
+        let tokens = rows
+            .into_iter()
+            .map(|row| v1::TokenInfo {
+                id: crate::tokens::token_id(&row.hash).to_owned(),
+                role: row.role,
+                name: row.name,
+                worker_id: row.worker_id.map_or(0, |id| id as u64),
+                created_ms: row.created_ms,
+                expires_ms: row.expires_ms,
+                revoked_ms: row.revoked_ms,
+            })
+            .collect();
+        Ok(Response::new(v1::ListTokensReply { tokens }))
+    }
+
+    async fn revoke_token(
+        &self,
+        request: Request<v1::RevokeTokenRequest>,
+    ) -> Result<Response<v1::RevokeTokenReply>, Status> {
+        let caller = admin_of(&request)?;
+        self.0.scheduler.revoke_token(&request.into_inner().id, &caller.token_id).await?;
+        Ok(Response::new(v1::RevokeTokenReply {}))
+    }
+
+    async fn approve_job(&self, request: Request<v1::JobId>) -> Result<Response<v1::Job>, Status> {
+        let caller = admin_of(&request)?;
+        let id = request.into_inner().job_id;
+        let job = self.0.scheduler.approve(id).await?;
+        self.0.scheduler.audit(&caller.token_id, "job.approve", &id.to_string()).await?;
+        Ok(Response::new(job))
+    }
+
+    async fn list_audit(&self, request: Request<v1::ListAuditRequest>) -> Result<Response<v1::ListAuditReply>, Status> {
+        admin_of(&request)?;
+        let limit = match request.into_inner().limit {
+            0 => 100,
+            n => i64::from(n.min(10_000)),
+        };
+        let rows = self.0.storage.audit_log(limit).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        let entries = rows
+            .into_iter()
+            .map(|row| v1::AuditEntry { at_ms: row.at_ms, actor: row.actor, action: row.action, detail: row.detail })
+            .collect();
+        Ok(Response::new(v1::ListAuditReply { entries }))
     }
 
     type DownloadGamesStream = Stream_<v1::PgnBatch>;
@@ -617,6 +727,41 @@ pub type UnitStream = ReceiverStream<Result<(u64, Vec<u8>), Status>>;
 
 /// What the gRPC client API and the dashboard's JSON API both serve, written once.
 impl Shared {
+    /// Where a job `caller` creates comes from: a submitter's waits for an admin's
+    /// approval when the server asks for it.
+    fn origin<'a>(&self, caller: &'a Caller) -> crate::scheduler::Origin<'a> {
+        let pending = caller.role == Role::Submitter && self.scheduler.config.require_approval;
+        crate::scheduler::Origin { submitter: &caller.token_id, pending }
+    }
+
+    /// Refuses `caller` a change to job `id` unless an admin or its submitter.
+    fn may_change(&self, caller: &Caller, id: u64) -> Result<(), Status> {
+        match self.scheduler.submitter(id) {
+            None => Err(Status::not_found(format!("job {id}"))),
+            Some(_) if caller.role == Role::Admin => Ok(()),
+            Some(submitter) if submitter == caller.token_id => Ok(()),
+            Some(_) => Err(Status::permission_denied(format!(
+                "job {id} is another submitter's: they or an admin may change it"
+            ))),
+        }
+    }
+
+    /// Stops job `id` for `caller`.
+    pub async fn stop_job(&self, caller: &Caller, id: u64) -> Result<v1::Job, Status> {
+        self.may_change(caller, id)?;
+        let job = self.scheduler.end_job(id, "stopped", "").await?;
+        self.scheduler.audit(&caller.token_id, "job.stop", &id.to_string()).await?;
+        Ok(job)
+    }
+
+    /// Changes job `id`'s priority for `caller`.
+    pub async fn set_priority(&self, caller: &Caller, id: u64, priority: i32) -> Result<v1::Job, Status> {
+        self.may_change(caller, id)?;
+        let job = self.scheduler.set_priority(id, priority).await?;
+        self.scheduler.audit(&caller.token_id, "job.priority", &format!("{id} {priority}")).await?;
+        Ok(job)
+    }
+
     /// A test's course (see [`crate::jobs::Course`]).
     pub async fn job_history(&self, id: u64) -> Result<v1::JobHistory, Status> {
         let spec = self.scheduler.spec(id).ok_or_else(|| Status::not_found(format!("job {id}")))?;

@@ -84,6 +84,8 @@ pub struct JobRow {
     pub positions: i64,
     pub reasons: HashMap<String, u64>,
     pub created_ms: i64,
+    /// The id of the token that created it.
+    pub submitter: String,
 }
 
 /// A lease row.
@@ -114,8 +116,26 @@ pub struct WorkerRow {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TokenRow {
     pub hash: String,
+    /// 'admin', 'submitter' or 'worker'.
     pub role: String,
     pub worker_id: Option<i64>,
+    /// Who or what it is for.
+    pub name: String,
+    pub created_ms: i64,
+    /// 0: never.
+    pub expires_ms: i64,
+    /// 0: not revoked.
+    pub revoked_ms: i64,
+}
+
+/// One entry of the audit log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditRow {
+    pub at_ms: i64,
+    /// The acting token's id, or 'coordinator'.
+    pub actor: String,
+    pub action: String,
+    pub detail: String,
 }
 
 /// A finished unit.
@@ -243,7 +263,7 @@ fn parse_units(text: &str) -> Result<Vec<u64>, StorageError> {
 macro_rules! job_columns {
     () => {
         "id, kind, state, outcome, description, priority, spec, units_total, next_unit, units_done, \
-         wins, draws, losses, penta0, penta1, penta2, penta3, penta4, positions, reasons, created_ms"
+         wins, draws, losses, penta0, penta1, penta2, penta3, penta4, positions, reasons, created_ms, submitter"
     };
 }
 
@@ -271,6 +291,7 @@ fn job_from_row(row: &sqlx::any::AnyRow) -> Result<JobRow, StorageError> {
         positions: row.try_get("positions")?,
         reasons: serde_json::from_str(&reasons).map_err(|e| StorageError::Damaged(format!("job reasons: {e}")))?,
         created_ms: row.try_get("created_ms")?,
+        submitter: row.try_get("submitter")?,
     })
 }
 
@@ -321,14 +342,7 @@ impl Storage {
 
     /// Reads what the scheduler needs at start.
     pub async fn load(&self) -> Result<Snapshot, StorageError> {
-        let mut snapshot = Snapshot::default();
-        for row in sqlx::query("SELECT hash, role, worker_id FROM tokens").fetch_all(&self.pool).await? {
-            snapshot.tokens.push(TokenRow {
-                hash: row.try_get("hash")?,
-                role: row.try_get("role")?,
-                worker_id: row.try_get("worker_id")?,
-            });
-        }
+        let mut snapshot = Snapshot { tokens: self.tokens().await?, ..Snapshot::default() };
         let workers =
             sqlx::query("SELECT id, name, capabilities, last_seen_ms, standing, standing_reason FROM workers");
         for row in workers.fetch_all(&self.pool).await? {
@@ -395,6 +409,46 @@ impl Storage {
             snapshot.nets.push(net_from_row(&row)?);
         }
         Ok(snapshot)
+    }
+
+    /// Every token, revoked and expired ones too, oldest first.
+    pub async fn tokens(&self) -> Result<Vec<TokenRow>, StorageError> {
+        let rows = sqlx::query(
+            "SELECT hash, role, worker_id, name, created_ms, expires_ms, revoked_ms FROM tokens ORDER BY created_ms",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(TokenRow {
+                    hash: row.try_get("hash")?,
+                    role: row.try_get("role")?,
+                    worker_id: row.try_get("worker_id")?,
+                    name: row.try_get("name")?,
+                    created_ms: row.try_get("created_ms")?,
+                    expires_ms: row.try_get("expires_ms")?,
+                    revoked_ms: row.try_get("revoked_ms")?,
+                })
+            })
+            .collect()
+    }
+
+    /// The audit log's last `limit` entries, newest first.
+    pub async fn audit_log(&self, limit: i64) -> Result<Vec<AuditRow>, StorageError> {
+        let rows = sqlx::query("SELECT at_ms, actor, action, detail FROM audit_log ORDER BY at_ms DESC LIMIT $1")
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(AuditRow {
+                    at_ms: row.try_get("at_ms")?,
+                    actor: row.try_get("actor")?,
+                    action: row.try_get("action")?,
+                    detail: row.try_get("detail")?,
+                })
+            })
+            .collect()
     }
 
     /// One job as stored.
@@ -500,6 +554,12 @@ impl Storage {
 #[derive(Clone, Debug)]
 pub enum Change {
     Token(TokenRow),
+    /// Revokes a token (its row stays, for the lists).
+    RevokeToken {
+        hash: String,
+        at_ms: i64,
+    },
+    Audit(AuditRow),
     /// Inserts or updates a worker.
     Worker(WorkerRow),
     Artifact {
@@ -569,11 +629,32 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
     let now = now_ms();
     match change {
         Change::Token(token) => {
-            sqlx::query("INSERT INTO tokens (hash, role, worker_id, created_ms) VALUES ($1, $2, $3, $4)")
-                .bind(&token.hash)
-                .bind(&token.role)
-                .bind(token.worker_id)
-                .bind(now)
+            sqlx::query(
+                "INSERT INTO tokens (hash, role, worker_id, created_ms, name, expires_ms, revoked_ms) \
+                 VALUES ($1, $2, $3, $4, $5, $6, 0)",
+            )
+            .bind(&token.hash)
+            .bind(&token.role)
+            .bind(token.worker_id)
+            .bind(token.created_ms)
+            .bind(&token.name)
+            .bind(token.expires_ms)
+            .execute(&mut *conn)
+            .await?;
+        }
+        Change::RevokeToken { hash, at_ms } => {
+            sqlx::query("UPDATE tokens SET revoked_ms = $1 WHERE hash = $2 AND revoked_ms = 0")
+                .bind(at_ms)
+                .bind(hash)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Change::Audit(entry) => {
+            sqlx::query("INSERT INTO audit_log (at_ms, actor, action, detail) VALUES ($1, $2, $3, $4)")
+                .bind(entry.at_ms)
+                .bind(&entry.actor)
+                .bind(&entry.action)
+                .bind(&entry.detail)
                 .execute(&mut *conn)
                 .await?;
         }
@@ -608,7 +689,7 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
                 "INSERT INTO jobs (",
                 job_columns!(),
                 ", updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-                 $18, $19, $20, $21, $22)"
+                 $18, $19, $20, $21, $22, $23)"
             ))
             .bind(job.id)
             .bind(&job.kind)
@@ -631,6 +712,7 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
             .bind(job.positions)
             .bind(serde_json::to_string(&job.reasons).expect("a map of strings serialises"))
             .bind(job.created_ms)
+            .bind(&job.submitter)
             .bind(now)
             .execute(&mut *conn)
             .await?;

@@ -1,16 +1,41 @@
 //! Bearer tokens: 256 random bits shown once, stored as their SHA-256, so that a copy of
-//! the database does not let anyone in.
+//! the database does not let anyone in. Each has a role, a name, an id (the hash's
+//! first 12 hex digits: what lists show and revocation names) and may expire.
 
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
+/// What a user's token may do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Everything: tokens, workers, approvals, any job.
+    Admin,
+    /// Its own tests and self-play jobs (created, stopped, reprioritised) and reading.
+    Submitter,
+}
+
+impl Role {
+    /// As stored and shown.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::Submitter => "submitter",
+        }
+    }
+}
+
 /// Who a token belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Principal {
-    /// A user or tool: may create, stop and read jobs.
-    Client,
+    /// A user or tool.
+    Client(Role),
     /// One worker.
     Worker(u64),
+}
+
+/// The public id of the token whose hash is `hash`.
+pub fn token_id(hash: &str) -> &str {
+    &hash[..hash.len().min(12)]
 }
 
 /// A fresh random token, in hex.

@@ -208,7 +208,7 @@
   // ---- Tests ---------------------------------------------------------------------------
 
   const FILTERS = [
-    { name: "state", label: "State", options: ["all", "running", "finished", "stopped"] },
+    { name: "state", label: "State", options: ["all", "running", "pending", "finished", "stopped"] },
     { name: "kind", label: "Kind", options: ["all", "sprt", "games", "selfplay"] },
     { name: "q", label: "Search", placeholder: "description or engines" },
     { name: "engine", label: "Engine", placeholder: "name" },
@@ -485,6 +485,7 @@
       entries.push(["Leases in flight", String(job.active_leases)]);
       entries.push([isMatch ? "Refused reports" : "Refused chunks", String(job.refused_reports || 0), "refused"]);
       entries.push(["Priority", String(job.priority), "priority"]);
+      entries.push(["Submitter", job.submitter || "–", "submitter"]);
       entries.push(["Created", when(Number(job.created_ms))]);
       facts.replaceChildren(definitionList(entries));
       if (isMatch) {

@@ -16,6 +16,7 @@ use xq_stats::{Model, Sprt};
 
 use super::{Dashboard, ReadAccess};
 use crate::jobs::elo_state;
+use crate::service::Caller;
 use crate::tokens::{Principal, bearer};
 
 /// A refused request: its HTTP status and what was wrong.
@@ -107,12 +108,12 @@ fn token(headers: &HeaderMap, cookie_too: bool) -> Option<&str> {
     from_header.or_else(|| if cookie_too { from_cookie() } else { None })
 }
 
-fn require_client(dashboard: &Dashboard, token: Option<&str>) -> Result<(), ApiError> {
+fn require_client(dashboard: &Dashboard, token: Option<&str>) -> Result<Caller, ApiError> {
     let token = token.ok_or_else(|| ApiError(StatusCode::UNAUTHORIZED, "this needs a client token".to_owned()))?;
     match dashboard.shared.scheduler.authenticate(token) {
-        Some(Principal::Client) => Ok(()),
-        Some(Principal::Worker(_)) => Err(ApiError(StatusCode::FORBIDDEN, "this needs a client token".to_owned())),
-        None => Err(ApiError(StatusCode::UNAUTHORIZED, "unknown token".to_owned())),
+        Some((Principal::Client(role), token_id)) => Ok(Caller { role, token_id }),
+        Some((Principal::Worker(_), _)) => Err(ApiError(StatusCode::FORBIDDEN, "this needs a client token".to_owned())),
+        None => Err(ApiError(StatusCode::UNAUTHORIZED, "unknown, revoked or expired token".to_owned())),
     }
 }
 
@@ -120,13 +121,13 @@ fn require_client(dashboard: &Dashboard, token: Option<&str>) -> Result<(), ApiE
 pub(super) fn may_read(dashboard: &Dashboard, headers: &HeaderMap) -> Result<(), ApiError> {
     match dashboard.read {
         ReadAccess::Open => Ok(()),
-        ReadAccess::Token => require_client(dashboard, token(headers, true)),
+        ReadAccess::Token => require_client(dashboard, token(headers, true)).map(|_| ()),
     }
 }
 
 /// Actions need a client token in the Authorization header: a cookie would let any
 /// page the user visits act in their name.
-fn may_act(dashboard: &Dashboard, headers: &HeaderMap) -> Result<(), ApiError> {
+fn may_act(dashboard: &Dashboard, headers: &HeaderMap) -> Result<Caller, ApiError> {
     require_client(dashboard, token(headers, false))
 }
 
@@ -287,8 +288,8 @@ pub async fn stop(
     headers: HeaderMap,
     PathOf(id): PathOf<String>,
 ) -> Result<Json<v1::Job>, ApiError> {
-    may_act(&dashboard, &headers)?;
-    Ok(Json(dashboard.shared.scheduler.end_job(job_id(&id)?, "stopped", "").await?))
+    let caller = may_act(&dashboard, &headers)?;
+    Ok(Json(dashboard.shared.stop_job(&caller, job_id(&id)?).await?))
 }
 
 #[derive(Debug, Deserialize)]
@@ -303,10 +304,10 @@ pub async fn priority(
     PathOf(id): PathOf<String>,
     body: Result<Json<PriorityBody>, JsonRejection>,
 ) -> Result<Json<v1::Job>, ApiError> {
-    may_act(&dashboard, &headers)?;
+    let caller = may_act(&dashboard, &headers)?;
     let id = job_id(&id)?;
     let Json(body) = body?;
-    Ok(Json(dashboard.shared.scheduler.set_priority(id, body.priority).await?))
+    Ok(Json(dashboard.shared.set_priority(&caller, id, body.priority).await?))
 }
 
 pub async fn workers(

@@ -254,7 +254,7 @@ async fn every_bad_request_gets_a_clear_4xx() {
             vec![("authorization", "Bearer nonsense")],
             "",
             401,
-            "unknown token",
+            "unknown, revoked or expired token",
         ),
         ("POST", format!("/api/v1/jobs/{job}/stop"), vec![("authorization", &worker)], "", 403, "client token"),
         ("POST", "/api/v1/jobs/999/stop".into(), vec![("authorization", &client)], "", 404, "job 999"),

@@ -8,7 +8,8 @@ use xq_coordinator::scheduler::SchedulerConfig;
 use xq_proto::v1;
 
 use crate::common::{
-    BACKENDS, Client, client, game, pair, registered_worker, serve, serve_with, test_request, totals, upload, worker,
+    BACKENDS, Client, TempDir, client, fresh_database, game, pair, registered_worker, registered_worker_token, serve,
+    serve_on, serve_with, test_request, totals, upload, worker,
 };
 
 fn config() -> SchedulerConfig {
@@ -366,4 +367,105 @@ async fn an_abandoned_upload_leaves_nothing_behind() {
     }
     // The server goes on.
     upload(&mut admin, "engine", "engine", b"#!/bin/sh\n").await.unwrap();
+}
+
+#[tokio::test]
+async fn roles_keep_submitters_to_their_own_jobs_and_tokens_expire_and_are_revoked() {
+    use xq_coordinator::tokens::{token_hash, token_id};
+    for backend in BACKENDS {
+        let dir = TempDir::new("roles");
+        let url = fresh_database(backend, &dir.0).await;
+        let config = SchedulerConfig { require_approval: true, ..config() };
+        let first = serve_on(&dir.0, &url, config.clone(), 100).await;
+        let mut admin = client(first.address, &first.client_token).await;
+        let submitter = |name: &str, expires_seconds| v1::CreateTokenRequest {
+            role: "submitter".to_owned(),
+            name: name.to_owned(),
+            expires_seconds,
+        };
+        let alice = admin.create_token(submitter("alice", 0)).await.unwrap().into_inner();
+        let bob = admin.create_token(submitter("bob", 1)).await.unwrap().into_inner();
+        let mut as_alice = client(first.address, &alice.token).await;
+        let mut as_bob = client(first.address, &bob.token).await;
+
+        // A submitter's test waits for an admin's approval, and gets no worker till then.
+        let request = test_request(&mut as_alice, 4, None).await;
+        let job = as_alice.create_test(request).await.unwrap().into_inner();
+        assert_eq!((job.state.as_str(), job.submitter.as_str()), ("pending", alice.id.as_str()), "{backend:?}");
+        let id = v1::JobId { job_id: job.job_id };
+        let (mut player, player_token) = registered_worker_token(&first, "w", &[]).await;
+        assert!(player.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.is_none());
+        // Submitters cannot do an admin's work.
+        let denied = [
+            as_alice.approve_job(id).await.unwrap_err(),
+            as_alice.create_token(submitter("mallory", 0)).await.unwrap_err(),
+            as_alice.list_tokens(v1::ListTokensRequest {}).await.unwrap_err(),
+            as_alice.list_audit(v1::ListAuditRequest::default()).await.unwrap_err(),
+            as_alice.create_worker_token(v1::CreateWorkerTokenRequest { name: "x".to_owned() }).await.unwrap_err(),
+            as_alice
+                .set_worker_standing(v1::SetWorkerStandingRequest {
+                    worker_id: 1,
+                    standing: "disabled".to_owned(),
+                    ..Default::default()
+                })
+                .await
+                .unwrap_err(),
+            // Nor change another submitter's job.
+            as_bob.stop_job(id).await.unwrap_err(),
+        ];
+        for status in denied {
+            assert_eq!(status.code(), Code::PermissionDenied, "{backend:?}: {status:?}");
+        }
+        assert_eq!(admin.approve_job(id).await.unwrap().into_inner().state, "running");
+        assert!(player.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.is_some());
+        let priority = v1::SetPriorityRequest { job_id: job.job_id, priority: 5 };
+        assert_eq!(as_alice.set_priority(priority).await.unwrap().into_inner().priority, 5, "her own job");
+        // An admin's test runs at once.
+        let request = test_request(&mut admin, 4, None).await;
+        assert_eq!(admin.create_test(request).await.unwrap().into_inner().state, "running");
+
+        // Bob's token expires after its second; revoked tokens, a worker's too, at once.
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        let status = as_bob.list_jobs(v1::ListJobsRequest::default()).await.unwrap_err();
+        assert_eq!(status.code(), Code::Unauthenticated, "{backend:?}");
+        admin.revoke_token(v1::RevokeTokenRequest { id: alice.id.clone() }).await.unwrap();
+        let status = as_alice.list_jobs(v1::ListJobsRequest::default()).await.unwrap_err();
+        assert_eq!(status.code(), Code::Unauthenticated, "{backend:?}");
+        let player_id = token_id(&token_hash(&player_token)).to_owned();
+        admin.revoke_token(v1::RevokeTokenRequest { id: player_id.clone() }).await.unwrap();
+        let status = player.heartbeat(v1::HeartbeatRequest::default()).await.unwrap_err();
+        assert_eq!(status.code(), Code::Unauthenticated, "{backend:?}");
+        let unknown = admin.revoke_token(v1::RevokeTokenRequest { id: "nope".to_owned() }).await.unwrap_err();
+        assert_eq!(unknown.code(), Code::NotFound);
+
+        // Lists show every token, never the token itself; the audit log what was done.
+        let tokens = admin.list_tokens(v1::ListTokensRequest {}).await.unwrap().into_inner().tokens;
+        let find = |id: &str| tokens.iter().find(|t| t.id == id).unwrap().clone();
+        assert!(find(&alice.id).revoked_ms > 0 && find(&bob.id).expires_ms > 0, "{tokens:?}");
+        assert_eq!((find(&player_id).role.as_str(), find(&player_id).worker_id), ("worker", 1));
+        assert!(tokens.iter().all(|t| t.id.len() == 12), "{tokens:?}");
+        let entries = admin.list_audit(v1::ListAuditRequest::default()).await.unwrap().into_inner().entries;
+        let actions: Vec<(&str, &str)> = entries.iter().rev().map(|e| (e.actor.as_str(), e.action.as_str())).collect();
+        let admin_id = token_id(&token_hash(&first.client_token)).to_owned();
+        for expected in [
+            ("coordinator", "token.create"),
+            (admin_id.as_str(), "token.create"),
+            (alice.id.as_str(), "job.create"),
+            (admin_id.as_str(), "worker.create"),
+            (admin_id.as_str(), "job.approve"),
+            (alice.id.as_str(), "job.priority"),
+            (admin_id.as_str(), "token.revoke"),
+        ] {
+            assert!(actions.contains(&expected), "{backend:?}: {expected:?} not in {actions:?}");
+        }
+        drop(first);
+
+        // After a restart the revocations hold and the approval stays.
+        let second = serve_on(&dir.0, &url, config.clone(), 100).await;
+        let mut as_alice = client(second.address, &alice.token).await;
+        let status = as_alice.list_jobs(v1::ListJobsRequest::default()).await.unwrap_err();
+        assert_eq!(status.code(), Code::Unauthenticated, "{backend:?}");
+        let mut admin = client(second.address, &second.client_token).await;
+        assert_eq!(admin.get_job(id).await.unwrap().into_inner().state, "running", "{backend:?}");
+    }
 }

@@ -7,6 +7,18 @@ use xq_coordinator::writer::{BATCH_INTERVAL, Writer};
 
 use crate::common::{BACKENDS, Backend, TempDir, fresh_database};
 
+fn admin_token(hash: &str) -> TokenRow {
+    TokenRow {
+        hash: hash.to_owned(),
+        role: "admin".to_owned(),
+        worker_id: None,
+        name: "admin".to_owned(),
+        created_ms: 1,
+        expires_ms: 0,
+        revoked_ms: 0,
+    }
+}
+
 fn job(id: i64) -> JobRow {
     JobRow {
         id,
@@ -24,6 +36,7 @@ fn job(id: i64) -> JobRow {
         positions: 0,
         reasons: HashMap::new(),
         created_ms: 1,
+        submitter: "0123456789ab".to_owned(),
     }
 }
 
@@ -53,10 +66,7 @@ async fn rows_round_trip_and_the_snapshot_holds_what_was_written() {
     for backend in BACKENDS {
         let dir = TempDir::new("storage");
         let (storage, writer) = open(backend, &dir).await;
-        writer
-            .write(Change::Token(TokenRow { hash: "h1".to_owned(), role: "client".to_owned(), worker_id: None }))
-            .await
-            .unwrap();
+        writer.write(Change::Token(admin_token("h1"))).await.unwrap();
         writer
             .write(Change::Worker(WorkerRow {
                 id: 3,
@@ -102,7 +112,7 @@ async fn rows_round_trip_and_the_snapshot_holds_what_was_written() {
             .unwrap();
         assert_eq!(applied.new_units, [0, 2], "{backend:?}");
         let snapshot = storage.load().await.unwrap();
-        assert_eq!(snapshot.tokens, [TokenRow { hash: "h1".to_owned(), role: "client".to_owned(), worker_id: None }]);
+        assert_eq!(snapshot.tokens, [admin_token("h1")]);
         assert_eq!(snapshot.workers[0].name, "w2", "{backend:?}: upsert");
         let stored = &snapshot.jobs[0];
         assert_eq!((stored.next_unit, stored.priority, stored.units_done), (3, 4, 2), "{backend:?}");
@@ -171,7 +181,7 @@ async fn a_failing_change_fails_alone() {
     for backend in BACKENDS {
         let dir = TempDir::new("storage");
         let (storage, writer) = open(backend, &dir).await;
-        let token = TokenRow { hash: "same".to_owned(), role: "client".to_owned(), worker_id: None };
+        let token = admin_token("same");
         let (a, b, c) = tokio::join!(
             writer.write(Change::Token(token.clone())),
             writer.write(Change::Token(token.clone())),

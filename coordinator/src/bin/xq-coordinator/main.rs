@@ -73,6 +73,9 @@ struct ServeArgs {
     /// (by default anyone who reaches the port may read them; actions always need one).
     #[arg(long)]
     private_dashboard: bool,
+    /// Tests and self-play jobs from submitters' tokens wait for an admin's `xq approve`.
+    #[arg(long)]
+    require_approval: bool,
 }
 
 /// Request handling allocates many small short-lived buffers (frames, messages, rows)
@@ -109,6 +112,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         heartbeat: Duration::from_secs(args.heartbeat_seconds.max(1)),
         lease_seconds: args.work_seconds.max(1.0),
         reference_nps: args.reference_nps,
+        require_approval: args.require_approval,
         ..SchedulerConfig::default()
     };
     check_transport(args.listen, args.tls_cert.is_some(), args.allow_plaintext)?;

@@ -83,6 +83,18 @@ enum Command {
     },
     /// Lets a disabled or quarantined worker play again (what was set aside stays so).
     EnableWorker { worker: u64 },
+    /// Users' tokens (admin only): create, list, revoke.
+    Token {
+        #[command(subcommand)]
+        action: TokenCommand,
+    },
+    /// Lets a submitter's job that waits for approval run (admin only).
+    Approve { job: u64 },
+    /// The audit log, newest first (admin only).
+    Audit {
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
     /// Downloads a test's games as PGN.
     Pgn {
         job: u64,
@@ -107,6 +119,25 @@ enum Command {
     Llr(LlrArgs),
     /// Runs a coordinator and workers on this machine and an SPRT test to its end.
     Local(local::LocalArgs),
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Creates a token, shown once: --role admin or submitter.
+    Create {
+        #[arg(long)]
+        role: String,
+        /// Who it is for.
+        #[arg(long)]
+        name: String,
+        /// It expires after this many days (0: never).
+        #[arg(long, default_value_t = 0.0)]
+        expires_days: f64,
+    },
+    /// Lists every token: id, role, name, created, expires, revoked.
+    List,
+    /// Revokes a token (a worker's too) by its id.
+    Revoke { id: String },
 }
 
 #[derive(Args, Clone)]
@@ -368,6 +399,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::DisableWorker { worker, reason } => set_standing(&mut client, worker, "disabled", reason).await,
         Command::QuarantineWorker { worker, reason } => set_standing(&mut client, worker, "quarantined", reason).await,
         Command::EnableWorker { worker } => set_standing(&mut client, worker, "active", String::new()).await,
+        Command::Token { action } => tokens(&mut client, action).await,
+        Command::Approve { job } => {
+            let job = client.approve_job(v1::JobId { job_id: job }).await?.into_inner();
+            println!("job {}: {}", job.job_id, job.state);
+            Ok(())
+        }
+        Command::Audit { limit } => {
+            for entry in client.list_audit(v1::ListAuditRequest { limit }).await?.into_inner().entries {
+                println!("{} {} {} {}", entry.at_ms, entry.actor, entry.action, entry.detail);
+            }
+            Ok(())
+        }
         Command::Pgn { job, out } => {
             let mut stream = client.download_games(v1::JobId { job_id: job }).await?.into_inner();
             let mut sink: Box<dyn tokio::io::AsyncWrite + Unpin + Send> = match &out {
@@ -477,6 +520,40 @@ pub async fn submit(
         )?),
     };
     Ok(client.create_test(request).await?.into_inner())
+}
+
+async fn tokens(client: &mut Client, action: TokenCommand) -> anyhow::Result<()> {
+    match action {
+        TokenCommand::Create { role, name, expires_days } => {
+            if !(expires_days.is_finite() && expires_days >= 0.0) {
+                bail!("--expires-days {expires_days}: a number of days, 0 for never");
+            }
+            let expires_seconds = (expires_days * 86_400.0).ceil() as u64;
+            let reply = client.create_token(v1::CreateTokenRequest { role, name, expires_seconds }).await?.into_inner();
+            eprintln!("token {} (shown once; `xq token revoke {}` revokes it):", reply.id, reply.id);
+            println!("{}", reply.token);
+        }
+        TokenCommand::List => {
+            for token in client.list_tokens(v1::ListTokensRequest {}).await?.into_inner().tokens {
+                let when = |ms: i64, none: &str| if ms == 0 { none.to_owned() } else { ms.to_string() };
+                println!(
+                    "{} {} '{}'{} created {} expires {} revoked {}",
+                    token.id,
+                    token.role,
+                    token.name,
+                    if token.worker_id == 0 { String::new() } else { format!(" worker {}", token.worker_id) },
+                    token.created_ms,
+                    when(token.expires_ms, "never"),
+                    when(token.revoked_ms, "no"),
+                );
+            }
+        }
+        TokenCommand::Revoke { id } => {
+            client.revoke_token(v1::RevokeTokenRequest { id: id.clone() }).await?;
+            println!("token {id} revoked");
+        }
+    }
+    Ok(())
 }
 
 async fn set_standing(client: &mut Client, worker_id: u64, standing: &str, reason: String) -> anyhow::Result<()> {
