@@ -252,8 +252,8 @@ impl WorkerApi {
         // Each distinct upload gets its own file, named by its content: a second
         // upload of a unit never overwrites the file the index points to, and a unit
         // already stored is not written again.
-        let digest = hex::encode(&Sha256::digest(chunk.as_slice())[..8]);
-        let relative = format!("chunks/{}/{}-{}-{digest}.xqd", context.job_id, upload.unit, upload.lease_id);
+        let relative =
+            format!("chunks/{}/{}-{}-{}.xqd", context.job_id, upload.unit, upload.lease_id, chunk_digest(&chunk));
         let length = chunk.len() as i64;
         if !self.0.scheduler.unit_done(context.job_id, upload.unit) {
             let path = self.0.data_dir.join(&relative);
@@ -856,9 +856,16 @@ impl Shared {
                 for unit in page {
                     after = Some(unit.unit);
                     let read = read_slice(data_dir.join(&unit.file), unit.offset, unit.length).await;
-                    let item = read
-                        .map(|bytes| (unit.unit, bytes))
-                        .map_err(|e| Status::unavailable(format!("{}: {e}", unit.file)));
+                    let item = match read {
+                        Ok(bytes) if selfplay => check_stored_chunk(&unit.file, &bytes).map(|()| (unit.unit, bytes)),
+                        Ok(bytes) => Ok((unit.unit, bytes)),
+                        // Shorter than the index says: damaged, not merely unreachable.
+                        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(Status::data_loss(format!(
+                            "{}: shorter than the {} bytes stored",
+                            unit.file, unit.length
+                        ))),
+                        Err(e) => Err(Status::unavailable(format!("{}: {e}", unit.file))),
+                    };
                     if sender.send(item).await.is_err() {
                         return;
                     }
@@ -893,6 +900,21 @@ fn start_fen(variant: Variant) -> String {
         Variant::Xiangqi => xq_engine::xiangqi::fen::to_fen(&xq_engine::xiangqi::Position::startpos()),
         Variant::Xiongqi => xq_engine::xiongqi::fen::to_fen(&xq_engine::xiongqi::Position::startpos()),
     }
+}
+
+/// The first 16 hex digits of a chunk's SHA-256: the end of its file's name, so that
+/// two uploads of a unit never share a file and a stored chunk can be checked on read.
+fn chunk_digest(chunk: &[u8]) -> String {
+    hex::encode(&Sha256::digest(chunk)[..8])
+}
+
+/// Refuses a stored chunk whose bytes no longer hash to the digest in its file's name.
+fn check_stored_chunk(file: &str, bytes: &[u8]) -> Result<(), Status> {
+    let named = file.strip_suffix(".xqd").and_then(|stem| stem.rsplit('-').next()).unwrap_or_default();
+    if named == chunk_digest(bytes) {
+        return Ok(());
+    }
+    Err(Status::data_loss(format!("{file}: its bytes do not hash to the digest in its name: damaged on disk")))
 }
 
 async fn read_slice(path: PathBuf, offset: u64, length: u64) -> std::io::Result<Vec<u8>> {

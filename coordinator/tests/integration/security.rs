@@ -209,6 +209,35 @@ async fn self_play_chunks_are_checked_then_stored_and_streamed() {
     assert_eq!(again, chunks);
     let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
     assert_eq!(state.positions, 2 * records);
+
+    // A stored chunk damaged on disk is refused on read, naming its file, whether a
+    // byte changed or the file was cut short.
+    let dir = served.data.join(format!("chunks/{}", job.job_id));
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let mut bytes = std::fs::read(&files[1]).unwrap();
+    bytes[40] ^= 0x10;
+    std::fs::write(&files[1], &bytes).unwrap();
+    let stream = admin.stream_training_data(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+    let damaged = read_until_error(stream).await;
+    assert_eq!(damaged.code(), Code::DataLoss, "{damaged:?}");
+    assert!(damaged.message().contains("do not hash") && damaged.message().contains("chunks/"), "{damaged:?}");
+    std::fs::write(&files[1], &bytes[..bytes.len() / 2]).unwrap();
+    let stream = admin.stream_training_data(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+    let cut = read_until_error(stream).await;
+    assert_eq!(cut.code(), Code::DataLoss, "{cut:?}");
+    assert!(cut.message().contains("shorter than"), "{cut:?}");
+}
+
+/// Reads a stream until it fails; its error.
+async fn read_until_error<T>(mut stream: tonic::Streaming<T>) -> tonic::Status {
+    loop {
+        match stream.message().await {
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("the stream ended without an error"),
+            Err(status) => return status,
+        }
+    }
 }
 
 /// A chunk holding more records than its unit's games can make is refused: 2 games of
