@@ -136,7 +136,6 @@ impl Coordinator {
     }
 }
 
-/// Writes a secret readable by its owner only.
 /// Why the coordinator will not serve on an address.
 #[derive(Debug, thiserror::Error)]
 #[error(
@@ -152,6 +151,7 @@ pub fn check_transport(listen: std::net::SocketAddr, tls: bool, allow_plaintext:
     if tls || allow_plaintext || listen.ip().is_loopback() { Ok(()) } else { Err(PlaintextRefused(listen)) }
 }
 
+/// Writes a secret readable by its owner only.
 pub fn write_secret(path: &PathBuf, secret: &str) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;

@@ -72,13 +72,15 @@ where
         match call().await {
             Ok(value) => return Ok(value),
             Err(status) if transient(&status) => {
+                // Jittered, so that a fleet cut off together does not come back in step.
+                let wait = pause.mul_f64(rand::random_range(0.5..1.5));
                 eprintln!(
                     "xq-worker: {what}: {} ({}); retrying in {:.1} s",
                     status.message(),
                     status.code(),
-                    pause.as_secs_f64()
+                    wait.as_secs_f64()
                 );
-                tokio::time::sleep(pause).await;
+                tokio::time::sleep(wait).await;
                 pause = (pause * 2).min(Duration::from_secs(30));
             }
             Err(status) => return Err(status),
