@@ -9,6 +9,7 @@
 //! loop, and [`server`] puts them together.
 
 pub mod artifacts;
+pub mod disk;
 pub mod endings;
 pub mod http;
 pub mod jobs;

@@ -51,6 +51,9 @@ pub struct SchedulerConfig {
     pub quarantine_min_pairs: u64,
     /// Jobs from submitters' tokens wait for an admin's approval (fishtest's approvers).
     pub require_approval: bool,
+    /// Free bytes the data directory's disk keeps for reports of leased work: below
+    /// them no new leases and no uploads (0: no reserve).
+    pub reserve_bytes: u64,
 }
 
 impl Default for SchedulerConfig {
@@ -65,6 +68,7 @@ impl Default for SchedulerConfig {
             quarantine_z: 5.0,
             quarantine_min_pairs: 200,
             require_approval: false,
+            reserve_bytes: 0,
         }
     }
 }

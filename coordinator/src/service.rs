@@ -311,6 +311,7 @@ impl v1::worker_server::Worker for WorkerApi {
 
     async fn lease(&self, request: Request<v1::LeaseRequest>) -> Result<Response<v1::LeaseReply>, Status> {
         let worker = worker_of(&request)?;
+        self.0.check_reserve()?;
         let concurrency = request.into_inner().concurrency;
         let lease = self.0.scheduler.lease(worker, concurrency).await?;
         Ok(Response::new(v1::LeaseReply { lease }))
@@ -393,6 +394,7 @@ impl v1::client_server::Client for ClientApi {
         request: Request<Streaming<v1::ArtifactPiece>>,
     ) -> Result<Response<v1::ArtifactRef>, Status> {
         client_of(&request)?;
+        self.0.check_reserve()?;
         let mut pieces = request.into_inner();
         let first =
             pieces.message().await?.ok_or_else(|| Status::invalid_argument("an upload needs at least one piece"))?;
@@ -727,6 +729,12 @@ pub type UnitStream = ReceiverStream<Result<(u64, Vec<u8>), Status>>;
 
 /// What the gRPC client API and the dashboard's JSON API both serve, written once.
 impl Shared {
+    /// Refuses new work while the disk is below its reserve (see [`crate::disk`]).
+    fn check_reserve(&self) -> Result<(), Status> {
+        crate::disk::check_reserve(&self.data_dir, self.scheduler.config.reserve_bytes)
+            .map_err(Status::resource_exhausted)
+    }
+
     /// Where a job `caller` creates comes from: a submitter's waits for an admin's
     /// approval when the server asks for it.
     fn origin<'a>(&self, caller: &'a Caller) -> crate::scheduler::Origin<'a> {

@@ -498,3 +498,36 @@ async fn roles_keep_submitters_to_their_own_jobs_and_tokens_expire_and_are_revok
         assert_eq!(admin.get_job(id).await.unwrap().into_inner().state, "running", "{backend:?}");
     }
 }
+
+/// Below its disk reserve the coordinator takes no new work and no uploads, saying why,
+/// and still stores the reports of work it leased before.
+#[tokio::test]
+async fn below_its_disk_reserve_the_coordinator_takes_no_new_work_but_keeps_results() {
+    let dir = TempDir::new("reserve");
+    let url = fresh_database(BACKENDS[0], &dir.0).await;
+    let roomy = serve_on(&dir.0, &url, config(), 100).await;
+    let mut admin = client(roomy.address, &roomy.client_token).await;
+    let job = create(&mut admin, 10).await;
+    let (mut player, token) = registered_worker_token(&roomy, "w", &[]).await;
+    let lease = player.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    drop(roomy);
+
+    // The same data with a reserve no disk has.
+    let full = serve_on(&dir.0, &url, SchedulerConfig { reserve_bytes: u64::MAX, ..config() }, 100).await;
+    let mut admin = client(full.address, &full.client_token).await;
+    let mut player = worker(full.address, &token).await;
+    let report = v1::ReportPairsRequest {
+        lease_id: lease.lease_id,
+        pairs: vec![pair(lease.units[0], [2, 1])],
+        cumulative: Some(totals(&[[2, 1]])),
+        ..Default::default()
+    };
+    player.report_pairs(report).await.unwrap();
+    assert_eq!(admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner().units_done, 1);
+    let mut other = registered_worker(&full, "other", &[]).await;
+    let status = other.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap_err();
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    assert!(status.message().contains("MB free, below its reserve"), "{}", status.message());
+    let status = upload(&mut admin, "e", "engine", b"#!/bin/sh\n").await.unwrap_err();
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+}

@@ -76,6 +76,10 @@ struct ServeArgs {
     /// Tests and self-play jobs from submitters' tokens wait for an admin's `xq approve`.
     #[arg(long)]
     require_approval: bool,
+    /// Megabytes of free disk kept for reports of leased work: below them, no new
+    /// leases and no uploads (0: none).
+    #[arg(long, default_value_t = 512)]
+    reserve_mb: u64,
 }
 
 /// Request handling allocates many small short-lived buffers (frames, messages, rows)
@@ -113,6 +117,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         lease_seconds: args.work_seconds.max(1.0),
         reference_nps: args.reference_nps,
         require_approval: args.require_approval,
+        reserve_bytes: args.reserve_mb.saturating_mul(1 << 20),
         ..SchedulerConfig::default()
     };
     check_transport(args.listen, args.tls_cert.is_some(), args.allow_plaintext)?;
