@@ -124,8 +124,15 @@ impl Coordinator {
         ));
         let dashboard = http::routes(self.shared.clone(), self.dashboard_read);
         let router = http::with_grpc(dashboard, grpc, &self.shared);
-        // HTTP/1.1 for browsers and Prometheus beside gRPC's HTTP/2.
-        let mut builder = Server::builder().accept_http1(true).http2_keepalive_interval(Some(Duration::from_secs(30)));
+        // HTTP/1.1 for browsers and Prometheus beside gRPC's HTTP/2. A connection carries
+        // at most MAX_STREAMS requests at once (a client queues the rest), and one whose
+        // peer stops answering pings is closed, freeing its slot under the caps.
+        let mut builder = Server::builder()
+            .accept_http1(true)
+            .max_concurrent_streams(MAX_STREAMS)
+            .http2_keepalive_interval(Some(Duration::from_secs(30)))
+            .http2_keepalive_timeout(Some(Duration::from_secs(20)))
+            .tcp_keepalive(Some(Duration::from_secs(60)));
         if let Some((cert, key)) = tls {
             builder = builder.tls_config(ServerTlsConfig::new().identity(Identity::from_pem(cert, key)))?;
         }
@@ -135,6 +142,11 @@ impl Coordinator {
         Ok(result?)
     }
 }
+
+/// The most requests one HTTP/2 connection carries at once: room for a connection
+/// shared by hundreds of workers (the fleet bench puts 300 on one), not for one client
+/// to hold unbounded request state.
+pub const MAX_STREAMS: u32 = 1024;
 
 /// Why the coordinator will not serve on an address.
 #[derive(Debug, thiserror::Error)]

@@ -531,3 +531,25 @@ async fn below_its_disk_reserve_the_coordinator_takes_no_new_work_but_keeps_resu
     let status = upload(&mut admin, "e", "engine", b"#!/bin/sh\n").await.unwrap_err();
     assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
 }
+
+/// The server tells every HTTP/2 client how many requests a connection may carry at once.
+#[tokio::test]
+async fn http2_connections_are_told_their_stream_limit() {
+    let served = serve(BACKENDS[0], config()).await;
+    let tcp = tokio::net::TcpStream::connect(served.address).await.unwrap();
+    let (_send, mut connection) = h2::client::handshake(tcp).await.unwrap();
+    // The server's SETTINGS arrive with the first frames it sends.
+    let settings = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let limit = connection.max_concurrent_send_streams();
+            if limit != usize::MAX {
+                return limit;
+            }
+            // Drives the connection for a moment: it reads the server's frames.
+            let _ = tokio::time::timeout(Duration::from_millis(50), &mut connection).await;
+        }
+    })
+    .await
+    .expect("the server's settings within 5 s");
+    assert_eq!(settings, xq_coordinator::server::MAX_STREAMS as usize);
+}
