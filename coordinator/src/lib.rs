@@ -5,10 +5,13 @@
 //! [`writer`] its group-commit task; [`scheduler`] holds jobs, leases and workers in
 //! memory; [`jobs`] checks requests and presents jobs; [`replay`] checks reported games
 //! with the arbiter; [`nets`] is the registry of trained nets; [`artifacts`] stores engines, books and nets by hash; [`tokens`]
-//! authenticates; [`service`] is the gRPC surface, [`listener`] its capped accept
-//! loop, and [`server`] puts them together.
+//! authenticates; [`endings`] checks the evidence of endings the rules did not make;
+//! [`disk`] keeps a reserve of free space; [`service`] is the gRPC surface, [`listener`]
+//! its capped accept loop, [`detached`] runs each request to its end, and [`server`]
+//! puts them together.
 
 pub mod artifacts;
+pub mod detached;
 pub mod disk;
 pub mod endings;
 pub mod http;

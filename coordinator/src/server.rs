@@ -128,6 +128,7 @@ impl Coordinator {
         // at most MAX_STREAMS requests at once (a client queues the rest), and one whose
         // peer stops answering pings is closed, freeing its slot under the caps.
         let mut builder = Server::builder()
+            .layer(crate::detached::DetachedLayer)
             .accept_http1(true)
             .max_concurrent_streams(MAX_STREAMS)
             .http2_keepalive_interval(Some(Duration::from_secs(30)))

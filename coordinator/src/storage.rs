@@ -320,6 +320,9 @@ impl Storage {
         let dialect = Dialect::of(url);
         let pool = AnyPoolOptions::new()
             .max_connections(connections)
+            // A database that went away fails a write within seconds, so that workers
+            // hear Unavailable and send again, instead of waiting sqlx's 30 s.
+            .acquire_timeout(std::time::Duration::from_secs(5))
             .after_connect(move |conn, _| {
                 Box::pin(async move {
                     if dialect == Dialect::Sqlite {

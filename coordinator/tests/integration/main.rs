@@ -7,6 +7,7 @@ mod cli;
 mod cluster;
 mod common;
 mod dashboard;
+mod drills;
 mod grpc_fuzz;
 mod http_fuzz;
 mod nets;
