@@ -6,14 +6,15 @@
 //! memory; [`jobs`] checks requests and presents jobs; [`replay`] checks reported games
 //! with the arbiter; [`nets`] is the registry of trained nets; [`artifacts`] stores engines, books and nets by hash; [`tokens`]
 //! authenticates; [`endings`] checks the evidence of endings the rules did not make;
-//! [`disk`] keeps a reserve of free space; [`service`] is the gRPC surface, [`listener`]
-//! its capped accept loop, [`detached`] runs each request to its end, and [`server`]
-//! puts them together.
+//! [`disk`] keeps a reserve of free space; [`fail_point`] lets the fault drills crash
+//! it on cue; [`service`] is the gRPC surface, [`listener`] its capped accept loop,
+//! [`detached`] runs each request to its end, and [`server`] puts them together.
 
 pub mod artifacts;
 pub mod detached;
 pub mod disk;
 pub mod endings;
+pub mod fail_point;
 pub mod http;
 pub mod jobs;
 pub mod listener;

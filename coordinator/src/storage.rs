@@ -1017,6 +1017,24 @@ async fn add_to_job(conn: &mut AnyConnection, job_id: i64, delta: &JobDelta) -> 
 /// row at once, then one counter update per job.
 pub async fn apply_all(storage: &Storage, changes: &[&Change]) -> Result<Vec<Applied>, StorageError> {
     let mut conn = storage.pool.acquire().await?;
+    let applied = apply_in_transaction(&mut conn, storage.dialect, changes).await;
+    if applied.is_err() {
+        // A failed transaction can leave the connection inside a transaction sqlx no
+        // longer knows of: on a full disk SQLite rolls back by itself, sqlx's own
+        // ROLLBACK then fails and its transaction depth stays up, so every later
+        // "commit" on the connection only released a savepoint of a transaction that
+        // was never committed (the disk drill lost acknowledged results so). Such a
+        // connection is closed, never reused.
+        conn.close_on_drop();
+    }
+    applied
+}
+
+async fn apply_in_transaction(
+    conn: &mut AnyConnection,
+    dialect: Dialect,
+    changes: &[&Change],
+) -> Result<Vec<Applied>, StorageError> {
     let mut tx = conn.begin().await?;
     let mut results = Vec::with_capacity(changes.len());
     let mut rows = Vec::new();
@@ -1036,7 +1054,7 @@ pub async fn apply_all(storage: &Storage, changes: &[&Change]) -> Result<Vec<App
         }
     }
     let mut deltas = std::collections::BTreeMap::new();
-    let inserted = insert_units(&mut tx, storage.dialect, &rows, &mut deltas).await?;
+    let inserted = insert_units(&mut tx, dialect, &rows, &mut deltas).await?;
     for (job_id, delta) in &deltas {
         add_to_job(&mut tx, *job_id, delta).await?;
     }

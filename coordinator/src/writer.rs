@@ -208,6 +208,11 @@ async fn commit(storage: Storage, mut to_commit: mpsc::Receiver<Batch>, metrics:
         metrics.batch_changes.observe(changes.len() as f64);
         match applied {
             Ok(results) => {
+                // The drills' most dangerous crash: results committed, not yet
+                // acknowledged.
+                if changes.iter().any(|change| matches!(change, Change::Units { .. })) {
+                    crate::fail_point::reached("after-units-commit");
+                }
                 for ((_, reply), applied) in batch.drain(..).zip(results) {
                     let _ = reply.send(Ok(applied));
                 }

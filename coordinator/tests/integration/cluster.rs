@@ -1,6 +1,7 @@
 //! Whole clusters of real processes on loopback: a coordinator, `xq-worker connect`
-//! workers and our engine; then faults: a worker killed mid-job, the coordinator
-//! killed mid-test.
+//! workers and our engine; then faults: a worker killed mid-game (its engines die
+//! with it), a worker cut off past its lease that comes back with stale reports, the
+//! coordinator killed mid-test.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -14,11 +15,24 @@ use crate::common::{Client, TempDir, binary, client, collect, upload};
 
 /// Starts `xq-coordinator serve` on `data` at `port` (0: any); returns it and its address.
 pub async fn start_coordinator(data: &Path, port: u16, lease_seconds: u32) -> (Child, std::net::SocketAddr) {
+    let lease_seconds = lease_seconds.to_string();
+    start_coordinator_with(data, port, &["--work-seconds", "15", "--lease-seconds", &lease_seconds], &[]).await
+}
+
+/// Starts `xq-coordinator serve` with more arguments and environment variables.
+pub async fn start_coordinator_with(
+    data: &Path,
+    port: u16,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Child, std::net::SocketAddr) {
     let mut child = Command::new(binary("xq-coordinator"))
-        .args(["serve", "--reference-nps", "0", "--work-seconds", "15", "--heartbeat-seconds", "1"])
-        .args(["--lease-seconds", &lease_seconds.to_string(), "--listen", &format!("127.0.0.1:{port}"), "--data"])
+        .args(["serve", "--reference-nps", "0", "--heartbeat-seconds", "1"])
+        .args(args)
+        .args(["--listen", &format!("127.0.0.1:{port}"), "--data"])
         .arg(data)
         .env("RUST_LOG", "warn")
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -184,8 +198,22 @@ async fn a_killed_worker_s_units_are_played_elsewhere_and_counted_once() {
     let job = engines_test(&mut admin, None, 8).await;
     let mut first = start_worker(&mut admin, address, dir.0.join("first"), "first").await;
     wait_for(&mut admin, job.job_id, Duration::from_secs(300), "a first pair", |j| j.units_done >= 1).await;
+    // Killed while its engines play (between leases it runs none).
+    let cache = dir.0.join("first");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while engines_under(&cache).is_empty() {
+        assert!(Instant::now() < deadline, "the worker's engines never ran");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     first.start_kill().unwrap();
     first.wait().await.unwrap();
+    // SIGKILL leaves the worker no chance to stop its engines: the sandbox's
+    // --die-with-parent and PID namespace must.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !engines_under(&cache).is_empty() {
+        assert!(Instant::now() < deadline, "engines outlived their worker: {:?}", engines_under(&cache));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let killed_at = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner().units_done;
     assert!(killed_at < 8, "the worker was killed mid-job");
     let _second = start_worker(&mut admin, address, dir.0.join("second"), "second").await;
@@ -197,6 +225,89 @@ async fn a_killed_worker_s_units_are_played_elsewhere_and_counted_once() {
     let expired: (i64,) =
         sqlx::query_as("SELECT COUNT(*) FROM leases WHERE state = 'expired'").fetch_one(storage.pool()).await.unwrap();
     assert!(expired.0 >= 1, "the killed worker's lease expired");
+}
+
+/// The processes running a binary from under `dir` (a worker's cache of engines).
+fn engines_under(dir: &Path) -> Vec<u32> {
+    let prefix = dir.as_os_str().as_encoded_bytes();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            cmdline.starts_with(prefix).then_some(pid)
+        })
+        .collect()
+}
+
+/// A TCP relay that the drill can cut: cut, it drops every connection it carries and
+/// refuses new ones, as a network that went away would.
+struct Relay {
+    address: std::net::SocketAddr,
+    open: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    carried: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+}
+
+impl Relay {
+    async fn start(to: std::net::SocketAddr) -> Relay {
+        use std::sync::atomic::Ordering;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let relay = Relay {
+            address: listener.local_addr().unwrap(),
+            open: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            carried: Default::default(),
+        };
+        let (open, carried) = (relay.open.clone(), relay.carried.clone());
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                if !open.load(Ordering::SeqCst) {
+                    continue;
+                }
+                let task = tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(to).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+                carried.lock().unwrap().push(task);
+            }
+        });
+        relay
+    }
+
+    fn set_open(&self, open: bool) {
+        self.open.store(open, std::sync::atomic::Ordering::SeqCst);
+        if !open {
+            self.carried.lock().unwrap().drain(..).for_each(|task| task.abort());
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_cut_off_past_its_lease_returns_with_stale_reports_counted_once() {
+    let dir = TempDir::new("cluster");
+    let lease_seconds = 3;
+    let (_coordinator, address) = start_coordinator(&dir.0, 0, lease_seconds).await;
+    let mut admin = client(address, &token(&dir.0)).await;
+    let job = engines_test(&mut admin, None, 12).await;
+    let relay = Relay::start(address).await;
+    let _worker = start_worker(&mut admin, relay.address, dir.0.join("w"), "w").await;
+    let before =
+        wait_for(&mut admin, job.job_id, Duration::from_secs(300), "a first pair", |j| j.units_done >= 1).await;
+    relay.set_open(false);
+    // The worker plays on, holding what it cannot report, while its lease expires.
+    tokio::time::sleep(Duration::from_secs(3 * u64::from(lease_seconds))).await;
+    let during = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+    assert_eq!(during.units_done, before.units_done, "nothing arrives while the worker is cut off");
+    let storage = xq_coordinator::storage::Storage::open(&xq_coordinator::storage::sqlite_url(&dir.0)).await.unwrap();
+    let expired: (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM leases WHERE state = 'expired'").fetch_one(storage.pool()).await.unwrap();
+    assert!(expired.0 >= 1, "the cut-off worker's lease expired");
+    relay.set_open(true);
+    let state =
+        wait_for(&mut admin, job.job_id, Duration::from_secs(600), "the test to end", |j| j.state != "running").await;
+    assert_eq!((state.state.as_str(), state.units_done), ("finished", 12), "the worker came back");
+    check_counts(&mut admin, &dir.0, &state).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,10 @@
-//! Fault drills: the database taken away in the middle of a test and given back. A
-//! worker keeps reporting as a real one does (what was not acknowledged is sent again);
-//! every acknowledged result must be stored once and counted once, and the coordinator
-//! must take reports again, unaided, once the database is back.
+//! Fault drills: the database taken away in the middle of a test and given back, the
+//! disk filled up and freed, the coordinator killed between a commit and its
+//! acknowledgement and restarted. A worker keeps reporting as a real one does (what was
+//! not acknowledged is sent again); every acknowledged result must be stored once and
+//! counted once, and the coordinator must take reports again, unaided, once the fault
+//! is gone. (Workers killed mid-game and cut off past their lease are drilled with
+//! real worker processes in `cluster`.)
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -76,9 +79,42 @@ struct Reporter {
     played: Vec<[u8; 2]>,
     acknowledged: usize,
     refused: usize,
+    /// The statuses this drill's fault may cause.
+    expected: &'static [tonic::Code],
 }
 
 impl Reporter {
+    fn new(lease: v1::Lease, expected: &'static [tonic::Code]) -> Reporter {
+        Reporter { lease, played: Vec::new(), acknowledged: 0, refused: 0, expected }
+    }
+
+    /// Reports until one is acknowledged (within `limit`); returns how long it took.
+    async fn report_until_taken(&mut self, worker: &mut Worker, limit: Duration) -> Duration {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            if self.play_and_report(worker).await {
+                return start.elapsed();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("no report was taken within {limit:?}");
+    }
+
+    /// Every acknowledged pair counted once and stored once; nothing else.
+    async fn check_counted_and_stored(&self, admin: &mut Client, pool: &sqlx::AnyPool, job: u64) {
+        let state = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
+        assert_eq!(state.units_done as usize, self.acknowledged);
+        assert_eq!(state.totals.as_ref().unwrap().pentanomial, totals(&self.played).pentanomial);
+        let stored: i64 = sqlx::query("SELECT COUNT(*) AS n FROM units WHERE job_id = $1")
+            .bind(job as i64)
+            .fetch_one(pool)
+            .await
+            .unwrap()
+            .try_get("n")
+            .unwrap();
+        assert_eq!(stored as usize, self.acknowledged);
+    }
+
     /// Plays the lease's next pair and reports all that is not acknowledged yet.
     async fn play_and_report(&mut self, worker: &mut Worker) -> bool {
         if self.played.len() < self.lease.units.len() {
@@ -97,7 +133,7 @@ impl Reporter {
                 true
             }
             Ok(Err(status)) => {
-                assert_eq!(status.code(), tonic::Code::Unavailable, "only the database's absence: {status:?}");
+                assert!(self.expected.contains(&status.code()), "only the fault's refusals: {status:?}");
                 self.refused += 1;
                 false
             }
@@ -120,7 +156,7 @@ async fn postgresql_stopped_mid_test_and_restarted_loses_and_doubles_nothing() {
     let job = admin.create_test(request).await.unwrap().into_inner();
     let (mut worker, _) = registered_worker_token(&served, "w", &[]).await;
     let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
-    let mut reporter = Reporter { lease, played: Vec::new(), acknowledged: 0, refused: 0 };
+    let mut reporter = Reporter::new(lease, &[tonic::Code::Unavailable]);
 
     for _ in 0..50 {
         assert!(reporter.play_and_report(&mut worker).await, "before the outage");
@@ -135,31 +171,12 @@ async fn postgresql_stopped_mid_test_and_restarted_loses_and_doubles_nothing() {
     let refused_in_outage = reporter.refused;
     cluster.control("start");
     let back = Instant::now();
-    let mut recovered = None;
-    while back.elapsed() < Duration::from_secs(60) {
-        if reporter.play_and_report(&mut worker).await {
-            recovered = Some(back.elapsed());
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let recovered = recovered.expect("reports are taken again within a minute of the database's return");
+    let recovered = reporter.report_until_taken(&mut worker, Duration::from_secs(60)).await;
     for _ in 0..30 {
         assert!(reporter.play_and_report(&mut worker).await, "after the outage");
     }
 
-    // Every acknowledged pair counted once, stored once; nothing else.
-    let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
-    assert_eq!(state.units_done as usize, reporter.acknowledged);
-    assert_eq!(state.totals.as_ref().unwrap().pentanomial, totals(&reporter.played).pentanomial);
-    let stored: i64 = sqlx::query("SELECT COUNT(*) AS n FROM units WHERE job_id = $1")
-        .bind(job.job_id as i64)
-        .fetch_one(served.coordinator.shared.storage.pool())
-        .await
-        .unwrap()
-        .try_get("n")
-        .unwrap();
-    assert_eq!(stored as usize, reporter.acknowledged);
+    reporter.check_counted_and_stored(&mut admin, served.coordinator.shared.storage.pool(), job.job_id).await;
     println!(
         "drill: {} pairs acknowledged = counted = stored; {refused_in_outage} reports refused in a {:.1} s outage; \
          reports taken again {:.2} s after the database was back",
@@ -174,4 +191,178 @@ async fn postgresql_stopped_mid_test_and_restarted_loses_and_doubles_nothing() {
     let mut admin = client(again.address, &again.client_token).await;
     let reread = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
     assert_eq!(reread.units_done as usize, reporter.acknowledged);
+}
+
+/// A tmpfs of its own (root only), so that the drill can fill a disk without filling
+/// the machine's; unmounted with the drill.
+struct SmallDisk(std::path::PathBuf);
+
+impl SmallDisk {
+    fn mount(at: &std::path::Path, megabytes: u64) -> SmallDisk {
+        std::fs::create_dir_all(at).unwrap();
+        let output = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={megabytes}m"), "xq-drill"])
+            .arg(at)
+            .output()
+            .expect("mount");
+        assert!(output.status.success(), "mounting a tmpfs (the drill runs as root): {output:?}");
+        SmallDisk(at.to_owned())
+    }
+
+    /// Writes a file of zeros until it is `bytes` long or the disk is full.
+    fn balloon(&self, name: &str, bytes: u64) {
+        use std::io::Write;
+        let mut file = std::fs::File::create(self.0.join(name)).unwrap();
+        let block = vec![0u8; 1 << 16];
+        let mut written = 0;
+        while written < bytes {
+            let size = block.len().min((bytes - written) as usize);
+            match file.write(&block[..size]) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => written += n as u64,
+            }
+        }
+        let _ = file.sync_all();
+    }
+
+    fn free(&self) -> u64 {
+        xq_coordinator::disk::free_bytes(&self.0).unwrap()
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("--lazy").arg(&self.0).output();
+    }
+}
+
+#[tokio::test]
+async fn a_full_disk_refuses_new_work_then_reports_and_loses_and_doubles_nothing() {
+    let dir = TempDir::new("drill-disk");
+    let disk = SmallDisk::mount(&dir.0.join("data"), 64);
+    let data = disk.0.clone();
+    let reserve = 8 << 20;
+    let config = SchedulerConfig {
+        lease_seconds: 1000.0 * 72.0,
+        reference_nps: 0,
+        reserve_bytes: reserve,
+        ..SchedulerConfig::default()
+    };
+    let url = xq_coordinator::storage::sqlite_url(&data);
+    let served = serve_on(&data, &url, config.clone(), 100).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let request = test_request(&mut admin, 1000, None).await;
+    let job = admin.create_test(request).await.unwrap().into_inner();
+    let (mut worker, _) = registered_worker_with_cores(&served, "w", &[], 2).await;
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    let mut reporter = Reporter::new(lease, &[tonic::Code::Unavailable]);
+    for _ in 0..30 {
+        assert!(reporter.play_and_report(&mut worker).await, "with room");
+    }
+
+    // Below the reserve: no new work, but the leased work's reports are stored.
+    disk.balloon("below-reserve", disk.free() - reserve / 2);
+    let refused = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::ResourceExhausted, "{refused:?}");
+    for _ in 0..10 {
+        assert!(reporter.play_and_report(&mut worker).await, "within the reserve");
+    }
+
+    // Full: reports are refused as a passing outage, and nothing half-written counts.
+    disk.balloon("full", u64::MAX);
+    let full = Instant::now();
+    assert!(disk.free() < 4096, "the disk is full: {} bytes free", disk.free());
+    for _ in 0..5 {
+        assert!(!reporter.play_and_report(&mut worker).await, "a full disk takes no report");
+    }
+    std::fs::remove_file(data.join("full")).unwrap();
+    std::fs::remove_file(data.join("below-reserve")).unwrap();
+    let freed = Instant::now();
+    let recovered = reporter.report_until_taken(&mut worker, Duration::from_secs(60)).await;
+    for _ in 0..20 {
+        assert!(reporter.play_and_report(&mut worker).await, "after the disk was freed");
+    }
+    reporter.check_counted_and_stored(&mut admin, served.coordinator.shared.storage.pool(), job.job_id).await;
+    println!(
+        "drill: {} pairs acknowledged = counted = stored; {} reports refused on a full disk ({:.1} s); \
+         reports taken again {:.2} s after space was freed",
+        reporter.acknowledged,
+        reporter.refused,
+        (freed - full).as_secs_f64(),
+        recovered.as_secs_f64()
+    );
+
+    // What is stored reads back whole: the database's own check, and every game.
+    let integrity: String = sqlx::query("PRAGMA integrity_check")
+        .fetch_one(served.coordinator.shared.storage.pool())
+        .await
+        .unwrap()
+        .try_get(0)
+        .unwrap();
+    assert_eq!(integrity, "ok");
+    drop(served);
+    let again = serve_on(&data, &url, config, 100).await;
+    let mut admin = client(again.address, &again.client_token).await;
+    let games = collect(admin.download_games(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner()).await;
+    let text: String = games.into_iter().map(|piece| piece.pgn).collect();
+    let parsed = xq_engine::xiangqi::pgn::parse_pgn(&text).unwrap();
+    assert_eq!(parsed.len(), 2 * reporter.acknowledged, "every counted pair's two games read back");
+    drop(again);
+    drop(disk);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_coordinator_killed_between_commit_and_acknowledgement_loses_and_doubles_nothing() {
+    use std::os::unix::process::ExitStatusExt;
+
+    let dir = TempDir::new("drill-kill");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let args = ["--work-seconds", "100000", "--lease-seconds", "600"];
+    let kill_at = 20;
+    let fail_point = format!("after-units-commit:{kill_at}");
+    let (mut coordinator, address) =
+        crate::cluster::start_coordinator_with(&dir.0, port, &args, &[("XQ_FAIL_POINT", &fail_point)]).await;
+    let admin_token = crate::cluster::token(&dir.0);
+    let mut admin = client(address, &admin_token).await;
+    let request = test_request(&mut admin, 1000, None).await;
+    let job = admin.create_test(request).await.unwrap().into_inner();
+    let token = admin
+        .create_worker_token(v1::CreateWorkerTokenRequest { name: "w".to_owned() })
+        .await
+        .unwrap()
+        .into_inner()
+        .token;
+    let mut worker = worker(address, &token).await;
+    let capabilities =
+        v1::Capabilities { name: "w".to_owned(), cores: 1, version: "drill".to_owned(), ..Default::default() };
+    worker.register(v1::RegisterRequest { capabilities: Some(capabilities) }).await.unwrap();
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    assert!(lease.units.len() >= 60, "one lease for the whole drill: {}", lease.units.len());
+    let mut reporter = Reporter::new(lease, &[tonic::Code::Unavailable, tonic::Code::Unknown, tonic::Code::Cancelled]);
+
+    for _ in 1..kill_at {
+        assert!(reporter.play_and_report(&mut worker).await, "before the fail point");
+    }
+    assert!(!reporter.play_and_report(&mut worker).await, "the coordinator dies before acknowledging");
+    let status = coordinator.wait().await.unwrap();
+    assert_eq!(status.signal(), Some(9), "killed by SIGKILL at the fail point: {status:?}");
+    assert_eq!(reporter.acknowledged, kill_at as usize - 1);
+    let killed = Instant::now();
+    let (_coordinator, _) = crate::cluster::start_coordinator_with(&dir.0, port, &args, &[]).await;
+    let restarted = Instant::now();
+    // The pair committed without acknowledgement is sent again with the next one.
+    let recovered = reporter.report_until_taken(&mut worker, Duration::from_secs(60)).await;
+    for _ in 0..30 {
+        assert!(reporter.play_and_report(&mut worker).await, "after the restart");
+    }
+    let storage = xq_coordinator::storage::Storage::open(&xq_coordinator::storage::sqlite_url(&dir.0)).await.unwrap();
+    let mut admin = client(address, &admin_token).await;
+    reporter.check_counted_and_stored(&mut admin, storage.pool(), job.job_id).await;
+    println!(
+        "drill: killed after committing report {kill_at}; {} pairs acknowledged = counted = stored; \
+         restart took {:.2} s, reports taken again {:.2} s after it",
+        reporter.acknowledged,
+        (restarted - killed).as_secs_f64(),
+        recovered.as_secs_f64()
+    );
 }
