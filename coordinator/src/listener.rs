@@ -3,7 +3,9 @@
 //! connection beyond the cap is accepted and closed at once (the client sees a clean
 //! refusal and backs off), and a failing `accept` (no file descriptors left) pauses
 //! the loop instead of spinning. A second cap per remote address keeps one host (or
-//! one attacker holding idle connections) from taking every place.
+//! one attacker holding idle connections) from taking every place, and a connection
+//! that stays silent (not even a TLS ClientHello or HTTP/2's preface) past
+//! [`ConnectionCaps::first_bytes_within`] is closed, giving its place back.
 
 use std::collections::HashMap;
 use std::io;
@@ -20,19 +22,22 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
-/// How many connections are served at once.
+/// How many connections are served at once, and how long a new one may stay silent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConnectionCaps {
-    /// In all.
     pub total: usize,
-    /// From one remote address.
     pub per_address: usize,
+    /// A connection that sends nothing by then is closed. Past its first bytes the TLS
+    /// handshake has its own timeout and HTTP/2 its keepalive pings.
+    pub first_bytes_within: Duration,
 }
 
 impl ConnectionCaps {
-    /// `total` connections, any number of them from one address.
+    /// The default wait for a new connection's first bytes.
+    pub const FIRST_BYTES_WITHIN: Duration = Duration::from_secs(10);
+
     pub fn total(total: usize) -> Self {
-        ConnectionCaps { total, per_address: total }
+        ConnectionCaps { total, per_address: total, first_bytes_within: Self::FIRST_BYTES_WITHIN }
     }
 }
 
@@ -110,7 +115,7 @@ impl AsyncWrite for CappedStream {
 /// Counts of the accept loop, for metrics and tests.
 #[derive(Debug, Default)]
 pub struct AcceptStats {
-    /// Connections accepted and served.
+    /// Connections accepted under the caps.
     pub accepted: AtomicU64,
     /// Connections closed at once because the cap was reached.
     pub refused: AtomicU64,
@@ -118,6 +123,8 @@ pub struct AcceptStats {
     pub refused_per_address: AtomicU64,
     /// `accept` failures (such as running out of file descriptors).
     pub errors: AtomicU64,
+    /// Connections closed because they sent nothing in time.
+    pub silent: AtomicU64,
 }
 
 /// Accepts connections from `listener` under `caps`.
@@ -144,9 +151,18 @@ pub fn capped_incoming(
                     let _ = stream.set_nodelay(true);
                     stats.accepted.fetch_add(1, Ordering::Relaxed);
                     let capped = CappedStream { stream, _place: place, _address_place: address_place };
-                    if sender.send(Ok(capped)).await.is_err() {
+                    if sender.is_closed() {
                         return;
                     }
+                    // Served once it speaks; dropped (its places with it) if it does not.
+                    let (sender, stats) = (sender.clone(), stats.clone());
+                    tokio::spawn(async move {
+                        let mut first = [0u8; 1];
+                        match tokio::time::timeout(caps.first_bytes_within, capped.stream.peek(&mut first)).await {
+                            Ok(Ok(n)) if n > 0 => drop(sender.send(Ok(capped)).await),
+                            _ => drop(stats.silent.fetch_add(1, Ordering::Relaxed)),
+                        }
+                    });
                 }
                 Err(error) => {
                     stats.errors.fetch_add(1, Ordering::Relaxed);

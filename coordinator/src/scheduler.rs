@@ -96,6 +96,9 @@ pub enum ScheduleError {
     /// The worker may not take work or report: it was disabled or quarantined.
     #[error("{0}")]
     Denied(String),
+    /// The worker asked for work without having said what it can run.
+    #[error("worker {0} has not registered: call Register first")]
+    Unregistered(u64),
     /// The database did not take the change.
     #[error("storage: {0}")]
     Write(#[from] WriteError),
@@ -943,6 +946,11 @@ impl Scheduler {
             let player =
                 state.workers.get(&worker).ok_or_else(|| ScheduleError::NotFound(format!("worker {worker}")))?;
             player.may_play()?;
+            // Its cores bound its leases: a worker whose registration the coordinator
+            // lost (a database restored from before it) registers again first.
+            if player.capabilities.cores == 0 {
+                return Err(ScheduleError::Unregistered(worker));
+            }
             let capabilities = player.capabilities.clone();
             // A worker plays at most one game per core: no more active leases than
             // cores, none asking for more games at once, so that one worker (or one

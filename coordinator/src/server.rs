@@ -135,7 +135,9 @@ impl Coordinator {
             .http2_keepalive_timeout(Some(Duration::from_secs(20)))
             .tcp_keepalive(Some(Duration::from_secs(60)));
         if let Some((cert, key)) = tls {
-            builder = builder.tls_config(ServerTlsConfig::new().identity(Identity::from_pem(cert, key)))?;
+            // A client that starts a handshake and stalls gives its place back.
+            let tls = ServerTlsConfig::new().identity(Identity::from_pem(cert, key)).timeout(TLS_HANDSHAKE_WITHIN);
+            builder = builder.tls_config(tls)?;
         }
         let incoming = capped_incoming(listener, caps, self.accept_stats.clone());
         let result = builder.add_routes(Routes::from(router)).serve_with_incoming_shutdown(incoming, shutdown).await;
@@ -143,6 +145,9 @@ impl Coordinator {
         Ok(result?)
     }
 }
+
+/// How long a TLS handshake may take.
+pub const TLS_HANDSHAKE_WITHIN: Duration = Duration::from_secs(10);
 
 /// The most requests one HTTP/2 connection carries at once: room for a connection
 /// shared by hundreds of workers (the fleet bench puts 300 on one), not for one client

@@ -40,6 +40,7 @@ impl From<ScheduleError> for Status {
             ScheduleError::NotFound(m) => Status::not_found(m),
             ScheduleError::Invalid(m) => Status::invalid_argument(m),
             ScheduleError::Denied(m) => Status::permission_denied(m),
+            ScheduleError::Unregistered(_) => Status::failed_precondition(error.to_string()),
             ScheduleError::Write(e) => Status::unavailable(e.to_string()),
         }
     }

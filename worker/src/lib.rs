@@ -5,9 +5,11 @@
 //! Layout: [`engine_process`] talks to one engine; [`time_control`] keeps the clocks;
 //! [`game`] plays one game; [`openings`] reads books; [`match_runner`] plays pairs
 //! concurrently and keeps the totals; [`pgn_out`] writes the records; [`selfplay`]
-//! generates training data; [`sandbox`] confines engines a coordinator sends.
+//! generates training data; [`sandbox`] confines engines a coordinator sends; [`fleet`]
+//! is the worker of a coordinator's fleet, which puts them to work.
 
 pub mod engine_process;
+pub mod fleet;
 pub mod game;
 pub mod match_runner;
 pub mod openings;

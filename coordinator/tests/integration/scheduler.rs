@@ -162,6 +162,21 @@ async fn a_hoarding_worker_gets_no_more_than_its_cores() {
     let mut honest = registered_worker(&served, "honest", &[]).await;
     let lease = honest.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
     assert_eq!(lease.units.len(), 4);
+    // One that never said how many cores it has is sent to register first (the fleet
+    // worker then does), rather than leased work sized on a guess.
+    let token = admin
+        .create_worker_token(v1::CreateWorkerTokenRequest { name: "unregistered".to_owned() })
+        .await
+        .unwrap()
+        .into_inner()
+        .token;
+    let refused = crate::common::worker(served.address, &token)
+        .await
+        .lease(v1::LeaseRequest { concurrency: 1 })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::FailedPrecondition, "{refused:?}");
+    assert!(refused.message().starts_with("worker ") && refused.message().contains("Register"), "{refused:?}");
 }
 
 #[tokio::test]

@@ -347,7 +347,10 @@ async fn a_report_without_the_required_bench_signatures_is_refused() {
 #[tokio::test]
 async fn one_address_cannot_take_every_connection() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let caps = xq_coordinator::listener::ConnectionCaps { total: 100, per_address: 2 };
+    let caps = xq_coordinator::listener::ConnectionCaps {
+        per_address: 2,
+        ..xq_coordinator::listener::ConnectionCaps::total(100)
+    };
     let served = serve_with(BACKENDS[0], config(), caps).await;
     let port = served.address.port();
     // A connection is served when the server answers the HTTP/2 preface with its own
@@ -376,6 +379,29 @@ async fn one_address_cannot_take_every_connection() {
     drop(first);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(open("127.0.0.1").await.1, "the place is given back");
+}
+
+/// A connection that says nothing is closed after `first_bytes_within`, and its place
+/// goes to the next; one that speaks is served.
+#[tokio::test]
+async fn silent_connections_are_closed_and_give_their_place_back() {
+    use tokio::io::AsyncReadExt;
+    let caps = xq_coordinator::listener::ConnectionCaps {
+        total: 1,
+        per_address: 1,
+        first_bytes_within: Duration::from_millis(500),
+    };
+    let served = serve_with(BACKENDS[0], config(), caps).await;
+    let start = std::time::Instant::now();
+    let mut silent = tokio::net::TcpStream::connect(served.address).await.unwrap();
+    let mut buffer = [0u8; 16];
+    let read = tokio::time::timeout(Duration::from_secs(10), silent.read(&mut buffer)).await;
+    assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "closed, not left open: {read:?}");
+    assert!(start.elapsed() >= Duration::from_millis(500), "not before its time: {:?}", start.elapsed());
+    assert_eq!(served.coordinator.accept_stats.silent.load(std::sync::atomic::Ordering::Relaxed), 1);
+    // Its place is free again for a client that speaks.
+    let mut admin = client(served.address, &served.client_token).await;
+    admin.list_jobs(v1::ListJobsRequest::default()).await.unwrap();
 }
 
 /// An upload whose client goes away mid-stream leaves no temporary file behind.

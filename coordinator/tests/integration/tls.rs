@@ -42,4 +42,15 @@ async fn tls_clients_are_served_and_plaintext_ones_are_not() {
         let mut client = ClientClient::with_interceptor(channel, BearerToken::new(&token).unwrap());
         assert!(client.list_jobs(v1::ListJobsRequest::default()).await.is_err(), "plaintext answered");
     }
+
+    // A handshake begun and left hanging is given up after TLS_HANDSHAKE_WITHIN.
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let start = std::time::Instant::now();
+    let mut stalled = tokio::net::TcpStream::connect(address).await.unwrap();
+    stalled.write_all(&[0x16, 0x03, 0x01]).await.unwrap();
+    let mut buffer = [0u8; 16];
+    let limit = xq_coordinator::server::TLS_HANDSHAKE_WITHIN + std::time::Duration::from_secs(5);
+    let read = tokio::time::timeout(limit, stalled.read(&mut buffer)).await;
+    assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "a stalled handshake is closed: {read:?}");
+    assert!(start.elapsed() >= xq_coordinator::server::TLS_HANDSHAKE_WITHIN, "{:?}", start.elapsed());
 }

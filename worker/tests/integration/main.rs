@@ -2,6 +2,7 @@
 //! engine that fails in every way the runner must survive.
 
 mod failures;
+mod fleet;
 mod matches;
 mod sandbox;
 mod selfplay;

@@ -143,6 +143,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    let caps = ConnectionCaps { total: args.max_connections, per_address: args.max_connections_per_address };
+    let caps = ConnectionCaps {
+        total: args.max_connections,
+        per_address: args.max_connections_per_address,
+        first_bytes_within: ConnectionCaps::FIRST_BYTES_WITHIN,
+    };
     coordinator.serve(listener, tls, caps, shutdown).await
 }

@@ -1,8 +1,6 @@
 //! `xq-worker`: the match runner (`match`), usable alone like cutechess-cli,
 //! self-play data generation (`selfplay`), and a coordinator's worker (`connect`).
 
-mod connect;
-
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,6 +15,7 @@ use xq_engine::xiangqi::notation::Dialect;
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_stats::{Model, Sprt};
 use xq_worker::engine_process::{EngineConfig, FenFlavour, Protocol};
+use xq_worker::fleet::{ConnectSettings, capabilities, connect};
 use xq_worker::game::{Adjudication, GameSettings, Opening, Start};
 use xq_worker::match_runner::{MatchSettings, MatchTotals, run_match};
 use xq_worker::openings::{arrange, read_book, read_xiongqi_book};
@@ -193,7 +192,7 @@ fn run() -> anyhow::Result<()> {
             run_match_command(args, engines)
         }
         Command::Connect(args) => {
-            let settings = connect::ConnectSettings {
+            let settings = ConnectSettings {
                 coordinator: args.coordinator,
                 token: args.token,
                 concurrency: args
@@ -214,7 +213,9 @@ fn run() -> anyhow::Result<()> {
                 }
                 None => eprintln!("xq-worker: engines run unconfined (--no-sandbox)"),
             }
-            tokio::runtime::Runtime::new()?.block_on(connect::connect(settings))
+            let runtime = tokio::runtime::Runtime::new()?;
+            let capabilities = runtime.block_on(capabilities(&settings.name, settings.concurrency));
+            Ok(runtime.block_on(connect(settings, capabilities))?)
         }
         Command::Selfplay(args) => {
             let network = match &args.net {

@@ -1,9 +1,12 @@
-//! `xq-worker connect`: the worker of a coordinator's fleet. It registers, asks for
+//! The worker of a coordinator's fleet (`xq-worker connect`). It registers, asks for
 //! leases, fetches their engines and books by hash (checked), verifies the engines'
 //! bench signatures, plays the lease's game pairs (or self-play units) and reports
 //! each finished pair with its games at once, so that a crash loses at most the games
 //! in progress. Heartbeats keep the lease alive; the coordinator's answers stop it.
-//! When the coordinator is away, every call is retried with a growing pause.
+//! When the coordinator is away, every call is retried with a growing, jittered pause;
+//! when it no longer knows the worker, the worker registers again. A lease that cannot
+//! be worked (a damaged artifact, a setting this worker cannot read) is abandoned and
+//! expires at the coordinator; the worker goes on with the next.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,7 +14,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, bail};
 use sha2::{Digest, Sha256};
 use tokio::runtime::Handle;
 use tonic::Code;
@@ -27,14 +29,70 @@ use xq_engine::xiangqi::rules::{Outcome, RuleSet};
 use xq_engine::xiongqi;
 use xq_proto::v1::worker_client::WorkerClient;
 use xq_proto::{BearerToken, v1};
-use xq_worker::engine_process::{EngineConfig, Protocol};
-use xq_worker::game::{GameSettings, Opening, Start};
-use xq_worker::match_runner::{FinishedGame, MatchSettings, run_match};
-use xq_worker::pgn_out::game_pgn;
-use xq_worker::sandbox::{Sandbox, command_for};
-use xq_worker::selfplay::{SelfPlaySettings, load_self_play_net, run_selfplay};
+
+use crate::engine_process::{EngineConfig, Protocol};
+use crate::game::{GameSettings, Opening, Start};
+use crate::match_runner::{FinishedGame, MatchSettings, run_match};
+use crate::pgn_out::game_pgn;
+use crate::sandbox::{Sandbox, command_for};
+use crate::selfplay::{SelfPlaySettings, load_self_play_net, run_selfplay};
 
 type Client = WorkerClient<InterceptedService<Channel, BearerToken>>;
+
+/// Why the worker stopped, or gave up a lease.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    #[error("--coordinator '{0}' is not a URL")]
+    Url(String),
+    #[error("TLS settings: {0}")]
+    Tls(String),
+    #[error("the token is not printable ASCII")]
+    Token,
+    #[error("{what} {}: {source}", path.display())]
+    File {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The coordinator answered a call with an error that retrying cannot mend.
+    #[error("{call} refused: {message} ({code})")]
+    Refused { call: &'static str, code: Code, message: String },
+    #[error("artifact {name}: {reason}")]
+    Artifact { name: String, reason: String },
+    /// The lease asks for something this worker cannot read or run.
+    #[error("the lease: {0}")]
+    Lease(String),
+    #[error("engine {name}: {reason}")]
+    Engine { name: String, reason: String },
+    #[error("playing: {0}")]
+    Play(String),
+}
+
+impl FleetError {
+    fn refused(call: &'static str, status: tonic::Status) -> FleetError {
+        FleetError::Refused { call, code: status.code(), message: status.message().to_owned() }
+    }
+
+    fn file(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> FleetError {
+        let path = path.to_owned();
+        move |source| FleetError::File { what, path, source }
+    }
+}
+
+/// A refusal that means the coordinator does not know this worker (any more): a
+/// database restored from before it registered, say. Registering again mends it.
+fn forgotten(status: &tonic::Status) -> bool {
+    matches!(status.code(), Code::NotFound | Code::FailedPrecondition) && status.message().starts_with("worker ")
+}
+
+fn lease_error(error: impl std::fmt::Display) -> FleetError {
+    FleetError::Lease(error.to_string())
+}
+
+fn play_error(error: impl std::fmt::Display) -> FleetError {
+    FleetError::Play(error.to_string())
+}
 
 /// How the worker connects and works.
 pub struct ConnectSettings {
@@ -61,7 +119,8 @@ fn transient(status: &tonic::Status) -> bool {
     )
 }
 
-/// Retries `call` while it fails transiently, pausing 0.5 s, 1 s, 2 s ... up to 30 s.
+/// Retries `call` while it fails transiently, pausing 0.5 s, 1 s, 2 s ... up to 30 s
+/// (each pause jittered by half).
 async fn retry<T, F, Fut>(what: &str, mut call: F) -> Result<T, tonic::Status>
 where
     F: FnMut() -> Fut,
@@ -106,51 +165,75 @@ fn bench_nps() -> u64 {
     (result.nodes as f64 / result.elapsed.as_secs_f64().max(1e-6)) as u64
 }
 
-pub async fn connect(settings: ConnectSettings) -> anyhow::Result<()> {
-    let mut endpoint = Endpoint::from_shared(settings.coordinator.clone())
-        .context("--coordinator is not a URL")?
-        .connect_timeout(Duration::from_secs(5))
-        .tcp_nodelay(true)
-        .http2_keep_alive_interval(Duration::from_secs(30));
-    if let Some(ca) = &settings.ca_cert {
-        let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
-        endpoint = endpoint.tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)))?;
-    }
-    let channel = endpoint.connect_lazy();
-    let auth = BearerToken::new(&settings.token).context("the token is not printable ASCII")?;
-    let mut client = WorkerClient::with_interceptor(channel, auth)
-        .max_decoding_message_size(xq_proto::MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(xq_proto::MAX_MESSAGE_BYTES);
-    std::fs::create_dir_all(settings.cache.join("artifacts")).context("creating the cache directory")?;
-    let capabilities = v1::Capabilities {
-        name: settings.name.clone(),
-        cores: settings.concurrency as u32,
+/// This machine's capabilities, with our engine's speed from a short bench.
+pub async fn capabilities(name: &str, concurrency: usize) -> v1::Capabilities {
+    let bench_nps = tokio::task::spawn_blocking(bench_nps).await.unwrap_or(0);
+    v1::Capabilities {
+        name: name.to_owned(),
+        cores: concurrency as u32,
         cpu_flags: cpu_flags(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
-        bench_nps: tokio::task::spawn_blocking(bench_nps).await?,
-    };
-    eprintln!("xq-worker: {} cores, bench {} nodes/s", capabilities.cores, capabilities.bench_nps);
+        bench_nps,
+    }
+}
+
+/// Registers `capabilities`; returns the heartbeat period the coordinator asks for.
+async fn register(client: &Client, capabilities: &v1::Capabilities) -> Result<Duration, FleetError> {
     let reply = retry("register", || {
         let mut client = client.clone();
         let capabilities = capabilities.clone();
         async move { client.register(v1::RegisterRequest { capabilities: Some(capabilities) }).await }
     })
     .await
-    .context("registering")?
+    .map_err(|status| FleetError::refused("register", status))?
     .into_inner();
     eprintln!("xq-worker: registered as worker {}", reply.worker_id);
-    let heartbeat = Duration::from_secs(u64::from(reply.heartbeat_seconds.max(1)));
+    Ok(Duration::from_secs(u64::from(reply.heartbeat_seconds.max(1))))
+}
+
+/// Works for the coordinator until an error retrying cannot mend (a revoked token, a
+/// disabled worker); returns that error.
+pub async fn connect(settings: ConnectSettings, capabilities: v1::Capabilities) -> Result<(), FleetError> {
+    let mut endpoint = Endpoint::from_shared(settings.coordinator.clone())
+        .map_err(|_| FleetError::Url(settings.coordinator.clone()))?
+        .connect_timeout(Duration::from_secs(5))
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(Duration::from_secs(30));
+    if let Some(ca) = &settings.ca_cert {
+        let pem = std::fs::read(ca).map_err(FleetError::file("reading the CA certificate", ca))?;
+        endpoint = endpoint
+            .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)))
+            .map_err(|e| FleetError::Tls(e.to_string()))?;
+    }
+    let channel = endpoint.connect_lazy();
+    let auth = BearerToken::new(&settings.token).ok_or(FleetError::Token)?;
+    let client = WorkerClient::with_interceptor(channel, auth)
+        .max_decoding_message_size(xq_proto::MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(xq_proto::MAX_MESSAGE_BYTES);
+    let artifacts = settings.cache.join("artifacts");
+    std::fs::create_dir_all(&artifacts).map_err(FleetError::file("creating the cache directory", &artifacts))?;
+    eprintln!("xq-worker: {} cores, bench {} nodes/s", capabilities.cores, capabilities.bench_nps);
+    let mut heartbeat = register(&client, &capabilities).await?;
     let mut idle = Duration::from_millis(500);
     loop {
         let concurrency = settings.concurrency as u32;
-        let lease = retry("lease", || {
+        let lease = match retry("lease", || {
             let mut client = client.clone();
             async move { client.lease(v1::LeaseRequest { concurrency }).await }
         })
         .await
-        .context("asking for work")?
-        .into_inner()
-        .lease;
+        {
+            Ok(reply) => reply.into_inner().lease,
+            Err(status) if forgotten(&status) => {
+                eprintln!(
+                    "xq-worker: the coordinator does not know this worker ({}): registering again",
+                    status.message()
+                );
+                heartbeat = register(&client, &capabilities).await?;
+                continue;
+            }
+            Err(status) => return Err(FleetError::refused("lease", status)),
+        };
         let Some(lease) = lease else {
             tokio::time::sleep(idle).await;
             idle = (idle * 2).min(Duration::from_secs(10));
@@ -159,9 +242,9 @@ pub async fn connect(settings: ConnectSettings) -> anyhow::Result<()> {
         idle = Duration::from_millis(500);
         let id = lease.lease_id;
         eprintln!("xq-worker: lease {id} of job {}: {} units", lease.job_id, lease.units.len());
-        if let Err(error) = work(&mut client, &settings, lease, heartbeat).await {
+        if let Err(error) = work(&client, &settings, lease, heartbeat).await {
             // The lease expires at the coordinator and its units go to another worker.
-            eprintln!("xq-worker: lease {id} abandoned: {error:#}");
+            eprintln!("xq-worker: lease {id} abandoned: {error}");
             tokio::time::sleep(Duration::from_secs(2)).await;
         }
     }
@@ -191,18 +274,18 @@ fn start_heartbeat(
 }
 
 async fn work(
-    client: &mut Client,
+    client: &Client,
     settings: &ConnectSettings,
     lease: v1::Lease,
     heartbeat: Duration,
-) -> anyhow::Result<()> {
+) -> Result<(), FleetError> {
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicBool::new(false));
     let beat = start_heartbeat(client.clone(), lease.lease_id, heartbeat, stop.clone(), done.clone());
     let result = match lease.work.clone() {
         Some(v1::lease::Work::MatchSpec(spec)) => play_pairs(client, settings, &lease, spec, stop).await,
         Some(v1::lease::Work::SelfPlay(spec)) => self_play(client, settings, &lease, spec, stop).await,
-        None => Err(anyhow::anyhow!("the lease names no work")),
+        None => Err(FleetError::Lease("it names no work".to_owned())),
     };
     done.store(true, Ordering::Relaxed);
     beat.abort();
@@ -211,49 +294,55 @@ async fn work(
 
 /// The artifact's path in the cache, downloaded and checked if missing.
 async fn fetch(
-    client: &mut Client,
+    client: &Client,
     cache: &Path,
     artifact: &v1::ArtifactRef,
     executable: bool,
-) -> anyhow::Result<PathBuf> {
+) -> Result<PathBuf, FleetError> {
     let sha = &artifact.sha256;
+    let damaged = |reason: String| FleetError::Artifact { name: artifact.name.clone(), reason };
     if sha.len() != 64 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
-        bail!("artifact hash '{sha}' is not a sha256");
+        return Err(damaged(format!("hash '{sha}' is not a sha256")));
     }
     let path = cache.join("artifacts").join(sha);
     // Hashed again before each use: a cached file changed since (by an unconfined
     // engine, say) is fetched anew rather than run.
     if path.exists() {
         let cached = path.clone();
-        let actual = tokio::task::spawn_blocking(move || file_sha256(&cached)).await??;
+        let actual = tokio::task::spawn_blocking(move || file_sha256(&cached))
+            .await
+            .map_err(play_error)?
+            .map_err(FleetError::file("hashing the cached artifact", &path))?;
         if &actual == sha {
             return Ok(path);
         }
         eprintln!("xq-worker: cached artifact {} has changed (hash {actual}): fetching it again", artifact.name);
-        std::fs::remove_file(&path)?;
+        std::fs::remove_file(&path).map_err(FleetError::file("removing the changed artifact", &path))?;
     }
     let mut stream = retry("download", || {
         let mut client = client.clone();
         let sha256 = sha.clone();
         async move { client.download(v1::DownloadRequest { sha256 }).await }
     })
-    .await?
+    .await
+    .map_err(|status| FleetError::refused("download", status))?
     .into_inner();
     let mut bytes = Vec::new();
-    while let Some(piece) = stream.message().await? {
+    while let Some(piece) = stream.message().await.map_err(|status| FleetError::refused("download", status))? {
         bytes.extend_from_slice(&piece.data);
     }
     let actual = hex::encode(Sha256::digest(&bytes));
     if &actual != sha {
-        bail!("artifact {} arrived with hash {actual}, not {sha}", artifact.name);
+        return Err(damaged(format!("arrived with hash {actual}, not {sha}")));
     }
     let temp = path.with_extension("part");
-    std::fs::write(&temp, &bytes)?;
+    std::fs::write(&temp, &bytes).map_err(FleetError::file("writing", &temp))?;
     if executable {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(0o755))?;
+        std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(0o755))
+            .map_err(FleetError::file("making executable", &temp))?;
     }
-    std::fs::rename(&temp, &path)?;
+    std::fs::rename(&temp, &path).map_err(FleetError::file("storing", &path))?;
     Ok(path)
 }
 
@@ -264,11 +353,12 @@ fn file_sha256(path: &Path) -> std::io::Result<String> {
 }
 
 async fn engine_config(
-    client: &mut Client,
+    client: &Client,
     settings: &ConnectSettings,
     spec: &v1::EngineSpec,
-) -> anyhow::Result<(EngineConfig, u64)> {
-    let binary = spec.binary.as_ref().context("an engine without a binary")?;
+) -> Result<(EngineConfig, u64), FleetError> {
+    let engine_error = |reason: String| FleetError::Engine { name: spec.name.clone(), reason };
+    let binary = spec.binary.as_ref().ok_or_else(|| engine_error("no binary".to_owned()))?;
     let command = fetch(client, &settings.cache, binary, true).await?;
     let mut options: Vec<(String, String)> = spec.options.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     options.sort();
@@ -284,9 +374,12 @@ async fn engine_config(
     if spec.bench_signature != 0 {
         let command = command_for(sandbox.as_ref(), &command, &["bench".to_owned()]);
         let program = spec.name.clone();
-        verified = tokio::task::spawn_blocking(move || xq_engine::bench::signature_from(command, &program)).await??;
+        verified = tokio::task::spawn_blocking(move || xq_engine::bench::signature_from(command, &program))
+            .await
+            .map_err(play_error)?
+            .map_err(|e| engine_error(e.to_string()))?;
         if verified != spec.bench_signature {
-            bail!("engine {}: bench signature {verified}, the test expects {}", spec.name, spec.bench_signature);
+            return Err(engine_error(format!("bench signature {verified}, the test expects {}", spec.bench_signature)));
         }
     }
     let protocol = if spec.protocol == "ucci" { Protocol::Ucci } else { Protocol::Uci };
@@ -306,21 +399,24 @@ struct Ledger {
 }
 
 async fn play_pairs(
-    client: &mut Client,
+    client: &Client,
     settings: &ConnectSettings,
     lease: &v1::Lease,
     spec: v1::MatchSpec,
     stop: Arc<AtomicBool>,
-) -> anyhow::Result<()> {
-    let (new, new_signature) =
-        engine_config(client, settings, spec.new_engine.as_ref().context("no new engine")?).await?;
-    let (base, base_signature) =
-        engine_config(client, settings, spec.base_engine.as_ref().context("no base engine")?).await?;
-    let variant: Variant = if spec.variant.is_empty() { Variant::Xiangqi } else { spec.variant.parse()? };
+) -> Result<(), FleetError> {
+    let engine = |spec: &Option<v1::EngineSpec>, which: &str| {
+        spec.clone().ok_or_else(|| FleetError::Lease(format!("no {which} engine")))
+    };
+    let (new, new_signature) = engine_config(client, settings, &engine(&spec.new_engine, "new")?).await?;
+    let (base, base_signature) = engine_config(client, settings, &engine(&spec.base_engine, "base")?).await?;
+    let variant: Variant =
+        if spec.variant.is_empty() { Variant::Xiangqi } else { spec.variant.parse().map_err(lease_error)? };
     let starts: Vec<Start> = match (&spec.book, variant) {
         (Some(book), _) => {
-            let text = std::fs::read_to_string(fetch(client, &settings.cache, book, false).await?)?;
-            match Book::parse(variant, &text, &book.name)? {
+            let path = fetch(client, &settings.cache, book, false).await?;
+            let text = std::fs::read_to_string(&path).map_err(FleetError::file("reading the book", &path))?;
+            match Book::parse(variant, &text, &book.name).map_err(lease_error)? {
                 Book::Xiangqi(openings) => openings.into_iter().map(Start::from).collect(),
                 Book::Xiongqi(positions) => positions.into_iter().map(Start::Xiongqi).collect(),
             }
@@ -328,9 +424,9 @@ async fn play_pairs(
         (None, Variant::Xiangqi) => vec![Start::from(Opening { start: Position::startpos(), moves: Vec::new() })],
         (None, Variant::Xiongqi) => vec![Start::Xiongqi(xiongqi::Position::startpos())],
     };
-    let time_control: TimeControl = spec.time_control.parse()?;
+    let time_control: TimeControl = spec.time_control.parse().map_err(lease_error)?;
     let tc_text = time_control.to_string();
-    let rules: RuleSet = spec.rules.parse()?;
+    let rules: RuleSet = spec.rules.parse().map_err(lease_error)?;
     let match_settings = MatchSettings {
         engines: [new, base],
         pairs: lease.units.iter().map(|&u| u as usize).collect(),
@@ -357,7 +453,7 @@ async fn play_pairs(
     let reporter = client.clone();
     // The match runs on blocking threads; each finished pair is reported from the
     // runner's collecting thread, which waits for the acknowledgement.
-    tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+    tokio::task::spawn_blocking(move || -> Result<(), FleetError> {
         let mut ledger = Ledger::default();
         let mut failure = None;
         let outcome = run_match(&match_settings, |finished: &FinishedGame, _| {
@@ -383,7 +479,7 @@ async fn play_pairs(
                     }
                 }
                 Err(status) => {
-                    failure = Some(anyhow::anyhow!("report refused: {} ({})", status.message(), status.code()));
+                    failure = Some(FleetError::refused("report", status));
                     return false;
                 }
             }
@@ -392,10 +488,11 @@ async fn play_pairs(
         if let Some(error) = failure {
             return Err(error);
         }
-        outcome?;
+        outcome.map_err(play_error)?;
         Ok(())
     })
-    .await?
+    .await
+    .map_err(play_error)?
 }
 
 fn totals(ledger: &Ledger) -> v1::Totals {
@@ -428,37 +525,40 @@ fn record_leg(ledger: &mut Ledger, finished: &FinishedGame, event: &str, tc: &st
 }
 
 /// The unit's chunk files as one chunk.
-fn merged_chunk(variant: Variant, paths: &[PathBuf]) -> anyhow::Result<Vec<u8>> {
+fn merged_chunk(variant: Variant, paths: &[PathBuf]) -> Result<Vec<u8>, FleetError> {
     let mut bytes = Vec::new();
     for path in paths {
-        bytes.push(std::fs::read(path)?);
+        bytes.push(std::fs::read(path).map_err(FleetError::file("reading the chunk", path))?);
     }
     Ok(match variant {
         Variant::Xiangqi => {
-            let records: Vec<_> = bytes.iter().map(|b| read_chunk(b)).collect::<Result<Vec<_>, _>>()?.concat();
-            write_chunk(&records)
+            let records = bytes.iter().map(|b| read_chunk(b)).collect::<Result<Vec<_>, _>>().map_err(play_error)?;
+            write_chunk(&records.concat())
         }
         Variant::Xiongqi => {
-            let records: Vec<_> = bytes.iter().map(|b| read_xiongqi_chunk(b)).collect::<Result<Vec<_>, _>>()?.concat();
-            write_xiongqi_chunk(&records)
+            let records =
+                bytes.iter().map(|b| read_xiongqi_chunk(b)).collect::<Result<Vec<_>, _>>().map_err(play_error)?;
+            write_xiongqi_chunk(&records.concat())
         }
     })
 }
 
 async fn self_play(
-    client: &mut Client,
+    client: &Client,
     settings: &ConnectSettings,
     lease: &v1::Lease,
     spec: v1::SelfPlaySpec,
     stop: Arc<AtomicBool>,
-) -> anyhow::Result<()> {
-    let rules: RuleSet = if spec.rules.is_empty() { RuleSet::Wxf } else { spec.rules.parse()? };
-    let variant: Variant = if spec.variant.is_empty() { Variant::Xiangqi } else { spec.variant.parse()? };
+) -> Result<(), FleetError> {
+    let rules: RuleSet = if spec.rules.is_empty() { RuleSet::Wxf } else { spec.rules.parse().map_err(lease_error)? };
+    let variant: Variant =
+        if spec.variant.is_empty() { Variant::Xiangqi } else { spec.variant.parse().map_err(lease_error)? };
     let network = match &spec.net {
         Some(net) => {
             let path = fetch(client, &settings.cache, net, false).await?;
             let name = net.name.clone();
-            Some(tokio::task::spawn_blocking(move || load_self_play_net(&path, &name, variant)).await??)
+            let loaded = tokio::task::spawn_blocking(move || load_self_play_net(&path, &name, variant));
+            Some(loaded.await.map_err(play_error)?.map_err(lease_error)?)
         }
         None => None,
     };
@@ -480,7 +580,8 @@ async fn self_play(
             variant,
             network: network.clone(),
         };
-        let report = tokio::task::spawn_blocking(move || run_selfplay(&run)).await??;
+        let report =
+            tokio::task::spawn_blocking(move || run_selfplay(&run)).await.map_err(play_error)?.map_err(play_error)?;
         let chunk = merged_chunk(variant, &report.chunks)?;
         let _ = std::fs::remove_dir_all(&out);
         let request = v1::UploadChunkRequest { lease_id: lease.lease_id, unit, chunk, games: spec.games_per_unit };
@@ -490,7 +591,7 @@ async fn self_play(
             async move { client.upload_chunk(request).await }
         })
         .await
-        .map_err(|s| anyhow::anyhow!("upload refused: {} ({})", s.message(), s.code()))?;
+        .map_err(|status| FleetError::refused("upload", status))?;
         if reply.into_inner().stop {
             return Ok(());
         }
