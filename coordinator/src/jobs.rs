@@ -500,6 +500,7 @@ pub fn job_view(row: &JobRow, spec: &JobSpec, active_leases: u32, refused_report
         created_ms: row.created_ms,
         refused_reports,
         submitter: row.submitter.clone(),
+        data_removed_ms: row.data_removed_ms,
     }
 }
 
@@ -624,6 +625,7 @@ mod tests {
             reasons: HashMap::new(),
             created_ms: 0,
             submitter: String::new(),
+            data_removed_ms: 0,
         };
         let pairs = check_test(&request).unwrap().sprt_state(&row).unwrap();
         request.sprt.as_mut().unwrap().trinomial = true;

@@ -4,9 +4,10 @@
 //! Layout: [`storage`] is the database (SQLite or PostgreSQL, one schema) and
 //! [`writer`] its group-commit task; [`scheduler`] holds jobs, leases and workers in
 //! memory; [`jobs`] checks requests and presents jobs; [`replay`] checks reported games
-//! with the arbiter; [`nets`] is the registry of trained nets; [`artifacts`] stores engines, books and nets by hash; [`tokens`]
-//! authenticates; [`endings`] checks the evidence of endings the rules did not make;
-//! [`disk`] keeps a reserve of free space; [`fail_point`] lets the fault drills crash
+//! with the arbiter; [`nets`] is the registry of trained nets; [`artifacts`] stores
+//! engines, books and nets by hash; [`tokens`] authenticates; [`endings`] checks the evidence of endings the rules did not make;
+//! [`disk`] keeps a reserve of free space; [`retention`] ages finished jobs' data out
+//! and holds submitters to their quotas; [`fail_point`] lets the fault drills crash
 //! it on cue; [`service`] is the gRPC surface, [`listener`] its capped accept loop,
 //! [`detached`] runs each request to its end, and [`server`] puts them together.
 
@@ -21,6 +22,7 @@ pub mod listener;
 pub mod metrics;
 pub mod nets;
 pub mod replay;
+pub mod retention;
 pub mod scheduler;
 pub mod server;
 pub mod service;

@@ -54,6 +54,16 @@ pub struct SchedulerConfig {
     /// Free bytes the data directory's disk keeps for reports of leased work: below
     /// them no new leases and no uploads (0: no reserve).
     pub reserve_bytes: u64,
+    /// How long a finished or stopped test's games are kept after its last change
+    /// (none: for good); its counts and results stay.
+    pub keep_games: Option<Duration>,
+    /// The same for a self-play job's training data.
+    pub keep_training_data: Option<Duration>,
+    /// A submitter whose jobs store this many bytes of games and training data creates
+    /// no more jobs (0: no quota). Admins have none.
+    pub submitter_quota_bytes: u64,
+    /// The most running or pending jobs a submitter may have (0: no limit).
+    pub submitter_active_jobs: usize,
 }
 
 impl Default for SchedulerConfig {
@@ -69,6 +79,10 @@ impl Default for SchedulerConfig {
             quarantine_min_pairs: 200,
             require_approval: false,
             reserve_bytes: 0,
+            keep_games: None,
+            keep_training_data: None,
+            submitter_quota_bytes: 0,
+            submitter_active_jobs: 0,
         }
     }
 }
@@ -605,6 +619,7 @@ impl Scheduler {
             reasons: HashMap::new(),
             created_ms: now_ms(),
             submitter: origin.submitter.to_owned(),
+            data_removed_ms: 0,
         };
         self.writer.write(Change::NewJob(Box::new(row.clone()))).await?;
         self.audit(origin.submitter, "job.create", &format!("{id} {kind} '{description}'")).await?;
@@ -916,6 +931,31 @@ impl Scheduler {
     /// The id of the token that created job `id`.
     pub fn submitter(&self, id: u64) -> Option<String> {
         self.lock().jobs.get(&id).map(|j| j.row.submitter.clone())
+    }
+
+    /// How many running or pending jobs `submitter` has.
+    pub fn active_jobs_of(&self, submitter: &str) -> usize {
+        self.lock()
+            .jobs
+            .values()
+            .filter(|j| j.row.submitter == submitter && (j.row.state == "running" || j.row.state == PENDING))
+            .count()
+    }
+
+    /// When job `id`'s stored data was removed (0: it was not); `None`: no such job.
+    pub fn data_removed_ms(&self, id: u64) -> Option<i64> {
+        self.lock().jobs.get(&id).map(|j| j.row.data_removed_ms)
+    }
+
+    /// Records that job `id`'s games or training data are removed, before they are.
+    pub async fn mark_data_removed(&self, id: u64, at_ms: i64) -> Result<(), ScheduleError> {
+        self.writer.write(Change::DataRemoved { job_id: id as i64, at_ms }).await?;
+        if let Some(job) = self.lock().jobs.get_mut(&id) {
+            job.row.data_removed_ms = at_ms;
+            job.notify();
+        }
+        self.audit("coordinator", "job.data_removed", &id.to_string()).await?;
+        Ok(())
     }
 
     /// Changes a job's priority.

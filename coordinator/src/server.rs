@@ -110,6 +110,9 @@ impl Coordinator {
                 }
             }
         });
+        let config = &self.shared.scheduler.config;
+        let retention = (config.keep_games.is_some() || config.keep_training_data.is_some())
+            .then(|| tokio::spawn(crate::retention::keep_removing(self.shared.clone(), RETENTION_PERIOD)));
         let grpc = Routes::new(InterceptedService::new(
             WorkerServer::new(WorkerApi(self.shared.clone()))
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
@@ -142,9 +145,15 @@ impl Coordinator {
         let incoming = capped_incoming(listener, caps, self.accept_stats.clone());
         let result = builder.add_routes(Routes::from(router)).serve_with_incoming_shutdown(incoming, shutdown).await;
         sweeper.abort();
+        if let Some(retention) = retention {
+            retention.abort();
+        }
         Ok(result?)
     }
 }
+
+/// How often finished jobs' data is checked against the retention settings.
+const RETENTION_PERIOD: Duration = Duration::from_secs(3600);
 
 /// How long a TLS handshake may take.
 pub const TLS_HANDSHAKE_WITHIN: Duration = Duration::from_secs(10);

@@ -451,6 +451,7 @@ impl v1::client_server::Client for ClientApi {
         let caller = client_of(&request)?;
         let request = request.into_inner();
         let mut job = check_test(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        crate::retention::check_quota(&self.0, &caller).await?;
         let mut hashes = Vec::new();
         for engine in [&request.new_engine, &request.base_engine].into_iter().flatten() {
             hashes.extend(engine.binary.iter().map(|b| b.sha256.clone()));
@@ -488,6 +489,7 @@ impl v1::client_server::Client for ClientApi {
         let caller = client_of(&request)?;
         let request = request.into_inner();
         check_self_play(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        crate::retention::check_quota(&self.0, &caller).await?;
         if let Some(net) = request.spec.as_ref().and_then(|s| s.net.as_ref()) {
             match self.0.storage.artifact(&net.sha256).await.map_err(|e| Status::unavailable(e.to_string()))? {
                 Some((_, kind, _)) if kind == "net" => {}
@@ -847,6 +849,14 @@ impl Shared {
             return Err(Status::invalid_argument(format!(
                 "job {id} is {}",
                 if selfplay { "a match" } else { "a self-play job" }
+            )));
+        }
+        let removed = self.scheduler.data_removed_ms(id).unwrap_or(0);
+        if removed > 0 {
+            return Err(Status::not_found(format!(
+                "job {id}'s {} were removed at {removed} ms since the epoch, under the coordinator's retention \
+                 settings; its counts and results remain",
+                if selfplay { "training data" } else { "games" }
             )));
         }
         let (storage, data_dir) = (self.storage.clone(), self.data_dir.clone());

@@ -86,6 +86,9 @@ pub struct JobRow {
     pub created_ms: i64,
     /// The id of the token that created it.
     pub submitter: String,
+    /// When its games or training data were removed under the retention settings (0:
+    /// still stored).
+    pub data_removed_ms: i64,
 }
 
 /// A lease row.
@@ -263,7 +266,8 @@ fn parse_units(text: &str) -> Result<Vec<u64>, StorageError> {
 macro_rules! job_columns {
     () => {
         "id, kind, state, outcome, description, priority, spec, units_total, next_unit, units_done, \
-         wins, draws, losses, penta0, penta1, penta2, penta3, penta4, positions, reasons, created_ms, submitter"
+         wins, draws, losses, penta0, penta1, penta2, penta3, penta4, positions, reasons, created_ms, submitter, \
+         data_removed_ms"
     };
 }
 
@@ -292,6 +296,7 @@ fn job_from_row(row: &sqlx::any::AnyRow) -> Result<JobRow, StorageError> {
         reasons: serde_json::from_str(&reasons).map_err(|e| StorageError::Damaged(format!("job reasons: {e}")))?,
         created_ms: row.try_get("created_ms")?,
         submitter: row.try_get("submitter")?,
+        data_removed_ms: row.try_get("data_removed_ms")?,
     })
 }
 
@@ -485,6 +490,43 @@ impl Storage {
             .collect()
     }
 
+    /// Finished or stopped jobs whose data is still stored and whose last change is
+    /// older than `games_before_ms` (matches) or `data_before_ms` (self-play), each
+    /// with its kind; a bound of 0 selects none of its kind.
+    pub async fn jobs_past_retention(
+        &self,
+        games_before_ms: i64,
+        data_before_ms: i64,
+    ) -> Result<Vec<(i64, String)>, StorageError> {
+        let rows = sqlx::query(
+            "SELECT id, kind FROM jobs WHERE state IN ('finished', 'stopped') AND data_removed_ms = 0 \
+             AND ((kind = 'selfplay' AND updated_ms < $1) OR (kind <> 'selfplay' AND updated_ms < $2)) ORDER BY id",
+        )
+        .bind(data_before_ms)
+        .bind(games_before_ms)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| Ok((r.try_get("id")?, r.try_get("kind")?))).collect()
+    }
+
+    /// The jobs whose data was removed.
+    pub async fn jobs_with_data_removed(&self) -> Result<Vec<i64>, StorageError> {
+        let rows = sqlx::query("SELECT id FROM jobs WHERE data_removed_ms > 0").fetch_all(&self.pool).await?;
+        rows.iter().map(|r| Ok(r.try_get("id")?)).collect()
+    }
+
+    /// Bytes of games and training data stored for the jobs `submitter` created.
+    pub async fn stored_bytes_of(&self, submitter: &str) -> Result<u64, StorageError> {
+        let row = sqlx::query(
+            "SELECT CAST(COALESCE(SUM(u.length), 0) AS BIGINT) AS bytes FROM units u JOIN jobs j ON j.id = u.job_id \
+             WHERE j.submitter = $1 AND j.data_removed_ms = 0",
+        )
+        .bind(submitter)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row.try_get::<i64, _>("bytes")?.max(0) as u64)
+    }
+
     /// Totals recomputed from the unit rows: (units, wins, draws, losses, pentanomial).
     /// The job row's counters must always equal these; tests compare them.
     pub async fn recount(&self, job: i64) -> Result<(u64, [u64; 3], [u64; 5]), StorageError> {
@@ -572,6 +614,11 @@ pub enum Change {
         size: i64,
     },
     NewJob(Box<JobRow>),
+    /// A finished job's stored games or training data were removed at `at_ms`.
+    DataRemoved {
+        job_id: i64,
+        at_ms: i64,
+    },
     JobState {
         id: i64,
         state: String,
@@ -692,7 +739,7 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
                 "INSERT INTO jobs (",
                 job_columns!(),
                 ", updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-                 $18, $19, $20, $21, $22, $23)"
+                 $18, $19, $20, $21, $22, $23, $24)"
             ))
             .bind(job.id)
             .bind(&job.kind)
@@ -716,9 +763,17 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
             .bind(serde_json::to_string(&job.reasons).expect("a map of strings serialises"))
             .bind(job.created_ms)
             .bind(&job.submitter)
+            .bind(job.data_removed_ms)
             .bind(now)
             .execute(&mut *conn)
             .await?;
+        }
+        Change::DataRemoved { job_id, at_ms } => {
+            sqlx::query("UPDATE jobs SET data_removed_ms = $1 WHERE id = $2")
+                .bind(at_ms)
+                .bind(job_id)
+                .execute(&mut *conn)
+                .await?;
         }
         Change::JobState { id, state, outcome, priority } => {
             sqlx::query("UPDATE jobs SET state = $1, outcome = $2, priority = $3, updated_ms = $4 WHERE id = $5")

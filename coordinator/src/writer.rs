@@ -116,10 +116,16 @@ impl Writer {
     }
 }
 
+/// A games file not written for this long is closed: finished jobs' files would
+/// otherwise stay open for good, one descriptor each, and a file removed under the
+/// retention settings would keep its space while open.
+const GAMES_FILE_IDLE: Duration = Duration::from_secs(60);
+
 /// The games of each job, appended to `<dir>/<job>.pgn`.
 struct GamesFiles {
     dir: PathBuf,
-    open: HashMap<i64, (File, u64)>,
+    /// Each open file, its length, and when it was last written.
+    open: HashMap<i64, (File, u64, Instant)>,
 }
 
 impl GamesFiles {
@@ -131,7 +137,7 @@ impl GamesFiles {
         for (change, _) in batch.iter_mut() {
             let Change::Units { job_id, rows, .. } = change else { continue };
             for row in rows.iter_mut().filter(|r| !r.pgn.is_empty()) {
-                let (file, length) = match self.open.entry(*job_id) {
+                let (file, length, used) = match self.open.entry(*job_id) {
                     std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
                     std::collections::hash_map::Entry::Vacant(entry) => {
                         std::fs::create_dir_all(&self.dir)?;
@@ -140,7 +146,7 @@ impl GamesFiles {
                             .append(true)
                             .open(self.dir.join(format!("{job_id}.pgn")))?;
                         let length = file.metadata()?.len();
-                        entry.insert((file, length))
+                        entry.insert((file, length, Instant::now()))
                     }
                 };
                 file.write_all(row.pgn.as_bytes())?;
@@ -148,6 +154,7 @@ impl GamesFiles {
                 row.offset = *length as i64;
                 row.length = row.pgn.len() as i64;
                 *length += row.pgn.len() as u64;
+                *used = Instant::now();
                 row.pgn = String::new();
                 touched.push(*job_id);
             }
@@ -157,6 +164,7 @@ impl GamesFiles {
         for job in touched {
             self.open[&job].0.sync_data()?;
         }
+        self.open.retain(|_, (_, _, used)| used.elapsed() < GAMES_FILE_IDLE);
         Ok(())
     }
 }

@@ -487,6 +487,10 @@
       entries.push(["Priority", String(job.priority), "priority"]);
       entries.push(["Submitter", job.submitter || "–", "submitter"]);
       entries.push(["Created", when(Number(job.created_ms))]);
+      if (Number(job.data_removed_ms || 0) > 0) {
+        const what = isMatch ? "Games" : "Training data";
+        entries.push([what, `removed ${when(Number(job.data_removed_ms))} (retention)`, "data-removed"]);
+      }
       facts.replaceChildren(definitionList(entries));
       if (isMatch) {
         const ended = Object.entries(job.reasons || {}).sort((a, b) => b[1] - a[1]);

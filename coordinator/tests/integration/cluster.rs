@@ -200,11 +200,7 @@ async fn a_killed_worker_s_units_are_played_elsewhere_and_counted_once() {
     wait_for(&mut admin, job.job_id, Duration::from_secs(300), "a first pair", |j| j.units_done >= 1).await;
     // Killed while its engines play (between leases it runs none).
     let cache = dir.0.join("first");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while engines_under(&cache).is_empty() {
-        assert!(Instant::now() < deadline, "the worker's engines never ran");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    while_engines_play(&cache).await;
     first.start_kill().unwrap();
     first.wait().await.unwrap();
     // SIGKILL leaves the worker no chance to stop its engines: the sandbox's
@@ -239,6 +235,15 @@ fn engines_under(dir: &Path) -> Vec<u32> {
             cmdline.starts_with(prefix).then_some(pid)
         })
         .collect()
+}
+
+/// Returns once a binary from under `cache` runs (within 30 s).
+async fn while_engines_play(cache: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while engines_under(cache).is_empty() {
+        assert!(Instant::now() < deadline, "the worker's engines never ran");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// A TCP relay that the drill can cut: cut, it drops every connection it carries and
@@ -292,9 +297,12 @@ async fn a_worker_cut_off_past_its_lease_returns_with_stale_reports_counted_once
     let job = engines_test(&mut admin, None, 12).await;
     let relay = Relay::start(address).await;
     let _worker = start_worker(&mut admin, relay.address, dir.0.join("w"), "w").await;
-    let before =
-        wait_for(&mut admin, job.job_id, Duration::from_secs(300), "a first pair", |j| j.units_done >= 1).await;
+    wait_for(&mut admin, job.job_id, Duration::from_secs(300), "a first pair", |j| j.units_done >= 1).await;
+    // Cut while its engines play: it holds a lease with a pair in progress.
+    while_engines_play(&dir.0.join("w")).await;
     relay.set_open(false);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
     // The worker plays on, holding what it cannot report, while its lease expires.
     tokio::time::sleep(Duration::from_secs(3 * u64::from(lease_seconds))).await;
     let during = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();

@@ -13,6 +13,7 @@ mod http_fuzz;
 mod nets;
 mod prometheus;
 mod quarantine;
+mod retention;
 mod scheduler;
 mod security;
 mod storage;

@@ -270,7 +270,7 @@ fn chunk() -> Vec<u8> {
 }
 
 /// A valid chunk of `count` records.
-fn chunk_of(count: usize) -> Vec<u8> {
+pub fn chunk_of(count: usize) -> Vec<u8> {
     use xq_engine::xiangqi::Position;
     use xq_engine::xiangqi::data::{Record, write_chunk};
     use xq_engine::xiangqi::notation::{Dialect, parse_uci};

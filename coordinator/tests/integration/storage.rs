@@ -37,6 +37,7 @@ fn job(id: i64) -> JobRow {
         reasons: HashMap::new(),
         created_ms: 1,
         submitter: "0123456789ab".to_owned(),
+        data_removed_ms: 0,
     }
 }
 

@@ -80,6 +80,20 @@ struct ServeArgs {
     /// leases and no uploads (0: none).
     #[arg(long, default_value_t = 512)]
     reserve_mb: u64,
+    /// Days a finished or stopped test's games are kept after its last change (0: for
+    /// good); its counts and results stay.
+    #[arg(long, default_value_t = 0)]
+    keep_games_days: u64,
+    /// Days a finished or stopped self-play job's training data is kept (0: for good).
+    #[arg(long, default_value_t = 0)]
+    keep_data_days: u64,
+    /// Megabytes of games and training data a submitter's jobs may store before it can
+    /// create no more (0: no quota; admins have none).
+    #[arg(long, default_value_t = 0)]
+    submitter_quota_mb: u64,
+    /// Running or pending jobs a submitter may have at once (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    submitter_active_jobs: usize,
 }
 
 /// Request handling allocates many small short-lived buffers (frames, messages, rows)
@@ -109,6 +123,11 @@ fn main() -> ExitCode {
     }
 }
 
+/// `days` as a duration; 0: none.
+fn days(days: u64) -> Option<Duration> {
+    (days > 0).then(|| Duration::from_secs(days.saturating_mul(86_400)))
+}
+
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let Command::Serve(args) = cli.command;
     let config = SchedulerConfig {
@@ -118,6 +137,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         reference_nps: args.reference_nps,
         require_approval: args.require_approval,
         reserve_bytes: args.reserve_mb.saturating_mul(1 << 20),
+        keep_games: days(args.keep_games_days),
+        keep_training_data: days(args.keep_data_days),
+        submitter_quota_bytes: args.submitter_quota_mb.saturating_mul(1 << 20),
+        submitter_active_jobs: args.submitter_active_jobs,
         ..SchedulerConfig::default()
     };
     check_transport(args.listen, args.tls_cert.is_some(), args.allow_plaintext)?;

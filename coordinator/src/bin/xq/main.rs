@@ -353,6 +353,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Show { job } => {
             let job = client.get_job(v1::JobId { job_id: job }).await?.into_inner();
             println!("{}", job_line(&job));
+            if job.data_removed_ms > 0 {
+                let what = if job.kind == "selfplay" { "training data" } else { "games" };
+                println!("  its {what} were removed under the coordinator's retention settings; the counts remain");
+            }
             let mut reasons: Vec<_> = job.reasons.iter().collect();
             reasons.sort();
             for (reason, count) in reasons {

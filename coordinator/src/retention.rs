@@ -1,0 +1,110 @@
+//! Retention and quotas: how long finished jobs' games and training data are kept, and
+//! how much a submitter may store. A job past its retention keeps its row, counts,
+//! results and unit rows (the dashboard still shows it, its SPRT still stands); only
+//! its games file or its training chunks go, and reading them says when and why.
+//! Submitters' quotas bound what they can start: their running and pending jobs, and
+//! the bytes their jobs store; a job's own size is bounded when it is created.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tonic::Status;
+
+use crate::scheduler::ScheduleError;
+use crate::service::{Caller, Shared};
+use crate::storage::{StorageError, now_ms};
+use crate::tokens::Role;
+
+/// Why a retention pass stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum RetentionError {
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    #[error("removing {}: {source}", path.display())]
+    Remove {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Removes the stored games and training data of finished jobs past their retention
+/// (as of `now_ms`); returns the jobs whose data it removed. A job is marked first and
+/// its files deleted after, and files of jobs marked before are deleted again if still
+/// there, so a crash between the two leaves nothing behind for good.
+pub async fn remove_expired_data(shared: &Shared, now_ms: i64) -> Result<Vec<u64>, RetentionError> {
+    let config = &shared.scheduler.config;
+    let before = |keep: Option<Duration>| keep.map_or(0, |keep| now_ms - keep.as_millis() as i64);
+    let (games_before, data_before) = (before(config.keep_games), before(config.keep_training_data));
+    let mut removed = Vec::new();
+    if games_before > 0 || data_before > 0 {
+        for (id, _kind) in shared.storage.jobs_past_retention(games_before, data_before).await? {
+            shared.scheduler.mark_data_removed(id as u64, now_ms).await?;
+            removed.push(id as u64);
+        }
+    }
+    for id in shared.storage.jobs_with_data_removed().await? {
+        delete_job_files(&shared.data_dir, id)?;
+    }
+    Ok(removed)
+}
+
+/// Deletes job `id`'s games file and chunk directory, if present.
+fn delete_job_files(data_dir: &Path, id: i64) -> Result<(), RetentionError> {
+    let games = data_dir.join("games").join(format!("{id}.pgn"));
+    let chunks = data_dir.join("chunks").join(id.to_string());
+    for (path, removed) in [(&games, std::fs::remove_file(&games)), (&chunks, std::fs::remove_dir_all(&chunks))] {
+        match removed {
+            Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+                return Err(RetentionError::Remove { path: path.clone(), source });
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Runs [`remove_expired_data`] now and then every `period`, while the coordinator serves.
+pub async fn keep_removing(shared: Shared, period: Duration) {
+    loop {
+        match remove_expired_data(&shared, now_ms()).await {
+            Ok(removed) if !removed.is_empty() => {
+                tracing::info!("retention: removed the stored data of jobs {removed:?}")
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!("retention: {error}"),
+        }
+        tokio::time::sleep(period).await;
+    }
+}
+
+/// Refuses a submitter a new job past its quotas (admins have none).
+pub async fn check_quota(shared: &Shared, caller: &Caller) -> Result<(), Status> {
+    let config = &shared.scheduler.config;
+    if caller.role != Role::Submitter {
+        return Ok(());
+    }
+    let active = shared.scheduler.active_jobs_of(&caller.token_id);
+    if config.submitter_active_jobs > 0 && active >= config.submitter_active_jobs {
+        return Err(Status::resource_exhausted(format!(
+            "submitter {} has {active} running or pending jobs, the most allowed: stop one or wait",
+            caller.token_id
+        )));
+    }
+    if config.submitter_quota_bytes > 0 {
+        let stored =
+            shared.storage.stored_bytes_of(&caller.token_id).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        if stored >= config.submitter_quota_bytes {
+            return Err(Status::resource_exhausted(format!(
+                "submitter {}'s jobs store {} MB of games and training data, its quota is {} MB: \
+                 wait for retention to remove finished jobs' data or ask an admin",
+                caller.token_id,
+                stored >> 20,
+                config.submitter_quota_bytes >> 20
+            )));
+        }
+    }
+    Ok(())
+}

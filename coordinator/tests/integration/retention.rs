@@ -1,0 +1,136 @@
+//! Retention and quotas: a finished job's games (or training data) are removed once
+//! its retention has passed, its counts and results kept and its readers told why;
+//! running jobs and younger data stay. Submitters are held to their running jobs and
+//! stored bytes, admins are not, and removed data no longer counts against a quota.
+
+use std::time::Duration;
+
+use tonic::Code;
+use xq_coordinator::retention::remove_expired_data;
+use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::storage::now_ms;
+use xq_proto::v1;
+
+use crate::common::*;
+
+const DAY_MS: i64 = 86_400_000;
+
+fn config() -> SchedulerConfig {
+    SchedulerConfig {
+        lease_seconds: 1000.0 * 72.0,
+        reference_nps: 0,
+        keep_games: Some(Duration::from_secs(86_400)),
+        keep_training_data: Some(Duration::from_secs(3 * 86_400)),
+        ..SchedulerConfig::default()
+    }
+}
+
+/// Creates a test of `pairs` pairs as `client`.
+async fn create(client: &mut Client, pairs: u64) -> Result<v1::Job, tonic::Status> {
+    let request = test_request(client, pairs, None).await;
+    client.create_test(request).await.map(tonic::Response::into_inner)
+}
+
+/// Leases job work for `worker` and reports `pairs` pairs of it; returns the lease.
+async fn report(worker: &mut Worker, pairs: usize) -> v1::Lease {
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    let played: Vec<[u8; 2]> = (0..pairs).map(|i| [[2, 1], [1, 1], [0, 1]][i % 3]).collect();
+    let request = v1::ReportPairsRequest {
+        lease_id: lease.lease_id,
+        pairs: lease.units.iter().zip(&played).map(|(&unit, &points)| pair(unit, points)).collect(),
+        cumulative: Some(totals(&played)),
+        ..Default::default()
+    };
+    worker.report_pairs(request).await.unwrap();
+    lease
+}
+
+#[tokio::test]
+async fn finished_jobs_lose_their_stored_data_after_its_retention_and_keep_their_counts() {
+    for backend in BACKENDS {
+        let served = serve(backend, config()).await;
+        let shared = &served.coordinator.shared;
+        let mut admin = client(served.address, &served.client_token).await;
+        let (mut worker, _) = registered_worker_with_cores(&served, "w", &[], 4).await;
+        let request = test_request(&mut admin, 2, None).await;
+        let finished = admin.create_test(request).await.unwrap().into_inner().job_id;
+        report(&mut worker, 2).await;
+        let request = test_request(&mut admin, 100, None).await;
+        let running = admin.create_test(request).await.unwrap().into_inner().job_id;
+        report(&mut worker, 1).await;
+        let spec = v1::SelfPlaySpec { nodes: 1000, games_per_unit: 2, ..Default::default() };
+        let request = v1::CreateSelfPlayRequest { spec: Some(spec), units: 1, ..Default::default() };
+        let selfplay = admin.create_self_play(request).await.unwrap().into_inner().job_id;
+        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        let chunk = crate::security::chunk_of(5);
+        worker
+            .upload_chunk(v1::UploadChunkRequest { lease_id: lease.lease_id, unit: 0, chunk, games: 2 })
+            .await
+            .unwrap();
+        let get = |id| v1::JobId { job_id: id };
+        let before = admin.get_job(get(finished)).await.unwrap().into_inner();
+        assert_eq!((before.state.as_str(), before.units_done), ("finished", 2), "{backend:?}");
+        let games_file = served.data.join(format!("games/{finished}.pgn"));
+        assert!(games_file.exists());
+
+        assert!(remove_expired_data(shared, now_ms()).await.unwrap().is_empty(), "nothing is a day old yet");
+        // A day later the finished test's games go; the running test's and the
+        // self-play job's data (kept three days) stay.
+        assert_eq!(remove_expired_data(shared, now_ms() + DAY_MS + 60_000).await.unwrap(), [finished]);
+        assert!(!games_file.exists());
+        let refused = admin.download_games(get(finished)).await.unwrap_err();
+        assert_eq!(refused.code(), Code::NotFound);
+        assert!(refused.message().contains("retention") && refused.message().contains("counts"), "{refused:?}");
+        let after = admin.get_job(get(finished)).await.unwrap().into_inner();
+        assert!(after.data_removed_ms > 0);
+        assert_eq!((after.totals, after.sprt, after.units_done), (before.totals, before.sprt, before.units_done));
+        let kept = collect(admin.download_games(get(running)).await.unwrap().into_inner()).await;
+        let text: String = kept.into_iter().map(|piece| piece.pgn).collect();
+        assert_eq!(xq_engine::xiangqi::pgn::parse_pgn(&text).unwrap().len(), 2);
+        let chunks = collect(admin.stream_training_data(get(selfplay)).await.unwrap().into_inner()).await;
+        assert_eq!(chunks.len(), 1);
+
+        // Past three days, the training data goes too; a second pass finds nothing.
+        assert_eq!(remove_expired_data(shared, now_ms() + 4 * DAY_MS).await.unwrap(), [selfplay]);
+        assert!(!served.data.join(format!("chunks/{selfplay}")).exists());
+        assert_eq!(admin.stream_training_data(get(selfplay)).await.unwrap_err().code(), Code::NotFound);
+        assert!(remove_expired_data(shared, now_ms() + 5 * DAY_MS).await.unwrap().is_empty());
+        let audit = admin.list_audit(v1::ListAuditRequest::default()).await.unwrap().into_inner();
+        assert_eq!(audit.entries.iter().filter(|e| e.action == "job.data_removed").count(), 2, "{backend:?}");
+    }
+}
+
+#[tokio::test]
+async fn submitters_are_held_to_their_quotas_and_admins_are_not() {
+    for backend in BACKENDS {
+        let config = SchedulerConfig { submitter_quota_bytes: 1, submitter_active_jobs: 2, ..config() };
+        let served = serve(backend, config).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let request =
+            v1::CreateTokenRequest { role: "submitter".to_owned(), name: "alice".to_owned(), expires_seconds: 0 };
+        let alice = admin.create_token(request).await.unwrap().into_inner();
+        let mut as_alice = client(served.address, &alice.token).await;
+
+        // At most two running jobs; stopping one makes room.
+        let first = create(&mut as_alice, 1).await.unwrap();
+        let second = create(&mut as_alice, 100).await.unwrap();
+        let refused = create(&mut as_alice, 1).await.unwrap_err();
+        assert_eq!(refused.code(), Code::ResourceExhausted, "{backend:?}");
+        assert!(refused.message().contains("2 running or pending jobs"), "{refused:?}");
+        as_alice.stop_job(v1::JobId { job_id: second.job_id }).await.unwrap();
+
+        // Past its stored bytes (one pair of games is more than the 1-byte quota).
+        let mut worker = registered_worker(&served, "w", &[]).await;
+        report(&mut worker, 1).await;
+        let state = admin.get_job(v1::JobId { job_id: first.job_id }).await.unwrap().into_inner();
+        assert_eq!(state.state, "finished");
+        let refused = create(&mut as_alice, 1).await.unwrap_err();
+        assert_eq!(refused.code(), Code::ResourceExhausted);
+        assert!(refused.message().contains("quota"), "{refused:?}");
+        create(&mut admin, 1).await.unwrap();
+
+        // Once retention removes the finished job's games, they count no more.
+        remove_expired_data(&served.coordinator.shared, now_ms() + 2 * DAY_MS).await.unwrap();
+        create(&mut as_alice, 1).await.unwrap();
+    }
+}
