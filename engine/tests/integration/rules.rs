@@ -319,3 +319,29 @@ fn cxq_three_hundred_moves_each_draw() {
     assert_eq!(rulings[0], None);
     assert_eq!(rulings[1].map(|r| r.reason), Some(Reason::CxqMoveLimit));
 }
+
+/// The pieces the move `uci` chases in `fen_text`, as (attacker, target) squares.
+fn chases_of(fen_text: &str, uci: &str) -> Vec<String> {
+    let position = Position::from_fen(fen_text).unwrap();
+    let mv = parse_uci(&position, uci, Dialect::ZeroBased).expect("legal move");
+    let nature = classify(&position, &Identities::new(&position), mv);
+    assert!(!nature.check);
+    nature.chases.iter().map(|t| format!("{}{}", t.attacker_square, t.target_square)).collect()
+}
+
+#[test]
+fn wxf_20_6_a_protected_piece_is_chased_only_by_a_horse_or_cannon_and_only_if_a_chariot() {
+    // An elephant (g0-e2) and an advisor (d0-e1) newly attack a horse and a cannon of
+    // greater value than themselves. Protected (a real root, 19.14) they are not
+    // chased: "a perpetual chase targeted at an enemy piece with a real root would be
+    // declared a draw" (20.6); unprotected they are.
+    let elephant_on_horse = ["2rk5/9/9/9/9/2n6/9/9/9/4K1B2 w", "3k5/9/9/9/9/2n6/9/9/9/4K1B2 w"];
+    assert!(chases_of(elephant_on_horse[0], "g0e2").is_empty(), "the chariot on c9 protects the horse");
+    assert_eq!(chases_of(elephant_on_horse[1], "g0e2"), ["e2c4"]);
+    let advisor_on_cannon = ["3k1r3/9/9/9/9/9/9/5c3/9/3AK4 w", "3k5/9/9/9/9/9/9/5c3/9/3AK4 w"];
+    assert!(chases_of(advisor_on_cannon[0], "d0e1").is_empty(), "the chariot on f9 protects the cannon");
+    assert_eq!(chases_of(advisor_on_cannon[1], "d0e1"), ["e1f2"]);
+    // "If a Horse or Cannon perpetually chased an enemy Chariot which was protected, it
+    // would still be prohibited" (20.6): the horse (d1-b2) chases the protected chariot.
+    assert_eq!(chases_of("2rk5/9/9/9/9/2r6/9/9/3N5/4K4 w", "d1b2"), ["b2c4"]);
+}

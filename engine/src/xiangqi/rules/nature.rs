@@ -6,8 +6,12 @@
 //! - the target is unprotected, or protected only by a fake root (19.13-19.15): after
 //!   the capture no enemy piece can legally recapture (a pinned defender, one whose
 //!   recapture would face the kings, one that cannot leave a check);
-//! - or the target is worth more than the attacker, whatever protects it: a horse or
-//!   cannon on a chariot (20.6), an advisor or elephant on a chariot, horse or cannon;
+//! - or a horse or cannon attacks a chariot, whatever protects it (WXF 20.6; Asian
+//!   Section 3 rule 6; CXQ: "a car is never considered protected when it is threatened
+//!   by an opponent's cannon or knight"). The books make that exception for no other
+//!   pair: an advisor, elephant or pawn attacking a protected horse, cannon or chariot
+//!   chases nothing (a real root makes a perpetual chase a draw, 20.6), though engines
+//!   such as Fairy-Stockfish count any attack on a more valuable piece;
 //! - a pawn that has not crossed the river is never a target (20.3);
 //! - a piece that holds back an attack on its own king (a pinned piece, a horse's leg,
 //!   one of two cannon screens) chases nothing, even where it could legally capture the
@@ -135,7 +139,7 @@ impl Nature {
     }
 }
 
-/// Material value for the "worth more than the attacker" test; only the order matters.
+/// Material value, for exchanges of like for like (19.4); only equality matters.
 fn value(kind: PieceKind) -> u32 {
     match kind {
         PieceKind::Rook => 9,
@@ -186,7 +190,9 @@ pub fn threats(position: &Position, ids: &Identities, moved: Option<Square>) -> 
                 continue;
             }
         }
-        let wins_material = value(target.kind) > value(attacker.kind) || !recapture_exists(position, capture);
+        let chariot_by_horse_or_cannon =
+            target.kind == PieceKind::Rook && matches!(attacker.kind, PieceKind::Horse | PieceKind::Cannon);
+        let wins_material = chariot_by_horse_or_cannon || !recapture_exists(position, capture);
         if wins_material {
             threats.push(Threat {
                 attacker: ids.at(capture.from()).expect("followed piece"),
