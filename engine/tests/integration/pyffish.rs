@@ -68,6 +68,11 @@ fn wxf_agrees_with_pyffish() {
     assert!(plain > queries.len() / 2);
 }
 
+/// Examples Fairy-Stockfish rules otherwise than the book, with its ruling: in 36.1 it
+/// does not count a capture that a pawn's move made profitable as a new chase (the
+/// rule cases' README records the same departure for case #152).
+const FAIRY_STOCKFISH_DEPARTS: [(&str, &str); 1] = [("36.1 Example of perpetual chase", "Draw")];
+
 /// The Chapter 5 examples built for the rule tests, ruled by Fairy-Stockfish too: an
 /// oracle independent of the rule book's reading here. It rules at the third
 /// occurrence, so each game is extended by its last cycle once more.
@@ -98,6 +103,7 @@ fn chapter_5_examples_agree_with_pyffish() {
             "True 0" => "Draw",
             other => panic!("{}: pyffish answered {other}", example.section),
         };
-        assert_eq!(example.ruling, theirs, "{}", example.section);
+        let departs = FAIRY_STOCKFISH_DEPARTS.iter().find(|(section, _)| *section == example.section);
+        assert_eq!(departs.map_or(example.ruling.as_str(), |(_, ruling)| ruling), theirs, "{}", example.section);
     }
 }

@@ -12,23 +12,12 @@ use xq_engine::xiangqi::{Move, Position, fen};
 use crate::common::chapter_5_examples;
 
 /// Cases whose recorded ruling the rule book's text does not support, with the ruling
-/// this arbiter derives (the rule-cases README asks for a judgement on these two).
-const JUDGED: [(u64, &str, &str); 2] = [
-    (
-        119,
-        "Undecided",
-        "Diagram 81: the last move recreates no earlier position, so there is no repetition to rule yet",
-    ),
-    (
-        152,
-        "Draw",
-        "36.1 (Diagram 105) has the chariot chasing the horse whose leg it is; Section 14 \
-         (Diagrams 39-41) says such a chariot is immobile and does not chase. The arbiter \
-         applies Section 14 in both, as Fairy-Stockfish rules this case; nor does a pawn \
-         cutting the horse's cover create a threat the chariot did not have (see \
-         rules::nature, Diagram 61)",
-    ),
-];
+/// this arbiter derives (the rule-cases README asks for a judgement on this one).
+const JUDGED: [(u64, &str, &str); 1] = [(
+    119,
+    "Undecided",
+    "Diagram 81: the last move recreates no earlier position, so there is no repetition to rule yet",
+)];
 
 struct Case {
     id: u64,

@@ -14,31 +14,32 @@
 //!   such as Fairy-Stockfish count any attack on a more valuable piece;
 //! - a pawn that has not crossed the river is never a target (20.3);
 //! - a piece that holds back an attack on its own king (a pinned piece, a horse's leg,
-//!   one of two cannon screens) chases nothing, even where it could legally capture the
-//!   piece that pins it: the book calls it immobile (Section 14, Diagrams 39-41;
-//!   Section 22), also when it slides along the line it is pinned on (Diagram 65). The
-//!   exception is a piece that steps into such a place by the move being judged while
-//!   attacking: a resolve-check-and-counter-chase (19.12), as in Diagram 37 and when a
-//!   chariot blocks a horse's check beside the horse;
+//!   one of two cannon screens) chases nothing but the piece that attacks through it:
+//!   the book calls it immobile (Section 14, Diagrams 39-41; Section 22), also when it
+//!   slides along the line it is pinned on (Diagram 65). Taking that attacker frees it,
+//!   and 36.1 (Diagram 105) has a chariot that is a horse's leg chase that horse. The
+//!   other exception is a piece that steps into such a place by the move being judged
+//!   while attacking: a resolve-check-and-counter-chase (19.12), as in Diagram 37 and
+//!   when a chariot blocks a horse's check beside the horse;
 //! - a piece threatening one of its own kind is no chase when the target can capture it
 //!   back; it is when the target is pinned or, for horses, blocked (20.7).
 //!
 //! "Created by the move" is judged per attacker and target: the attacker could not
-//! capture the target before the move (for a side in check, were it not in check) and
-//! can, profitably, after it. So a chase can be
+//! capture the target with profit before the move (for a side in check, could not
+//! capture it at all, were it not in check) and can after it. So a chase can be
 //! discovered (a line opened, a horse leg or elephant eye freed, a cannon screen placed,
 //! Sections 20-21), and an attack that merely persists is not renewed (36.5). A capture
-//! that was possible before and only became profitable because the move cut a
-//! defender's cover is not a new threat: in Diagram 61 (rule cases #86 and #87) Black's
-//! horse, shuttling in and out of the line of the Red cannon that chases its chariot,
-//! cuts that cannon's cover of another Red cannon standing beside the Black chariot on
-//! every move, and the book still rules Red alone the chaser; with two chariots taking
-//! turns against two cannons (rule cases #106 and #155) the cover each chariot gives the
-//! other decides nothing either. 36.1 (Diagram 105) words a pawn cutting a cover as a
-//! chase by the chariot behind it; there the chariot is also the leg that holds back
-//! the horse's check on its own king and chases nothing by Section 14, so both readings
-//! rule that example alike (rule case #152). A move that checks is a check, whatever else it threatens (36.2: the heavier
-//! nature counts).
+//! that was there before and becomes profitable because the move cut the target's
+//! cover is a new threat: in 36.1 (Diagram 105, rule case #152) each pawn move leaves
+//! the cannon that protects a horse without a mount, or with two, and the book has the
+//! chariot behind the pawn chase the horse. Not so when the move answered a threat
+//! against the mover and the answer is what cut the cover: in Diagram 61 (rule cases
+//! #86 and #87) Black's horse, shuttling in and out of the line of the Red cannon that
+//! chases its chariot, cuts that cannon's cover of another Red cannon standing beside
+//! the Black chariot on every move, and the book rules Red alone the chaser; with two
+//! chariots taking turns against two cannons (rule cases #106 and #155) the cover each
+//! chariot gives the other decides nothing either. A move that checks is a check,
+//! whatever else it threatens (36.2: the heavier nature counts).
 //!
 //! The rulings weigh only checks and chases. The other natures of Article 19 are
 //! allowed whenever repeated (20.2, 20.10) and are described by [`allowed_natures`] for
@@ -165,6 +166,24 @@ fn recapture_exists(position: &Position, capture: Move) -> bool {
     replies.iter().any(|reply| reply.to() == capture.to())
 }
 
+/// Whether `capture` by the side to move would win material: a horse or cannon takes a
+/// chariot, or nothing can take back.
+fn wins_material(position: &Position, capture: Move) -> bool {
+    let kind = |sq: Square| position.piece_at(sq).expect("a piece on each end of a capture").kind;
+    let chariot_by_horse_or_cannon =
+        kind(capture.to()) == PieceKind::Rook && matches!(kind(capture.from()), PieceKind::Horse | PieceKind::Cannon);
+    chariot_by_horse_or_cannon || !recapture_exists(position, capture)
+}
+
+/// Whether `capture`, by a piece that holds back an attack on its own king, takes the
+/// very piece that attacks through it, so that it holds nothing back afterwards (a
+/// chariot that is a horse's leg taking that horse).
+fn frees_itself(position: &Position, capture: Move) -> bool {
+    let mut without = position.clone();
+    without.take(capture.to());
+    !without.king_safety().blockers.has(capture.from())
+}
+
 /// The threats of the side to move of `position` that would win material (see the
 /// module documentation); `moved` is the square of the piece that just moved, if any.
 pub fn threats(position: &Position, ids: &Identities, moved: Option<Square>) -> Vec<Threat> {
@@ -173,7 +192,7 @@ pub fn threats(position: &Position, ids: &Identities, moved: Option<Square>) -> 
     let pinned = position.king_safety().blockers;
     let mut threats = Vec::new();
     for &capture in captures.iter() {
-        if pinned.has(capture.from()) && Some(capture.from()) != moved {
+        if pinned.has(capture.from()) && Some(capture.from()) != moved && !frees_itself(position, capture) {
             continue;
         }
         let attacker = position.piece_at(capture.from()).expect("a capturing piece");
@@ -190,10 +209,7 @@ pub fn threats(position: &Position, ids: &Identities, moved: Option<Square>) -> 
                 continue;
             }
         }
-        let chariot_by_horse_or_cannon =
-            target.kind == PieceKind::Rook && matches!(attacker.kind, PieceKind::Horse | PieceKind::Cannon);
-        let wins_material = chariot_by_horse_or_cannon || !recapture_exists(position, capture);
-        if wins_material {
+        if wins_material(position, capture) {
             threats.push(Threat {
                 attacker: ids.at(capture.from()).expect("followed piece"),
                 attacker_kind: attacker.kind,
@@ -224,10 +240,26 @@ pub fn classify(before: &Position, ids: &Identities, mv: Move) -> Nature {
     // all the same, and resolving the check does not renew them (Diagram 5: the pawn
     // that blocks a check and steps back is idle).
     let in_check = safety.checkers.any();
+    // A capture the mover had before, unprofitable then and profitable now because the
+    // move cut the target's cover, is a new threat (36.1, Diagram 105: the pawn that
+    // takes away a cannon's mount makes the chariot behind it chase the horse the
+    // cannon protected) unless the move answered a threat against the mover, whose
+    // answer is what cut the cover (Diagram 61; Section 14).
+    let opponent_threats =
+        || -> Vec<PieceId> { threats(&before.with_other_side_to_move(), ids, None).iter().map(|t| t.target).collect() };
+    let resolves = std::cell::OnceCell::new();
+    let answers_a_threat = || {
+        *resolves.get_or_init(|| {
+            let remaining: Vec<PieceId> = threats(&after, &ids_after, None).iter().map(|t| t.target).collect();
+            opponent_threats().iter().any(|target| !remaining.contains(target))
+        })
+    };
     let could_capture_before = |threat: &Threat| {
         let from = if threat.attacker_square == mv.to() { mv.from() } else { threat.attacker_square };
         let to = threat.target_square;
-        captures_before.iter().any(|c| c.from() == from && c.to() == to)
+        captures_before
+            .iter()
+            .any(|&c| c.from() == from && c.to() == to && (wins_material(before, c) || answers_a_threat()))
             || (in_check
                 && !safety.blockers.has(from)
                 && before.piece_at(from).is_some_and(|piece| before.pseudo_targets(piece, from).has(to)))
