@@ -187,7 +187,16 @@ async fn three_workers_finish_an_sprt_and_its_counts_equal_the_stored_games() {
     assert!(sprt.llr >= sprt.upper);
     let workers_seen = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
     assert_eq!(workers_seen.iter().filter(|w| w.last_seen_ms > 0).count(), 3, "all three registered");
-    check_counts(&mut admin, &dir.0, &state).await;
+    // Pairs in play when the SPRT ended are still reported and count (their games are
+    // real): the counts are compared once the workers are gone.
+    for mut worker in workers {
+        worker.start_kill().unwrap();
+        worker.wait().await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let settled = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+    assert!(settled.units_done >= state.units_done);
+    check_counts(&mut admin, &dir.0, &settled).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
