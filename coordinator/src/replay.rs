@@ -144,7 +144,7 @@ fn replay_xiangqi(game: &PgnGame, context: &PairContext<'_>) -> Result<(Option<R
         None => &[],
     };
     let first_mover = start.side_to_move();
-    let mut referee = Referee::new(start, RefereeConfig { rules: context.rules, ..RefereeConfig::default() });
+    let mut referee = Referee::new(start, RefereeConfig::for_rules(context.rules));
     for (ply, text) in game.moves.iter().enumerate() {
         if let Some(ruling) = referee.ruling() {
             return Err(format!("move {} ({text}) is played after the game ended: {}", ply + 1, ruling.reason));

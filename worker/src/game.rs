@@ -250,7 +250,7 @@ fn begin(start: &Start, settings: &GameSettings, players: ByColor<String>) -> (A
     let mut moves = Vec::new();
     let (arbiter, start_fen, from_startpos) = match start {
         Start::Xiangqi(opening) => {
-            let config = RefereeConfig { rules: settings.rules, ..RefereeConfig::default() };
+            let config = RefereeConfig::for_rules(settings.rules);
             let mut referee = Referee::new(opening.start.clone(), config);
             for &mv in &opening.moves {
                 if referee.play(mv).is_err() {

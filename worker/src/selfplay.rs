@@ -136,7 +136,7 @@ fn play_xiongqi_game(settings: &SelfPlaySettings, index: usize) -> Vec<XiongqiRe
 fn play_game(settings: &SelfPlaySettings, game: usize, shared: &Shared) -> Vec<Record> {
     let mut rng = StdRng::seed_from_u64(settings.seed.wrapping_add(game as u64));
     let start = Position::startpos();
-    let mut referee = Referee::new(start.clone(), RefereeConfig { rules: settings.rules, ..RefereeConfig::default() });
+    let mut referee = Referee::new(start.clone(), RefereeConfig::for_rules(settings.rules));
     let mut moves: Vec<Move> = Vec::new();
     let mut records = Vec::new();
     let limits = Limits { nodes: Some(settings.nodes), ..Limits::default() };

@@ -35,7 +35,9 @@ fn rules_a_perpetual_check_with_its_article_and_each_ply() {
     let verdict = &lines[0];
     assert_eq!(verdict["result"], "0-1");
     assert_eq!(verdict["reason"], "perpetual check");
-    assert_eq!(verdict["article"], "WXF 20.1");
+    // Black's cannons chase the chariot in turn: a perpetual check against a perpetual
+    // chase, the checker's loss.
+    assert_eq!(verdict["article"], "WXF 3.1.H");
     let natures: Vec<&str> =
         verdict["plies"].as_array().unwrap().iter().map(|p| p["nature"].as_str().unwrap()).collect();
     assert!(natures.iter().step_by(2).all(|&n| n == "check"), "{natures:?}");

@@ -184,7 +184,7 @@ fn wxf_3_1_c_perpetual_check_is_ruled_at_the_third_occurrence() {
     let ruling = referee.rule_last_cycle().expect("a cycle to rule on request");
     assert_eq!(
         (ruling.outcome, ruling.reason, ruling.article),
-        (Outcome::Win(Color::Black), Reason::PerpetualCheck, "WXF 20.1")
+        (Outcome::Win(Color::Black), Reason::PerpetualCheck, "WXF 3.1.H")
     );
     assert_eq!(play_all(&mut referee, "h8h9 f9f8 h9h8").pop().unwrap(), None);
     assert_eq!(play_all(&mut referee, "f8f9").pop().unwrap(), Some(ruling), "third occurrence");
@@ -333,4 +333,90 @@ fn wxf_20_6_a_protected_piece_is_chased_only_by_a_horse_or_cannon_and_only_if_a_
     // "If a Horse or Cannon perpetually chased an enemy Chariot which was protected, it
     // would still be prohibited" (20.6): the horse (d1-b2) chases the protected chariot.
     assert_eq!(chases_of("2rk5/9/9/9/9/2r6/9/9/3N5/4K4 w", "d1b2"), ["b2c4"]);
+}
+
+/// Plays `cycle` until the referee rules; the ruling and the plies it took.
+fn ruled(fen_text: &str, config: RefereeConfig, cycle: &str) -> (xq_engine::xiangqi::rules::Ruling, usize) {
+    let mut referee = Referee::new(Position::from_fen(fen_text).unwrap(), config);
+    let rulings = play_all(&mut referee, &format!("{cycle} ").repeat(4));
+    let ply = rulings.iter().position(Option::is_some).expect("a ruling within four cycles");
+    (rulings[ply].unwrap(), ply + 1)
+}
+
+#[test]
+fn wxf_3_1_h_a_perpetual_check_against_a_perpetual_chase_loses() {
+    use xq_engine::color::Color;
+    use xq_engine::xiangqi::rules::{Reason, RuleSet};
+    // Red checks on every move; each Black reply has a cannon chase the lone chariot.
+    let fen_text = "c2a1k3/2c1a2R1/9/9/9/9/9/9/4K4/9 w";
+    for (rules, article) in [(RuleSet::Wxf, "WXF 3.1.H"), (RuleSet::Asian, "Asian Section 2 principle 3")] {
+        let (ruling, _) = ruled(fen_text, RefereeConfig::for_rules(rules), "h8h9 f9f8 h9h8 f8f9");
+        assert_eq!(
+            (ruling.outcome, ruling.reason, ruling.article),
+            (Outcome::Win(Color::Black), Reason::PerpetualCheck, article)
+        );
+    }
+    // Against idle replies the perpetual check is 20.1's (Asian Section 4 rule 6).
+    let (ruling, _) =
+        ruled("4k4/9/9/9/9/9/9/9/9/3K1R3 w", RefereeConfig::for_rules(RuleSet::Asian), "f0e0 e9f9 e0f0 f9e9");
+    assert_eq!((ruling.outcome, ruling.article), (Outcome::Win(Color::Black), "Asian Section 4 rule 6"));
+}
+
+#[test]
+fn asian_rules_are_ruled_and_cited_by_their_own_text() {
+    use xq_engine::color::Color;
+    use xq_engine::xiangqi::rules::{Reason, RuleSet};
+    let asian = RefereeConfig::for_rules(RuleSet::Asian);
+    // Section 3 rule 3: "One loses if one perpetually chases" (a chariot after a lone
+    // cannon), at the third occurrence (Section 4 rule 3).
+    let (ruling, plies) = ruled("4k4/9/9/9/9/9/9/9/1R7/c2K5 w", asian, "b1a1 a0b0 a1b1 b0a0");
+    assert_eq!(
+        (ruling.outcome, ruling.reason, ruling.article),
+        (Outcome::Win(Color::Black), Reason::PerpetualChase, "Asian Section 3 rule 3")
+    );
+    assert_eq!(plies, 8);
+    // Section 4 rule 5: a repetition without violation can be ruled a draw.
+    let (ruling, _) = ruled("4k4/9/9/9/9/9/9/9/9/3K5 w", asian, "d0d1 e9e8 d1d0 e8e9");
+    assert_eq!(
+        (ruling.outcome, ruling.reason, ruling.article),
+        (Outcome::Draw, Reason::Repetition, "Asian Section 4 rule 5")
+    );
+    // Section 4 rules 1 and 2: the king taken (checkmate) and no legal move.
+    let mate = Position::from_fen("3k5/2R6/9/9/9/9/9/9/9/R3K4 w").unwrap();
+    let mut referee = Referee::new(mate, asian);
+    play_all(&mut referee, "a0d0");
+    assert_eq!(referee.ruling().map(|r| (r.reason, r.article)), Some((Reason::Checkmate, "Asian Section 4 rule 1")));
+    let stalemate = Position::from_fen("3k5/2R6/9/9/9/9/9/9/9/4K4 b").unwrap();
+    let ruling = Referee::new(stalemate, asian).ruling().expect("no legal move");
+    assert_eq!((ruling.reason, ruling.article), (Reason::Stalemate, "Asian Section 4 rule 2"));
+    // The Asian text has no natural move count: 100 plies without a capture draw under
+    // WXF (Article 8) and rule nothing under the Asian rules.
+    let cycle = "a4a5 e9e8 a5a4 e8e9 ".repeat(25);
+    let start = "4k4/9/9/9/9/R8/9/9/9/3K5 w";
+    for (config, expected) in [(RefereeConfig::for_rules(RuleSet::Wxf), true), (asian, false)] {
+        let config = RefereeConfig { violation_occurrences: u32::MAX, draw_occurrences: u32::MAX, ..config };
+        let mut referee = Referee::new(Position::from_fen(start).unwrap(), config);
+        assert_eq!(play_all(&mut referee, &cycle)[99].is_some(), expected, "{:?}", config.rules);
+    }
+}
+
+/// The Asian rules agree with WXF's on every ruled case (the module documents where
+/// their texts differ and how the arbiter reads them); each is ruled under them too.
+#[test]
+fn the_rule_cases_are_ruled_alike_under_the_asian_rules() {
+    use xq_engine::xiangqi::rules::RuleSet;
+    for case in cases() {
+        let (start, _) = fen::parse_composed(&case.fen).expect("case FEN");
+        let mut referee = Referee::new(start, RefereeConfig::for_rules(RuleSet::Asian));
+        play_all(&mut referee, &case.moves.join(" "));
+        let wxf = {
+            let (start, _) = fen::parse_composed(&case.fen).expect("case FEN");
+            let mut referee = Referee::new(start, RefereeConfig::for_rules(RuleSet::Wxf));
+            play_all(&mut referee, &case.moves.join(" "));
+            referee.rule_last_cycle().map(|r| r.outcome)
+        };
+        let asian = referee.rule_last_cycle();
+        assert_eq!(asian.map(|r| r.outcome), wxf, "case {}", case.id);
+        assert!(asian.is_none_or(|r| r.article.starts_with("Asian ")), "case {}: {asian:?}", case.id);
+    }
 }

@@ -68,7 +68,8 @@ fn best_move_after(fen_text: &str, moves: &[&str], depth: i32) -> Move {
 
 #[test]
 fn the_engine_does_not_close_a_perpetual_check_it_would_lose() {
-    // Rule case #1: Red's next h9h8 would repeat a perpetual check (WXF 20.1).
+    // Rule case #1: Red's next h9h8 would repeat a perpetual check against Black's
+    // perpetual chase, which loses (WXF 3.1.H).
     let mv = best_move_after(
         "c2a1k3/2c1a2R1/b6P1/8p/9/9/9/9/4K4/9 w - - 0 1",
         &["h8h9", "f9f8", "h9h8", "f8f9", "h8h9", "f9f8"],

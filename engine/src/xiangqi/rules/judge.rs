@@ -130,7 +130,7 @@ pub fn judge(request: &JudgeRequest) -> Result<(Value, Vec<PositionError>), Judg
         Some(text) => fen::parse_composed(text)?,
         None => (Position::startpos(), Vec::new()),
     };
-    let config = RefereeConfig { rules: request.rules, ..RefereeConfig::default() };
+    let config = RefereeConfig::for_rules(request.rules);
     let mut referee = Referee::new(start.clone(), config);
     let mut ids = Identities::new(&start);
     let mut plies = Vec::with_capacity(request.moves.len());

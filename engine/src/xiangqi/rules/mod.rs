@@ -30,7 +30,8 @@
 //! # Rule sets
 //! - `wxf`: the World Xiangqi Rules 2018, as above (the default).
 //! - `asian`: the older HKCCA text (shared/rules/asian-rules-hkcca-translation.txt,
-//!   Chapter 4), ruled by the same code with the Asian rule numbers cited. Its rules
+//!   Chapter 4), ruled by the same code with the Asian rules cited by section and
+//!   number (Section 2 principles, Section 3 general rules, Section 4 detail rules). Its rules
 //!   agree with WXF's on what this arbiter decides, with these differences in the text:
 //!   - rule 28 lets the king chase together with another piece, where rule 30 and WXF
 //!     Section 25 forbid a king or pawn helped on every move; the arbiter applies
@@ -41,7 +42,8 @@
 //!   - rules 25-26 spell out that moving only the cannon mount is a chase by the
 //!     cannon, and rule 27 that a chariot confined to a line by a cannon does not chase
 //!     along it: WXF shows the same by diagrams (Sections 20-22);
-//!   - the Asian text has no natural move count; the referee's count is a setting.
+//!   - the Asian text has no natural move count, so [`RefereeConfig::for_rules`] sets
+//!     none for it (games end by the rules or by a match's own ply limit).
 //! - `cxq`: the CXQ rules, see [`cxq`]: consecutive checks and chases are counted
 //!   instead of repetitions ruled (a repetition alone is no draw), and the automatic
 //!   draws replace the natural move count.
@@ -265,33 +267,38 @@ pub fn rule_cycle(start: &Position, moves: &[Move], rules: RuleSet) -> (Ruling, 
     };
     let red = conduct(&of_side(Color::Red), rules);
     let black = conduct(&of_side(Color::Black), rules);
-    let check_article = rules.article("WXF 20.1", "Asian rule 6");
-    let chase_article = rules.article("WXF 20.3", "Asian rule 33");
+    let checker_loses = |article| Ruling {
+        outcome: Outcome::loss_of(if red == Conduct::PerpetualCheck { Color::Red } else { Color::Black }),
+        reason: Reason::PerpetualCheck,
+        article,
+    };
     let ruling = match (red, black) {
         (Conduct::PerpetualCheck, Conduct::PerpetualCheck) => Ruling {
             outcome: Outcome::Draw,
             reason: Reason::MutualPerpetualCheck,
-            article: rules.article("WXF 20.1", "Asian rule 7"),
+            article: rules.article("WXF 20.1", "Asian Section 4 rule 7"),
         },
-        (Conduct::PerpetualCheck, _) | (_, Conduct::PerpetualCheck) => Ruling {
-            outcome: Outcome::loss_of(if red == Conduct::PerpetualCheck { Color::Red } else { Color::Black }),
-            reason: Reason::PerpetualCheck,
-            article: check_article,
-        },
+        // The checker loses also when the other side's chase is forbidden in turn.
+        (Conduct::PerpetualCheck, Conduct::ForbiddenChase) | (Conduct::ForbiddenChase, Conduct::PerpetualCheck) => {
+            checker_loses(rules.article("WXF 3.1.H", "Asian Section 2 principle 3"))
+        }
+        (Conduct::PerpetualCheck, _) | (_, Conduct::PerpetualCheck) => {
+            checker_loses(rules.article("WXF 20.1", "Asian Section 4 rule 6"))
+        }
         (Conduct::ForbiddenChase, Conduct::ForbiddenChase) => Ruling {
             outcome: Outcome::Draw,
             reason: Reason::MutualPerpetualChase,
-            article: rules.article("WXF 3.2.C", "Asian rule 22"),
+            article: rules.article("WXF 3.2.C", "Asian Section 2 principle 2"),
         },
         (Conduct::ForbiddenChase, _) | (_, Conduct::ForbiddenChase) => Ruling {
             outcome: Outcome::loss_of(if red == Conduct::ForbiddenChase { Color::Red } else { Color::Black }),
             reason: Reason::PerpetualChase,
-            article: chase_article,
+            article: rules.article("WXF 20.3", "Asian Section 3 rule 3"),
         },
         _ => Ruling {
             outcome: Outcome::Draw,
             reason: Reason::Repetition,
-            article: rules.article("WXF 3.2.B", "Asian rule 5"),
+            article: rules.article("WXF 3.2.B", "Asian Section 4 rule 5"),
         },
     };
     (ruling, natures)
@@ -310,6 +317,14 @@ pub struct RefereeConfig {
     pub natural_move_plies: Option<u32>,
     /// Checks per side that count towards the natural move count (default 10).
     pub counted_checks: u32,
+}
+
+impl RefereeConfig {
+    /// The defaults under `rules`: the Asian text has no natural move count.
+    pub fn for_rules(rules: RuleSet) -> Self {
+        let natural_move_plies = if rules == RuleSet::Asian { None } else { Some(100) };
+        RefereeConfig { rules, natural_move_plies, ..RefereeConfig::default() }
+    }
 }
 
 impl Default for RefereeConfig {
@@ -436,7 +451,11 @@ impl Referee {
         }
         let loser = self.position.side_to_move();
         let reason = if self.position.in_check() { Reason::Checkmate } else { Reason::Stalemate };
-        Some(Ruling { outcome: Outcome::loss_of(loser), reason, article: "WXF 3.1.A" })
+        let article = match reason {
+            Reason::Checkmate => self.config.rules.article("WXF 3.1.A", "Asian Section 4 rule 1"),
+            _ => self.config.rules.article("WXF 3.1.A", "Asian Section 4 rule 2"),
+        };
+        Some(Ruling { outcome: Outcome::loss_of(loser), reason, article })
     }
 
     fn repetition_ruling(&self, occurrences: u32) -> Option<Ruling> {
