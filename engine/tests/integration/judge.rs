@@ -8,8 +8,13 @@ use serde_json::Value;
 use crate::common::engine_binary;
 
 fn judge(args: &[&str], stdin: &str) -> (bool, Vec<Value>, String) {
+    run("judge", args, stdin)
+}
+
+/// Runs `xq-engine <command> <args>`; whether it succeeded, its JSON lines, its stderr.
+fn run(command: &str, args: &[&str], stdin: &str) -> (bool, Vec<Value>, String) {
     let mut child = Command::new(engine_binary())
-        .arg("judge")
+        .arg(command)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -192,4 +197,48 @@ fn xiongqi_games_are_ruled_by_their_own_rules() {
     assert!(!ok && stderr.contains("ply 3 (c4c6)"), "{stderr}");
     let (_, lines, _) = judge(&["--batch"], "{\"variant\": \"xiongqi\", \"moves\": [\"c3c4\"]}\n");
     assert_eq!(lines[0]["result"], "*");
+}
+
+/// A chariot chasing a lone cannon: the chaser's loss at the third occurrence (ply 8)
+/// under WXF and the Asian rules; a draw at the fourth (ply 12) under the computer rules.
+const CHASE_FEN: &str = "4k4/9/9/9/9/9/9/9/1R7/c2K5 w - - 0 1";
+const CHASE_CYCLE: &str = "b1a1 a0b0 a1b1 b0a0";
+
+#[test]
+fn the_judge_says_where_a_referee_would_have_ended_the_game() {
+    let moves = [CHASE_CYCLE; 4].join(" ");
+    let (ok, lines, stderr) = judge(&["--fen", CHASE_FEN, "--moves", &moves], "");
+    assert!(ok, "{stderr}");
+    let ended = &lines[0]["ended"];
+    assert_eq!((ended["ply"].as_u64(), ended["article"].as_str()), (Some(8), Some("WXF 20.3")), "{ended}");
+    assert_eq!(ended["result"], "0-1");
+}
+
+#[test]
+fn verify_reports_the_games_where_rule_sets_part_and_counts_them() {
+    let path = std::env::temp_dir().join(format!("xq-verify-{}.pgn", std::process::id()));
+    let cycles = [CHASE_CYCLE; 4].join(" ");
+    let pgn = format!(
+        "[FEN \"{CHASE_FEN}\"]\n\n{cycles} *\n\n[Event \"quiet\"]\n\n1. h2e2 h9g7 *\n\n[Event \"bad\"]\n\n1. h2e2 e2e9 *\n"
+    );
+    std::fs::write(&path, pgn).expect("write PGN");
+    let (ok, lines, stderr) = run("verify", &["--rules", "wxf,asian,computer", path.to_str().unwrap()], "");
+    std::fs::remove_file(&path).ok();
+    assert!(ok, "{stderr}");
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    let parting = &lines[0];
+    let kinds: Vec<&str> = parting["kinds"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
+    assert_eq!(kinds, ["wxf vs computer: different ply", "asian vs computer: different ply"]);
+    let verdicts = parting["verdicts"].as_array().unwrap();
+    let seen: Vec<(u64, &str)> =
+        verdicts.iter().map(|v| (v["ply"].as_u64().unwrap(), v["article"].as_str().unwrap())).collect();
+    assert_eq!(seen, [(8, "WXF 20.3"), (8, "Asian Section 3 rule 3"), (12, "WXF 3.2.B")]);
+    assert!(lines[1]["error"].as_str().unwrap().contains("ply 2"), "{}", lines[1]);
+    let summary = &lines[2]["summary"];
+    assert_eq!(
+        (summary["games"].as_u64(), summary["refused"].as_u64(), summary["parting"].as_u64()),
+        (Some(3), Some(1), Some(1))
+    );
+    assert_eq!(summary["by_kind"]["wxf vs computer: different ply"], 1);
+    assert_eq!(summary["by_articles"]["WXF 20.3 / WXF 3.2.B"], 1);
 }

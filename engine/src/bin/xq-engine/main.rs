@@ -1,6 +1,7 @@
 //! `xq-engine`: speaks UCI on stdin when run without arguments; `perft` counts moves.
 
 mod judge;
+mod verify;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -46,7 +47,7 @@ enum Command {
     /// Rules a game under the tournament rules and prints it as one JSON line: the
     /// cycle its last move closed, or any other ruling it reached.
     Judge {
-        /// Rule set: wxf, asian or computer.
+        /// Rule set: wxf, asian, cxq or computer.
         #[arg(long, default_value = "wxf")]
         rules: RuleSet,
         /// Start position (default: the start position); unreachable but playable
@@ -65,6 +66,20 @@ enum Command {
         /// Read games as JSON lines {"fen": ..., "moves": [...], "rules": ..., "variant": ...} on stdin.
         #[arg(long, conflicts_with_all = ["fen", "moves", "pgn"])]
         batch: bool,
+    },
+    /// Replays every game of PGN files under several rule sets, each ending a game where
+    /// its referee would, and prints each game where they part as a JSON line, then a
+    /// summary (games, games per second, disagreements by kind and by articles).
+    Verify {
+        /// The rule sets, comma-separated: wxf, asian, cxq, computer.
+        #[arg(long, default_value = "wxf,asian,cxq", value_delimiter = ',')]
+        rules: Vec<RuleSet>,
+        /// PGN files (moves in UCI coordinates, `[FEN]` tag for other starts).
+        #[arg(required = true)]
+        pgn: Vec<std::path::PathBuf>,
+        /// Only parse and replay the moves (the benchmark's reference).
+        #[arg(long)]
+        replay_only: bool,
     },
     /// Searches fixed positions to a fixed depth; prints the node count (the engine's
     /// signature) and the speed.
@@ -179,6 +194,9 @@ fn run() -> anyhow::Result<()> {
             }
             let moves = moves.split_whitespace().map(str::to_owned).collect();
             judge::judge_one(&JudgeRequest { fen, moves, rules, variant }, &mut out)
+        }
+        Some(Command::Verify { rules, pgn, replay_only }) => {
+            verify::verify_files(&pgn, if replay_only { &[] } else { &rules }, &mut std::io::stdout().lock())
         }
     }
 }

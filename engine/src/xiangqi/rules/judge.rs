@@ -1,5 +1,6 @@
 //! The judge: rules a game given as a start position and moves, and describes the
-//! ruling and each ply's nature as JSON, for people and scripts (`xq-engine judge`).
+//! ruling, each ply's nature and where a referee would have ended the game in play
+//! ([`super::verify::ruled_in_play`]) as JSON, for people and scripts (`xq-engine judge`).
 
 use serde_json::{Value, json};
 
@@ -134,6 +135,7 @@ pub fn judge(request: &JudgeRequest) -> Result<(Value, Vec<PositionError>), Judg
     let mut referee = Referee::new(start.clone(), config);
     let mut ids = Identities::new(&start);
     let mut plies = Vec::with_capacity(request.moves.len());
+    let mut moves = Vec::with_capacity(request.moves.len());
     for (index, text) in request.moves.iter().enumerate() {
         let before = referee.position().clone();
         let mv = parse_uci(&before, text, Dialect::ZeroBased).map_err(|error| JudgeError::Move {
@@ -144,14 +146,20 @@ pub fn judge(request: &JudgeRequest) -> Result<(Value, Vec<PositionError>), Judg
         let mut ply = ply_json(&classify(&before, &ids, mv), &allowed_natures(&before, &ids, mv), mv);
         ids.apply(mv);
         referee.play(mv).expect("a parsed move is legal");
+        moves.push(mv);
         ply["fen"] = json!(fen::to_fen(referee.position()));
         plies.push(ply);
     }
     let ruling = referee.rule_last_cycle().or(referee.ruling());
+    // Where a referee would have ended the game in play, as a verification job sees it.
+    let ended = super::verify::ruled_in_play(&start, &moves, config).map(|(ply, ruling)| {
+        json!({"ply": ply, "result": ruling.outcome.pgn(), "reason": ruling.reason.to_string(), "article": ruling.article})
+    });
     let verdict = json!({
         "result": ruling.map_or("*", |r| r.outcome.pgn()),
         "reason": ruling.map(|r| r.reason.to_string()),
         "article": ruling.map(|r| r.article),
+        "ended": ended,
         "plies": plies,
     });
     Ok((verdict, warnings))

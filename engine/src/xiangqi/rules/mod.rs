@@ -54,6 +54,7 @@ pub mod cxq;
 pub mod identity;
 pub mod judge;
 pub mod nature;
+pub mod verify;
 
 use std::collections::HashMap;
 use std::fmt;
