@@ -8,6 +8,11 @@
 //! The GSPRT compares the maximum-likelihood distributions of the results under the
 //! two hypotheses (Elo `elo0` against `elo1`), each found by solving the secular
 //! equation of the constrained maximum.
+//!
+//! [`spsa`] is the other thing a testing cluster computes from game pairs: fishtest's
+//! SPSA tuning of engine parameters.
+
+pub mod spsa;
 
 /// Normalized Elo per unit of t-value: 800 / ln 10.
 const NELO_PER_T: f64 = 800.0 / std::f64::consts::LN_10;
