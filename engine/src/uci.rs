@@ -16,6 +16,7 @@ use crate::xiangqi::nnue::embedded::embedded;
 use crate::xiangqi::notation::{Dialect, parse_uci};
 use crate::xiangqi::rules::RuleSet;
 use crate::xiangqi::search::limits::Limits;
+use crate::xiangqi::search::params::{TUNABLES, Tunable};
 use crate::xiangqi::search::{Score, SearchInfo, SearchOptions, Shared, search};
 use crate::xiangqi::{Move, Position, fen, perft};
 use crate::xiongqi;
@@ -63,6 +64,18 @@ struct Session {
     net: Arc<Network>,
     /// The UseNNUE option: off, searches use the handcrafted evaluation.
     use_nnue: bool,
+    /// Whether the search's tunable numbers are options.
+    option_set: OptionSet,
+}
+
+/// Which options the engine declares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OptionSet {
+    /// The options a user sets.
+    Standard,
+    /// Those and the search's tunable numbers ([`crate::xiangqi::search::params`]),
+    /// for SPSA tuning: the `xq-engine` binary built with the `tune` feature.
+    Tuning,
 }
 
 /// A Xiongqi position as `position` gave it.
@@ -82,8 +95,8 @@ impl XiongqiSetup {
     }
 }
 
-/// Runs the protocol loop until `quit` or the end of `input`.
-pub fn run(input: impl BufRead, output: impl Write + Send + 'static) {
+/// Runs the protocol loop until `quit` or the end of `input`, declaring `option_set`.
+pub fn run(input: impl BufRead, output: impl Write + Send + 'static, option_set: OptionSet) {
     let out: Output = Arc::new(Mutex::new(Box::new(output)));
     let mut session = Session {
         protocol: Protocol::Uci,
@@ -99,6 +112,7 @@ pub fn run(input: impl BufRead, output: impl Write + Send + 'static) {
         depth_limit: 0,
         net: embedded(),
         use_nnue: true,
+        option_set,
     };
     session.options.network = Some(session.net.clone());
     for line in input.lines() {
@@ -198,8 +212,11 @@ impl Session {
                 "option name Repetition Rule type combo default wxf var wxf var asian var cxq var computer".to_owned(),
                 "option name Depth Limit type spin default 0 min 0 max 127".to_owned(),
                 "option name Clear Hash type button".to_owned(),
-                "uciok".to_owned(),
-            ],
+            ]
+            .into_iter()
+            .chain(self.tunable_options().map(Tunable::uci_option))
+            .chain(["uciok".to_owned()])
+            .collect(),
             Protocol::Ucci => vec![
                 format!("id name xq-engine {version}"),
                 "id author the xq-cluster developers".to_owned(),
@@ -211,6 +228,12 @@ impl Session {
         for line in lines {
             say(&self.out, &line);
         }
+    }
+
+    /// The search's numbers this session declares as options.
+    fn tunable_options(&self) -> impl Iterator<Item = &'static Tunable> {
+        let declared: &[Tunable] = if self.option_set == OptionSet::Tuning { TUNABLES } else { &[] };
+        declared.iter()
     }
 
     /// `limits` under the Depth Limit option.
@@ -284,6 +307,9 @@ impl Session {
             "repetition rule" => self.options.rules = value.parse::<RuleSet>().map_err(|e| e.to_string())?,
             "clear hash" => self.shared.tt.clear(),
             "depth limit" => self.depth_limit = number(0, 127)? as i32,
+            _ if self.tunable_options().any(|t| t.name.eq_ignore_ascii_case(&name)) => {
+                self.options.params.set(&name, &value).expect("a tunable's name")?
+            }
             _ => return Err(format!("unknown option '{name}'")),
         }
         self.options.network = self.use_nnue.then(|| self.net.clone());

@@ -19,6 +19,8 @@
 
 use std::fmt::Write as _;
 
+use serde::{Deserialize, Serialize};
+
 /// fishtest's alpha: the learning rate's decay.
 pub const DEFAULT_ALPHA: f64 = 0.602;
 /// fishtest's gamma: the perturbation's decay.
@@ -59,6 +61,9 @@ pub enum SpsaError {
     /// The schedule cannot run.
     #[error("schedule: {0}")]
     Schedule(String),
+    /// A saved run's state cannot be read back.
+    #[error("the run's state: {0}")]
+    State(String),
     /// A probe's flips do not match the parameters.
     #[error("a probe has {flips} flips for {parameters} parameters, each +1 or -1")]
     Flips {
@@ -70,7 +75,7 @@ pub enum SpsaError {
 }
 
 /// A parameter as fishtest declares it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Parameter {
     /// The engine's option name.
     pub name: String,
@@ -98,9 +103,7 @@ impl Parameter {
         if words.first() != Some(&"spin") {
             return None;
         }
-        let field = |key: &str| {
-            words.windows(2).find(|w| w[0] == key).and_then(|w| w[1].parse::<f64>().ok())
-        };
+        let field = |key: &str| words.windows(2).find(|w| w[0] == key).and_then(|w| w[1].parse::<f64>().ok());
         let (start, min, max) = (field("default")?, field("min")?, field("max")?);
         let c_end = ((max - min) * DEFAULT_C_END_SHARE).max(f64::EPSILON);
         Some(Parameter { name: name.trim().to_owned(), start, min, max, c_end, r_end: DEFAULT_R_END })
@@ -182,7 +185,7 @@ pub fn format_parameters(parameters: &[Parameter], values: Option<&[f64]>) -> St
 }
 
 /// How a run's steps shrink.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Schedule {
     /// The run's length in game pairs (`N`).
     pub pairs: u64,
@@ -198,12 +201,7 @@ impl Schedule {
     /// fishtest's defaults for a run of `pairs`: A a tenth of the pairs (rounded down,
     /// as fishtest rounds it), alpha 0.602, gamma 0.101.
     pub fn fishtest(pairs: u64) -> Schedule {
-        Schedule {
-            pairs,
-            big_a: (DEFAULT_A_RATIO * pairs as f64).floor(),
-            alpha: DEFAULT_ALPHA,
-            gamma: DEFAULT_GAMMA,
-        }
+        Schedule { pairs, big_a: (DEFAULT_A_RATIO * pairs as f64).floor(), alpha: DEFAULT_ALPHA, gamma: DEFAULT_GAMMA }
     }
 
     fn check(&self) -> Result<(), SpsaError> {
@@ -236,8 +234,9 @@ pub struct Probe {
     pub minus: Vec<f64>,
 }
 
-/// A tuning run: the parameters, the schedule, and where theta stands.
-#[derive(Clone, Debug, PartialEq)]
+/// A tuning run: the parameters, the schedule, and where theta stands. Its JSON form
+/// is a run's state: stopped, it resumes from it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Tuner {
     parameters: Vec<Parameter>,
     schedule: Schedule,
@@ -263,10 +262,36 @@ impl Tuner {
         }
         let n = schedule.pairs as f64;
         let c = parameters.iter().map(|p| p.c_end * n.powf(schedule.gamma)).collect();
-        let a =
-            parameters.iter().map(|p| p.r_end * p.c_end * p.c_end * (schedule.big_a + n).powf(schedule.alpha)).collect();
+        let a = parameters
+            .iter()
+            .map(|p| p.r_end * p.c_end * p.c_end * (schedule.big_a + n).powf(schedule.alpha))
+            .collect();
         let theta = parameters.iter().map(|p| p.start).collect();
         Ok(Tuner { parameters, schedule, c, a, theta, iteration: 0 })
+    }
+
+    /// The run saved as JSON (see [`Tuner::resume`]).
+    pub fn state(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a run is plain data")
+    }
+
+    /// A run saved by [`Tuner::state`], checked as a new run is (the file may have
+    /// been edited).
+    pub fn resume(state: &str) -> Result<Tuner, SpsaError> {
+        let saved: Tuner = serde_json::from_str(state).map_err(|e| SpsaError::State(e.to_string()))?;
+        let mut fresh = Tuner::new(saved.parameters, saved.schedule)?;
+        if saved.theta.len() != fresh.theta.len() {
+            return Err(SpsaError::State(format!("{} values for {} parameters", saved.theta.len(), fresh.theta.len())));
+        }
+        for (i, value) in saved.theta.iter().enumerate() {
+            let p = &fresh.parameters[i];
+            if !(p.min..=p.max).contains(value) {
+                return Err(SpsaError::State(format!("'{}' = {value} lies outside {}..{}", p.name, p.min, p.max)));
+            }
+        }
+        fresh.theta = saved.theta;
+        fresh.iteration = saved.iteration;
+        Ok(fresh)
     }
 
     /// The parameters tuned.
@@ -334,6 +359,69 @@ impl Tuner {
             self.theta[i] = self.clip(i, self.theta[i] + step);
         }
         self.iteration += pairs;
+    }
+}
+
+/// Where theta stood over a run: the samples a chart plots.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct History {
+    /// The parameters' names, in the order of each sample's values.
+    pub names: Vec<String>,
+    /// Theta after so many pairs, in order.
+    pub samples: Vec<Sample>,
+}
+
+/// Theta after some pairs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Pairs applied.
+    pub pairs: u64,
+    /// The values then.
+    pub theta: Vec<f64>,
+}
+
+/// Samples a run keeps, as fishtest keeps them: about this many, evenly spread.
+pub const HISTORY_SAMPLES: u64 = 100;
+
+impl History {
+    /// An empty history of `tuner`'s parameters, with its start as the first sample.
+    pub fn of(tuner: &Tuner) -> History {
+        let names = tuner.parameters.iter().map(|p| p.name.clone()).collect();
+        History { names, samples: vec![Sample { pairs: tuner.iteration, theta: tuner.theta.clone() }] }
+    }
+
+    /// Adds `tuner`'s theta when a sample is due (every `pairs / 100` pairs, and at
+    /// the end of the run).
+    pub fn observe(&mut self, tuner: &Tuner) {
+        let period = (tuner.schedule.pairs / HISTORY_SAMPLES).max(1);
+        let last = self.samples.last().map_or(0, |s| s.pairs);
+        if tuner.iteration >= last + period || (tuner.finished() && tuner.iteration > last) {
+            self.samples.push(Sample { pairs: tuner.iteration, theta: tuner.theta.clone() });
+        }
+    }
+
+    /// As CSV: a header of `pairs` and the names, then a row per sample.
+    pub fn to_csv(&self) -> String {
+        let quote = |name: &str| format!("\"{}\"", name.replace('"', "\"\""));
+        let mut text = String::from("pairs");
+        for name in &self.names {
+            text.push(',');
+            text.push_str(&quote(name));
+        }
+        text.push('\n');
+        for sample in &self.samples {
+            let _ = write!(text, "{}", sample.pairs);
+            for value in &sample.theta {
+                let _ = write!(text, ",{value}");
+            }
+            text.push('\n');
+        }
+        text
+    }
+
+    /// As JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a history is plain data")
     }
 }
 
@@ -457,6 +545,31 @@ mod tests {
         assert_eq!(Parameter::from_uci_option("option name UseNNUE type check default true"), None);
         assert_eq!(Parameter::from_uci_option("option name Hash type spin default 16 min 1"), None);
         assert_eq!(Parameter::from_uci_option("id name xq"), None);
+    }
+
+    #[test]
+    fn the_history_samples_about_a_hundred_points_and_the_end() {
+        let parameters = parse_parameters("A \"x\", 100, 0, 200, 10, 0.002").unwrap();
+        let mut tuner = Tuner::new(parameters, Schedule::fishtest(1005)).unwrap();
+        let mut history = History::of(&tuner);
+        while !tuner.finished() {
+            let probe = tuner.probe(&[1]).unwrap();
+            tuner.apply(&probe, 1, 1);
+            history.observe(&tuner);
+        }
+        let pairs: Vec<u64> = history.samples.iter().map(|s| s.pairs).collect();
+        assert_eq!(pairs.len(), 102, "{pairs:?}");
+        assert_eq!(&pairs[..3], &[0, 10, 20]);
+        assert_eq!(pairs.last(), Some(&1005));
+        let csv = history.to_csv();
+        assert!(csv.starts_with("pairs,\"A \"\"x\"\"\"\n0,100\n10,"), "{csv}");
+        let back: History = serde_json::from_str(&history.to_json()).unwrap();
+        assert_eq!(back, history);
+        assert_eq!(Tuner::resume(&tuner.state()), Ok(tuner.clone()));
+        let edited = tuner.state().replace(&format!("{}", tuner.theta()[0]), "900.5");
+        let error = Tuner::resume(&edited).unwrap_err().to_string();
+        assert!(error.contains("900.5 lies outside 0..200"), "{error}");
+        assert!(matches!(Tuner::resume("{"), Err(SpsaError::State(_))));
     }
 
     #[test]

@@ -146,8 +146,8 @@ pub struct EngineProcess {
     stdin: ChildStdin,
     lines: Receiver<String>,
     stderr: Arc<Mutex<String>>,
-    /// Option names the engine announced.
-    announced_options: Vec<String>,
+    /// The `option ...` lines the engine declared.
+    declared_options: Vec<String>,
 }
 
 impl EngineProcess {
@@ -191,7 +191,7 @@ impl EngineProcess {
             }
         });
         let mut engine =
-            EngineProcess { config: config.clone(), child, stdin, lines, stderr, announced_options: Vec::new() };
+            EngineProcess { config: config.clone(), child, stdin, lines, stderr, declared_options: Vec::new() };
         engine.handshake()?;
         Ok(engine)
     }
@@ -199,6 +199,20 @@ impl EngineProcess {
     /// The configuration it was started with.
     pub fn config(&self) -> &EngineConfig {
         &self.config
+    }
+
+    /// The `option ...` lines the engine declared in its handshake.
+    pub fn declared_options(&self) -> &[String] {
+        &self.declared_options
+    }
+
+    /// Whether the engine declared the option `name`.
+    fn declares(&self, name: &str) -> bool {
+        self.declared_options.iter().any(|line| {
+            let rest = line["option ".len()..].trim_start();
+            let rest = rest.strip_prefix("name ").unwrap_or(rest);
+            rest.split(" type ").next().unwrap_or(rest).trim() == name
+        })
     }
 
     /// The end of the engine's stderr.
@@ -247,20 +261,24 @@ impl EngineProcess {
             Protocol::Ucci => ("ucci", "ucciok"),
         };
         self.send(hello)?;
-        let mut announced = Vec::new();
+        let mut declared = Vec::new();
         self.read_until("handshake answer", HANDSHAKE_TIMEOUT, |line| {
-            if let Some(rest) = line.strip_prefix("option ") {
-                let name = rest.strip_prefix("name ").unwrap_or(rest);
-                let name = name.split(" type ").next().unwrap_or(name).trim();
-                announced.push(name.to_owned());
+            if line.starts_with("option ") {
+                declared.push(line.to_owned());
             }
             line == ok
         })?;
-        self.announced_options = announced;
-        if self.config.protocol == Protocol::Uci && self.announced_options.iter().any(|o| o == "UCI_Variant") {
+        self.declared_options = declared;
+        if self.config.protocol == Protocol::Uci && self.declares("UCI_Variant") {
             self.send("setoption name UCI_Variant value xiangqi")?;
         }
-        for (name, value) in self.config.options.clone() {
+        self.set_options(&self.config.options.clone())
+    }
+
+    /// Sets options (between games: an SPSA probe's values) and waits until the
+    /// engine is ready.
+    pub fn set_options(&mut self, options: &[(String, String)]) -> Result<(), EngineError> {
+        for (name, value) in options {
             match self.config.protocol {
                 Protocol::Uci => self.send(&format!("setoption name {name} value {value}"))?,
                 Protocol::Ucci => self.send(&format!("setoption {name} {value}"))?,

@@ -5,8 +5,9 @@
 //! Layout: [`engine_process`] talks to one engine; [`time_control`] keeps the clocks;
 //! [`game`] plays one game; [`openings`] reads books; [`match_runner`] plays pairs
 //! concurrently and keeps the totals; [`pgn_out`] writes the records; [`selfplay`]
-//! generates training data; [`sandbox`] confines engines a coordinator sends; [`fleet`]
-//! is the worker of a coordinator's fleet, which puts them to work.
+//! generates training data; [`spsa`] tunes an engine's parameters with local games;
+//! [`sandbox`] confines engines a coordinator sends; [`fleet`] is the worker of a
+//! coordinator's fleet, which puts them to work.
 
 pub mod engine_process;
 pub mod fleet;
@@ -16,4 +17,5 @@ pub mod openings;
 pub mod pgn_out;
 pub mod sandbox;
 pub mod selfplay;
+pub mod spsa;
 pub use xq_engine::time_control;

@@ -137,10 +137,37 @@ fn start_engine(config: &EngineConfig) -> Result<EngineProcess, MatchError> {
     EngineProcess::start(config).map_err(|error| MatchError::Engine { name: config.name.clone(), error })
 }
 
+/// Sets a pair's options; an engine that died since its last game is started again
+/// once before the match gives up on it.
+fn give_options(
+    engine: &mut EngineProcess,
+    config: &EngineConfig,
+    options: &[(String, String)],
+) -> Result<(), MatchError> {
+    if engine.set_options(options).is_ok() {
+        return Ok(());
+    }
+    *engine = start_engine(config)?;
+    engine.set_options(options).map_err(|error| MatchError::Engine { name: config.name.clone(), error })
+}
+
+/// Options each engine is given before a pair: `None` leaves them as they are.
+pub type PairOptions<'a> = &'a (dyn Fn(usize) -> Option<[Vec<(String, String)>; 2]> + Sync);
+
 /// Plays the match; `on_game` sees every finished game with the totals after it, and
 /// may end the match early by returning false.
 pub fn run_match(
     settings: &MatchSettings,
+    on_game: impl FnMut(&FinishedGame, &MatchTotals) -> bool,
+) -> Result<MatchTotals, MatchError> {
+    run_match_with_options(settings, &|_| None, on_game)
+}
+
+/// Plays the match as [`run_match`] does, giving the engines `pair_options(pair)`
+/// before each pair (SPSA's probes: the engines' values change from pair to pair).
+pub fn run_match_with_options(
+    settings: &MatchSettings,
+    pair_options: PairOptions<'_>,
     mut on_game: impl FnMut(&FinishedGame, &MatchTotals) -> bool,
 ) -> Result<MatchTotals, MatchError> {
     if settings.openings.is_empty() {
@@ -177,6 +204,17 @@ pub fn run_match(
                     }
                     let pair = settings.pairs[next];
                     let opening = &settings.openings[pair % settings.openings.len()];
+                    let options = pair_options(pair);
+                    if let Some(options) = &options {
+                        for index in 0..2 {
+                            if let Err(error) =
+                                give_options(&mut engines[index], &settings.engines[index], &options[index])
+                            {
+                                let _ = sender.send(Err(error));
+                                return;
+                            }
+                        }
+                    }
                     for leg in 0..2 {
                         let [first, second] = &mut engines;
                         let by_color = if leg == 0 {
@@ -187,12 +225,18 @@ pub fn run_match(
                         let record = play_game(by_color, opening, &settings.game);
                         if let Some((color, _)) = &record.failure {
                             let index = usize::from((*color == Color::Red) == (leg == 1));
-                            match start_engine(&settings.engines[index]) {
-                                Ok(fresh) => engines[index] = fresh,
-                                Err(error) => {
-                                    let _ = sender.send(Err(error));
-                                    return;
+                            let restarted = start_engine(&settings.engines[index]).and_then(|fresh| {
+                                engines[index] = fresh;
+                                match &options {
+                                    Some(options) => {
+                                        give_options(&mut engines[index], &settings.engines[index], &options[index])
+                                    }
+                                    None => Ok(()),
                                 }
+                            });
+                            if let Err(error) = restarted {
+                                let _ = sender.send(Err(error));
+                                return;
                             }
                         }
                         if sender.send(Ok(FinishedGame { pair, leg, record })).is_err() {

@@ -2,6 +2,10 @@
 
 use std::io::Write;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use xq_engine::uci::OptionSet;
+use xq_engine::xiangqi::search::params::TUNABLES;
 
 use xq_engine::xiangqi::notation::{Dialect, parse_uci};
 use xq_engine::xiangqi::{Position, perft};
@@ -201,4 +205,59 @@ fn depth_limit_caps_every_search() {
         .collect();
     assert_eq!(depths.iter().max(), Some(&3), "{out}");
     assert!(out.contains("bestmove"), "{out}");
+}
+
+/// The protocol loop run in-process with `option_set`; returns its output.
+fn converse_in_process(input: &str, option_set: OptionSet) -> String {
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+    impl Write for Sink {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let sink = Sink::default();
+    xq_engine::uci::run(std::io::Cursor::new(input.to_owned()), sink.clone(), option_set);
+    String::from_utf8(sink.0.lock().unwrap().clone()).unwrap()
+}
+
+fn nodes_of_last_info(out: &str) -> u64 {
+    let line = out.lines().rfind(|l| l.starts_with("info depth")).expect("an info line");
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == "nodes").expect("nodes");
+    words[at + 1].parse().unwrap()
+}
+
+/// Built for tuning, the engine declares every search number as a spin option that
+/// SPSA can read (fishtest's format), takes values in range, refuses the others, and
+/// searches differently with them; the standard build neither declares nor takes them.
+#[test]
+fn a_tuning_build_declares_and_takes_the_search_numbers() {
+    let out = converse_in_process("uci\nquit\n", OptionSet::Tuning);
+    for tunable in TUNABLES {
+        let line = out.lines().find(|l| l.starts_with(&format!("option name {} type", tunable.name)));
+        let parameter = xq_stats::spsa::Parameter::from_uci_option(line.expect(tunable.name)).expect("a spin option");
+        assert_eq!(parameter.start, f64::from(tunable.default), "{}", tunable.name);
+        assert_eq!((parameter.min, parameter.max), (f64::from(tunable.min), f64::from(tunable.max)));
+    }
+    assert!(out.lines().last() == Some("uciok"), "{out}");
+    let standard = converse_in_process("uci\nsetoption name Futility Base value 150\nquit\n", OptionSet::Standard);
+    assert!(!standard.contains("Futility Base type"), "{standard}");
+    assert!(standard.contains("unknown option 'Futility Base'"), "{standard}");
+
+    let search = "position startpos moves h2e2 h9g7 h0g2\ngo depth 7\nisready\n";
+    let default = converse_in_process(search, OptionSet::Tuning);
+    let tuned = converse_in_process(
+        &format!("setoption name Futility Per Depth value 20\nsetoption name LMR Base value 200\n{search}"),
+        OptionSet::Tuning,
+    );
+    let refused =
+        converse_in_process(&format!("setoption name Futility Per Depth value 9999\n{search}"), OptionSet::Tuning);
+    assert!(refused.contains("Futility Per Depth: '9999' is not a number in 20..=200"), "{refused}");
+    assert_eq!(nodes_of_last_info(&refused), nodes_of_last_info(&default), "a refused value changes nothing");
+    assert_ne!(nodes_of_last_info(&tuned), nodes_of_last_info(&default), "{tuned}");
 }

@@ -6,6 +6,7 @@ mod fleet;
 mod matches;
 mod sandbox;
 mod selfplay;
+mod spsa;
 
 use std::path::PathBuf;
 use std::time::Duration;

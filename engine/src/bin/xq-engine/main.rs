@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use xq_engine::uci::OptionSet;
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::nnue::embedded::embedded;
 use xq_engine::xiangqi::nnue::simd::Simd;
@@ -137,7 +138,9 @@ fn main() -> ExitCode {
 fn run() -> anyhow::Result<()> {
     match Cli::parse().command {
         None | Some(Command::Uci) => {
-            xq_engine::uci::run(std::io::stdin().lock(), std::io::stdout());
+            // A build for SPSA tuning declares the search's numbers as options.
+            let option_set = if cfg!(feature = "tune") { OptionSet::Tuning } else { OptionSet::Standard };
+            xq_engine::uci::run(std::io::stdin().lock(), std::io::stdout(), option_set);
             Ok(())
         }
         Some(Command::Bench { depth, eval_file, handcrafted, simd }) => {

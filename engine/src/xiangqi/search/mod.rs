@@ -9,6 +9,7 @@
 //! check, forbidden chase) scores as a loss for the violator, one that draws scores 0.
 
 pub mod limits;
+pub mod params;
 pub mod tt;
 
 use std::collections::HashMap;
@@ -17,6 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use limits::{Deadlines, Limits};
+use params::SearchParams;
 use tt::{Bound, TranspositionTable, TtData};
 
 use super::eval::{evaluate, piece_value};
@@ -69,6 +71,8 @@ pub struct SearchOptions {
     pub multipv: usize,
     /// The NNUE net evaluating positions; `None`: the handcrafted evaluation.
     pub network: Option<Arc<Network>>,
+    /// Pruning margins and reductions.
+    pub params: SearchParams,
 }
 
 impl Default for SearchOptions {
@@ -79,6 +83,7 @@ impl Default for SearchOptions {
             move_overhead: Duration::from_millis(10),
             multipv: 1,
             network: None,
+            params: SearchParams::default(),
         }
     }
 }
@@ -201,12 +206,7 @@ struct Worker<'a> {
     /// Each ply's static evaluation (`-INFINITY` in check), to tell whether the side
     /// to move is improving on its previous turn.
     static_evals: Vec<i32>,
-}
-
-/// Late move reduction in plies, by depth and move number.
-fn reduction(depth: i32, move_number: usize) -> i32 {
-    let r = 0.8 + (depth as f64).ln() * (move_number as f64).ln() / 2.3;
-    r as i32
+    params: SearchParams,
 }
 
 impl<'a> Worker<'a> {
@@ -256,6 +256,7 @@ impl<'a> Worker<'a> {
             root_excluded: limits.banned.clone(),
             nnue,
             static_evals: vec![-INFINITY; MAX_PLY + 2],
+            params: options.params,
         }
     }
 
@@ -324,7 +325,7 @@ impl<'a> Worker<'a> {
     /// Searches one principal variation at `depth` with aspiration windows around
     /// `previous`; `None` when stopped before it completed.
     fn aspiration(&mut self, depth: i32, previous: i32) -> Option<i32> {
-        let mut delta = 25;
+        let mut delta = self.params.aspiration_delta;
         let (mut alpha, mut beta) =
             if depth >= 5 { (previous - delta, previous + delta) } else { (-INFINITY, INFINITY) };
         loop {
@@ -577,12 +578,16 @@ impl<'a> Worker<'a> {
         let improving = !in_check && ply >= 2 && static_eval > self.static_evals[ply - 2];
         let us = self.position.side_to_move();
         if !pv_node && !in_check && beta.abs() < MATE_BOUND {
-            if depth <= 6 && static_eval - 90 * depth + 40 * i32::from(improving) >= beta {
+            let p = self.params;
+            if depth <= 6
+                && static_eval - p.reverse_futility_margin * depth + p.reverse_futility_improving * i32::from(improving)
+                    >= beta
+            {
                 return static_eval;
             }
             let after_null = self.undos.last().is_some_and(Option::is_none);
             if depth >= 3 && static_eval >= beta && !after_null && self.has_pieces_beyond_pawns(us) {
-                let r = 3 + depth / 4 + ((static_eval - beta) / 200).min(3);
+                let r = p.null_move_base + depth / 4 + ((static_eval - beta) / p.null_move_eval_divisor).min(3);
                 self.play_null();
                 let score = -self.negamax(-beta, -beta + 1, depth - 1 - r, ply + 1, false);
                 self.take_back();
@@ -622,6 +627,7 @@ impl<'a> Worker<'a> {
         let mut best = -INFINITY;
         let mut best_move = None;
         self.quiets_tried[ply].clear();
+        let p = self.params;
         for index in 0..move_count {
             let Some(mv) = self.move_buffers[ply].pick(index) else {
                 break;
@@ -633,15 +639,21 @@ impl<'a> Worker<'a> {
             let may_reduce = depth >= 3 && move_number > 3 && !in_check;
             let quiet = !is_capture && (may_prune || may_reduce) && !self.position.gives_check(mv);
             if !pv_node && !in_check && quiet && best > -MATE_BOUND {
-                if depth <= 3 && move_number > (4 + 2 * depth * depth + i32::from(improving) * depth * depth) as usize {
+                let late = p.late_move_base + 2 * depth * depth + i32::from(improving) * depth * depth;
+                if depth <= 3 && move_number > late as usize {
                     continue;
                 }
-                if depth <= 5 && static_eval + 100 + 80 * depth <= alpha {
+                if depth <= 5 && static_eval + p.futility_base + p.futility_per_depth * depth <= alpha {
                     continue;
                 }
             }
             // Captures that lose material by the exchange, near the leaves.
-            if may_prune && is_capture && depth <= 4 && move_number > 1 && see(&self.position, mv) < -100 * depth {
+            if may_prune
+                && is_capture
+                && depth <= 4
+                && move_number > 1
+                && see(&self.position, mv) < -p.see_prune_per_depth * depth
+            {
                 continue;
             }
             self.play(mv);
@@ -651,11 +663,11 @@ impl<'a> Worker<'a> {
             } else {
                 let mut r = 0;
                 if depth >= 3 && move_number > 3 && quiet && !in_check {
-                    r = reduction(depth, move_number) + i32::from(!pv_node) + i32::from(!improving);
+                    r = p.reduction(depth, move_number) + i32::from(!pv_node) + i32::from(!improving);
                     if self.killers[ply].contains(&Some(mv)) {
                         r -= 1;
                     }
-                    r -= self.history[us.index()][mv.from().index()][mv.to().index()] / 8_192;
+                    r -= self.history[us.index()][mv.from().index()][mv.to().index()] / p.lmr_history_divisor;
                     r = r.clamp(0, new_depth - 1);
                 }
                 let mut score = -self.negamax(-alpha - 1, -alpha, new_depth - r, ply + 1, false);

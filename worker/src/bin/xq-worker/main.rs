@@ -1,5 +1,6 @@
 //! `xq-worker`: the match runner (`match`), usable alone like cutechess-cli,
-//! self-play data generation (`selfplay`), and a coordinator's worker (`connect`).
+//! self-play data generation (`selfplay`), SPSA tuning with local games (`spsa`), and
+//! a coordinator's worker (`connect`).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -13,8 +14,9 @@ use xq_engine::variant::Variant;
 use xq_engine::xiangqi::Position;
 use xq_engine::xiangqi::notation::Dialect;
 use xq_engine::xiangqi::rules::RuleSet;
+use xq_stats::spsa::{Parameter, Schedule, Tuner, format_parameters, option_value, parse_parameters};
 use xq_stats::{Model, Sprt};
-use xq_worker::engine_process::{EngineConfig, FenFlavour, Protocol};
+use xq_worker::engine_process::{EngineConfig, EngineProcess, FenFlavour, Protocol};
 use xq_worker::fleet::{ConnectSettings, capabilities, connect};
 use xq_worker::game::{Adjudication, GameSettings, Opening, Start};
 use xq_worker::match_runner::{MatchSettings, MatchTotals, run_match};
@@ -22,6 +24,7 @@ use xq_worker::openings::{arrange, read_book, read_xiongqi_book};
 use xq_worker::pgn_out::game_pgn;
 use xq_worker::sandbox::Sandbox;
 use xq_worker::selfplay::{SelfPlaySettings, load_self_play_net, run_selfplay};
+use xq_worker::spsa::{SpsaSettings, run_spsa};
 use xq_worker::time_control::TimeControl;
 
 #[derive(Parser)]
@@ -39,6 +42,8 @@ enum Command {
     Selfplay(SelfplayArgs),
     /// Works for a coordinator: leases, plays and reports until stopped.
     Connect(ConnectArgs),
+    /// Tunes an engine's parameters by SPSA with local game pairs.
+    Spsa(SpsaArgs),
 }
 
 #[derive(clap::Args)]
@@ -114,12 +119,67 @@ struct MatchArgs {
     /// in `run`; this flat list only declares the argument.)
     #[arg(long = "engine", num_args = 1.., action = ArgAction::Append, required = true)]
     engines: Vec<String>,
-    /// Time control: 10+0.1, 40/60, 25/3600:10/300, st=0.1, nodes=N, depth=N.
-    #[arg(long, default_value = "10+0.1")]
-    tc: TimeControl,
     /// Games to play (even: each opening is played twice, colours swapped).
     #[arg(long, default_value_t = 2)]
     games: usize,
+    /// SPRT as key=value words: elo0=, elo1=, alpha=, beta=, model=normalized|logistic.
+    #[arg(long, num_args = 1..)]
+    sprt: Option<Vec<String>>,
+    /// Write the games here as PGN.
+    #[arg(long)]
+    pgnout: Option<PathBuf>,
+    #[command(flatten)]
+    play: PlayArgs,
+}
+
+#[derive(clap::Args)]
+struct SpsaArgs {
+    /// The engine to tune, as key=value words (as `match --engine`); both sides of
+    /// every pair are copies of it.
+    #[arg(long = "engine", num_args = 1.., required = true)]
+    engine: Vec<String>,
+    /// Parameters in fishtest's format, a line each: name, start, min, max, c_end, r_end.
+    #[arg(long, conflicts_with = "tune")]
+    params: Option<PathBuf>,
+    /// Parameters by name, comma-separated, taken from the spin options the engine
+    /// declares (start at its default, c_end a twentieth of the range, r_end 0.002).
+    #[arg(long)]
+    tune: Option<String>,
+    /// Game pairs (iterations) of the run.
+    #[arg(long, default_value_t = 1000)]
+    pairs: u64,
+    /// The schedule's A as a share of the pairs (fishtest's default 0.1).
+    #[arg(long, default_value_t = xq_stats::spsa::DEFAULT_A_RATIO)]
+    a_ratio: f64,
+    /// The learning rate's decay.
+    #[arg(long, default_value_t = xq_stats::spsa::DEFAULT_ALPHA)]
+    alpha: f64,
+    /// The perturbation's decay.
+    #[arg(long, default_value_t = xq_stats::spsa::DEFAULT_GAMMA)]
+    gamma: f64,
+    /// Seed of the perturbations' directions.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The run's state, saved after every pair; when the file exists the run resumes
+    /// from it (and --params, --tune and the schedule's settings are its own).
+    #[arg(long)]
+    state: Option<PathBuf>,
+    /// Write theta's history here as CSV.
+    #[arg(long)]
+    history_csv: Option<PathBuf>,
+    /// Write theta's history here as JSON.
+    #[arg(long)]
+    history_json: Option<PathBuf>,
+    #[command(flatten)]
+    play: PlayArgs,
+}
+
+/// How games are played, for `match` and `spsa`.
+#[derive(clap::Args)]
+struct PlayArgs {
+    /// Time control: 10+0.1, 40/60, 25/3600:10/300, st=0.1, nodes=N, depth=N.
+    #[arg(long, default_value = "10+0.1")]
+    tc: TimeControl,
     /// Games at once (default: the number of cores).
     #[arg(long)]
     concurrency: Option<usize>,
@@ -145,12 +205,6 @@ struct MatchArgs {
     /// one Xiongqi FEN a line).
     #[arg(long, default_value = "xiangqi")]
     variant: Variant,
-    /// SPRT as key=value words: elo0=, elo1=, alpha=, beta=, model=normalized|logistic.
-    #[arg(long, num_args = 1..)]
-    sprt: Option<Vec<String>>,
-    /// Write the games here as PGN.
-    #[arg(long)]
-    pgnout: Option<PathBuf>,
     /// Draw adjudication: movenumber=N movecount=M score=S.
     #[arg(long, num_args = 1..)]
     draw: Option<Vec<String>>,
@@ -166,6 +220,51 @@ struct MatchArgs {
     /// Seconds a node- or depth-limited search may take before the engine counts as hung.
     #[arg(long, default_value_t = 60)]
     hang_seconds: u64,
+}
+
+impl PlayArgs {
+    /// The openings in play order.
+    fn openings(&self) -> anyhow::Result<Vec<Start>> {
+        Ok(match (self.variant, &self.book) {
+            (Variant::Xiangqi, Some(path)) => {
+                arrange(read_book(path, self.book_plies)?, self.shuffle, self.book_offset)
+                    .into_iter()
+                    .map(Start::from)
+                    .collect()
+            }
+            (Variant::Xiangqi, None) => vec![Start::from(Opening { start: Position::startpos(), moves: Vec::new() })],
+            (Variant::Xiongqi, Some(path)) => arrange(read_xiongqi_book(path)?, self.shuffle, self.book_offset)
+                .into_iter()
+                .map(Start::Xiongqi)
+                .collect(),
+            (Variant::Xiongqi, None) => vec![Start::Xiongqi(xq_engine::xiongqi::Position::startpos())],
+        })
+    }
+
+    /// How each game is played.
+    fn game(&self) -> anyhow::Result<GameSettings> {
+        Ok(GameSettings {
+            time_control: self.tc.clone(),
+            rules: self.rules,
+            time_margin: Duration::from_millis(self.margin_ms),
+            hang_timeout: Duration::from_secs(self.hang_seconds),
+            adjudication: Adjudication::from_words(self.draw.as_deref(), self.resign.as_deref())?,
+            max_plies: self.maxplies,
+        })
+    }
+
+    fn concurrency(&self) -> usize {
+        self.concurrency.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
+
+    /// Tells an engine the game, unless its options already say it.
+    fn announce_variant(&self, engine: &mut EngineConfig) {
+        if self.variant != Variant::Xiangqi
+            && !engine.options.iter().any(|(name, _)| name.eq_ignore_ascii_case("UCI_Variant"))
+        {
+            engine.options.insert(0, ("UCI_Variant".to_owned(), self.variant.name().to_owned()));
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -191,6 +290,7 @@ fn run() -> anyhow::Result<()> {
                 .unwrap_or_default();
             run_match_command(args, engines)
         }
+        Command::Spsa(args) => run_spsa_command(args),
         Command::Connect(args) => {
             let settings = ConnectSettings {
                 coordinator: args.coordinator,
@@ -367,41 +467,18 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
     if args.games == 0 || !args.games.is_multiple_of(2) {
         bail!("--games {} must be even and positive: each opening is played twice", args.games);
     }
-    let openings: Vec<Start> = match (args.variant, &args.book) {
-        (Variant::Xiangqi, Some(path)) => arrange(read_book(path, args.book_plies)?, args.shuffle, args.book_offset)
-            .into_iter()
-            .map(Start::from)
-            .collect(),
-        (Variant::Xiangqi, None) => vec![Start::from(Opening { start: Position::startpos(), moves: Vec::new() })],
-        (Variant::Xiongqi, Some(path)) => {
-            arrange(read_xiongqi_book(path)?, args.shuffle, args.book_offset).into_iter().map(Start::Xiongqi).collect()
-        }
-        (Variant::Xiongqi, None) => vec![Start::Xiongqi(xq_engine::xiongqi::Position::startpos())],
-    };
-    // Both engines are told the game, unless their options already say it.
     let mut engines = engines;
-    if args.variant != Variant::Xiangqi {
-        for engine in &mut engines {
-            if !engine.options.iter().any(|(name, _)| name.eq_ignore_ascii_case("UCI_Variant")) {
-                engine.options.insert(0, ("UCI_Variant".to_owned(), args.variant.name().to_owned()));
-            }
-        }
+    for engine in &mut engines {
+        args.play.announce_variant(engine);
     }
     let sprt = args.sprt.as_deref().map(sprt).transpose()?;
     let settings = MatchSettings {
         engines: engines.clone(),
         pairs: (0..args.games / 2).collect(),
-        concurrency: args.concurrency.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-        pin_cores: args.pin,
-        openings,
-        game: GameSettings {
-            time_control: args.tc.clone(),
-            rules: args.rules,
-            time_margin: Duration::from_millis(args.margin_ms),
-            hang_timeout: Duration::from_secs(args.hang_seconds),
-            adjudication: Adjudication::from_words(args.draw.as_deref(), args.resign.as_deref())?,
-            max_plies: args.maxplies,
-        },
+        concurrency: args.play.concurrency(),
+        pin_cores: args.play.pin,
+        openings: args.play.openings()?,
+        game: args.play.game()?,
         sprt,
     };
     let mut pgn = match &args.pgnout {
@@ -410,7 +487,7 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
     };
     let names = [engines[0].name.clone(), engines[1].name.clone()];
     let event = format!("{} vs {}", names[0], names[1]);
-    let tc_text = args.tc.to_string();
+    let tc_text = args.play.tc.to_string();
     let mut write_error = None;
     // On a terminal: a progress bar carrying the summary, game results above it. In a
     // log: one line per game and one summary line.
@@ -464,5 +541,90 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
     for (name, count) in &totals.failures {
         println!("  failures of {name}: {count}");
     }
+    Ok(())
+}
+
+/// The parameters to tune: from a file in fishtest's format, or the engine's own spin
+/// options named by --tune.
+fn spsa_parameters(args: &SpsaArgs, engine: &EngineConfig) -> anyhow::Result<Vec<Parameter>> {
+    if let Some(path) = &args.params {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        return parse_parameters(&text).with_context(|| format!("{}", path.display()));
+    }
+    let Some(names) = &args.tune else {
+        bail!("name the parameters: --params FILE (fishtest's format) or --tune NAME,NAME");
+    };
+    let process = EngineProcess::start(engine).with_context(|| format!("cannot start {}", engine.name))?;
+    let declared: Vec<Parameter> =
+        process.declared_options().iter().filter_map(|l| Parameter::from_uci_option(l)).collect();
+    process.quit();
+    names
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(|name| {
+            declared.iter().find(|p| p.name.eq_ignore_ascii_case(name)).cloned().with_context(|| {
+                let spins: Vec<&str> = declared.iter().map(|p| p.name.as_str()).collect();
+                format!("{} declares no spin option '{name}' (its spin options: {})", engine.name, spins.join(", "))
+            })
+        })
+        .collect()
+}
+
+fn run_spsa_command(args: SpsaArgs) -> anyhow::Result<()> {
+    let mut engine = engine_config(&args.engine)?;
+    args.play.announce_variant(&mut engine);
+    let saved = match &args.state {
+        Some(path) if path.exists() => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+            let tuner = Tuner::resume(&text).with_context(|| format!("{}", path.display()))?;
+            eprintln!("resuming {} at pair {} of {}", path.display(), tuner.iteration(), tuner.schedule().pairs);
+            Some(tuner)
+        }
+        _ => None,
+    };
+    let tuner = match saved {
+        Some(tuner) => tuner,
+        None => {
+            let schedule = Schedule {
+                pairs: args.pairs,
+                big_a: (args.a_ratio * args.pairs as f64).floor(),
+                alpha: args.alpha,
+                gamma: args.gamma,
+            };
+            Tuner::new(spsa_parameters(&args, &engine)?, schedule)?
+        }
+    };
+    let settings = SpsaSettings {
+        engine,
+        concurrency: args.play.concurrency(),
+        pin_cores: args.play.pin,
+        openings: args.play.openings()?,
+        game: args.play.game()?,
+        seed: args.seed,
+        state_file: args.state.clone(),
+    };
+    let names: Vec<String> = tuner.parameters().iter().map(|p| p.name.clone()).collect();
+    let values =
+        |theta: &[f64]| names.iter().zip(theta).map(|(n, v)| format!("{n}={v:.2}")).collect::<Vec<_>>().join(" ");
+    let total = tuner.schedule().pairs;
+    let report_every = (total / 100).max(1);
+    let (tuner, history) = run_spsa(&settings, tuner, |tuner, _| {
+        if tuner.iteration().is_multiple_of(report_every) || tuner.finished() {
+            eprintln!("pairs {}/{total}: {}", tuner.iteration(), values(tuner.theta()));
+        }
+        true
+    })?;
+    for (path, text) in [(&args.history_csv, history.to_csv()), (&args.history_json, history.to_json())] {
+        if let Some(path) = path {
+            std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        }
+    }
+    println!("# after {} pairs, as UCI options:", tuner.iteration());
+    for (name, value) in names.iter().zip(tuner.theta()) {
+        println!("setoption name {name} value {}", option_value(*value));
+    }
+    println!("# in fishtest's format, to go on from here:");
+    print!("{}", format_parameters(tuner.parameters(), Some(tuner.theta())));
     Ok(())
 }
