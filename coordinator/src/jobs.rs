@@ -15,6 +15,7 @@ use xq_proto::{DEFAULT_SELF_PLAY_PLIES, self_play_plies, self_play_unit_records}
 use xq_stats::{Model, Sprt, SprtState, elo_estimate};
 
 use crate::artifacts::check_hash;
+use crate::spsa::{SpsaSetup, check_spsa};
 use crate::storage::JobRow;
 
 /// The pair cap of an SPRT that names none: fishtest's default of 250,000 games
@@ -56,6 +57,8 @@ pub struct MatchJob {
     pub sprt: Option<Sprt>,
     /// The book's openings (unit `i` plays opening `i` modulo their number).
     pub openings: Option<Arc<Book>>,
+    /// An SPSA job's settings: its engine plays itself, as plus and minus.
+    pub spsa: Option<Box<SpsaSetup>>,
 }
 
 impl MatchJob {
@@ -195,7 +198,7 @@ pub fn check_test(request: &v1::CreateTestRequest) -> Result<MatchJob, SpecError
             return Err(bad("adjudication", format!("scores between 0 and {MAX_ADJUDICATION_SCORE} centipawns")));
         }
     }
-    Ok(MatchJob { request: request.clone(), time_control, rules, variant, sprt, openings: None })
+    Ok(MatchJob { request: request.clone(), time_control, rules, variant, sprt, openings: None, spsa: None })
 }
 
 /// Checks a self-play request.
@@ -250,7 +253,10 @@ impl JobSpec {
     /// The stored form: the request, protobuf in hex.
     pub fn encode(&self) -> String {
         match self {
-            JobSpec::Match(job) => hex::encode(job.request.encode_to_vec()),
+            JobSpec::Match(job) => match &job.spsa {
+                Some(spsa) => hex::encode(spsa.request.encode_to_vec()),
+                None => hex::encode(job.request.encode_to_vec()),
+            },
             JobSpec::SelfPlay(request) => hex::encode(request.encode_to_vec()),
         }
     }
@@ -262,6 +268,10 @@ impl JobSpec {
             "selfplay" => {
                 Ok(JobSpec::SelfPlay(v1::CreateSelfPlayRequest::decode(bytes.as_slice()).map_err(|e| e.to_string())?))
             }
+            "spsa" => {
+                let request = v1::CreateSpsaRequest::decode(bytes.as_slice()).map_err(|e| e.to_string())?;
+                Ok(JobSpec::Match(Box::new(check_spsa(&request).map_err(|e| e.to_string())?)))
+            }
             _ => {
                 let request = v1::CreateTestRequest::decode(bytes.as_slice()).map_err(|e| e.to_string())?;
                 Ok(JobSpec::Match(Box::new(check_test(&request).map_err(|e| e.to_string())?)))
@@ -272,6 +282,13 @@ impl JobSpec {
     /// One line for lists.
     pub fn summary(&self) -> String {
         match self {
+            JobSpec::Match(job) if job.spsa.is_some() => {
+                let spsa = job.spsa.as_ref().expect("matched");
+                let test = spsa.request.test.clone().unwrap_or_default();
+                let engine = test.new_engine.map_or(String::new(), |e| e.name);
+                let names: Vec<&str> = spsa.start.parameters().iter().map(|p| p.name.as_str()).collect();
+                format!("SPSA of {engine}: {}, {}, {}", names.join(", "), test.time_control, job.rules.name())
+            }
             JobSpec::Match(job) => {
                 let r = &job.request;
                 let name = |e: &Option<v1::EngineSpec>| e.as_ref().map_or(String::new(), |e| e.name.clone());
@@ -336,6 +353,7 @@ impl MatchJob {
             points,
             lower: bounds.as_ref().map_or(0.0, |b| b.lower),
             upper: bounds.as_ref().map_or(0.0, |b| b.upper),
+            spsa: Vec::new(),
         }
     }
 }
@@ -451,8 +469,13 @@ pub fn elo_state(results: &[u64], draw_ratio: f64) -> Option<v1::EloState> {
     })
 }
 
-/// The public view of a job.
-pub fn job_view(row: &JobRow, spec: &JobSpec, active_leases: u32, refused_reports: u64) -> v1::Job {
+/// The public view of a job; an SPSA job's run is kept by the scheduler (`spsa`).
+pub fn job_view(
+    row: &JobRow,
+    spec: &JobSpec,
+    (active_leases, refused_reports): (u32, u64),
+    spsa: Option<v1::SpsaView>,
+) -> v1::Job {
     let request = match spec {
         JobSpec::Match(job) => Some(&job.request),
         JobSpec::SelfPlay(_) => None,
@@ -501,6 +524,7 @@ pub fn job_view(row: &JobRow, spec: &JobSpec, active_leases: u32, refused_report
         refused_reports,
         submitter: row.submitter.clone(),
         data_removed_ms: row.data_removed_ms,
+        spsa,
     }
 }
 

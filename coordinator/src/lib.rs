@@ -26,6 +26,7 @@ pub mod retention;
 pub mod scheduler;
 pub mod server;
 pub mod service;
+pub mod spsa;
 pub mod storage;
 pub mod tokens;
 pub mod writer;

@@ -23,6 +23,7 @@ use xq_proto::v1;
 
 use crate::jobs::{Course, JobSpec, add_points, job_view, listed};
 use crate::metrics::{KindLabel, Metrics};
+use crate::spsa::SpsaRun;
 use crate::storage::{AuditRow, Change, JobRow, LeaseRow, Snapshot, TokenRow, UnitRow, WorkerRow, now_ms};
 use crate::tokens::{Principal, Role, new_token, token_hash, token_id};
 use crate::writer::{WriteError, Writer};
@@ -136,6 +137,8 @@ struct JobState {
     /// Each worker's counted pairs by the new engine's points (a match's; the
     /// residuals that quarantine a worker), or units (self-play, in slot 0).
     by_worker: HashMap<u64, [u64; 5]>,
+    /// An SPSA job's run: theta and the probes of its leases.
+    spsa: Option<SpsaRun>,
 }
 
 impl JobState {
@@ -146,6 +149,7 @@ impl JobState {
             spec: self.spec.clone(),
             active_leases: self.active_leases,
             refused: self.refused,
+            spsa: self.spsa.as_ref().map(SpsaRun::view),
         }
     }
 
@@ -198,11 +202,20 @@ struct ViewParts {
     spec: Arc<JobSpec>,
     active_leases: u32,
     refused: u64,
+    spsa: Option<v1::SpsaView>,
 }
 
 impl ViewParts {
     fn view(&self) -> v1::Job {
-        job_view(&self.row, &self.spec, self.active_leases, self.refused)
+        job_view(&self.row, &self.spec, (self.active_leases, self.refused), self.spsa.clone())
+    }
+}
+
+/// An SPSA job's run, if `spec` is one.
+fn spsa_run(spec: &JobSpec) -> Option<SpsaRun> {
+    match spec {
+        JobSpec::Match(job) => job.spsa.as_deref().map(SpsaRun::new),
+        JobSpec::SelfPlay(_) => None,
     }
 }
 
@@ -374,6 +387,16 @@ impl Scheduler {
                 }
                 course
             });
+            // Theta, replayed from the counted pairs in the order they counted.
+            let spsa = spsa_run(&spec).map(|mut run| {
+                for (lease, probe) in snapshot.probes.get(&row.id).into_iter().flatten() {
+                    run.restore_probe(*lease as u64, probe);
+                }
+                for unit in stored.into_iter().flatten() {
+                    run.count(unit.lease_id as u64, unit.unit, unit.points);
+                }
+                run
+            });
             let (changes, _) = watch::channel(0);
             state.jobs.insert(
                 row.id as u64,
@@ -388,6 +411,7 @@ impl Scheduler {
                     course,
                     refused: 0,
                     by_worker,
+                    spsa,
                 },
             );
         }
@@ -623,7 +647,8 @@ impl Scheduler {
         };
         self.writer.write(Change::NewJob(Box::new(row.clone()))).await?;
         self.audit(origin.submitter, "job.create", &format!("{id} {kind} '{description}'")).await?;
-        let view = job_view(&row, &spec, 0, 0);
+        let spsa = spsa_run(&spec);
+        let view = job_view(&row, &spec, (0, 0), spsa.as_ref().map(SpsaRun::view));
         let course = matches!(spec, JobSpec::Match(_)).then(Course::default);
         let (changes, _) = watch::channel(0);
         self.lock().jobs.insert(
@@ -639,10 +664,16 @@ impl Scheduler {
                 course,
                 refused: 0,
                 by_worker: HashMap::new(),
+                spsa,
             },
         );
         self.any_change.send_modify(|version| *version += 1);
         Ok(view)
+    }
+
+    /// An SPSA job's theta over its pairs; `None` for other jobs.
+    pub fn spsa_samples(&self, id: u64) -> Option<Vec<v1::SpsaSample>> {
+        self.lock().jobs.get(&id).and_then(|j| j.spsa.as_ref()).map(SpsaRun::samples)
     }
 
     /// A job's public view.
@@ -829,14 +860,14 @@ impl Scheduler {
         let applied = self.writer.write(change).await?;
         let mut state = self.lock();
         let State { jobs, workers, .. } = &mut *state;
-        let mut touched = BTreeSet::new();
+        let mut touched: BTreeMap<u64, HashSet<u64>> = BTreeMap::new();
         for unit in &applied.set_aside {
             let Some(job) = jobs.get_mut(&(unit.job_id as u64)) else { continue };
             // A unit stored but not yet counted here is never counted (record_units).
             if !job.done.remove(&unit.unit) {
                 continue;
             }
-            touched.insert(unit.job_id as u64);
+            touched.entry(unit.job_id as u64).or_default().insert(unit.unit);
             if job.row.state == "running" {
                 job.requeue.insert(unit.unit);
             }
@@ -870,9 +901,12 @@ impl Scheduler {
                 }
             }
         }
-        for id in touched {
+        for (id, units) in touched {
             let job = jobs.get_mut(&id).expect("touched jobs exist");
             job.by_worker.remove(&worker);
+            if let Some(run) = job.spsa.as_mut() {
+                run.set_aside(&units);
+            }
             // Its course is read again from what is stored, when next asked for.
             job.course = None;
             job.notify();
@@ -1016,7 +1050,7 @@ impl Scheduler {
             let concurrency = concurrency.clamp(1, cores);
             let nps = capabilities.bench_nps.max(1);
             let job = state.jobs.get_mut(&job_id).expect("chosen from the map");
-            let (unit_seconds, work) = match &*job.spec {
+            let (unit_seconds, mut work) = match &*job.spec {
                 JobSpec::Match(m) => {
                     let seconds = 2.0 * m.time_control.scaled(slowness).game_seconds(ASSUMED_PLIES, nps);
                     let spec = m.lease_spec(slowness);
@@ -1047,12 +1081,27 @@ impl Scheduler {
             let next_unit = job.row.next_unit;
             state.next_lease += 1;
             let id = state.next_lease;
+            // An SPSA lease plays the probe of the iteration reached now.
+            let mut probe = String::new();
+            if let (Some(run), v1::lease::Work::MatchSpec(spec)) =
+                (state.jobs.get_mut(&job_id).and_then(|j| j.spsa.as_mut()), &mut work)
+            {
+                let (options, text) = run.probe_for(id, &mut rand::rng());
+                let [plus, minus] = options;
+                for (engine, values) in [(&mut spec.new_engine, plus), (&mut spec.base_engine, minus)] {
+                    if let Some(engine) = engine {
+                        engine.options.extend(values);
+                    }
+                }
+                probe = text;
+            }
             let row = LeaseRow {
                 id: id as i64,
                 job_id: job_id as i64,
                 worker_id: worker as i64,
                 units: units.clone(),
                 state: "active".to_owned(),
+                probe,
             };
             state.leases.insert(
                 id,
@@ -1200,6 +1249,9 @@ impl Scheduler {
         for row in &mut rows {
             row.created_ms = now;
         }
+        // In the order storage gives them back at start, where an SPSA job's theta
+        // is replayed from them.
+        rows.sort_by_key(|row| row.unit);
         let change = Change::Units {
             job_id: context.job_id as i64,
             lease_id: context.lease_id as i64,
@@ -1238,6 +1290,9 @@ impl Scheduler {
                 }
                 if let Some(course) = job.course.as_mut() {
                     course.add(row.created_ms, row.points);
+                }
+                if let Some(run) = job.spsa.as_mut() {
+                    run.count(context.lease_id, row.unit, row.points);
                 }
                 if selfplay {
                     job.row.positions += row.records;

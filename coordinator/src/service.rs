@@ -21,11 +21,14 @@ use xq_proto::{ARTIFACT_PIECE_BYTES, MAX_MESSAGE_BYTES, self_play_plies, self_pl
 
 use crate::artifacts::{ArtifactStore, check_hash};
 use crate::endings::Conditions;
-use crate::jobs::{Course, DEFAULT_SPRT_PAIRS, JobSpec, add_points, check_self_play, check_test, self_play_variant};
+use crate::jobs::{
+    Course, DEFAULT_SPRT_PAIRS, JobSpec, MatchJob, add_points, check_self_play, check_test, self_play_variant,
+};
 use crate::metrics::Metrics;
 use crate::nets::Nets;
 use crate::replay::{PairContext, check_pair};
 use crate::scheduler::{ScheduleError, Scheduler};
+use crate::spsa::check_spsa;
 use crate::storage::{Storage, UnitRow};
 use crate::tokens::{Principal, Role, bearer};
 
@@ -450,39 +453,19 @@ impl v1::client_server::Client for ClientApi {
     async fn create_test(&self, request: Request<v1::CreateTestRequest>) -> Result<Response<v1::Job>, Status> {
         let caller = client_of(&request)?;
         let request = request.into_inner();
-        let mut job = check_test(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
-        crate::retention::check_quota(&self.0, &caller).await?;
-        let mut hashes = Vec::new();
-        for engine in [&request.new_engine, &request.base_engine].into_iter().flatten() {
-            hashes.extend(engine.binary.iter().map(|b| b.sha256.clone()));
-            hashes.extend(engine.net.iter().map(|b| b.sha256.clone()));
-        }
-        hashes.extend(request.book.iter().map(|b| b.sha256.clone()));
-        for sha256 in &hashes {
-            if self.0.storage.artifact(sha256).await.map_err(|e| Status::unavailable(e.to_string()))?.is_none() {
-                return Err(Status::failed_precondition(format!("artifact {sha256} has not been uploaded")));
-            }
-        }
-        if let Some(book) = &request.book {
-            job.openings =
-                Some(load_openings(&self.0, &book.sha256, job.variant).await.map_err(Status::invalid_argument)?);
-        }
+        let job = check_test(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
         let (kind, units) = match &job.sprt {
             Some(_) => ("sprt", if request.pairs == 0 { DEFAULT_SPRT_PAIRS } else { request.pairs }),
             None => ("games", request.pairs),
         };
-        let view = self
-            .0
-            .scheduler
-            .create_job(
-                kind,
-                JobSpec::Match(Box::new(job)),
-                units,
-                (request.priority, &request.description),
-                self.0.origin(&caller),
-            )
-            .await?;
-        Ok(Response::new(view))
+        Ok(Response::new(self.0.create_match(&caller, kind, job, units).await?))
+    }
+
+    async fn create_spsa(&self, request: Request<v1::CreateSpsaRequest>) -> Result<Response<v1::Job>, Status> {
+        let caller = client_of(&request)?;
+        let job = check_spsa(request.get_ref()).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let pairs = job.request.pairs;
+        Ok(Response::new(self.0.create_match(&caller, "spsa", job, pairs).await?))
     }
 
     async fn create_self_play(&self, request: Request<v1::CreateSelfPlayRequest>) -> Result<Response<v1::Job>, Status> {
@@ -758,6 +741,39 @@ impl Shared {
     }
 
     /// Stops job `id` for `caller`.
+    /// Creates a match job (a test or an SPSA run) once its artifacts are known and
+    /// its book reads, within the caller's quota.
+    async fn create_match(
+        &self,
+        caller: &Caller,
+        kind: &str,
+        mut job: MatchJob,
+        units: u64,
+    ) -> Result<v1::Job, Status> {
+        crate::retention::check_quota(self, caller).await?;
+        let request = job.request.clone();
+        let mut hashes = Vec::new();
+        for engine in [&request.new_engine, &request.base_engine].into_iter().flatten() {
+            hashes.extend(engine.binary.iter().map(|b| b.sha256.clone()));
+            hashes.extend(engine.net.iter().map(|b| b.sha256.clone()));
+        }
+        hashes.extend(request.book.iter().map(|b| b.sha256.clone()));
+        for sha256 in &hashes {
+            if self.storage.artifact(sha256).await.map_err(|e| Status::unavailable(e.to_string()))?.is_none() {
+                return Err(Status::failed_precondition(format!("artifact {sha256} has not been uploaded")));
+            }
+        }
+        if let Some(book) = &request.book {
+            job.openings =
+                Some(load_openings(self, &book.sha256, job.variant).await.map_err(Status::invalid_argument)?);
+        }
+        let job = JobSpec::Match(Box::new(job));
+        Ok(self
+            .scheduler
+            .create_job(kind, job, units, (request.priority, &request.description), self.origin(caller))
+            .await?)
+    }
+
     pub async fn stop_job(&self, caller: &Caller, id: u64) -> Result<v1::Job, Status> {
         self.may_change(caller, id)?;
         let job = self.scheduler.end_job(id, "stopped", "").await?;
@@ -790,7 +806,9 @@ impl Shared {
                 course
             }
         };
-        Ok(job.history(&course))
+        let mut history = job.history(&course);
+        history.spsa = self.scheduler.spsa_samples(id).unwrap_or_default();
+        Ok(history)
     }
 
     /// The match `id`, or why it is not one.

@@ -99,6 +99,8 @@ pub struct LeaseRow {
     pub worker_id: i64,
     pub units: Vec<u64>,
     pub state: String,
+    /// An SPSA lease's probe (see `crate::spsa`); empty for other jobs.
+    pub probe: String,
 }
 
 /// A worker row.
@@ -243,8 +245,10 @@ pub struct Snapshot {
     pub active_leases: Vec<LeaseRow>,
     /// The highest lease id ever given.
     pub max_lease_id: i64,
-    /// Finished units of running jobs, in the order they counted.
+    /// Finished units of running jobs and of SPSA jobs, in the order they counted.
     pub done_units: HashMap<i64, Vec<DoneUnit>>,
+    /// SPSA jobs' probes: by job, each lease's id and probe.
+    pub probes: HashMap<i64, Vec<(i64, String)>>,
     /// Units counted per worker.
     pub worker_units: HashMap<i64, u64>,
     /// The net registry, by id.
@@ -368,7 +372,7 @@ impl Storage {
         {
             snapshot.jobs.push(job_from_row(&row)?);
         }
-        for row in sqlx::query("SELECT id, job_id, worker_id, units, state FROM leases WHERE state = 'active'")
+        for row in sqlx::query("SELECT id, job_id, worker_id, units, state, probe FROM leases WHERE state = 'active'")
             .fetch_all(&self.pool)
             .await?
         {
@@ -379,12 +383,18 @@ impl Storage {
                 worker_id: row.try_get("worker_id")?,
                 units: parse_units(&units)?,
                 state: row.try_get("state")?,
+                probe: row.try_get("probe")?,
             });
+        }
+        for row in sqlx::query("SELECT id, job_id, probe FROM leases WHERE probe <> ''").fetch_all(&self.pool).await? {
+            let job: i64 = row.try_get("job_id")?;
+            snapshot.probes.entry(job).or_default().push((row.try_get("id")?, row.try_get("probe")?));
         }
         let max: Option<i64> =
             sqlx::query("SELECT MAX(id) AS m FROM leases").fetch_one(&self.pool).await?.try_get("m")?;
         snapshot.max_lease_id = max.unwrap_or(0);
-        for job in snapshot.jobs.iter().filter(|j| j.state == "running") {
+        // A finished SPSA job's theta is replayed from its units too.
+        for job in snapshot.jobs.iter().filter(|j| j.state == "running" || j.kind == "spsa") {
             let rows = sqlx::query(
                 "SELECT unit, lease_id, worker_id, first_points, second_points, created_ms FROM units \
                  WHERE job_id = $1 ORDER BY created_ms, unit",
@@ -787,7 +797,8 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
         }
         Change::NewLease { lease, next_unit } => {
             sqlx::query(
-                "INSERT INTO leases (id, job_id, worker_id, units, state, created_ms) VALUES ($1, $2, $3, $4, $5, $6)",
+                "INSERT INTO leases (id, job_id, worker_id, units, state, created_ms, probe) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
             )
             .bind(lease.id)
             .bind(lease.job_id)
@@ -795,6 +806,7 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
             .bind(units_text(&lease.units))
             .bind(&lease.state)
             .bind(now)
+            .bind(&lease.probe)
             .execute(&mut *conn)
             .await?;
             sqlx::query("UPDATE jobs SET next_unit = $1 WHERE id = $2 AND next_unit < $1")

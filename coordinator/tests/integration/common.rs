@@ -245,17 +245,23 @@ pub fn adjudicated_moves(moves: [&str; 3], result: &str) -> String {
 
 /// A pair in which the new engine scores `points` half points in each game.
 pub fn pair(unit: u64, points: [u8; 2]) -> v1::PairResult {
+    named_pair(unit, points, ["new", "base"])
+}
+
+/// [`pair`] between engines named `names` (the new engine's first).
+pub fn named_pair(unit: u64, points: [u8; 2], names: [&str; 2]) -> v1::PairResult {
+    let [new, base] = names;
     let red_result = |p: u8| ["0-1", "1/2-1/2", "1-0"][p as usize];
     let black_result = |p: u8| ["1-0", "1/2-1/2", "0-1"][p as usize];
     v1::PairResult {
         unit,
         first_game_pgn: {
             let result = red_result(points[0]);
-            game("new", "base", &adjudicated_moves(["h2e2", "h9g7", "h0g2"], result), result)
+            game(new, base, &adjudicated_moves(["h2e2", "h9g7", "h0g2"], result), result)
         },
         second_game_pgn: {
             let result = black_result(points[1]);
-            game("base", "new", &adjudicated_moves(["b2e2", "b9c7", "b0c2"], result), result)
+            game(base, new, &adjudicated_moves(["b2e2", "b9c7", "b0c2"], result), result)
         },
     }
 }

@@ -16,6 +16,7 @@ mod quarantine;
 mod retention;
 mod scheduler;
 mod security;
+mod spsa;
 mod storage;
 mod tls;
 mod training_loop;

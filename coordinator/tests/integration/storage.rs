@@ -91,7 +91,14 @@ async fn rows_round_trip_and_the_snapshot_holds_what_was_written() {
             .await
             .unwrap();
         writer.write(Change::NewJob(Box::new(job(7)))).await.unwrap();
-        let lease = LeaseRow { id: 11, job_id: 7, worker_id: 3, units: vec![0, 1, 2], state: "active".to_owned() };
+        let lease = LeaseRow {
+            id: 11,
+            job_id: 7,
+            worker_id: 3,
+            units: vec![0, 1, 2],
+            state: "active".to_owned(),
+            probe: "0:+-".to_owned(),
+        };
         writer.write(Change::NewLease { lease: lease.clone(), next_unit: 3 }).await.unwrap();
         writer
             .write(Change::JobState { id: 7, state: "running".to_owned(), outcome: String::new(), priority: 4 })
@@ -121,6 +128,7 @@ async fn rows_round_trip_and_the_snapshot_holds_what_was_written() {
         assert_eq!(stored.pentanomial, [1, 0, 0, 1, 0]);
         assert_eq!(stored.reasons, HashMap::from([("adjudication".to_owned(), 2), ("checkmate".to_owned(), 2)]));
         assert_eq!(snapshot.active_leases, [lease]);
+        assert_eq!(snapshot.probes[&7], [(11, "0:+-".to_owned())]);
         assert_eq!(snapshot.max_lease_id, 11);
         // In the order they counted (one batch here: by unit), each with its lease.
         let done: Vec<_> = snapshot.done_units[&7].iter().map(|d| (d.unit, d.lease_id, d.points)).collect();

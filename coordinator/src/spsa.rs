@@ -1,0 +1,298 @@
+//! SPSA jobs: fishtest's tuning across the fleet.
+//!
+//! An SPSA job is a match whose two engines are the one engine tuned, "plus" and
+//! "minus". Each lease carries a probe made at the iteration reached when it was
+//! handed out (the values each side plays, set as the engines' options); each pair
+//! that counts moves theta with its lease's probe and its result, plus's wins minus
+//! losses ([`xq_stats::spsa`]).
+//!
+//! Theta is not stored. A unit counts once (the units table's key), each lease's probe
+//! is stored with the lease, and the units are stored in the order they counted: at
+//! start theta is replayed from them, and after a quarantine sets a worker's pairs
+//! aside it is replayed without them. So a resent or re-leased pair moves theta once,
+//! and a coordinator killed at any moment comes back with the theta of the pairs it
+//! had counted.
+
+use std::collections::{HashMap, HashSet};
+
+use rand::Rng;
+use xq_proto::v1;
+use xq_stats::spsa::{
+    DEFAULT_A_RATIO, DEFAULT_ALPHA, DEFAULT_GAMMA, History, Schedule, Tuner, option_value, parse_parameters,
+};
+
+use crate::jobs::{MatchJob, SpecError, check_test};
+
+/// The engines' names in an SPSA job's games.
+pub const PLUS: &str = "plus";
+pub const MINUS: &str = "minus";
+
+/// An SPSA job as it was asked for, and its run's start.
+#[derive(Clone, Debug)]
+pub struct SpsaSetup {
+    /// The request, stored as the job's spec.
+    pub request: v1::CreateSpsaRequest,
+    /// The run at iteration 0.
+    pub start: Tuner,
+}
+
+fn bad(field: &'static str, problem: impl Into<String>) -> SpecError {
+    SpecError { field, problem: problem.into() }
+}
+
+/// Checks an SPSA request; returns the match it plays (plus against minus).
+pub fn check_spsa(request: &v1::CreateSpsaRequest) -> Result<MatchJob, SpecError> {
+    let test = request.test.as_ref().ok_or_else(|| bad("test", "missing"))?;
+    let spec = request.spsa.as_ref().ok_or_else(|| bad("spsa", "missing"))?;
+    if test.base_engine.is_some() {
+        return Err(bad("test.base_engine", "an SPSA job plays its one engine against itself: leave it out"));
+    }
+    if test.sprt.is_some() {
+        return Err(bad("test.sprt", "an SPSA job has no SPRT: it plays `pairs` pairs"));
+    }
+    if test.pairs == 0 {
+        return Err(bad("test.pairs", "the run's length in pairs"));
+    }
+    if !spec.a_ratio.is_finite() || spec.a_ratio < 0.0 {
+        return Err(bad("spsa.a_ratio", "a share of the pairs, not below 0"));
+    }
+    let parameters = parse_parameters(&spec.params).map_err(|e| bad("spsa.params", e.to_string()))?;
+    let or = |value: f64, default: f64| if value == 0.0 { default } else { value };
+    let schedule = Schedule {
+        pairs: test.pairs,
+        big_a: (or(spec.a_ratio, DEFAULT_A_RATIO) * test.pairs as f64).floor(),
+        alpha: or(spec.alpha, DEFAULT_ALPHA),
+        gamma: or(spec.gamma, DEFAULT_GAMMA),
+    };
+    let start = Tuner::new(parameters, schedule).map_err(|e| bad("spsa", e.to_string()))?;
+    let mut played = test.clone();
+    let engine = played.new_engine.take();
+    let named = |name: &str| engine.clone().map(|e| v1::EngineSpec { name: name.to_owned(), ..e });
+    played.new_engine = named(PLUS);
+    played.base_engine = named(MINUS);
+    if let Some(engine) = &played.new_engine
+        && let Some(p) =
+            start.parameters().iter().find(|p| engine.options.keys().any(|k| k.eq_ignore_ascii_case(&p.name)))
+    {
+        return Err(bad("test.new_engine.options", format!("'{}' is tuned: it cannot also be set", p.name)));
+    }
+    let mut job = check_test(&played)?;
+    job.spsa = Some(Box::new(SpsaSetup { request: request.clone(), start }));
+    Ok(job)
+}
+
+/// A probe as a lease stores it: the iteration, a colon, a `+` or `-` a parameter.
+fn probe_text(iteration: u64, flips: &[i8]) -> String {
+    let signs: String = flips.iter().map(|&f| if f > 0 { '+' } else { '-' }).collect();
+    format!("{iteration}:{signs}")
+}
+
+fn parse_probe(text: &str, parameters: usize) -> Option<(u64, Vec<i8>)> {
+    let (iteration, signs) = text.split_once(':')?;
+    let flips: Vec<i8> = signs
+        .chars()
+        .map(|c| match c {
+            '+' => Some(1),
+            '-' => Some(-1),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    (flips.len() == parameters).then_some((iteration.parse().ok()?, flips))
+}
+
+/// A counted pair: its lease, unit and plus's wins minus losses.
+#[derive(Clone, Copy, Debug)]
+struct Counted {
+    lease: u64,
+    unit: u64,
+    result: i64,
+}
+
+/// An SPSA job's run in the coordinator's memory.
+#[derive(Clone, Debug)]
+pub struct SpsaRun {
+    start: Tuner,
+    tuner: Tuner,
+    history: History,
+    /// Each lease's probe: iteration and flips.
+    probes: HashMap<u64, (u64, Vec<i8>)>,
+    /// The pairs counted, in the order they counted.
+    counted: Vec<Counted>,
+}
+
+impl SpsaRun {
+    /// A run at its start.
+    pub fn new(setup: &SpsaSetup) -> SpsaRun {
+        let start = setup.start.clone();
+        SpsaRun {
+            history: History::of(&start),
+            tuner: start.clone(),
+            start,
+            probes: HashMap::new(),
+            counted: Vec::new(),
+        }
+    }
+
+    /// A probe for a new lease at the current iteration: the engines' options (plus's,
+    /// minus's) and the text the lease stores.
+    pub fn probe_for(&mut self, lease: u64, rng: &mut impl Rng) -> ([Vec<(String, String)>; 2], String) {
+        let flips: Vec<i8> =
+            (0..self.tuner.parameters().len()).map(|_| if rng.random::<bool>() { 1 } else { -1 }).collect();
+        let probe = self.tuner.probe(&flips).expect("a flip per parameter");
+        let options = |values: &[f64]| {
+            self.tuner.parameters().iter().zip(values).map(|(p, v)| (p.name.clone(), option_value(*v))).collect()
+        };
+        let given = [options(&probe.plus), options(&probe.minus)];
+        self.probes.insert(lease, (probe.iteration, flips.clone()));
+        (given, probe_text(probe.iteration, &flips))
+    }
+
+    /// A stored lease's probe, read back at start; false when it cannot be read.
+    pub fn restore_probe(&mut self, lease: u64, text: &str) -> bool {
+        match parse_probe(text, self.tuner.parameters().len()) {
+            Some(probe) => {
+                self.probes.insert(lease, probe);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Counts a pair of `lease` in which plus scored `points` half points a game; a
+    /// lease without a probe (its text unreadable) moves nothing.
+    pub fn count(&mut self, lease: u64, unit: u64, points: [i64; 2]) {
+        let counted = Counted { lease, unit, result: points.iter().map(|p| p - 1).sum() };
+        if self.apply(counted) {
+            self.counted.push(counted);
+        }
+    }
+
+    fn apply(&mut self, counted: Counted) -> bool {
+        let Some((iteration, flips)) = self.probes.get(&counted.lease) else { return false };
+        let probe = self.tuner.probe_at(*iteration, flips).expect("stored with a flip per parameter");
+        self.tuner.apply(&probe, counted.result, 1);
+        self.history.observe(&self.tuner);
+        true
+    }
+
+    /// Takes pairs off the run (a quarantined worker's) and replays the rest.
+    pub fn set_aside(&mut self, units: &HashSet<u64>) {
+        self.counted.retain(|c| !units.contains(&c.unit));
+        self.tuner = self.start.clone();
+        self.history = History::of(&self.start);
+        for counted in std::mem::take(&mut self.counted) {
+            if self.apply(counted) {
+                self.counted.push(counted);
+            }
+        }
+    }
+
+    /// Where the run stands.
+    pub fn view(&self) -> v1::SpsaView {
+        let schedule = self.tuner.schedule();
+        v1::SpsaView {
+            parameters: self
+                .tuner
+                .parameters()
+                .iter()
+                .zip(self.tuner.theta())
+                .map(|(p, value)| v1::SpsaParameter {
+                    name: p.name.clone(),
+                    value: *value,
+                    start: p.start,
+                    min: p.min,
+                    max: p.max,
+                    c_end: p.c_end,
+                    r_end: p.r_end,
+                })
+                .collect(),
+            iterations: self.tuner.iteration(),
+            big_a: schedule.big_a,
+            alpha: schedule.alpha,
+            gamma: schedule.gamma,
+        }
+    }
+
+    /// Theta over the run.
+    pub fn samples(&self) -> Vec<v1::SpsaSample> {
+        self.history.samples.iter().map(|s| v1::SpsaSample { pairs: s.pairs, theta: s.theta.clone() }).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup(pairs: u64) -> SpsaSetup {
+        let test = v1::CreateTestRequest {
+            new_engine: Some(v1::EngineSpec {
+                name: "tuned".to_owned(),
+                binary: Some(v1::ArtifactRef { sha256: "ab".repeat(32), name: "e".to_owned(), size: 1 }),
+                protocol: "uci".to_owned(),
+                ..Default::default()
+            }),
+            time_control: "10+0.1".to_owned(),
+            pairs,
+            ..Default::default()
+        };
+        let spsa = v1::SpsaSpec {
+            params: "A, 100, 0, 200, 10, 0.002\nB, 50, 0, 100, 5, 0.002".to_owned(),
+            ..Default::default()
+        };
+        let request = v1::CreateSpsaRequest { test: Some(test), spsa: Some(spsa) };
+        let job = check_spsa(&request).unwrap();
+        *job.spsa.unwrap()
+    }
+
+    #[test]
+    fn probes_round_trip_through_their_text() {
+        assert_eq!(parse_probe(&probe_text(37, &[1, -1, 1]), 3), Some((37, vec![1, -1, 1])));
+        assert_eq!(parse_probe("37:+-", 3), None);
+        assert_eq!(parse_probe("x:+-+", 3), None);
+        assert_eq!(parse_probe("1:+*+", 3), None);
+    }
+
+    /// Replaying the pairs that are left after a set-aside gives the theta of a run
+    /// that never had the others.
+    #[test]
+    fn setting_pairs_aside_replays_the_rest() {
+        let setup = setup(100);
+        let mut rng = rand::rng();
+        let mut run = SpsaRun::new(&setup);
+        let mut clean = SpsaRun::new(&setup);
+        for lease in 1..=20u64 {
+            let (_, text) = run.probe_for(lease, &mut rng);
+            assert!(clean.restore_probe(lease, &text));
+            let points = [(lease % 3) as i64, ((lease / 3) % 3) as i64];
+            run.count(lease, lease, points);
+            if lease % 4 != 0 {
+                clean.count(lease, lease, points);
+            }
+        }
+        run.set_aside(&(1..=20).filter(|u| u % 4 == 0).collect());
+        assert_eq!(run.tuner, clean.tuner);
+        assert_eq!(run.history, clean.history);
+    }
+
+    #[test]
+    fn a_request_is_checked() {
+        let good = setup(10).request;
+        let mut with_base = good.clone();
+        with_base.test.as_mut().unwrap().base_engine = with_base.test.as_ref().unwrap().new_engine.clone();
+        assert!(check_spsa(&with_base).unwrap_err().to_string().contains("leave it out"));
+        let mut no_pairs = good.clone();
+        no_pairs.test.as_mut().unwrap().pairs = 0;
+        assert_eq!(check_spsa(&no_pairs).unwrap_err().field, "test.pairs");
+        let mut bad_params = good.clone();
+        bad_params.spsa.as_mut().unwrap().params = "A, 300, 0, 200, 10, 0.002".to_owned();
+        assert!(check_spsa(&bad_params).unwrap_err().to_string().contains("start lies outside"));
+        let mut set_twice = good.clone();
+        let engine = set_twice.test.as_mut().unwrap().new_engine.as_mut().unwrap();
+        engine.options.insert("a".to_owned(), "5".to_owned());
+        assert!(check_spsa(&set_twice).unwrap_err().to_string().contains("'A' is tuned"));
+        let job = check_spsa(&good).unwrap();
+        assert_eq!(job.request.new_engine.as_ref().unwrap().name, PLUS);
+        assert_eq!(job.request.base_engine.as_ref().unwrap().name, MINUS);
+        assert_eq!(job.spsa.unwrap().start.schedule().big_a, 1.0);
+    }
+}

@@ -1,0 +1,130 @@
+//! SPSA jobs: each lease plays its probe (the engine's options at theta + c * flip and
+//! theta - c * flip), each counted pair moves theta once with its lease's probe, and a
+//! restarted coordinator replays theta from what it stored. Expected values come from
+//! `xq_stats::spsa`, whose steps are checked against fishtest's formulas worked by hand.
+
+use std::time::Duration;
+
+use xq_coordinator::scheduler::SchedulerConfig;
+use xq_proto::v1;
+use xq_stats::spsa::{Schedule, Tuner, option_value, parse_parameters};
+
+use crate::common::*;
+
+const PARAMS: &str = "A, 100, 0, 200, 10, 0.002\nB, 50, 0, 100, 5, 0.002";
+
+fn config() -> SchedulerConfig {
+    SchedulerConfig { lease_seconds: 1000.0 * 72.0, reference_nps: 0, ..SchedulerConfig::default() }
+}
+
+async fn create_spsa(client: &mut Client, pairs: u64) -> v1::Job {
+    let mut test = test_request(client, pairs, None).await;
+    test.base_engine = None;
+    let spsa = v1::SpsaSpec { params: PARAMS.to_owned(), ..Default::default() };
+    client.create_spsa(v1::CreateSpsaRequest { test: Some(test), spsa: Some(spsa) }).await.unwrap().into_inner()
+}
+
+fn theta(job: &v1::Job) -> Vec<f64> {
+    job.spsa.as_ref().expect("an SPSA job's view").parameters.iter().map(|p| p.value).collect()
+}
+
+#[tokio::test]
+async fn an_spsa_job_moves_theta_once_per_pair_and_replays_it_after_a_restart() {
+    for backend in BACKENDS {
+        let dir = TempDir::new("spsa");
+        let url = fresh_database(backend, &dir.0).await;
+        let config = SchedulerConfig { lease_ttl: Duration::from_secs(30), ..config() };
+        let first = serve_on(&dir.0, &url, config.clone(), 100).await;
+        let mut admin = client(first.address, &first.client_token).await;
+        let job = create_spsa(&mut admin, 6).await;
+        assert_eq!(job.kind, "spsa");
+        assert_eq!(theta(&job), [100.0, 50.0]);
+        assert!(job.summary.starts_with("SPSA of new: A, B"), "{}", job.summary);
+
+        let (mut worker, token) = registered_worker_token(&first, "w", &[]).await;
+        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        let Some(v1::lease::Work::MatchSpec(spec)) = &lease.work else { panic!("a match lease: {lease:?}") };
+        let (plus, minus) = (spec.new_engine.as_ref().unwrap(), spec.base_engine.as_ref().unwrap());
+        assert_eq!((plus.name.as_str(), minus.name.as_str()), ("plus", "minus"));
+        // The probe's flips show in plus's values; the values are fishtest's.
+        let mut expected = Tuner::new(parse_parameters(PARAMS).unwrap(), Schedule::fishtest(6)).unwrap();
+        let flips: Vec<i8> = [("A", 100.0), ("B", 50.0)]
+            .iter()
+            .map(|(name, start)| if plus.options[*name].parse::<f64>().unwrap() > *start { 1 } else { -1 })
+            .collect();
+        let probe = expected.probe(&flips).unwrap();
+        for (i, name) in ["A", "B"].iter().enumerate() {
+            assert_eq!(plus.options[*name], option_value(probe.plus[i]), "{backend:?}");
+            assert_eq!(minus.options[*name], option_value(probe.minus[i]), "{backend:?}");
+        }
+
+        // Plus wins one pair and loses one (by a game): theta moves by both.
+        let played = [[2u8, 2u8], [0, 1]];
+        let report = v1::ReportPairsRequest {
+            lease_id: lease.lease_id,
+            pairs: lease.units.iter().zip(played).map(|(&u, p)| named_pair(u, p, ["plus", "minus"])).collect(),
+            cumulative: Some(totals(&played)),
+            ..Default::default()
+        };
+        worker.report_pairs(report.clone()).await.unwrap();
+        expected.apply(&probe, 2, 1);
+        expected.apply(&probe, -1, 1);
+        let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        assert_eq!(theta(&state), expected.theta(), "{backend:?}");
+        assert_eq!(state.spsa.as_ref().unwrap().iterations, 2);
+        assert_ne!(theta(&state), [100.0, 50.0]);
+
+        // Resent, the pairs move nothing.
+        worker.report_pairs(report).await.unwrap();
+        let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        assert_eq!(theta(&state), expected.theta(), "{backend:?}: a resent pair moved theta");
+        drop(first);
+
+        // Restarted, the coordinator replays the same theta; the lease goes on with
+        // its own probe.
+        let second = serve_on(&dir.0, &url, config.clone(), 100).await;
+        let mut admin = client(second.address, &second.client_token).await;
+        let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        assert_eq!(theta(&state), expected.theta(), "{backend:?}: replayed after a restart");
+        let mut worker = crate::common::worker(second.address, &token).await;
+        let third = [1u8, 2u8];
+        let all = [played[0], played[1], third];
+        let report = v1::ReportPairsRequest {
+            lease_id: lease.lease_id,
+            pairs: vec![named_pair(lease.units[2], third, ["plus", "minus"])],
+            cumulative: Some(totals(&all)),
+            ..Default::default()
+        };
+        worker.report_pairs(report).await.unwrap();
+        expected.apply(&probe, 1, 1);
+        let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        assert_eq!(theta(&state), expected.theta(), "{backend:?}");
+        let history = admin.get_job_history(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        let last = history.spsa.last().expect("samples");
+        assert_eq!((last.pairs, last.theta.as_slice()), (3, expected.theta()));
+        assert_eq!(history.spsa[0].theta, [100.0, 50.0]);
+    }
+}
+
+#[tokio::test]
+async fn bad_spsa_requests_are_refused_with_the_field_at_fault() {
+    let served = serve(Backend::Sqlite, config()).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let test = test_request(&mut admin, 10, None).await;
+    let cases = [
+        (Some(test.clone()), "A, 1, 0, 2, 1, 0.002", "test.base_engine"),
+        (Some(v1::CreateTestRequest { base_engine: None, ..test.clone() }), "A, 1, 0", "spsa.params"),
+        (
+            Some(v1::CreateTestRequest { base_engine: None, pairs: 0, ..test.clone() }),
+            "A, 1, 0, 2, 1, 0.002",
+            "test.pairs",
+        ),
+        (None, "A, 1, 0, 2, 1, 0.002", "test: missing"),
+    ];
+    for (test, params, field) in cases {
+        let spsa = v1::SpsaSpec { params: params.to_owned(), ..Default::default() };
+        let error = admin.create_spsa(v1::CreateSpsaRequest { test, spsa: Some(spsa) }).await.unwrap_err();
+        assert_eq!(error.code(), tonic::Code::InvalidArgument);
+        assert!(error.message().contains(field), "{field}: {}", error.message());
+    }
+}
