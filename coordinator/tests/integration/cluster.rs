@@ -511,3 +511,79 @@ async fn a_xiongqi_test_is_leased_played_from_its_book_and_replayed_by_xiongqi_r
     starts.dedup();
     assert_eq!(starts.len(), 3, "each unit plays its own opening: {starts:?}");
 }
+
+/// SPSA across a fleet, from the command line: `xq spsa` tunes our engine's Depth
+/// Limit (a spin option of every build, where deeper is stronger) with two real
+/// workers; theta must climb from its start, `xq spsa-result` prints the values as
+/// UCI options and writes the history, and the counts equal the stored games.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_spsa_run_across_two_workers_climbs_towards_the_deeper_search() {
+    let dir = TempDir::new("cluster-spsa");
+    let (_coordinator, address) = start_coordinator(&dir.0, 0, 10).await;
+    let mut admin = client(address, &token(&dir.0)).await;
+    let params = dir.0.join("params.txt");
+    std::fs::write(&params, "Depth Limit, 2, 1, 4, 1, 0.05\n").unwrap();
+    let book = Path::new(env!("CARGO_MANIFEST_DIR")).join("../books/xiangqi-2ply.epd");
+    let url = format!("http://{address}");
+    let xq = |args: &[&str]| {
+        let output = std::process::Command::new(binary("xq"))
+            .args(["--coordinator", &url, "--token-file"])
+            .arg(dir.0.join("client-token"))
+            .args(args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(output.status.success(), "{args:?}: {text}{}", String::from_utf8_lossy(&output.stderr));
+        text
+    };
+    let engine = binary("xq-engine");
+    let submitted = xq(&[
+        "spsa",
+        "--engine",
+        engine.to_str().unwrap(),
+        "--params",
+        params.to_str().unwrap(),
+        "--pairs",
+        "40",
+        "--tc",
+        "depth=4",
+        "--book",
+        book.to_str().unwrap(),
+        "--max-plies",
+        "160",
+    ]);
+    let job: u64 = submitted.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap();
+    let mut workers = Vec::new();
+    for i in 0..2 {
+        workers.push(start_worker(&mut admin, address, dir.0.join(format!("w{i}")), &format!("w{i}")).await);
+    }
+    let state =
+        wait_for(&mut admin, job, Duration::from_secs(600), "the SPSA run to end", |j| j.state != "running").await;
+    for mut worker in workers {
+        worker.start_kill().unwrap();
+        worker.wait().await.unwrap();
+    }
+    let spsa = state.spsa.clone().unwrap();
+    assert_eq!(spsa.iterations, state.units_done);
+    assert!(spsa.iterations >= 40, "{spsa:?}");
+    let depth = spsa.parameters[0].value;
+    assert!(depth > 2.5, "theta {depth}: plus and minus differ by depth, the deeper side wins, theta climbs");
+    let csv = dir.0.join("history.csv");
+    let result = xq(&["spsa-result", &job.to_string(), "--csv", csv.to_str().unwrap()]);
+    assert!(result.contains(&format!("setoption name Depth Limit value {}", depth.round())), "{result}");
+    assert!(result.contains("Depth Limit, "), "{result}");
+    let history = std::fs::read_to_string(&csv).unwrap();
+    assert!(history.starts_with("pairs,\"Depth Limit\"\n0,2\n"), "{history}");
+    // The games were played at plus's and minus's depths, both named in the PGN.
+    let text: String = collect(admin.download_games(v1::JobId { job_id: job }).await.unwrap().into_inner())
+        .await
+        .into_iter()
+        .map(|b| b.pgn)
+        .collect();
+    assert!(text.contains("[White \"plus\"]") && text.contains("[White \"minus\"]"));
+    // Pairs in play at the end still count, each once: theta has moved by as many.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let settled = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
+    assert_eq!(settled.spsa.unwrap().iterations, settled.units_done);
+    eprintln!("Depth Limit after {} pairs: {depth:.3}", spsa.iterations);
+}

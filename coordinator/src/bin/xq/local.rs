@@ -13,7 +13,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use xq_proto::v1;
 
-use crate::{Connection, EngineArgs, SprtArgs, connect, submit, watch};
+use crate::{Connection, EngineArgs, PlayArgs, SprtArgs, connect, submit, watch};
 
 #[derive(Args)]
 pub struct LocalArgs {
@@ -156,16 +156,18 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
         new_options: args.new_options.clone(),
         base_options,
         bench: false,
-        tc: args.tc.clone(),
-        book,
-        rules: "wxf".to_owned(),
-        variant: "xiangqi".to_owned(),
-        max_plies: 0,
-        draw: None,
-        resign: None,
-        priority: 0,
-        throughput: 100,
-        watch: true,
+        play: PlayArgs {
+            tc: args.tc.clone(),
+            book,
+            rules: "wxf".to_owned(),
+            variant: "xiangqi".to_owned(),
+            max_plies: 0,
+            draw: None,
+            resign: None,
+            priority: 0,
+            throughput: 100,
+            watch: true,
+        },
     };
     let sprt = SprtArgs {
         engines: engines.clone(),

@@ -48,6 +48,19 @@ enum Command {
     Sprt(SprtArgs),
     /// Submits a test of a fixed number of games.
     Games(GamesArgs),
+    /// Submits an SPSA tuning run of an engine's spin options (fishtest's SPSA).
+    Spsa(SpsaArgs),
+    /// An SPSA run's parameters: theta, the values as UCI options and in fishtest's
+    /// format, and theta's history as CSV or JSON.
+    SpsaResult {
+        job: u64,
+        /// Write theta's history here as CSV.
+        #[arg(long)]
+        csv: Option<PathBuf>,
+        /// Write theta's history here as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Creates a self-play job.
     Selfplay(SelfplayArgs),
     /// Lists jobs.
@@ -161,6 +174,13 @@ pub struct EngineArgs {
     /// "Nodes searched: N" for `<engine> bench`).
     #[arg(long)]
     pub bench: bool,
+    #[command(flatten)]
+    pub play: PlayArgs,
+}
+
+/// How a job's games are played and scheduled, for tests and SPSA runs.
+#[derive(Args, Clone)]
+pub struct PlayArgs {
     /// Time control at the reference speed.
     #[arg(long, default_value = "10+0.1")]
     pub tc: String,
@@ -213,6 +233,41 @@ pub struct SprtArgs {
     /// Test the games (losses, draws, wins) instead of the pairs.
     #[arg(long)]
     pub trinomial: bool,
+}
+
+#[derive(Args)]
+struct SpsaArgs {
+    /// The engine to tune: each pair plays it at theta + c * flip against itself at
+    /// theta - c * flip.
+    #[arg(long)]
+    engine: PathBuf,
+    /// Its protocol: uci or ucci.
+    #[arg(long, default_value = "uci")]
+    protocol: String,
+    /// An option the engine is given besides the tuned ones, NAME=VALUE (repeatable).
+    #[arg(long = "option")]
+    options: Vec<String>,
+    /// Check the engine's bench signature on every worker.
+    #[arg(long)]
+    bench: bool,
+    /// The parameters in fishtest's format, a line each: name, start, min, max, c_end,
+    /// r_end (each a spin option of the engine).
+    #[arg(long)]
+    params: PathBuf,
+    /// Game pairs (iterations) of the run.
+    #[arg(long)]
+    pairs: u64,
+    /// The schedule's A as a share of the pairs.
+    #[arg(long, default_value_t = xq_stats::spsa::DEFAULT_A_RATIO)]
+    a_ratio: f64,
+    /// The learning rate's decay.
+    #[arg(long, default_value_t = xq_stats::spsa::DEFAULT_ALPHA)]
+    alpha: f64,
+    /// The perturbation's decay.
+    #[arg(long, default_value_t = xq_stats::spsa::DEFAULT_GAMMA)]
+    gamma: f64,
+    #[command(flatten)]
+    play: PlayArgs,
 }
 
 #[derive(Args)]
@@ -305,15 +360,35 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Sprt(args) => {
             let job = submit(&mut client, &args.engines, Some(&args), 0).await?;
-            after_submit(&mut client, job, args.engines.watch).await
+            after_submit(&mut client, job, args.engines.play.watch).await
         }
         Command::Games(args) => {
             if args.games == 0 || args.games % 2 != 0 {
                 bail!("--games {} must be even and positive: each opening is played with both colours", args.games);
             }
             let job = submit(&mut client, &args.engines, None, args.games / 2).await?;
-            after_submit(&mut client, job, args.engines.watch).await
+            after_submit(&mut client, job, args.engines.play.watch).await
         }
+        Command::Spsa(args) => {
+            let params = std::fs::read_to_string(&args.params)
+                .with_context(|| format!("cannot read {}", args.params.display()))?;
+            let bench_signature = if args.bench { xq_engine::bench::signature_of(&args.engine)? } else { 0 };
+            let engine = v1::EngineSpec {
+                name: args.engine.file_name().map_or("engine".to_owned(), |n| n.to_string_lossy().into_owned()),
+                binary: Some(client::upload_file(&mut client, &args.engine, "engine").await?),
+                protocol: args.protocol.clone(),
+                options: options(&args.options)?,
+                bench_signature,
+                net: None,
+            };
+            let mut test = args.play.test_request(&mut client, engine, None).await?;
+            test.pairs = args.pairs;
+            test.description = format!("SPSA of {}", args.engine.display());
+            let spsa = v1::SpsaSpec { params, a_ratio: args.a_ratio, alpha: args.alpha, gamma: args.gamma };
+            let job = client.create_spsa(v1::CreateSpsaRequest { test: Some(test), spsa: Some(spsa) }).await?;
+            after_submit(&mut client, job.into_inner(), args.play.watch).await
+        }
+        Command::SpsaResult { job, csv, json } => spsa_result(&mut client, job, csv, json).await,
         Command::Selfplay(args) => {
             let spec = v1::SelfPlaySpec {
                 nodes: args.nodes,
@@ -353,6 +428,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Show { job } => {
             let job = client.get_job(v1::JobId { job_id: job }).await?.into_inner();
             println!("{}", job_line(&job));
+            if let Some(spsa) = &job.spsa {
+                let theta: Vec<String> = spsa.parameters.iter().map(|p| format!("{}={:.2}", p.name, p.value)).collect();
+                println!("  theta after {} pairs: {}", spsa.iterations, theta.join(", "));
+            }
             if job.data_removed_ms > 0 {
                 let what = if job.kind == "selfplay" { "training data" } else { "games" };
                 println!("  its {what} were removed under the coordinator's retention settings; the counts remain");
@@ -493,37 +572,87 @@ pub async fn submit(
     let (base_path, mut base) = engine(&args.base, "base", &args.base_options)?;
     new.binary = Some(client::upload_file(client, &new_path, "engine").await?);
     base.binary = Some(client::upload_file(client, &base_path, "engine").await?);
-    let book = match &args.book {
-        Some(path) => Some(client::upload_file(client, path, "book").await?),
-        None => None,
-    };
-    let request = v1::CreateTestRequest {
-        new_engine: Some(new),
-        base_engine: Some(base),
-        time_control: args.tc.clone(),
-        rules: args.rules.clone(),
-        variant: args.variant.clone(),
-        book,
-        max_plies: args.max_plies,
-        sprt: sprt.map(|s| v1::SprtSpec {
-            elo0: s.elo0,
-            elo1: s.elo1,
-            alpha: s.alpha,
-            beta: s.beta,
-            model: s.model.clone(),
-            trinomial: s.trinomial,
-        }),
-        pairs: sprt.map_or(pairs, |s| s.max_pairs),
-        priority: args.priority,
-        required_cpu_flags: Vec::new(),
-        description: format!("{} vs {}", args.new.display(), args.base.display()),
-        throughput: args.throughput,
-        adjudication: xq_proto::adjudication_message(Adjudication::from_words(
-            args.draw.as_deref(),
-            args.resign.as_deref(),
-        )?),
-    };
+    let mut request = args.play.test_request(client, new, Some(base)).await?;
+    request.sprt = sprt.map(|s| v1::SprtSpec {
+        elo0: s.elo0,
+        elo1: s.elo1,
+        alpha: s.alpha,
+        beta: s.beta,
+        model: s.model.clone(),
+        trinomial: s.trinomial,
+    });
+    request.pairs = sprt.map_or(pairs, |s| s.max_pairs);
+    request.description = format!("{} vs {}", args.new.display(), args.base.display());
     Ok(client.create_test(request).await?.into_inner())
+}
+
+impl PlayArgs {
+    /// A test request of these settings between `new` and `base` (uploading the
+    /// book); the caller sets the pairs, the SPRT and the description.
+    async fn test_request(
+        &self,
+        client: &mut Client,
+        new: v1::EngineSpec,
+        base: Option<v1::EngineSpec>,
+    ) -> anyhow::Result<v1::CreateTestRequest> {
+        let book = match &self.book {
+            Some(path) => Some(client::upload_file(client, path, "book").await?),
+            None => None,
+        };
+        Ok(v1::CreateTestRequest {
+            new_engine: Some(new),
+            base_engine: base,
+            time_control: self.tc.clone(),
+            rules: self.rules.clone(),
+            variant: self.variant.clone(),
+            book,
+            max_plies: self.max_plies,
+            priority: self.priority,
+            throughput: self.throughput,
+            adjudication: xq_proto::adjudication_message(Adjudication::from_words(
+                self.draw.as_deref(),
+                self.resign.as_deref(),
+            )?),
+            ..Default::default()
+        })
+    }
+}
+
+/// Prints an SPSA run's parameters and writes theta's history.
+async fn spsa_result(client: &mut Client, job: u64, csv: Option<PathBuf>, json: Option<PathBuf>) -> anyhow::Result<()> {
+    let state = client.get_job(v1::JobId { job_id: job }).await?.into_inner();
+    let Some(spsa) = &state.spsa else { bail!("job {job} is a {} job, not an SPSA run", state.kind) };
+    println!("{}", job_line(&state));
+    let history = client.get_job_history(v1::JobId { job_id: job }).await?.into_inner();
+    let history = xq_stats::spsa::History {
+        names: spsa.parameters.iter().map(|p| p.name.clone()).collect(),
+        samples: history.spsa.into_iter().map(|s| xq_stats::spsa::Sample { pairs: s.pairs, theta: s.theta }).collect(),
+    };
+    for (path, text) in [(&csv, history.to_csv()), (&json, history.to_json())] {
+        if let Some(path) = path {
+            std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        }
+    }
+    println!("# after {} pairs, as UCI options:", spsa.iterations);
+    for p in &spsa.parameters {
+        println!("setoption name {} value {}", p.name, xq_stats::spsa::option_value(p.value));
+    }
+    println!("# in fishtest's format, to go on from here:");
+    let parameters: Vec<xq_stats::spsa::Parameter> = spsa
+        .parameters
+        .iter()
+        .map(|p| xq_stats::spsa::Parameter {
+            name: p.name.clone(),
+            start: p.start,
+            min: p.min,
+            max: p.max,
+            c_end: p.c_end,
+            r_end: p.r_end,
+        })
+        .collect();
+    let theta: Vec<f64> = spsa.parameters.iter().map(|p| p.value).collect();
+    print!("{}", xq_stats::spsa::format_parameters(&parameters, Some(&theta)));
+    Ok(())
 }
 
 async fn tokens(client: &mut Client, action: TokenCommand) -> anyhow::Result<()> {
