@@ -93,3 +93,18 @@ fn the_coordinator_refuses_plaintext_on_a_public_address() {
     assert!(!output.status.success() && stderr.contains("--allow-plaintext"), "{stderr}");
     assert!(output.stdout.is_empty(), "it never listened");
 }
+
+/// A reader that has gone (`xq show 3 | head -1`) ends `xq` quietly: no panic.
+#[test]
+fn output_to_a_closed_pipe_ends_quietly() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = Command::new(binary("xq"))
+        .args(["llr", "--trinomial", "20,50,30", "--elo0", "0", "--elo1", "5"])
+        .stdout(writer)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{:?}: {stderr}", output.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

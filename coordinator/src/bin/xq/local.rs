@@ -184,14 +184,14 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
     watch(&mut client, job.job_id).await?;
     let last = client.get_job(v1::JobId { job_id: job.job_id }).await?.into_inner();
     let totals = last.totals.clone().unwrap_or_default();
-    println!("games {}", totals.wins + totals.draws + totals.losses);
+    out!("games {}", totals.wins + totals.draws + totals.losses);
     if let Some(sprt) = &last.sprt {
-        println!("LLR {:.3} ({:.3}, {:.3}) {}", sprt.llr, sprt.lower, sprt.upper, last.outcome);
+        out!("LLR {:.3} ({:.3}, {:.3}) {}", sprt.llr, sprt.lower, sprt.upper, last.outcome);
     }
     if let Some(elo) = &last.elo {
-        println!("Elo {:+.1} [{:+.1}, {:+.1}]", elo.elo, elo.low, elo.high);
+        out!("Elo {:+.1} [{:+.1}, {:+.1}]", elo.elo, elo.low, elo.high);
     }
-    println!("coordinator {url}, games in {}", data.join("games").display());
+    out!("coordinator {url}, games in {}", data.join("games").display());
     drop(workers);
     if args.keep {
         eprintln!("the coordinator keeps running; Ctrl-C stops it");

@@ -2,6 +2,26 @@
 //! stops them, downloads their games and data, creates worker tokens, computes an SPRT
 //! by hand (`xq llr`), and runs a whole cluster on this machine (`xq local`).
 
+/// Prints a line on standard output. A reader that stops reading (`xq show 3 | head
+/// -1`) ends the program quietly, where `println!` would panic.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(error) = writeln!(std::io::stdout().lock(), $($arg)*) {
+            $crate::output_failed(error);
+        }
+    }};
+}
+
+/// Ends the program after standard output failed: silently when its reader left.
+fn output_failed(error: std::io::Error) -> ! {
+    if error.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    eprintln!("xq: cannot write to standard output: {error}");
+    std::process::exit(1);
+}
+
 mod local;
 
 use std::io::IsTerminal;
@@ -411,7 +431,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 throughput: args.throughput,
             };
             let job = client.create_self_play(request).await?.into_inner();
-            println!("job {}: {}", job.job_id, job.summary);
+            out!("job {}: {}", job.job_id, job.summary);
             Ok(())
         }
         Command::List { all } => {
@@ -421,37 +441,37 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 .into_inner()
                 .jobs;
             for job in jobs {
-                println!("{}", job_line(&job));
+                out!("{}", job_line(&job));
             }
             Ok(())
         }
         Command::Show { job } => {
             let job = client.get_job(v1::JobId { job_id: job }).await?.into_inner();
-            println!("{}", job_line(&job));
+            out!("{}", job_line(&job));
             if let Some(spsa) = &job.spsa {
                 let theta: Vec<String> = spsa.parameters.iter().map(|p| format!("{}={:.2}", p.name, p.value)).collect();
-                println!("  theta after {} pairs: {}", spsa.iterations, theta.join(", "));
+                out!("  theta after {} pairs: {}", spsa.iterations, theta.join(", "));
             }
             if job.data_removed_ms > 0 {
                 let what = if job.kind == "selfplay" { "training data" } else { "games" };
-                println!("  its {what} were removed under the coordinator's retention settings; the counts remain");
+                out!("  its {what} were removed under the coordinator's retention settings; the counts remain");
             }
             let mut reasons: Vec<_> = job.reasons.iter().collect();
             reasons.sort();
             for (reason, count) in reasons {
-                println!("  {reason}: {count}");
+                out!("  {reason}: {count}");
             }
             Ok(())
         }
         Command::Watch { job } => watch(&mut client, job).await,
         Command::Stop { job } => {
             let job = client.stop_job(v1::JobId { job_id: job }).await?.into_inner();
-            println!("{}", job_line(&job));
+            out!("{}", job_line(&job));
             Ok(())
         }
         Command::Priority { job, priority } => {
             let job = client.set_priority(v1::SetPriorityRequest { job_id: job, priority }).await?.into_inner();
-            println!("{}", job_line(&job));
+            out!("{}", job_line(&job));
             Ok(())
         }
         Command::Workers => {
@@ -462,7 +482,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 } else {
                     format!(", {} ({})", worker.standing, worker.standing_reason)
                 };
-                println!(
+                out!(
                     "worker {} {}: {} cores, {} nodes/s, version {}, {} leases, last seen {} ms ago{standing}",
                     worker.worker_id,
                     caps.name,
@@ -476,7 +496,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::WorkerToken { name } => {
-            println!("{}", client.create_worker_token(v1::CreateWorkerTokenRequest { name }).await?.into_inner().token);
+            out!("{}", client.create_worker_token(v1::CreateWorkerTokenRequest { name }).await?.into_inner().token);
             Ok(())
         }
         Command::DisableWorker { worker, reason } => set_standing(&mut client, worker, "disabled", reason).await,
@@ -485,12 +505,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Token { action } => tokens(&mut client, action).await,
         Command::Approve { job } => {
             let job = client.approve_job(v1::JobId { job_id: job }).await?.into_inner();
-            println!("job {}: {}", job.job_id, job.state);
+            out!("job {}: {}", job.job_id, job.state);
             Ok(())
         }
         Command::Audit { limit } => {
             for entry in client.list_audit(v1::ListAuditRequest { limit }).await?.into_inner().entries {
-                println!("{} {} {} {}", entry.at_ms, entry.actor, entry.action, entry.detail);
+                out!("{} {} {} {}", entry.at_ms, entry.actor, entry.action, entry.detail);
             }
             Ok(())
         }
@@ -510,7 +530,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Data { job, out } => {
             let downloaded = client::download_training_data(&mut client, job, &out).await?;
-            println!(
+            out!(
                 "{} chunks in {} ({} already there)",
                 downloaded.written + downloaded.present,
                 out.display(),
@@ -520,7 +540,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Nets { lineage } => {
             for net in client.list_nets(v1::ListNetsRequest { lineage }).await?.into_inner().nets {
-                println!("{}", net_line(&net));
+                out!("{}", net_line(&net));
             }
             Ok(())
         }
@@ -622,7 +642,7 @@ impl PlayArgs {
 async fn spsa_result(client: &mut Client, job: u64, csv: Option<PathBuf>, json: Option<PathBuf>) -> anyhow::Result<()> {
     let state = client.get_job(v1::JobId { job_id: job }).await?.into_inner();
     let Some(spsa) = &state.spsa else { bail!("job {job} is a {} job, not an SPSA run", state.kind) };
-    println!("{}", job_line(&state));
+    out!("{}", job_line(&state));
     let history = client.get_job_history(v1::JobId { job_id: job }).await?.into_inner();
     let history = xq_stats::spsa::History {
         names: spsa.parameters.iter().map(|p| p.name.clone()).collect(),
@@ -633,11 +653,11 @@ async fn spsa_result(client: &mut Client, job: u64, csv: Option<PathBuf>, json: 
             std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
         }
     }
-    println!("# after {} pairs, as UCI options:", spsa.iterations);
+    out!("# after {} pairs, as UCI options:", spsa.iterations);
     for p in &spsa.parameters {
-        println!("setoption name {} value {}", p.name, xq_stats::spsa::option_value(p.value));
+        out!("setoption name {} value {}", p.name, xq_stats::spsa::option_value(p.value));
     }
-    println!("# in fishtest's format, to go on from here:");
+    out!("# in fishtest's format, to go on from here:");
     let parameters: Vec<xq_stats::spsa::Parameter> = spsa
         .parameters
         .iter()
@@ -651,7 +671,7 @@ async fn spsa_result(client: &mut Client, job: u64, csv: Option<PathBuf>, json: 
         })
         .collect();
     let theta: Vec<f64> = spsa.parameters.iter().map(|p| p.value).collect();
-    print!("{}", xq_stats::spsa::format_parameters(&parameters, Some(&theta)));
+    out!("{}", xq_stats::spsa::format_parameters(&parameters, Some(&theta)).trim_end());
     Ok(())
 }
 
@@ -664,12 +684,12 @@ async fn tokens(client: &mut Client, action: TokenCommand) -> anyhow::Result<()>
             let expires_seconds = (expires_days * 86_400.0).ceil() as u64;
             let reply = client.create_token(v1::CreateTokenRequest { role, name, expires_seconds }).await?.into_inner();
             eprintln!("token {} (shown once; `xq token revoke {}` revokes it):", reply.id, reply.id);
-            println!("{}", reply.token);
+            out!("{}", reply.token);
         }
         TokenCommand::List => {
             for token in client.list_tokens(v1::ListTokensRequest {}).await?.into_inner().tokens {
                 let when = |ms: i64, none: &str| if ms == 0 { none.to_owned() } else { ms.to_string() };
-                println!(
+                out!(
                     "{} {} '{}'{} created {} expires {} revoked {}",
                     token.id,
                     token.role,
@@ -683,7 +703,7 @@ async fn tokens(client: &mut Client, action: TokenCommand) -> anyhow::Result<()>
         }
         TokenCommand::Revoke { id } => {
             client.revoke_token(v1::RevokeTokenRequest { id: id.clone() }).await?;
-            println!("token {id} revoked");
+            out!("token {id} revoked");
         }
     }
     Ok(())
@@ -692,12 +712,12 @@ async fn tokens(client: &mut Client, action: TokenCommand) -> anyhow::Result<()>
 async fn set_standing(client: &mut Client, worker_id: u64, standing: &str, reason: String) -> anyhow::Result<()> {
     let request = v1::SetWorkerStandingRequest { worker_id, standing: standing.to_owned(), reason };
     let info = client.set_worker_standing(request).await?.into_inner();
-    println!("worker {}: {}, {} units counted", info.worker_id, info.standing, info.units_done);
+    out!("worker {}: {}, {} units counted", info.worker_id, info.standing, info.units_done);
     Ok(())
 }
 
 async fn after_submit(client: &mut Client, job: v1::Job, follow: bool) -> anyhow::Result<()> {
-    println!("job {}: {}", job.job_id, job.summary);
+    out!("job {}: {}", job.job_id, job.summary);
     if follow { watch(client, job.job_id).await } else { Ok(()) }
 }
 
@@ -787,7 +807,7 @@ pub async fn watch(client: &mut Client, job: u64) -> anyhow::Result<()> {
     // The bar is cleared at the end; without one every state was already printed.
     if let (Some(bar), Some(state)) = (bar, last) {
         bar.finish_and_clear();
-        println!("{}", job_line(&state));
+        out!("{}", job_line(&state));
     }
     Ok(())
 }
@@ -827,10 +847,10 @@ fn llr(args: &LlrArgs) -> anyhow::Result<()> {
             "elo": elo.elo, "elo_low": elo.low, "elo_high": elo.high,
             "los": elo.los, "nelo": elo.nelo, "decision": decision,
         });
-        println!("{object}");
+        out!("{object}");
     } else {
-        println!("LLR {:.4} ({:.4}, {:.4}): {decision}", state.llr, state.lower, state.upper);
-        println!(
+        out!("LLR {:.4} ({:.4}, {:.4}): {decision}", state.llr, state.lower, state.upper);
+        out!(
             "Elo {:+.2} [{:+.2}, {:+.2}], nElo {:+.2}, LOS {:.2}%",
             elo.elo,
             elo.low,
