@@ -369,6 +369,34 @@
     };
   }
 
+  const PARAMETER_COLOURS = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#65a30d"];
+
+  /** An SPSA run's theta over its pairs, a line per parameter. */
+  function spsaChart(holder, names) {
+    const plot = chart(holder, {
+      title: "Theta",
+      scales: { x: { time: false } },
+      axes: [{ ...timeAxis, label: "pairs" }, valueAxis],
+      series: [{ label: "pairs" }, ...names.map((name, i) => ({
+        label: name, stroke: PARAMETER_COLOURS[i % PARAMETER_COLOURS.length], width: 2,
+      }))],
+    }, [[], ...names.map(() => [])]);
+    return (samples) => plot.setData([
+      samples.map((s) => Number(s.pairs)),
+      ...names.map((_, i) => samples.map((s) => s.theta[i])),
+    ]);
+  }
+
+  /** An SPSA run's parameters: where theta stands, and the line to paste. */
+  function spsaRows(spsa) {
+    return (spsa.parameters || []).map((p) => el("tr", { "data-parameter": p.name },
+      el("th", { scope: "row", "data-label": "Parameter" }, p.name),
+      el("td", { "data-label": "Value", class: "value" }, fixed(p.value, 2)),
+      el("td", { "data-label": "Start" }, String(p.start)),
+      el("td", { "data-label": "Range" }, `${p.min} … ${p.max}`),
+      el("td", { "data-label": "UCI" }, el("code", {}, `setoption name ${p.name} value ${Math.round(p.value)}`))));
+  }
+
   function definitionList(entries) {
     return el("dl", { class: "facts" }, entries.map(([term, value, id]) =>
       el("div", {}, el("dt", {}, term), el("dd", id ? { id } : {}, value))));
@@ -421,8 +449,19 @@
     const pairsBody = el("tbody");
     const contributors = el("tbody");
     const pairsNote = el("p", { class: "count" });
+    const spsaHolder = el("div", { id: "spsa-chart", class: "chart" });
+    const spsaBody = el("tbody");
+    const spsaNote = el("p", { class: "count", id: "spsa-iterations" });
 
     const sections = [heading, el("p", {}, stateBadge, " ", el("span", { id: "summary" })), facts, actions];
+    if (job.spsa) {
+      sections.push(el("section", { "aria-labelledby": "spsa-title" },
+        el("h2", { id: "spsa-title" }, "Parameters"), spsaNote,
+        el("table", { class: "cards", id: "spsa-parameters" },
+          el("thead", {}, el("tr", {}, ["Parameter", "Value", "Start", "Range", "UCI"].map((c) => el("th", { scope: "col" }, c)))),
+          spsaBody),
+        el("div", { class: "charts" }, spsaHolder)));
+    }
     if (isMatch) {
       sections.push(
         el("section", { "aria-labelledby": "charts-title" },
@@ -447,6 +486,7 @@
     main.replaceChildren(...sections);
 
     const drawHistory = isMatch ? historyCharts(llrHolder, eloHolder, Boolean(job.sprt)) : null;
+    const drawSpsa = job.spsa ? spsaChart(spsaHolder, job.spsa.parameters.map((p) => p.name)) : null;
     if (isMatch && !job.sprt) llrHolder.remove();
 
     const showJob = (job) => {
@@ -492,6 +532,10 @@
         entries.push([what, `removed ${when(Number(job.data_removed_ms))} (retention)`, "data-removed"]);
       }
       facts.replaceChildren(definitionList(entries));
+      if (job.spsa) {
+        spsaBody.replaceChildren(...spsaRows(job.spsa));
+        spsaNote.textContent = `Theta after ${job.spsa.iterations} pairs (A ${job.spsa.big_a}, alpha ${job.spsa.alpha}, gamma ${job.spsa.gamma}).`;
+      }
       if (isMatch) {
         const ended = Object.entries(job.reasons || {}).sort((a, b) => b[1] - a[1]);
         reasons.replaceChildren(ended.length
@@ -534,7 +578,9 @@
 
     const loadHistory = async () => {
       try {
-        drawHistory(await api(`/api/v1/jobs/${id}/history`));
+        const history = await api(`/api/v1/jobs/${id}/history`);
+        drawHistory(history);
+        if (drawSpsa) drawSpsa(history.spsa || []);
       } catch (error) {
         pairsNote.textContent = error.message;
       }

@@ -10,13 +10,15 @@
 //! and `xq` use; the measured calls go through the lighter client of [`grpc`].
 //!
 //! With `--followers N`, N browsers follow the dashboard's live stream during the run;
-//! with `--tests N`, N - 1 more tests wait beside the reported one. After the run the
+//! with `--tests N`, N - 1 more tests wait beside the reported one; with `--spsa P` the
+//! reported job is an SPSA run of P parameters, every pair moving theta (serialised per
+//! job). After the run the
 //! dashboard's pages are timed over the stored games (a test's page reads its course,
 //! its pairs and its view; the tests page lists them all).
 //!
 //! cargo bench -p xq-coordinator --bench fleet -- [--workers 20000] [--rate 10500]
 //!     [--seconds 20] [--connections 64] [--database sqlite|postgres] [--followers 0]
-//!     [--tests 1]
+//!     [--tests 1] [--spsa 0]
 
 mod dashboard;
 mod grpc;
@@ -49,6 +51,7 @@ struct Options {
     database: String,
     followers: usize,
     tests: usize,
+    spsa: usize,
 }
 
 /// The target is 10,000 durable reports a second: the fleet offers 5% more, as the rate
@@ -62,6 +65,7 @@ fn options() -> Options {
         database: "sqlite".to_owned(),
         followers: 0,
         tests: 1,
+        spsa: 0,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut index = 0;
@@ -75,6 +79,7 @@ fn options() -> Options {
             "--database" => options.database = value,
             "--followers" => options.followers = value.parse().expect("--followers N"),
             "--tests" => options.tests = value.parse().expect("--tests N"),
+            "--spsa" => options.spsa = value.parse().expect("--spsa P"),
             _ => {
                 index += 1;
                 continue;
@@ -225,7 +230,15 @@ async fn run(options: Options, server: tokio::runtime::Handle, browsers: tokio::
         adjudication: Some(ADJUDICATION),
         ..Default::default()
     };
-    let job = admin.create_test(request.clone()).await.unwrap().into_inner();
+    let (job, names) = if options.spsa > 0 {
+        let params: String = (0..options.spsa).map(|i| format!("P{i}, 100, 0, 200, 10, 0.002\n")).collect();
+        let test = v1::CreateTestRequest { base_engine: None, ..request.clone() };
+        let spsa = v1::SpsaSpec { params, ..Default::default() };
+        let created = admin.create_spsa(v1::CreateSpsaRequest { test: Some(test), spsa: Some(spsa) }).await;
+        (created.unwrap().into_inner(), ["plus", "minus"])
+    } else {
+        (admin.create_test(request.clone()).await.unwrap().into_inner(), ["new", "base"])
+    };
 
     // The fleet: tokens, registration and a lease each, all at once.
     let started = Instant::now();
@@ -331,8 +344,8 @@ async fn run(options: Options, server: tokio::runtime::Handle, browsers: tokio::
                 cumulative.pentanomial[3] += 1;
                 let pair = v1::PairResult {
                     unit,
-                    first_game_pgn: game("new", "base", "1-0"),
-                    second_game_pgn: game("base", "new", "1/2-1/2"),
+                    first_game_pgn: game(names[0], names[1], "1-0"),
+                    second_game_pgn: game(names[1], names[0], "1/2-1/2"),
                 };
                 let report = v1::ReportPairsRequest {
                     lease_id: lease.lease_id,
@@ -408,6 +421,10 @@ async fn run(options: Options, server: tokio::runtime::Handle, browsers: tokio::
     assert_eq!(wdl, [reports, reports, 0]);
     assert_eq!(penta, [0, 0, 0, reports, 0]);
     println!("check: {reports} acknowledged = {} counted = {units} stored rows; W/D/L {wdl:?}", state.units_done);
+    if let Some(spsa) = &state.spsa {
+        assert_eq!(spsa.iterations, reports, "every counted pair moved theta once");
+        println!("spsa: {} parameters, theta moved by {} pairs", spsa.parameters.len(), spsa.iterations);
+    }
 
     if let Some(followers) = followers {
         let events = followers.events();

@@ -252,3 +252,59 @@ async fn a_running_test_lives_on_its_pages_in_a_real_browser() {
     screenshot(browser, "test-stopped").await;
     session.browser.clone().close().await.unwrap();
 }
+
+/// An SPSA run's page: its parameters with theta as the coordinator has it, the line
+/// to paste, theta's chart, and theta moving live as pairs are reported; on a phone
+/// too.
+#[tokio::test]
+async fn an_spsa_run_shows_its_parameters_and_theta_live() {
+    let served = serve(Backend::Sqlite, SchedulerConfig::default()).await;
+    let base = format!("http://{}", served.address);
+    let mut admin = client(served.address, &served.client_token).await;
+    let mut test = test_request(&mut admin, 50, None).await;
+    test.base_engine = None;
+    let spsa = v1::SpsaSpec {
+        params: "Futility Base, 100, 0, 300, 15, 0.01\nLMR Divisor, 230, 100, 500, 20, 0.01".to_owned(),
+        ..Default::default()
+    };
+    let job =
+        admin.create_spsa(v1::CreateSpsaRequest { test: Some(test), spsa: Some(spsa) }).await.unwrap().into_inner();
+    let mut worker = registered_worker(&served, "w1", &[]).await;
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    let mut played: Vec<[u8; 2]> = Vec::new();
+    let mut report = async |played: &mut Vec<[u8; 2]>, points: [u8; 2]| {
+        played.push(points);
+        let unit = lease.units[played.len() - 1];
+        let request = v1::ReportPairsRequest {
+            lease_id: lease.lease_id,
+            pairs: vec![named_pair(unit, points, ["plus", "minus"])],
+            cumulative: Some(totals(played)),
+            ..Default::default()
+        };
+        worker.report_pairs(request).await.unwrap();
+    };
+    report(&mut played, [2, 2]).await;
+    let value = |job: &v1::Job| format!("{:.2}", job.spsa.as_ref().unwrap().parameters[0].value);
+
+    for (label, width, height) in [("desktop", 1280, 900), ("phone", 390, 844)] {
+        let session = session(width, height).await;
+        let browser = &session.browser;
+        browser.goto(&format!("{base}/tests/{}", job.job_id)).await.unwrap();
+        let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        let row = "#spsa-parameters tr[data-parameter='Futility Base']";
+        let shown = wait_for_text(browser, &format!("{row} .value"), |t| t == value(&state)).await;
+        assert_ne!(shown, "100.00", "theta moved after won pairs");
+        let rounded = state.spsa.as_ref().unwrap().parameters[0].value.round();
+        assert!(text(browser, row).await.contains(&format!("setoption name Futility Base value {rounded}")));
+        assert!(text(browser, "#spsa-parameters tr[data-parameter='LMR Divisor']").await.contains("100 … 500"));
+        browser.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("#spsa-chart canvas")).await.unwrap();
+        // A pair plus wins by a game moves theta on, on the page without a reload.
+        report(&mut played, [2, 1]).await;
+        let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        wait_for_text(browser, &format!("{row} .value"), |t| t == value(&state)).await;
+        wait_for_text(browser, "#spsa-iterations", |t| t.starts_with(&format!("Theta after {} pairs", played.len())))
+            .await;
+        screenshot(browser, &format!("spsa-{label}")).await;
+        assert!(!overflows(browser).await, "the SPSA page is wider than a {width} px window");
+    }
+}
