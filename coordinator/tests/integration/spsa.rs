@@ -128,3 +128,63 @@ async fn bad_spsa_requests_are_refused_with_the_field_at_fault() {
         assert!(error.message().contains(field), "{field}: {}", error.message());
     }
 }
+
+/// The flips a lease made at theta = start plays: plus's values above start or below.
+fn flips_of(lease: &v1::Lease) -> Vec<i8> {
+    let Some(v1::lease::Work::MatchSpec(spec)) = &lease.work else { panic!("a match lease") };
+    let plus = spec.new_engine.as_ref().unwrap();
+    [("A", 100.0), ("B", 50.0)]
+        .iter()
+        .map(|(name, start)| if plus.options[*name].parse::<f64>().unwrap() > *start { 1 } else { -1 })
+        .collect()
+}
+
+/// A quarantined worker's pairs are set aside and theta replayed without them: it
+/// equals a run that only ever had the other worker's pairs.
+#[tokio::test]
+async fn a_quarantined_workers_pairs_are_taken_out_of_theta() {
+    for backend in BACKENDS {
+        let served = serve(backend, SchedulerConfig { max_units_per_lease: 2, ..config() }).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let job = create_spsa(&mut admin, 20).await;
+        let (mut honest, _) = registered_worker_token(&served, "honest", &[]).await;
+        let (mut forger, _) = registered_worker_token(&served, "forger", &[]).await;
+        let lease = |worker: &mut Worker| {
+            let mut worker = worker.clone();
+            async move { worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap() }
+        };
+        let (honest_lease, forged_lease) = (lease(&mut honest).await, lease(&mut forger).await);
+        let report = |worker: &mut Worker, lease: &v1::Lease, played: Vec<[u8; 2]>| {
+            let mut worker = worker.clone();
+            let request = v1::ReportPairsRequest {
+                lease_id: lease.lease_id,
+                pairs: lease.units.iter().zip(&played).map(|(&u, &p)| named_pair(u, p, ["plus", "minus"])).collect(),
+                cumulative: Some(totals(&played)),
+                ..Default::default()
+            };
+            async move { worker.report_pairs(request).await.unwrap() }
+        };
+        report(&mut honest, &honest_lease, vec![[1, 2], [0, 1]]).await;
+        report(&mut forger, &forged_lease, vec![[2, 2], [2, 2]]).await;
+        let before = theta(&admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner());
+
+        let workers = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
+        let forger_id = workers.iter().find(|w| w.capabilities.as_ref().unwrap().name == "forger").unwrap().worker_id;
+        let quarantine = v1::SetWorkerStandingRequest {
+            worker_id: forger_id,
+            standing: "quarantined".to_owned(),
+            reason: "test".to_owned(),
+        };
+        admin.set_worker_standing(quarantine).await.unwrap();
+        let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+
+        let mut expected = Tuner::new(parse_parameters(PARAMS).unwrap(), Schedule::fishtest(20)).unwrap();
+        let probe = expected.probe(&flips_of(&honest_lease)).unwrap();
+        expected.apply(&probe, 1, 1);
+        expected.apply(&probe, -1, 1);
+        assert_ne!(before, expected.theta(), "{backend:?}: the forged pairs had moved theta");
+        assert_eq!(theta(&state), expected.theta(), "{backend:?}");
+        assert_eq!(state.spsa.as_ref().unwrap().iterations, 2);
+        assert_eq!(state.units_done, 2);
+    }
+}
