@@ -40,7 +40,7 @@ pub async fn remove_expired_data(shared: &Shared, now_ms: i64) -> Result<Vec<u64
     let (games_before, data_before) = (before(config.keep_games), before(config.keep_training_data));
     let mut removed = Vec::new();
     if games_before > 0 || data_before > 0 {
-        for (id, _kind) in shared.storage.jobs_past_retention(games_before, data_before).await? {
+        for id in shared.storage.jobs_past_retention(games_before, data_before).await? {
             shared.scheduler.mark_data_removed(id as u64, now_ms).await?;
             removed.push(id as u64);
         }

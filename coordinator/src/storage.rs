@@ -501,22 +501,22 @@ impl Storage {
     }
 
     /// Finished or stopped jobs whose data is still stored and whose last change is
-    /// older than `games_before_ms` (matches) or `data_before_ms` (self-play), each
-    /// with its kind; a bound of 0 selects none of its kind.
+    /// older than `games_before_ms` (matches) or `data_before_ms` (self-play); a bound
+    /// of 0 selects none of its kind.
     pub async fn jobs_past_retention(
         &self,
         games_before_ms: i64,
         data_before_ms: i64,
-    ) -> Result<Vec<(i64, String)>, StorageError> {
+    ) -> Result<Vec<i64>, StorageError> {
         let rows = sqlx::query(
-            "SELECT id, kind FROM jobs WHERE state IN ('finished', 'stopped') AND data_removed_ms = 0 \
+            "SELECT id FROM jobs WHERE state IN ('finished', 'stopped') AND data_removed_ms = 0 \
              AND ((kind = 'selfplay' AND updated_ms < $1) OR (kind <> 'selfplay' AND updated_ms < $2)) ORDER BY id",
         )
         .bind(data_before_ms)
         .bind(games_before_ms)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(|r| Ok((r.try_get("id")?, r.try_get("kind")?))).collect()
+        rows.iter().map(|r| Ok(r.try_get("id")?)).collect()
     }
 
     /// The jobs whose data was removed.

@@ -26,6 +26,10 @@ use tokio::sync::{mpsc, oneshot};
 use crate::metrics::Metrics;
 use crate::storage::{Applied, Change, Storage, StorageError, apply_all};
 
+/// The fail point of a committed batch of results whose acknowledgements are not yet
+/// sent (the drills' most dangerous crash).
+const AFTER_UNITS_COMMIT: &str = "after-units-commit";
+
 /// The most changes in one transaction.
 const MAX_BATCH: usize = 2048;
 
@@ -216,10 +220,10 @@ async fn commit(storage: Storage, mut to_commit: mpsc::Receiver<Batch>, metrics:
         metrics.batch_changes.observe(changes.len() as f64);
         match applied {
             Ok(results) => {
-                // The drills' most dangerous crash: results committed, not yet
-                // acknowledged.
-                if changes.iter().any(|change| matches!(change, Change::Units { .. })) {
-                    crate::fail_point::reached("after-units-commit");
+                if crate::fail_point::armed_for(AFTER_UNITS_COMMIT)
+                    && changes.iter().any(|change| matches!(change, Change::Units { .. }))
+                {
+                    crate::fail_point::reached(AFTER_UNITS_COMMIT);
                 }
                 for ((_, reply), applied) in batch.drain(..).zip(results) {
                     let _ = reply.send(Ok(applied));

@@ -176,14 +176,26 @@ pub async fn registered_worker_token(served: &Served, name: &str, flags: &[&str]
 
 /// A registered worker of `cores` cores, and its token.
 pub async fn registered_worker_with_cores(served: &Served, name: &str, flags: &[&str], cores: u32) -> (Worker, String) {
-    let mut admin = client(served.address, &served.client_token).await;
+    registered_worker_at(served.address, &served.client_token, name, flags, cores).await
+}
+
+/// [`registered_worker_with_cores`] on the coordinator at `address`, whose client
+/// token is `client_token` (one served in another process).
+pub async fn registered_worker_at(
+    address: SocketAddr,
+    client_token: &str,
+    name: &str,
+    flags: &[&str],
+    cores: u32,
+) -> (Worker, String) {
+    let mut admin = client(address, client_token).await;
     let token = admin
         .create_worker_token(v1::CreateWorkerTokenRequest { name: name.to_owned() })
         .await
         .unwrap()
         .into_inner()
         .token;
-    let mut worker = worker(served.address, &token).await;
+    let mut worker = worker(address, &token).await;
     let capabilities = v1::Capabilities {
         name: name.to_owned(),
         cores,

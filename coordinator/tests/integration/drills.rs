@@ -326,16 +326,7 @@ async fn the_coordinator_killed_between_commit_and_acknowledgement_loses_and_dou
     let mut admin = client(address, &admin_token).await;
     let request = test_request(&mut admin, 1000, None).await;
     let job = admin.create_test(request).await.unwrap().into_inner();
-    let token = admin
-        .create_worker_token(v1::CreateWorkerTokenRequest { name: "w".to_owned() })
-        .await
-        .unwrap()
-        .into_inner()
-        .token;
-    let mut worker = worker(address, &token).await;
-    let capabilities =
-        v1::Capabilities { name: "w".to_owned(), cores: 1, version: "drill".to_owned(), ..Default::default() };
-    worker.register(v1::RegisterRequest { capabilities: Some(capabilities) }).await.unwrap();
+    let (mut worker, _) = registered_worker_at(address, &admin_token, "w", &[], 1).await;
     let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
     assert!(lease.units.len() >= 60, "one lease for the whole drill: {}", lease.units.len());
     let mut reporter = Reporter::new(lease, &[tonic::Code::Unavailable, tonic::Code::Unknown, tonic::Code::Cancelled]);

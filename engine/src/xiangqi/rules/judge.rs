@@ -6,7 +6,8 @@ use serde_json::{Value, json};
 
 use super::identity::Identities;
 use super::nature::{AllowedNatures, Nature, allowed_natures, classify, nature_names};
-use super::{Reason, Referee, RefereeConfig, RuleSet, UnknownRuleSet};
+use super::verify::InPlay;
+use super::{Reason, RefereeConfig, RuleSet, UnknownRuleSet};
 use crate::variant::Variant;
 use crate::xiangqi::fen::{self, FenError, PositionError};
 use crate::xiangqi::notation::{Dialect, MoveTextError, parse_uci};
@@ -131,13 +132,12 @@ pub fn judge(request: &JudgeRequest) -> Result<(Value, Vec<PositionError>), Judg
         Some(text) => fen::parse_composed(text)?,
         None => (Position::startpos(), Vec::new()),
     };
-    let config = RefereeConfig::for_rules(request.rules);
-    let mut referee = Referee::new(start.clone(), config);
+    // Where a referee would have ended the game in play, as a verification job sees it.
+    let mut game = InPlay::new(start.clone(), RefereeConfig::for_rules(request.rules));
     let mut ids = Identities::new(&start);
     let mut plies = Vec::with_capacity(request.moves.len());
-    let mut moves = Vec::with_capacity(request.moves.len());
     for (index, text) in request.moves.iter().enumerate() {
-        let before = referee.position().clone();
+        let before = game.referee().position().clone();
         let mv = parse_uci(&before, text, Dialect::ZeroBased).map_err(|error| JudgeError::Move {
             ply: index + 1,
             text: text.clone(),
@@ -145,14 +145,13 @@ pub fn judge(request: &JudgeRequest) -> Result<(Value, Vec<PositionError>), Judg
         })?;
         let mut ply = ply_json(&classify(&before, &ids, mv), &allowed_natures(&before, &ids, mv), mv);
         ids.apply(mv);
-        referee.play(mv).expect("a parsed move is legal");
-        moves.push(mv);
-        ply["fen"] = json!(fen::to_fen(referee.position()));
+        game.play(mv).expect("a parsed move is legal");
+        ply["fen"] = json!(fen::to_fen(game.referee().position()));
         plies.push(ply);
     }
+    let referee = game.referee();
     let ruling = referee.rule_last_cycle().or(referee.ruling());
-    // Where a referee would have ended the game in play, as a verification job sees it.
-    let ended = super::verify::ruled_in_play(&start, &moves, config).map(|(ply, ruling)| {
+    let ended = game.ended().map(|(ply, ruling)| {
         json!({"ply": ply, "result": ruling.outcome.pgn(), "reason": ruling.reason.to_string(), "article": ruling.article})
     });
     let verdict = json!({

@@ -4,6 +4,7 @@
 //! over PGN files; a verification job runs the same function on each of its games.
 
 use super::{Referee, RefereeConfig, RuleSet, Ruling};
+use crate::xiangqi::IllegalMove;
 use crate::xiangqi::notation::{Dialect, MoveTextError, parse_uci};
 use crate::xiangqi::{Move, Position};
 
@@ -41,19 +42,55 @@ impl Disagreement {
     }
 }
 
+/// A referee following a game in play, remembering the first ruling it made: where a
+/// referee would have ended the game. The judge plays every move through one (and
+/// reports what it remembers as `ended`); [`ruled_in_play`] stops at the ruling.
+pub struct InPlay {
+    referee: Referee,
+    plies: usize,
+    ended: Option<(usize, Ruling)>,
+}
+
+impl InPlay {
+    /// A game from `start` under `config`; a start position that is already over is
+    /// ruled at ply 0.
+    pub fn new(start: Position, config: RefereeConfig) -> InPlay {
+        let referee = Referee::new(start, config);
+        let ended = referee.ruling().map(|ruling| (0, ruling));
+        InPlay { referee, plies: 0, ended }
+    }
+
+    /// Plays `mv`, remembering the ruling it brings if it is the first.
+    pub fn play(&mut self, mv: Move) -> Result<(), IllegalMove> {
+        let ruling = self.referee.play(mv)?;
+        self.plies += 1;
+        if self.ended.is_none() {
+            self.ended = ruling.map(|ruling| (self.plies, ruling));
+        }
+        Ok(())
+    }
+
+    /// The first ruling: its ply (1-based; 0 for the start) and the ruling.
+    pub fn ended(&self) -> Option<(usize, Ruling)> {
+        self.ended
+    }
+
+    /// The referee, after the moves played.
+    pub fn referee(&self) -> &Referee {
+        &self.referee
+    }
+}
+
 /// The verdict of a referee under `config` as play proceeds: the first ply after which
 /// it rules, and its ruling. Moves after that are not played.
 pub fn ruled_in_play(start: &Position, moves: &[Move], config: RefereeConfig) -> Option<(usize, Ruling)> {
-    let mut referee = Referee::new(start.clone(), config);
-    if let Some(ruling) = referee.ruling() {
-        return Some((0, ruling));
-    }
-    for (index, &mv) in moves.iter().enumerate() {
-        if let Ok(Some(ruling)) = referee.play(mv) {
-            return Some((index + 1, ruling));
+    let mut game = InPlay::new(start.clone(), config);
+    for &mv in moves {
+        if game.ended().is_some() || game.play(mv).is_err() {
+            break;
         }
     }
-    None
+    game.ended()
 }
 
 /// The moves of a game in UCI coordinates (ranks 0..9), checked against the rules of
