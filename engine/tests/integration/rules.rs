@@ -244,6 +244,108 @@ fn cxq_the_seventh_consecutive_check_with_one_piece_loses() {
     assert_eq!(ruling.article, "CXQ Advanced Rules");
 }
 
+/// CXQ Advanced Rules: "CXQ allows a player to check/chase 6 consecutive times using
+/// one piece, 12 times using 2 pieces, and 18 times using 3 pieces before considering
+/// the check/chase a perpetual check/chase", and "the one who violates the rule
+/// loses". Red moves on odd plies, so its 7th, 13th and 19th checks or chases come at
+/// plies 13, 25 and 37; the repetitions in between are not ruled (the allowance, not
+/// the repetition, decides).
+fn cxq_streak_loses_at(fen_text: &str, moves: (&str, &str), ply: usize, reason: xq_engine::xiangqi::rules::Reason) {
+    use xq_engine::color::Color;
+    let (first_moves, cycle) = moves;
+    let mut referee = Referee::new(Position::from_fen(fen_text).unwrap(), cxq());
+    let repeated = format!("{cycle} ").repeat(ply / cycle.split_whitespace().count() + 1);
+    let rulings = play_all(&mut referee, &format!("{first_moves} {repeated}"));
+    let first = rulings.iter().position(Option::is_some);
+    assert_eq!(first, Some(ply - 1), "{fen_text}: the first ruling comes at ply {ply}");
+    let ruling = rulings[ply - 1].unwrap();
+    assert_eq!((ruling.outcome, ruling.reason), (Outcome::Win(Color::Black), reason), "{fen_text}");
+    assert_eq!(ruling.article, "CXQ Advanced Rules");
+}
+
+#[test]
+fn cxq_one_piece_chasing_an_unprotected_piece_loses_at_its_seventh_chase() {
+    use xq_engine::xiangqi::rules::Reason;
+    // The chariot chases the lone cannon up and down the board, one piece, chase after
+    // chase; the cannon is protected by nothing.
+    cxq_streak_loses_at("4k4/R8/2c6/9/9/9/9/9/9/3K5 w", ("a8a7", "c7c6 a7a6 c6c7 a6a7"), 13, Reason::PerpetualChase);
+}
+
+#[test]
+fn cxq_two_pieces_checking_lose_at_their_thirteenth_check() {
+    use xq_engine::xiangqi::rules::Reason;
+    // The chariot checks from g8; stepping back it uncovers the horse's check on f9:
+    // two pieces check in turn.
+    cxq_streak_loses_at("9/5k1N1/6R2/9/9/9/9/9/9/3K5 w", ("", "g7g8 f8f9 g8g7 f9f8"), 25, Reason::PerpetualCheck);
+}
+
+#[test]
+fn cxq_three_pieces_checking_lose_at_their_nineteenth_check() {
+    use xq_engine::xiangqi::rules::Reason;
+    // The chariot and two horses check in turn.
+    cxq_streak_loses_at(
+        "9/4k4/6R2/4N1N2/9/9/9/9/5K3/9 w",
+        ("", "g7e7 e8d8 e7g7 d8d9 g6e7 d9d8 e7g6 d8e8"),
+        37,
+        Reason::PerpetualCheck,
+    );
+}
+
+#[test]
+fn cxq_two_pieces_chasing_lose_at_their_thirteenth_chase() {
+    use xq_engine::xiangqi::rules::Reason;
+    // The horse's step uncovers the cannon on the chariot, then the horse attacks it:
+    // a chariot is never protected against a cannon or a horse (CXQ's "Protected").
+    cxq_streak_loses_at("4k4/9/9/3r5/9/9/2N6/9/9/2C2K3 w", ("", "c3e4 d6c6 e4c3 c6d6"), 25, Reason::PerpetualChase);
+}
+
+#[test]
+fn cxq_three_pieces_chasing_lose_at_their_nineteenth_chase() {
+    use xq_engine::xiangqi::rules::Reason;
+    cxq_streak_loses_at(
+        "4k4/9/9/3r5/9/9/2N1N4/9/9/2C2K3 w",
+        ("", "c3e4 d6c6 e4c3 c6d6 e3c4 d6c6 c4e3 c6d6"),
+        37,
+        Reason::PerpetualChase,
+    );
+}
+
+/// CXQ Advanced Rules: "It is a draw when both sides perpetual check or both perpetual
+/// chase." Each cycle is continued until the arbiter rules; the first ruling must be
+/// that draw (the text does not say at which move it is declared).
+fn cxq_mutual_streak_draws(fen_text: &str, moves: (&str, &str), reason: xq_engine::xiangqi::rules::Reason) {
+    let (first_moves, cycle) = moves;
+    let mut referee = Referee::new(Position::from_fen(fen_text).unwrap(), cxq());
+    let rulings = play_all(&mut referee, &format!("{first_moves} {}", format!("{cycle} ").repeat(12)));
+    let ruling = rulings.iter().flatten().next().expect("a ruling within twelve cycles");
+    assert_eq!((ruling.outcome, ruling.reason), (Outcome::Draw, reason), "{fen_text}");
+    assert_eq!(ruling.article, "CXQ Advanced Rules");
+}
+
+#[test]
+fn cxq_both_sides_checking_draw() {
+    use xq_engine::xiangqi::rules::Reason;
+    // Rule case 9: the chariots check the kings in turn, the red one from e7 and f7,
+    // the black one from f8 and e8.
+    cxq_mutual_streak_draws(
+        "3akr3/5c3/1P2b4/4R4/9/9/9/9/9/4CK3 w",
+        ("e6e7 f8e8", "e7f7 e8f8 f7e7 f8e8"),
+        Reason::MutualPerpetualCheck,
+    );
+}
+
+#[test]
+fn cxq_both_sides_chasing_draw() {
+    use xq_engine::xiangqi::rules::Reason;
+    // Rule case 68: the chariot chases the horse round the board and the horse chases
+    // the chariot (never protected against a horse under CXQ).
+    cxq_mutual_streak_draws(
+        "3akc3/4a4/9/9/3n5/1R7/9/9/4A4/4KAB2 w",
+        ("b4b5 d5c3 b5c5 c3e4 c5c4 e4d6 c4d4 d6f5", "d4d5 f5e3 d5e5 e3c4 e5e4 c4d6 e4d4 d6f5"),
+        Reason::MutualPerpetualChase,
+    );
+}
+
 #[test]
 fn cxq_thirty_moves_each_without_progress_draw() {
     use xq_engine::xiangqi::rules::Reason;
