@@ -1,0 +1,154 @@
+//! Who plays whom, and with which colour.
+//!
+//! Round robins follow the Berger tables of the World Xiangqi Rules' Appendix: with
+//! players numbered from 1, round 1 pairs 1 with N, 2 with N - 1 and so on; each next
+//! round adds N / 2 to every number but N's (counting 1 to N - 1 round again), in the
+//! same table order, while N changes colour each round. The smaller number has Red in
+//! round 1 and colours alternate from there; an odd field adds an N that is a bye. A
+//! double round robin plays the tables twice, colours swapped the second time
+//! ("the players would alternate the colors for their two games").
+
+/// A game of a round: players by index from 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Pairing {
+    /// The player with Red.
+    pub red: usize,
+    /// The player with Black.
+    pub black: usize,
+}
+
+/// One round.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Round {
+    /// Its games, in the table's order.
+    pub games: Vec<Pairing>,
+    /// The player who sits out (an odd field), if any.
+    pub bye: Option<usize>,
+}
+
+/// The Berger table for `even` players (an even number, at least 2) as the Appendix
+/// prints it: each round's pairs (Red, Black), numbered from 1.
+pub fn berger_table(even: usize) -> Vec<Vec<(usize, usize)>> {
+    assert!(even >= 2 && even.is_multiple_of(2), "a Berger table is for an even number of players");
+    let last = even;
+    let others = even - 1;
+    let half = even / 2;
+    let mut round: Vec<(usize, usize)> = (1..=half).map(|i| (i, last + 1 - i)).collect();
+    let mut rounds = vec![round.clone()];
+    for number in 2..even {
+        let shift = |p: usize| if p == last { last } else { (p - 1 + half) % others + 1 };
+        round = round
+            .iter()
+            .map(|&(red, black)| {
+                let (red, black) = (shift(red), shift(black));
+                // N alternates: Black in odd rounds, Red in even ones.
+                match (red == last || black == last, number % 2 == 0) {
+                    (true, true) => (last, red.min(black)),
+                    (true, false) => (red.min(black), last),
+                    (false, _) => (red, black),
+                }
+            })
+            .collect();
+        rounds.push(round.clone());
+    }
+    rounds
+}
+
+/// A round robin of `players` (at least 2): one cycle of the Berger tables, or two
+/// with colours swapped for a double round robin.
+pub fn round_robin(players: usize, double: bool) -> Vec<Round> {
+    assert!(players >= 2, "a round robin needs two players");
+    let even = players + players % 2;
+    let single: Vec<Round> = berger_table(even)
+        .into_iter()
+        .map(|pairs| {
+            let mut round = Round::default();
+            for (red, black) in pairs {
+                if red > players {
+                    round.bye = Some(black - 1);
+                } else if black > players {
+                    round.bye = Some(red - 1);
+                } else {
+                    round.games.push(Pairing { red: red - 1, black: black - 1 });
+                }
+            }
+            round
+        })
+        .collect();
+    let mut rounds = single.clone();
+    if double {
+        rounds.extend(single.into_iter().map(|round| Round {
+            games: round.games.iter().map(|g| Pairing { red: g.black, black: g.red }).collect(),
+            bye: round.bye,
+        }));
+    }
+    rounds
+}
+
+/// A gauntlet: each of the first `challengers` players plays each of the `field`
+/// players after them `games_per_opponent` times, the challenger Red in the even
+/// repetitions and Black in the odd ones (an even number gives both colours equally).
+pub fn gauntlet(challengers: usize, field: usize, games_per_opponent: usize) -> Vec<Pairing> {
+    let mut games = Vec::with_capacity(challengers * field * games_per_opponent);
+    for repeat in 0..games_per_opponent {
+        for challenger in 0..challengers {
+            for opponent in challengers..challengers + field {
+                games.push(if repeat.is_multiple_of(2) {
+                    Pairing { red: challenger, black: opponent }
+                } else {
+                    Pairing { red: opponent, black: challenger }
+                });
+            }
+        }
+    }
+    games
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_pair_meets_once_per_cycle_and_colours_balance() {
+        for players in 2..=21 {
+            let rounds = round_robin(players, false);
+            assert_eq!(rounds.len(), players - 1 + players % 2);
+            let mut met = std::collections::HashSet::new();
+            let mut reds = vec![0i64; players];
+            for round in &rounds {
+                let mut seen = std::collections::HashSet::new();
+                for g in &round.games {
+                    assert!(met.insert((g.red.min(g.black), g.red.max(g.black))), "{players}: {g:?} twice");
+                    assert!(seen.insert(g.red) && seen.insert(g.black), "{players}: a player twice in a round");
+                    reds[g.red] += 1;
+                    reds[g.black] -= 1;
+                }
+                assert_eq!(seen.len() + usize::from(round.bye.is_some()), players);
+            }
+            assert_eq!(met.len(), players * (players - 1) / 2);
+            // A single cycle cannot give everyone equal colours, but nobody is more
+            // than one game off.
+            assert!(reds.iter().all(|r| r.abs() <= 1), "{players}: {reds:?}");
+            let double = round_robin(players, true);
+            let mut reds = vec![0i64; players];
+            for g in double.iter().flat_map(|r| &r.games) {
+                reds[g.red] += 1;
+                reds[g.black] -= 1;
+            }
+            assert!(reds.iter().all(|&r| r == 0), "{players}: a double round robin balances colours");
+        }
+    }
+
+    #[test]
+    fn a_gauntlet_gives_each_side_both_colours() {
+        let games = gauntlet(2, 3, 2);
+        assert_eq!(games.len(), 12);
+        for challenger in 0..2 {
+            for opponent in 2..5 {
+                let red = games.iter().filter(|g| g.red == challenger && g.black == opponent).count();
+                let black = games.iter().filter(|g| g.black == challenger && g.red == opponent).count();
+                assert_eq!((red, black), (1, 1));
+            }
+        }
+    }
+}
