@@ -4,10 +4,13 @@
 
 use xq_tournament::pairing::{berger_table, round_robin};
 
-/// The book's tables: (even size, rounds of (red, black) pairs).
-fn printed() -> Vec<(usize, Vec<Vec<(usize, usize)>>)> {
+/// A table's rounds of (red, black) pairs, numbered from 1.
+type Table = Vec<Vec<(usize, usize)>>;
+
+/// The book's tables, by their even number of players.
+fn printed() -> Vec<(usize, Table)> {
     let text = include_str!("data/wxf-berger-tables.txt");
-    let mut tables: Vec<(usize, Vec<Vec<(usize, usize)>>)> = Vec::new();
+    let mut tables: Vec<(usize, Table)> = Vec::new();
     for line in text.lines() {
         if let Some(header) = line.strip_prefix("# ").filter(|h| h.ends_with(" players")) {
             let even: usize = header.split_whitespace().nth(2).unwrap().parse().unwrap();
