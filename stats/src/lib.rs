@@ -10,8 +10,10 @@
 //! equation of the constrained maximum.
 //!
 //! [`spsa`] is the other thing a testing cluster computes from game pairs: fishtest's
-//! SPSA tuning of engine parameters.
+//! SPSA tuning of engine parameters; [`ratings`] rates many engines from all their
+//! games, as Ordo does for tournaments and rating lists.
 
+pub mod ratings;
 pub mod spsa;
 
 /// Normalized Elo per unit of t-value: 800 / ln 10.
