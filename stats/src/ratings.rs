@@ -145,13 +145,15 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
         let pivot = (col..n).max_by(|&x, &y| a[x][col].abs().total_cmp(&a[y][col].abs())).expect("rows");
         a.swap(col, pivot);
         b.swap(col, pivot);
-        for row in col + 1..n {
-            let factor = a[row][col] / a[col][col];
+        let (upper, lower) = a.split_at_mut(col + 1);
+        let pivot_row = &upper[col];
+        for (offset, row) in lower.iter_mut().enumerate() {
+            let factor = row[col] / pivot_row[col];
             if factor != 0.0 {
-                for k in col..n {
-                    a[row][k] -= factor * a[col][k];
+                for (value, pivot_value) in row[col..].iter_mut().zip(&pivot_row[col..]) {
+                    *value -= factor * pivot_value;
                 }
-                b[row] -= factor * b[col];
+                b[col + 1 + offset] -= factor * b[col];
             }
         }
     }
