@@ -45,9 +45,9 @@ fn known_differences_are_recovered_within_their_intervals() {
     for seed in 0..200 {
         let games = simulate(seed, &truth, 600);
         let ratings = rate(truth.len(), &games, Anchor::Engine(0, 0.0), 0.0).unwrap();
-        for i in 1..truth.len() {
+        for ((elo, error), truth) in ratings.elo.iter().zip(&ratings.error).zip(truth).skip(1) {
             total += 1;
-            if (ratings.elo[i] - truth[i]).abs() <= ratings.error[i] {
+            if (elo - truth).abs() <= *error {
                 inside += 1;
             }
         }
