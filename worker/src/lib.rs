@@ -6,6 +6,7 @@
 //! [`game`] plays one game; [`openings`] reads books; [`match_runner`] plays pairs
 //! concurrently and keeps the totals; [`pgn_out`] writes the records; [`selfplay`]
 //! generates training data; [`spsa`] tunes an engine's parameters with local games;
+//! [`tournament`] plays round robins and gauntlets of many engines;
 //! [`sandbox`] confines engines a coordinator sends; [`fleet`] is the worker of a
 //! coordinator's fleet, which puts them to work.
 
@@ -18,4 +19,5 @@ pub mod pgn_out;
 pub mod sandbox;
 pub mod selfplay;
 pub mod spsa;
+pub mod tournament;
 pub use xq_engine::time_control;

@@ -7,6 +7,7 @@ mod matches;
 mod sandbox;
 mod selfplay;
 mod spsa;
+mod tournament;
 
 use std::path::PathBuf;
 use std::time::Duration;

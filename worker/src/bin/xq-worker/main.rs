@@ -16,6 +16,8 @@ use xq_engine::xiangqi::notation::Dialect;
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_stats::spsa::{Parameter, Schedule, Tuner, format_parameters, option_value, parse_parameters};
 use xq_stats::{Model, Sprt};
+use xq_tournament::scoring::Points;
+use xq_tournament::standings::System;
 use xq_worker::engine_process::{EngineConfig, EngineProcess, FenFlavour, Protocol};
 use xq_worker::fleet::{ConnectSettings, capabilities, connect};
 use xq_worker::game::{Adjudication, GameSettings, Opening, Start};
@@ -26,6 +28,7 @@ use xq_worker::sandbox::Sandbox;
 use xq_worker::selfplay::{SelfPlaySettings, load_self_play_net, run_selfplay};
 use xq_worker::spsa::{SpsaSettings, run_spsa};
 use xq_worker::time_control::TimeControl;
+use xq_worker::tournament::{Format, TournamentSettings, crosstable, run_tournament, schedule, table};
 
 #[derive(Parser)]
 #[command(name = "xq-worker", version, about = "Xiangqi match runner and cluster worker")]
@@ -44,6 +47,8 @@ enum Command {
     Connect(ConnectArgs),
     /// Tunes an engine's parameters by SPSA with local game pairs.
     Spsa(SpsaArgs),
+    /// Plays a round robin or a gauntlet of several engines, with a live crosstable.
+    Tournament(TournamentArgs),
 }
 
 #[derive(clap::Args)]
@@ -126,6 +131,31 @@ struct MatchArgs {
     #[arg(long, num_args = 1..)]
     sprt: Option<Vec<String>>,
     /// Write the games here as PGN.
+    #[arg(long)]
+    pgnout: Option<PathBuf>,
+    #[command(flatten)]
+    play: PlayArgs,
+}
+
+#[derive(clap::Args)]
+struct TournamentArgs {
+    /// An engine, as key=value words (as `match --engine`); give each engine once, in
+    /// the order of their numbers (a gauntlet's challengers first).
+    #[arg(long = "engine", num_args = 1.., action = ArgAction::Append, required = true)]
+    engines: Vec<String>,
+    /// round-robin, double-round-robin or gauntlet.
+    #[arg(long, default_value = "double-round-robin")]
+    system: String,
+    /// A gauntlet's challengers: the first engines given.
+    #[arg(long, default_value_t = 1)]
+    challengers: usize,
+    /// A gauntlet's games between each challenger and each member of the field.
+    #[arg(long, default_value_t = 2)]
+    games_per_opponent: usize,
+    /// Points a game (Article 9.1): 2-1-0 or 1-0.5-0.
+    #[arg(long, default_value = "2-1-0")]
+    points: String,
+    /// Write the event's games here as PGN.
     #[arg(long)]
     pgnout: Option<PathBuf>,
     #[command(flatten)]
@@ -291,6 +321,14 @@ fn run() -> anyhow::Result<()> {
             run_match_command(args, engines)
         }
         Command::Spsa(args) => run_spsa_command(args),
+        Command::Tournament(args) => {
+            let sub = matches.subcommand_matches("tournament").expect("the tournament subcommand");
+            let engines: Vec<Vec<String>> = sub
+                .get_occurrences::<String>("engines")
+                .map(|occurrences| occurrences.map(|words| words.cloned().collect()).collect())
+                .unwrap_or_default();
+            run_tournament_command(args, engines)
+        }
         Command::Connect(args) => {
             let settings = ConnectSettings {
                 coordinator: args.coordinator,
@@ -626,5 +664,99 @@ fn run_spsa_command(args: SpsaArgs) -> anyhow::Result<()> {
     }
     println!("# in fishtest's format, to go on from here:");
     print!("{}", format_parameters(tuner.parameters(), Some(tuner.theta())));
+    Ok(())
+}
+
+fn run_tournament_command(args: TournamentArgs, engine_words: Vec<Vec<String>>) -> anyhow::Result<()> {
+    if engine_words.len() < 2 {
+        bail!("a tournament needs at least two --engine");
+    }
+    let mut engines = engine_words.iter().map(|words| engine_config(words)).collect::<anyhow::Result<Vec<_>>>()?;
+    for (i, engine) in engines.iter().enumerate() {
+        if engines[..i].iter().any(|e| e.name == engine.name) {
+            bail!("two engines are named '{}': give each a name= of its own", engine.name);
+        }
+    }
+    for engine in &mut engines {
+        args.play.announce_variant(engine);
+    }
+    let (format, system) = match args.system.as_str() {
+        "round-robin" => (Format::RoundRobin { double: false }, System::RoundRobin),
+        "double-round-robin" => (Format::RoundRobin { double: true }, System::RoundRobin),
+        "gauntlet" => {
+            if args.challengers == 0 || args.challengers >= engines.len() {
+                bail!("--challengers {} must leave a field: 1 to {}", args.challengers, engines.len() - 1);
+            }
+            let format =
+                Format::Gauntlet { challengers: args.challengers, games_per_opponent: args.games_per_opponent };
+            (format, System::RoundRobin)
+        }
+        other => bail!("--system {other}: round-robin, double-round-robin or gauntlet"),
+    };
+    let points = match args.points.as_str() {
+        "2-1-0" => Points::TwoOneZero,
+        "1-0.5-0" => Points::OneHalfZero,
+        other => bail!("--points {other}: 2-1-0 or 1-0.5-0"),
+    };
+    let openings = args.play.openings()?;
+    let games = schedule(engines.len(), format, openings.len());
+    let settings = TournamentSettings {
+        engines: engines.clone(),
+        format,
+        openings,
+        game: args.play.game()?,
+        concurrency: args.play.concurrency(),
+        points,
+    };
+    let names: Vec<String> = engines.iter().map(|e| e.name.clone()).collect();
+    let mut pgn = match &args.pgnout {
+        Some(path) => Some(std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?),
+        None => None,
+    };
+    let event = format!("{} of {} engines", args.system, engines.len());
+    let tc_text = args.play.tc.to_string();
+    let terminal = std::io::stderr().is_terminal();
+    let mut write_error = None;
+    eprintln!("{event}: {} games", games.len());
+    let started = std::time::Instant::now();
+    let played = run_tournament(&settings, &games, |game, so_far| {
+        if let Some(file) = pgn.as_mut() {
+            let text = game_pgn(&game.record, &event, game.scheduled.round, &tc_text);
+            if let Err(error) = file.write_all(text.as_bytes()) {
+                write_error = Some(error);
+                return false;
+            }
+        }
+        let line = format!(
+            "game {}/{} (round {}): {} - {} {} {}",
+            so_far.len(),
+            games.len(),
+            game.scheduled.round,
+            game.record.players.red,
+            game.record.players.black,
+            game.record.outcome.pgn(),
+            game.record.reason
+        );
+        if terminal {
+            // The live crosstable: redrawn after every game.
+            let table = table(names.len(), so_far, system, points);
+            eprint!("\x1b[2J\x1b[H{line}\n\n{}", crosstable(&names, so_far, &table, points));
+        } else {
+            eprintln!("{line}");
+        }
+        true
+    })?;
+    if let Some(error) = write_error {
+        return Err(error).context("writing the PGN");
+    }
+    let hours = started.elapsed().as_secs_f64() / 3600.0;
+    let table = table(names.len(), &played, system, points);
+    println!(
+        "{event}: {} games in {:.1} s ({:.0} games/hour)",
+        played.len(),
+        hours * 3600.0,
+        played.len() as f64 / hours.max(1e-9)
+    );
+    print!("{}", crosstable(&names, &played, &table, points));
     Ok(())
 }

@@ -1,0 +1,303 @@
+//! Tournaments on one machine: many engines, a round robin (Berger tables, single or
+//! double) or a gauntlet, games played several at once, each game slot keeping its
+//! engines running between games; placings by Articles 9 and 10 of the World Xiangqi
+//! Rules ([`xq_tournament`]) and ratings over all games ([`xq_stats::ratings`]).
+//!
+//! Openings: the games of a pairing share one (so that in a double round robin, or a
+//! gauntlet with an even number of games per opponent, each side plays it with both
+//! colours); pairing `i` of the schedule plays opening `i` modulo their number.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::channel;
+
+use xq_engine::color::{ByColor, Color};
+use xq_engine::xiangqi::rules::Outcome;
+use xq_stats::ratings::{Anchor, RatedGame, Ratings, rate};
+use xq_tournament::pairing::{Pairing, gauntlet, round_robin};
+use xq_tournament::scoring::{GameResult, Points};
+use xq_tournament::standings::{Game, Standing, System, standings};
+
+use crate::engine_process::{EngineConfig, EngineProcess};
+use crate::game::{GameRecord, GameSettings, Start, play_game};
+use crate::match_runner::MatchError;
+
+/// Who plays whom.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Every engine against every other, once or twice (colours swapped).
+    RoundRobin { double: bool },
+    /// The first `challengers` engines against each of the others,
+    /// `games_per_opponent` times, colours alternating.
+    Gauntlet { challengers: usize, games_per_opponent: usize },
+}
+
+/// A tournament to play.
+#[derive(Clone, Debug)]
+pub struct TournamentSettings {
+    /// The engines; their names must differ.
+    pub engines: Vec<EngineConfig>,
+    pub format: Format,
+    /// Where games start.
+    pub openings: Vec<Start>,
+    /// How each game is played.
+    pub game: GameSettings,
+    /// Games played at once.
+    pub concurrency: usize,
+    /// How games score (Article 9.1).
+    pub points: Points,
+}
+
+/// A game of the schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scheduled {
+    /// Its number in the schedule, from 0.
+    pub number: usize,
+    /// The round, from 1.
+    pub round: usize,
+    pub pairing: Pairing,
+    /// The opening, by index into the openings.
+    pub opening: usize,
+}
+
+/// The games in play order.
+pub fn schedule(engines: usize, format: Format, openings: usize) -> Vec<Scheduled> {
+    let openings = openings.max(1);
+    let mut games = Vec::new();
+    match format {
+        Format::RoundRobin { double } => {
+            let rounds = round_robin(engines, double);
+            // A pairing's opening, by its place in the first cycle.
+            let mut opening_of: HashMap<(usize, usize), usize> = HashMap::new();
+            for (index, round) in rounds.iter().enumerate() {
+                for pairing in &round.games {
+                    let key = (pairing.red.min(pairing.black), pairing.red.max(pairing.black));
+                    let next = opening_of.len();
+                    let opening = *opening_of.entry(key).or_insert(next) % openings;
+                    games.push(Scheduled { number: games.len(), round: index + 1, pairing: *pairing, opening });
+                }
+            }
+        }
+        Format::Gauntlet { challengers, games_per_opponent } => {
+            let field = engines.saturating_sub(challengers);
+            for (index, pairing) in gauntlet(challengers, field, games_per_opponent).into_iter().enumerate() {
+                let per_repeat = challengers * field;
+                let round = index / per_repeat.max(1) + 1;
+                let opening = (index % per_repeat.max(1)) % openings;
+                games.push(Scheduled { number: games.len(), round, pairing, opening });
+            }
+        }
+    }
+    games
+}
+
+/// A played game of the event.
+#[derive(Clone, Debug)]
+pub struct Played {
+    pub scheduled: Scheduled,
+    pub record: GameRecord,
+}
+
+impl Played {
+    /// Red's result.
+    pub fn red_result(&self) -> GameResult {
+        match self.record.outcome {
+            Outcome::Win(Color::Red) => GameResult::Win,
+            Outcome::Win(Color::Black) => GameResult::Loss,
+            Outcome::Draw => GameResult::Draw,
+        }
+    }
+}
+
+/// Standings and ratings of the games played so far.
+#[derive(Clone, Debug)]
+pub struct Table {
+    pub standings: Vec<Standing>,
+    /// `None` until the games connect every engine with a finite rating.
+    pub ratings: Option<Ratings>,
+}
+
+/// The placings and ratings after `played`.
+pub fn table(engines: usize, played: &[Played], system: System, points: Points) -> Table {
+    let games: Vec<Game> = played
+        .iter()
+        .map(|p| Game { red: p.scheduled.pairing.red, black: p.scheduled.pairing.black, result: p.red_result() })
+        .collect();
+    let rated: Vec<RatedGame> = games
+        .iter()
+        .map(|g| RatedGame { first: g.red, second: g.black, score: points.of(g.result) / points.of(GameResult::Win) })
+        .collect();
+    Table {
+        standings: standings(engines, &games, system, points),
+        ratings: rate(engines, &rated, Anchor::Average(0.0), 0.0).ok(),
+    }
+}
+
+/// The crosstable: a line per engine in placing order with its points, games,
+/// wins/draws/losses, tie-breaks, rating and its points against each other engine.
+pub fn crosstable(names: &[String], played: &[Played], table: &Table, points: Points) -> String {
+    let width = names.iter().map(String::len).max().unwrap_or(4).max(6);
+    let mut text =
+        format!("{:>3} {:<width$} {:>6} {:>5} {:>9} {:>14}", "#", "engine", "points", "games", "W-D-L", "Elo");
+    for line in &table.standings {
+        let _ = write!(text, " {:>4}", format!("{}", line.player + 1));
+    }
+    text.push('\n');
+    for line in &table.standings {
+        let elo = table
+            .ratings
+            .as_ref()
+            .map_or("-".to_owned(), |r| format!("{:+.0} ± {:.0}", r.elo[line.player], r.error[line.player]));
+        let _ = write!(
+            text,
+            "{:>3} {:<width$} {:>6} {:>5} {:>9} {:>14}",
+            line.place,
+            names[line.player],
+            line.points,
+            line.games,
+            format!("{}-{}-{}", line.wins, line.draws, line.losses),
+            elo
+        );
+        for other in &table.standings {
+            let cell = if other.player == line.player {
+                "x".to_owned()
+            } else {
+                let against: f64 = played
+                    .iter()
+                    .filter_map(|p| {
+                        let g = p.scheduled.pairing;
+                        match (
+                            g.red == line.player && g.black == other.player,
+                            g.black == line.player && g.red == other.player,
+                        ) {
+                            (true, _) => Some(points.of(p.red_result())),
+                            (_, true) => Some(points.of(p.red_result().reversed())),
+                            _ => None,
+                        }
+                    })
+                    .sum();
+                format!("{against}")
+            };
+            let _ = write!(text, " {cell:>4}");
+        }
+        text.push('\n');
+    }
+    text
+}
+
+fn start(config: &EngineConfig) -> Result<EngineProcess, MatchError> {
+    EngineProcess::start(config).map_err(|error| MatchError::Engine { name: config.name.clone(), error })
+}
+
+/// Plays the tournament's `games` (all of [`schedule`]'s, or those left of an event
+/// resumed); `on_game` sees each game as it ends with the games so far, and may stop
+/// the event by returning false. Returns the games played, in the order they ended.
+pub fn run_tournament(
+    settings: &TournamentSettings,
+    games: &[Scheduled],
+    mut on_game: impl FnMut(&Played, &[Played]) -> bool,
+) -> Result<Vec<Played>, MatchError> {
+    if settings.openings.is_empty() {
+        return Err(MatchError::NoOpenings);
+    }
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let (sender, receiver) = channel::<Result<Played, MatchError>>();
+    let mut played = Vec::with_capacity(games.len());
+    std::thread::scope(|scope| {
+        for _ in 0..settings.concurrency.max(1).min(games.len().max(1)) {
+            let sender = sender.clone();
+            let (next, stop) = (&next, &stop);
+            scope.spawn(move || {
+                // This slot's running engines, by index.
+                let mut running: HashMap<usize, EngineProcess> = HashMap::new();
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    if index >= games.len() || stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let scheduled = games[index];
+                    let sides = [scheduled.pairing.red, scheduled.pairing.black];
+                    let mut pair = Vec::with_capacity(2);
+                    for engine in sides {
+                        let process = match running.remove(&engine) {
+                            Some(process) => Ok(process),
+                            None => start(&settings.engines[engine]),
+                        };
+                        match process {
+                            Ok(process) => pair.push(process),
+                            Err(error) => {
+                                let _ = sender.send(Err(error));
+                                return;
+                            }
+                        }
+                    }
+                    let [mut red, mut black] = <[EngineProcess; 2]>::try_from(pair).ok().expect("two engines");
+                    let opening = &settings.openings[scheduled.opening % settings.openings.len()];
+                    let record = play_game(ByColor { red: &mut red, black: &mut black }, opening, &settings.game);
+                    // An engine that failed is started afresh for its next game.
+                    let failed = record.failure.as_ref().map(|(color, _)| *color);
+                    for (color, engine, process) in [(Color::Red, sides[0], red), (Color::Black, sides[1], black)] {
+                        if failed == Some(color) {
+                            process.quit();
+                        } else {
+                            running.insert(engine, process);
+                        }
+                    }
+                    if sender.send(Ok(Played { scheduled, record })).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        for message in receiver {
+            match message {
+                Ok(game) => {
+                    played.push(game);
+                    let last = played.last().expect("just pushed");
+                    if !on_game(last, &played) {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                Err(error) => {
+                    stop.store(true, Ordering::Relaxed);
+                    return Err(error);
+                }
+            }
+        }
+        Ok(played)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_double_round_robin_plays_each_pairing_s_opening_with_both_colours() {
+        let games = schedule(4, Format::RoundRobin { double: true }, 100);
+        assert_eq!(games.len(), 12);
+        for a in &games {
+            let twin = games
+                .iter()
+                .find(|b| b.pairing.red == a.pairing.black && b.pairing.black == a.pairing.red)
+                .expect("the return game");
+            assert_eq!(twin.opening, a.opening);
+        }
+        let openings: std::collections::HashSet<usize> = games.iter().map(|g| g.opening).collect();
+        assert_eq!(openings.len(), 6, "one opening a pairing");
+        assert_eq!(games.iter().map(|g| g.round).max(), Some(6));
+    }
+
+    #[test]
+    fn a_gauntlet_repeats_its_openings_with_colours_swapped() {
+        let games = schedule(4, Format::Gauntlet { challengers: 1, games_per_opponent: 2 }, 100);
+        assert_eq!(games.len(), 6);
+        for a in games.iter().filter(|g| g.round == 1) {
+            let twin = games.iter().find(|b| b.round == 2 && b.pairing.red == a.pairing.black).unwrap();
+            assert_eq!((twin.opening, twin.pairing.black), (a.opening, a.pairing.red));
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! A round robin of our engine at three depths, played by the tournament runner with
+//! real engine processes: every pairing meets twice with colours swapped on one
+//! opening, the standings' points equal a recount of the games' results, and the
+//! `xq-worker tournament` command writes the whole event as PGN with its crosstable.
+
+use std::collections::HashMap;
+use std::process::Command;
+
+use xq_engine::xiangqi::pgn::parse_pgn;
+use xq_tournament::scoring::Points;
+use xq_tournament::standings::System;
+use xq_worker::game::Start;
+use xq_worker::openings::read_book;
+use xq_worker::tournament::{Format, TournamentSettings, run_tournament, schedule, table};
+
+use crate::{our_engine, settings};
+
+fn book() -> Vec<Start> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../books/xiangqi-2ply.epd");
+    read_book(std::path::Path::new(path), None).unwrap().into_iter().map(Start::from).collect()
+}
+
+#[test]
+fn a_double_round_robin_meets_every_pairing_twice_and_counts_its_points() {
+    let engines: Vec<_> = (1..=3)
+        .map(|depth| {
+            let mut engine = our_engine(&format!("depth-{depth}"));
+            engine.options.push(("Depth Limit".to_owned(), depth.to_string()));
+            engine
+        })
+        .collect();
+    let mut game = settings("depth=5");
+    game.max_plies = Some(160);
+    let openings = book();
+    let format = Format::RoundRobin { double: true };
+    let games = schedule(3, format, openings.len());
+    let tournament = TournamentSettings { engines, format, openings, game, concurrency: 2, points: Points::TwoOneZero };
+    let played = run_tournament(&tournament, &games, |_, _| true).unwrap();
+    assert_eq!(played.len(), 6);
+    for game in &played {
+        let twin = played
+            .iter()
+            .find(|p| {
+                p.scheduled.pairing.red == game.scheduled.pairing.black
+                    && p.scheduled.pairing.black == game.scheduled.pairing.red
+            })
+            .expect("the return game");
+        assert_eq!(twin.scheduled.opening, game.scheduled.opening);
+        assert_eq!(game.record.players.red, format!("depth-{}", game.scheduled.pairing.red + 1));
+    }
+    // Points recounted from the records' outcomes, engine by name.
+    let mut recount: HashMap<String, f64> = HashMap::new();
+    for game in &played {
+        let (red, black) = (&game.record.players.red, &game.record.players.black);
+        let red_points = match game.record.outcome.pgn() {
+            "1-0" => 2.0,
+            "0-1" => 0.0,
+            _ => 1.0,
+        };
+        *recount.entry(red.clone()).or_default() += red_points;
+        *recount.entry(black.clone()).or_default() += 2.0 - red_points;
+    }
+    let table = table(3, &played, System::RoundRobin, Points::TwoOneZero);
+    for line in &table.standings {
+        assert_eq!(line.games, 4);
+        assert_eq!(line.points, recount[&format!("depth-{}", line.player + 1)]);
+    }
+    assert_eq!(table.standings.iter().map(|l| l.points).sum::<f64>(), 12.0);
+}
+
+#[test]
+fn the_tournament_command_writes_the_event_and_its_crosstable() {
+    let dir = std::env::temp_dir().join(format!("xq-tournament-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pgn = dir.join("event.pgn");
+    let engine = our_engine("x").command;
+    let book = concat!(env!("CARGO_MANIFEST_DIR"), "/../books/xiangqi-2ply.epd");
+    let engine_words = |name: &str, depth: u32| {
+        vec![format!("name={name}"), format!("cmd={}", engine.display()), format!("option.Depth Limit={depth}")]
+    };
+    let mut command = Command::new(env!("CARGO_BIN_EXE_xq-worker"));
+    command.args(["tournament", "--system", "gauntlet", "--challengers", "1", "--games-per-opponent", "2"]);
+    for (name, depth) in [("deep", 3), ("shallow", 1), ("middle", 2)] {
+        command.arg("--engine").args(engine_words(name, depth));
+    }
+    command.args(["--tc", "depth=4", "--maxplies", "120", "--book", book, "--pgnout"]).arg(&pgn);
+    let output = command.output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{text}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(text.contains("gauntlet of 3 engines: 4 games"), "{text}");
+    let games = parse_pgn(&std::fs::read_to_string(&pgn).unwrap()).unwrap();
+    assert_eq!(games.len(), 4);
+    assert!(games.iter().all(|g| g.tag("White") == Some("deep") || g.tag("Black") == Some("deep")));
+    // The field never meets itself in a gauntlet.
+    assert!(!games.iter().any(|g| [g.tag("White"), g.tag("Black")] == [Some("shallow"), Some("middle")]));
+    for name in ["deep", "shallow", "middle"] {
+        assert!(text.lines().any(|l| l.contains(&format!(" {name} "))), "{name} in the crosstable: {text}");
+    }
+    let duplicate = Command::new(env!("CARGO_BIN_EXE_xq-worker"))
+        .args(["tournament", "--engine"])
+        .args(engine_words("same", 1))
+        .arg("--engine")
+        .args(engine_words("same", 2))
+        .output()
+        .unwrap();
+    assert!(!duplicate.status.success());
+    assert!(String::from_utf8_lossy(&duplicate.stderr).contains("two engines are named 'same'"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
