@@ -165,9 +165,24 @@ impl Table<'_> {
 /// The standings of `players` after `games`, placed by points and `system`'s
 /// tie-breaks.
 pub fn standings(players: usize, games: &[Game], system: System, scoring: Points) -> Vec<Standing> {
+    standings_with_byes(players, games, &[], system, scoring)
+}
+
+/// [`standings`] of a Swiss event whose `byes` (a player a round sat out) each score a
+/// win's points without being a game.
+pub fn standings_with_byes(
+    players: usize,
+    games: &[Game],
+    byes: &[usize],
+    system: System,
+    scoring: Points,
+) -> Vec<Standing> {
     let mut points = vec![0.0; players];
     for (player, _, result, _) in sides(games) {
         points[player] += scoring.of(result);
+    }
+    for &player in byes {
+        points[player] += scoring.of(GameResult::Win);
     }
     let table = Table { games, scoring, points };
     let mut by_points: Vec<usize> = (0..players).collect();

@@ -17,7 +17,8 @@ use xq_engine::xiangqi::rules::Outcome;
 use xq_stats::ratings::{Anchor, RatedGame, Ratings, rate};
 use xq_tournament::pairing::{Pairing, gauntlet, round_robin};
 use xq_tournament::scoring::{GameResult, Points};
-use xq_tournament::standings::{Game, Standing, System, standings};
+use xq_tournament::standings::{Game, Standing, System, standings_with_byes};
+use xq_tournament::swiss::{Entrant, pair_round, record_round};
 
 use crate::engine_process::{EngineConfig, EngineProcess};
 use crate::game::{GameRecord, GameSettings, Start, play_game};
@@ -31,6 +32,9 @@ pub enum Format {
     /// The first `challengers` engines against each of the others,
     /// `games_per_opponent` times, colours alternating.
     Gauntlet { challengers: usize, games_per_opponent: usize },
+    /// A Swiss event of `rounds` rounds, each paired from the results before it
+    /// ([`run_swiss`]; [`schedule`] has no games for it).
+    Swiss { rounds: usize },
 }
 
 /// A tournament to play.
@@ -88,6 +92,7 @@ pub fn schedule(engines: usize, format: Format, openings: usize) -> Vec<Schedule
                 games.push(Scheduled { number: games.len(), round, pairing, opening });
             }
         }
+        Format::Swiss { .. } => {}
     }
     games
 }
@@ -118,8 +123,9 @@ pub struct Table {
     pub ratings: Option<Ratings>,
 }
 
-/// The placings and ratings after `played`.
-pub fn table(engines: usize, played: &[Played], system: System, points: Points) -> Table {
+/// The placings and ratings after `played` (and a Swiss event's `byes`, a win's points
+/// each).
+pub fn table(engines: usize, played: &[Played], byes: &[usize], system: System, points: Points) -> Table {
     let games: Vec<Game> = played
         .iter()
         .map(|p| Game { red: p.scheduled.pairing.red, black: p.scheduled.pairing.black, result: p.red_result() })
@@ -129,7 +135,7 @@ pub fn table(engines: usize, played: &[Played], system: System, points: Points) 
         .map(|g| RatedGame { first: g.red, second: g.black, score: points.of(g.result) / points.of(GameResult::Win) })
         .collect();
     Table {
-        standings: standings(engines, &games, system, points),
+        standings: standings_with_byes(engines, &games, byes, system, points),
         ratings: rate(engines, &rated, Anchor::Average(0.0), 0.0).ok(),
     }
 }
@@ -163,21 +169,17 @@ pub fn crosstable(names: &[String], played: &[Played], table: &Table, points: Po
             let cell = if other.player == line.player {
                 "x".to_owned()
             } else {
-                let against: f64 = played
-                    .iter()
-                    .filter_map(|p| {
-                        let g = p.scheduled.pairing;
-                        match (
-                            g.red == line.player && g.black == other.player,
-                            g.black == line.player && g.red == other.player,
-                        ) {
-                            (true, _) => Some(points.of(p.red_result())),
-                            (_, true) => Some(points.of(p.red_result().reversed())),
-                            _ => None,
-                        }
-                    })
-                    .sum();
-                format!("{against}")
+                let mut met = false;
+                let mut against = 0.0;
+                for p in played {
+                    let g = p.scheduled.pairing;
+                    if g.red == line.player && g.black == other.player {
+                        (met, against) = (true, against + points.of(p.red_result()));
+                    } else if g.black == line.player && g.red == other.player {
+                        (met, against) = (true, against + points.of(p.red_result().reversed()));
+                    }
+                }
+                if met { format!("{against}") } else { ".".to_owned() }
             };
             let _ = write!(text, " {cell:>4}");
         }
@@ -269,6 +271,61 @@ pub fn run_tournament(
         }
         Ok(played)
     })
+}
+
+/// Plays a Swiss event of `rounds` rounds: each round is paired from the results
+/// before it ([`xq_tournament::swiss`]), then its games are played at once. `on_game`
+/// sees each game with every game of the event so far and the byes so far (this
+/// round's included). Returns the games and the byes
+/// (a player per round of an odd field, scoring a win's points). An event whose
+/// players have met too often to pair another round ends there.
+pub fn run_swiss(
+    settings: &TournamentSettings,
+    rounds: usize,
+    mut on_game: impl FnMut(&Played, &[Played], &[usize]) -> bool,
+) -> Result<(Vec<Played>, Vec<usize>), MatchError> {
+    let mut entrants = vec![Entrant::default(); settings.engines.len()];
+    let (mut played, mut byes): (Vec<Played>, Vec<usize>) = (Vec::new(), Vec::new());
+    let openings = settings.openings.len().max(1);
+    for round_index in 0..rounds {
+        let Some(round) = pair_round(&entrants) else { break };
+        let games: Vec<Scheduled> = round
+            .games
+            .iter()
+            .enumerate()
+            .map(|(i, &pairing)| Scheduled {
+                number: played.len() + i,
+                round: round_index + 1,
+                pairing,
+                opening: (played.len() + i) % openings,
+            })
+            .collect();
+        byes.extend(round.bye);
+        let mut stopped = false;
+        let before = played.clone();
+        let results = run_tournament(settings, &games, |game, so_far| {
+            let all: Vec<Played> = before.iter().chain(so_far).cloned().collect();
+            let go_on = on_game(game, &all, &byes);
+            stopped |= !go_on;
+            go_on
+        })?;
+        // Red's and Black's points in each game, in the round's order.
+        let points: Vec<(f64, f64)> = games
+            .iter()
+            .map(|g| {
+                let result = results.iter().find(|p| p.scheduled.number == g.number).map(Played::red_result);
+                let red = result.map_or(0.0, |r| settings.points.of(r));
+                let black = result.map_or(0.0, |r| settings.points.of(r.reversed()));
+                (red, black)
+            })
+            .collect();
+        record_round(&mut entrants, &round, &points, settings.points.of(GameResult::Win));
+        played.extend(results);
+        if stopped {
+            break;
+        }
+    }
+    Ok((played, byes))
 }
 
 #[cfg(test)]

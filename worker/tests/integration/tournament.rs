@@ -11,7 +11,7 @@ use xq_tournament::scoring::Points;
 use xq_tournament::standings::System;
 use xq_worker::game::Start;
 use xq_worker::openings::read_book;
-use xq_worker::tournament::{Format, TournamentSettings, run_tournament, schedule, table};
+use xq_worker::tournament::{Format, TournamentSettings, run_swiss, run_tournament, schedule, table};
 
 use crate::{our_engine, settings};
 
@@ -60,7 +60,7 @@ fn a_double_round_robin_meets_every_pairing_twice_and_counts_its_points() {
         *recount.entry(red.clone()).or_default() += red_points;
         *recount.entry(black.clone()).or_default() += 2.0 - red_points;
     }
-    let table = table(3, &played, System::RoundRobin, Points::TwoOneZero);
+    let table = table(3, &played, &[], System::RoundRobin, Points::TwoOneZero);
     for line in &table.standings {
         assert_eq!(line.games, 4);
         assert_eq!(line.points, recount[&format!("depth-{}", line.player + 1)]);
@@ -106,4 +106,54 @@ fn the_tournament_command_writes_the_event_and_its_crosstable() {
     assert!(!duplicate.status.success());
     assert!(String::from_utf8_lossy(&duplicate.stderr).contains("two engines are named 'same'"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_swiss_event_pairs_each_round_from_the_results_before_it() {
+    let engines: Vec<_> = (1..=5)
+        .map(|depth| {
+            let mut engine = our_engine(&format!("depth-{depth}"));
+            engine.options.push(("Depth Limit".to_owned(), depth.to_string()));
+            engine
+        })
+        .collect();
+    let mut game = settings("depth=4");
+    game.max_plies = Some(120);
+    let tournament = TournamentSettings {
+        engines,
+        format: Format::Swiss { rounds: 3 },
+        openings: book(),
+        game,
+        concurrency: 2,
+        points: Points::TwoOneZero,
+    };
+    let mut seen_byes = Vec::new();
+    let (played, byes) = run_swiss(&tournament, 3, |_, so_far, byes| {
+        assert!(so_far.windows(2).all(|w| w[0].scheduled.round <= w[1].scheduled.round + 1));
+        seen_byes = byes.to_vec();
+        true
+    })
+    .unwrap();
+    // Five players: two games and a bye a round, a different player sitting out each.
+    assert_eq!(played.len(), 6);
+    assert_eq!(byes.len(), 3);
+    assert_eq!(seen_byes, byes);
+    let mut distinct = byes.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 3);
+    let mut pairs: Vec<(usize, usize)> = played
+        .iter()
+        .map(|p| {
+            (
+                p.scheduled.pairing.red.min(p.scheduled.pairing.black),
+                p.scheduled.pairing.red.max(p.scheduled.pairing.black),
+            )
+        })
+        .collect();
+    pairs.sort();
+    pairs.dedup();
+    assert_eq!(pairs.len(), 6, "no pairing twice");
+    let table = table(5, &played, &byes, System::Swiss, Points::TwoOneZero);
+    assert_eq!(table.standings.iter().map(|l| l.points).sum::<f64>(), 6.0 * 2.0 + 3.0 * 2.0, "games and byes");
 }

@@ -28,7 +28,9 @@ use xq_worker::sandbox::Sandbox;
 use xq_worker::selfplay::{SelfPlaySettings, load_self_play_net, run_selfplay};
 use xq_worker::spsa::{SpsaSettings, run_spsa};
 use xq_worker::time_control::TimeControl;
-use xq_worker::tournament::{Format, TournamentSettings, crosstable, run_tournament, schedule, table};
+use xq_worker::tournament::{
+    Format, Played, TournamentSettings, crosstable, run_swiss, run_tournament, schedule, table,
+};
 
 #[derive(Parser)]
 #[command(name = "xq-worker", version, about = "Xiangqi match runner and cluster worker")]
@@ -143,9 +145,12 @@ struct TournamentArgs {
     /// the order of their numbers (a gauntlet's challengers first).
     #[arg(long = "engine", num_args = 1.., action = ArgAction::Append, required = true)]
     engines: Vec<String>,
-    /// round-robin, double-round-robin or gauntlet.
+    /// round-robin, double-round-robin, gauntlet or swiss.
     #[arg(long, default_value = "double-round-robin")]
     system: String,
+    /// A Swiss event's rounds (default: log2 of the players, rounded up, plus 2).
+    #[arg(long)]
+    rounds: Option<usize>,
     /// A gauntlet's challengers: the first engines given.
     #[arg(long, default_value_t = 1)]
     challengers: usize,
@@ -691,7 +696,12 @@ fn run_tournament_command(args: TournamentArgs, engine_words: Vec<Vec<String>>) 
                 Format::Gauntlet { challengers: args.challengers, games_per_opponent: args.games_per_opponent };
             (format, System::RoundRobin)
         }
-        other => bail!("--system {other}: round-robin, double-round-robin or gauntlet"),
+        "swiss" => {
+            let players = engines.len();
+            let default = (usize::BITS - (players - 1).leading_zeros()) as usize + 2;
+            (Format::Swiss { rounds: args.rounds.unwrap_or(default).min(players - 1 + players % 2) }, System::Swiss)
+        }
+        other => bail!("--system {other}: round-robin, double-round-robin, gauntlet or swiss"),
     };
     let points = match args.points.as_str() {
         "2-1-0" => Points::TwoOneZero,
@@ -717,9 +727,12 @@ fn run_tournament_command(args: TournamentArgs, engine_words: Vec<Vec<String>>) 
     let tc_text = args.play.tc.to_string();
     let terminal = std::io::stderr().is_terminal();
     let mut write_error = None;
-    eprintln!("{event}: {} games", games.len());
+    match format {
+        Format::Swiss { rounds } => eprintln!("{event}: {rounds} rounds"),
+        _ => eprintln!("{event}: {} games", games.len()),
+    }
     let started = std::time::Instant::now();
-    let played = run_tournament(&settings, &games, |game, so_far| {
+    let mut report = |game: &Played, so_far: &[Played], byes: &[usize]| {
         if let Some(file) = pgn.as_mut() {
             let text = game_pgn(&game.record, &event, game.scheduled.round, &tc_text);
             if let Err(error) = file.write_all(text.as_bytes()) {
@@ -728,9 +741,8 @@ fn run_tournament_command(args: TournamentArgs, engine_words: Vec<Vec<String>>) 
             }
         }
         let line = format!(
-            "game {}/{} (round {}): {} - {} {} {}",
+            "game {} (round {}): {} - {} {} {}",
             so_far.len(),
-            games.len(),
             game.scheduled.round,
             game.record.players.red,
             game.record.players.black,
@@ -739,18 +751,31 @@ fn run_tournament_command(args: TournamentArgs, engine_words: Vec<Vec<String>>) 
         );
         if terminal {
             // The live crosstable: redrawn after every game.
-            let table = table(names.len(), so_far, system, points);
+            let table = table(names.len(), so_far, byes, system, points);
             eprint!("\x1b[2J\x1b[H{line}\n\n{}", crosstable(&names, so_far, &table, points));
         } else {
             eprintln!("{line}");
         }
         true
-    })?;
+    };
+    let (played, byes) = match format {
+        Format::Swiss { rounds } => run_swiss(&settings, rounds, &mut report)?,
+        _ => (run_tournament(&settings, &games, |game, so_far| report(game, so_far, &[]))?, Vec::new()),
+    };
     if let Some(error) = write_error {
         return Err(error).context("writing the PGN");
     }
     let hours = started.elapsed().as_secs_f64() / 3600.0;
-    let table = table(names.len(), &played, system, points);
+    if let Format::Swiss { rounds } = format {
+        let last = played.iter().map(|p| p.scheduled.round).max().unwrap_or(0);
+        if last < rounds {
+            println!(
+                "no pairing of round {} keeps the Swiss rules (no repeats, colours): the event ends there",
+                last + 1
+            );
+        }
+    }
+    let table = table(names.len(), &played, &byes, system, points);
     println!(
         "{event}: {} games in {:.1} s ({:.0} games/hour)",
         played.len(),
