@@ -104,6 +104,28 @@ pub fn gauntlet(challengers: usize, field: usize, games_per_opponent: usize) -> 
     games
 }
 
+/// A knockout bracket's first round for `players` seeded 0 (strongest) to `players -
+/// 1`: matches of seeds placed so that the two strongest can meet only in the final, the
+/// four strongest not before the semi-finals, and so on (Article 10.1 spreads the seeds);
+/// when the field is not a power of two the strongest seeds have byes (`None`).
+pub fn knockout_bracket(players: usize) -> Vec<(usize, Option<usize>)> {
+    let size = players.max(2).next_power_of_two();
+    // Seeds by bracket position: [1, 2] grows to [1, 4, 2, 3], then [1, 8, 4, 5, 2, 7,
+    // 3, 6]: each seed s is joined by size + 1 - s.
+    let mut order = vec![1usize];
+    while order.len() < size {
+        let width = order.len() * 2;
+        order = order.iter().flat_map(|&s| [s, width + 1 - s]).collect();
+    }
+    order
+        .chunks(2)
+        .map(|pair| {
+            let (a, b) = (pair[0] - 1, pair[1] - 1);
+            (a, (b < players).then_some(b))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +158,25 @@ mod tests {
                 reds[g.black] -= 1;
             }
             assert!(reds.iter().all(|&r| r == 0), "{players}: a double round robin balances colours");
+        }
+    }
+
+    #[test]
+    fn knockout_seeds_meet_as_late_as_their_rank_allows() {
+        assert_eq!(knockout_bracket(4), [(0, Some(3)), (1, Some(2))]);
+        assert_eq!(knockout_bracket(8), [(0, Some(7)), (3, Some(4)), (1, Some(6)), (2, Some(5))]);
+        // Six players: the two strongest have byes.
+        assert_eq!(knockout_bracket(6), [(0, None), (3, Some(4)), (1, None), (2, Some(5))]);
+        for players in 2..=64 {
+            let bracket = knockout_bracket(players);
+            let mut seen: Vec<usize> = bracket.iter().flat_map(|&(a, b)| std::iter::once(a).chain(b)).collect();
+            seen.sort();
+            assert_eq!(seen, (0..players).collect::<Vec<_>>());
+            // Seeds 0 and 1 are in different halves (in a final when there are two).
+            let half = bracket.len() / 2;
+            if half > 0 {
+                assert!(bracket[..half].iter().any(|m| m.0 == 0) && bracket[half..].iter().any(|m| m.0 == 1));
+            }
         }
     }
 

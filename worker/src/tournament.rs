@@ -35,6 +35,9 @@ pub enum Format {
     /// A Swiss event of `rounds` rounds, each paired from the results before it
     /// ([`run_swiss`]; [`schedule`] has no games for it).
     Swiss { rounds: usize },
+    /// A knockout: matches of `games_per_match` games, ties broken by pairs of faster
+    /// games ([`run_knockout`]; [`schedule`] has no games for it).
+    Knockout { games_per_match: usize },
 }
 
 /// A tournament to play.
@@ -92,7 +95,7 @@ pub fn schedule(engines: usize, format: Format, openings: usize) -> Vec<Schedule
                 games.push(Scheduled { number: games.len(), round, pairing, opening });
             }
         }
-        Format::Swiss { .. } => {}
+        Format::Swiss { .. } | Format::Knockout { .. } => {}
     }
     games
 }
@@ -326,6 +329,161 @@ pub fn run_swiss(
         }
     }
     Ok((played, byes))
+}
+
+/// A knockout match as it was decided.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KnockoutMatch {
+    /// The round, from 1 (the final is the last).
+    pub round: usize,
+    /// The higher seed and the lower one (`None`: a bye).
+    pub players: (usize, Option<usize>),
+    /// Who goes on.
+    pub winner: usize,
+    /// Points of each in the match's regular games, then in its tie-break games.
+    pub points: (f64, f64),
+    pub tie_break_points: (f64, f64),
+    /// Tie-break games played.
+    pub tie_break_games: usize,
+    /// Still tied after every tie-break pair: the higher seed went on.
+    pub by_seed: bool,
+}
+
+/// Plays games of `matches` (each `(higher seed, lower seed)`) `count` at a time in
+/// pairs of colours, from opening `first_opening` on; returns each match's points.
+fn play_matches(
+    settings: &TournamentSettings,
+    matches: &[(usize, usize)],
+    (round, count, first_opening): (usize, usize, usize),
+    played: &mut Vec<Played>,
+    on_game: &mut impl FnMut(&Played, &[Played]) -> bool,
+) -> Result<(Vec<(f64, f64)>, bool), MatchError> {
+    let mut games = Vec::new();
+    for (index, &(a, b)) in matches.iter().enumerate() {
+        for game in 0..count {
+            let pairing =
+                if game.is_multiple_of(2) { Pairing { red: a, black: b } } else { Pairing { red: b, black: a } };
+            let opening = (first_opening + index * count.div_ceil(2) + game / 2) % settings.openings.len().max(1);
+            games.push(Scheduled { number: played.len() + games.len(), round, pairing, opening });
+        }
+    }
+    let before = played.clone();
+    let mut stopped = false;
+    let results = run_tournament(settings, &games, |game, so_far| {
+        let all: Vec<Played> = before.iter().chain(so_far).cloned().collect();
+        let go_on = on_game(game, &all);
+        stopped |= !go_on;
+        go_on
+    })?;
+    let points = matches
+        .iter()
+        .map(|&(a, b)| {
+            let mut points = (0.0, 0.0);
+            for p in results.iter().filter(|p| [p.scheduled.pairing.red, p.scheduled.pairing.black].contains(&a)) {
+                let red = settings.points.of(p.red_result());
+                let black = settings.points.of(p.red_result().reversed());
+                let (for_a, for_b) = if p.scheduled.pairing.red == a { (red, black) } else { (black, red) };
+                debug_assert!(p.scheduled.pairing.red == b || p.scheduled.pairing.black == b);
+                points = (points.0 + for_a, points.1 + for_b);
+            }
+            points
+        })
+        .collect();
+    played.extend(results);
+    Ok((points, stopped))
+}
+
+/// Plays a knockout (Article 10.1): the bracket of [`xq_tournament::pairing::
+/// knockout_bracket`], matches of `games_per_match` games (colours alternating, one
+/// opening a pair of games), a tied match going to pairs of games at `tie_break`
+/// (a faster time control), at most `tie_break_pairs` of them, after which the higher
+/// seed goes on. Returns the games and the matches in the order they were decided.
+pub fn run_knockout(
+    settings: &TournamentSettings,
+    games_per_match: usize,
+    (tie_break, tie_break_pairs): (&GameSettings, usize),
+    mut on_game: impl FnMut(&Played, &[Played]) -> bool,
+) -> Result<(Vec<Played>, Vec<KnockoutMatch>), MatchError> {
+    let rapid = TournamentSettings { game: tie_break.clone(), ..settings.clone() };
+    let mut bracket = xq_tournament::pairing::knockout_bracket(settings.engines.len());
+    let (mut played, mut decided) = (Vec::new(), Vec::new());
+    let mut opening = 0;
+    for round in 1.. {
+        let pairs: Vec<(usize, usize)> = bracket.iter().filter_map(|&(a, b)| b.map(|b| (a, b))).collect();
+        let (points, mut stopped) =
+            play_matches(settings, &pairs, (round, games_per_match, opening), &mut played, &mut on_game)?;
+        opening += pairs.len() * games_per_match.div_ceil(2);
+        let mut tie_break_points = vec![(0.0, 0.0); pairs.len()];
+        for _ in 0..tie_break_pairs {
+            let tied: Vec<usize> = (0..pairs.len())
+                .filter(|&i| points[i].0 + tie_break_points[i].0 == points[i].1 + tie_break_points[i].1)
+                .collect();
+            if tied.is_empty() || stopped {
+                break;
+            }
+            let tied_pairs: Vec<(usize, usize)> = tied.iter().map(|&i| pairs[i]).collect();
+            let (more, stop) = play_matches(&rapid, &tied_pairs, (round, 2, opening), &mut played, &mut on_game)?;
+            stopped |= stop;
+            opening += tied_pairs.len();
+            for (&i, extra) in tied.iter().zip(more) {
+                tie_break_points[i] = (tie_break_points[i].0 + extra.0, tie_break_points[i].1 + extra.1);
+            }
+        }
+        let mut winners = Vec::with_capacity(bracket.len());
+        for &(a, b) in &bracket {
+            let Some(b) = b else {
+                decided.push(KnockoutMatch {
+                    round,
+                    players: (a, None),
+                    winner: a,
+                    points: (0.0, 0.0),
+                    tie_break_points: (0.0, 0.0),
+                    tie_break_games: 0,
+                    by_seed: false,
+                });
+                winners.push(a);
+                continue;
+            };
+            let i = pairs.iter().position(|&p| p == (a, b)).expect("a played match");
+            let (regular, extra) = (points[i], tie_break_points[i]);
+            let (total_a, total_b) = (regular.0 + extra.0, regular.1 + extra.1);
+            // Level after every tie-break pair: the higher seed (the lower number).
+            let winner = if total_a == total_b {
+                a.min(b)
+            } else if total_b > total_a {
+                b
+            } else {
+                a
+            };
+            let tie_break_games = played
+                .iter()
+                .filter(|p| p.scheduled.round == round)
+                .filter(|p| [p.scheduled.pairing.red, p.scheduled.pairing.black].contains(&a))
+                .count()
+                - games_per_match;
+            decided.push(KnockoutMatch {
+                round,
+                players: (a, Some(b)),
+                winner,
+                points: regular,
+                tie_break_points: extra,
+                tie_break_games,
+                by_seed: total_a == total_b,
+            });
+            winners.push(winner);
+        }
+        if winners.len() == 1 || stopped {
+            break;
+        }
+        bracket = winners
+            .chunks(2)
+            .map(|c| match c {
+                [a, b] => ((*a).min(*b), Some((*a).max(*b))),
+                _ => (c[0], None),
+            })
+            .collect();
+    }
+    Ok((played, decided))
 }
 
 #[cfg(test)]

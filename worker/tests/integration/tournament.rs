@@ -11,7 +11,7 @@ use xq_tournament::scoring::Points;
 use xq_tournament::standings::System;
 use xq_worker::game::Start;
 use xq_worker::openings::read_book;
-use xq_worker::tournament::{Format, TournamentSettings, run_swiss, run_tournament, schedule, table};
+use xq_worker::tournament::{Format, TournamentSettings, run_knockout, run_swiss, run_tournament, schedule, table};
 
 use crate::{our_engine, settings};
 
@@ -156,4 +156,48 @@ fn a_swiss_event_pairs_each_round_from_the_results_before_it() {
     assert_eq!(pairs.len(), 6, "no pairing twice");
     let table = table(5, &played, &byes, System::Swiss, Points::TwoOneZero);
     assert_eq!(table.standings.iter().map(|l| l.points).sum::<f64>(), 6.0 * 2.0 + 3.0 * 2.0, "games and byes");
+}
+
+#[test]
+fn a_knockout_halves_the_field_each_round_until_one_is_left() {
+    let engines: Vec<_> = (1..=4)
+        .map(|depth| {
+            let mut engine = our_engine(&format!("depth-{depth}"));
+            engine.options.push(("Depth Limit".to_owned(), depth.to_string()));
+            engine
+        })
+        .collect();
+    let mut game = settings("depth=4");
+    game.max_plies = Some(120);
+    let tournament = TournamentSettings {
+        engines,
+        format: Format::Knockout { games_per_match: 2 },
+        openings: book(),
+        game: game.clone(),
+        concurrency: 2,
+        points: Points::TwoOneZero,
+    };
+    let mut rapid = game;
+    rapid.time_control = "depth=2".parse().unwrap();
+    let (played, matches) = run_knockout(&tournament, 2, (&rapid, 1), |_, _| true).unwrap();
+    // Seeds 1-4 and 2-3, then the final.
+    assert_eq!(matches.len(), 3);
+    assert_eq!([matches[0].players, matches[1].players], [(0, Some(3)), (1, Some(2))]);
+    let finalists = (matches[0].winner, matches[1].winner);
+    assert_eq!(matches[2].players, (finalists.0.min(finalists.1), Some(finalists.0.max(finalists.1))));
+    assert_eq!(matches[2].round, 2);
+    for m in &matches {
+        let (a, b) = (m.players.0, m.players.1.unwrap());
+        assert_eq!(m.points.0 + m.points.1, 4.0, "two games of 2-1-0 points");
+        assert!(m.tie_break_games == 0 || m.points.0 == m.points.1, "tie-breaks only after a level match");
+        let total = (m.points.0 + m.tie_break_points.0, m.points.1 + m.tie_break_points.1);
+        let expected = if total.0 > total.1 || (total.0 == total.1) { a } else { b };
+        assert_eq!(m.winner, expected, "{m:?}");
+        let games = played
+            .iter()
+            .filter(|p| p.scheduled.round == m.round)
+            .filter(|p| [p.scheduled.pairing.red, p.scheduled.pairing.black].contains(&a))
+            .count();
+        assert_eq!(games, 2 + m.tie_break_games);
+    }
 }

@@ -29,7 +29,7 @@ use xq_worker::selfplay::{SelfPlaySettings, load_self_play_net, run_selfplay};
 use xq_worker::spsa::{SpsaSettings, run_spsa};
 use xq_worker::time_control::TimeControl;
 use xq_worker::tournament::{
-    Format, Played, TournamentSettings, crosstable, run_swiss, run_tournament, schedule, table,
+    Format, Played, TournamentSettings, crosstable, run_knockout, run_swiss, run_tournament, schedule, table,
 };
 
 #[derive(Parser)]
@@ -145,12 +145,21 @@ struct TournamentArgs {
     /// the order of their numbers (a gauntlet's challengers first).
     #[arg(long = "engine", num_args = 1.., action = ArgAction::Append, required = true)]
     engines: Vec<String>,
-    /// round-robin, double-round-robin, gauntlet or swiss.
+    /// round-robin, double-round-robin, gauntlet, swiss or knockout.
     #[arg(long, default_value = "double-round-robin")]
     system: String,
     /// A Swiss event's rounds (default: log2 of the players, rounded up, plus 2).
     #[arg(long)]
     rounds: Option<usize>,
+    /// A knockout match's games.
+    #[arg(long, default_value_t = 2)]
+    games_per_match: usize,
+    /// A knockout's tie-break games' time control (default: --tc).
+    #[arg(long)]
+    tie_break_tc: Option<TimeControl>,
+    /// Pairs of tie-break games before the higher seed goes on.
+    #[arg(long, default_value_t = 2)]
+    tie_break_pairs: usize,
     /// A gauntlet's challengers: the first engines given.
     #[arg(long, default_value_t = 1)]
     challengers: usize,
@@ -701,7 +710,13 @@ fn run_tournament_command(args: TournamentArgs, engine_words: Vec<Vec<String>>) 
             let default = (usize::BITS - (players - 1).leading_zeros()) as usize + 2;
             (Format::Swiss { rounds: args.rounds.unwrap_or(default).min(players - 1 + players % 2) }, System::Swiss)
         }
-        other => bail!("--system {other}: round-robin, double-round-robin, gauntlet or swiss"),
+        "knockout" => {
+            if args.games_per_match == 0 {
+                bail!("--games-per-match must be at least 1");
+            }
+            (Format::Knockout { games_per_match: args.games_per_match }, System::RoundRobin)
+        }
+        other => bail!("--system {other}: round-robin, double-round-robin, gauntlet, swiss or knockout"),
     };
     let points = match args.points.as_str() {
         "2-1-0" => Points::TwoOneZero,
@@ -758,8 +773,21 @@ fn run_tournament_command(args: TournamentArgs, engine_words: Vec<Vec<String>>) 
         }
         true
     };
+    let mut knockout = Vec::new();
     let (played, byes) = match format {
         Format::Swiss { rounds } => run_swiss(&settings, rounds, &mut report)?,
+        Format::Knockout { games_per_match } => {
+            let mut rapid = settings.game.clone();
+            if let Some(tc) = &args.tie_break_tc {
+                rapid.time_control = tc.clone();
+            }
+            let (played, matches) =
+                run_knockout(&settings, games_per_match, (&rapid, args.tie_break_pairs), |game, so_far| {
+                    report(game, so_far, &[])
+                })?;
+            knockout = matches;
+            (played, Vec::new())
+        }
         _ => (run_tournament(&settings, &games, |game, so_far| report(game, so_far, &[]))?, Vec::new()),
     };
     if let Some(error) = write_error {
@@ -774,6 +802,30 @@ fn run_tournament_command(args: TournamentArgs, engine_words: Vec<Vec<String>>) 
                 last + 1
             );
         }
+    }
+    for m in &knockout {
+        let line = match m.players {
+            (a, None) => format!("round {}: {} has a bye", m.round, names[a]),
+            (a, Some(b)) => {
+                let extra = if m.tie_break_games > 0 {
+                    format!(
+                        ", tie-break {}-{} in {} games",
+                        m.tie_break_points.0, m.tie_break_points.1, m.tie_break_games
+                    )
+                } else {
+                    String::new()
+                };
+                let seed = if m.by_seed { ", level: the higher seed goes on" } else { "" };
+                format!(
+                    "round {}: {} - {} {}-{}{extra}{seed}: {} goes on",
+                    m.round, names[a], names[b], m.points.0, m.points.1, names[m.winner]
+                )
+            }
+        };
+        println!("{line}");
+    }
+    if let Some(last) = knockout.last() {
+        println!("winner: {}", names[last.winner]);
     }
     let table = table(names.len(), &played, &byes, system, points);
     println!(
