@@ -29,4 +29,5 @@ pub mod service;
 pub mod spsa;
 pub mod storage;
 pub mod tokens;
+pub mod tournaments;
 pub mod writer;

@@ -23,6 +23,7 @@ use crate::nets::Nets;
 use crate::scheduler::{Scheduler, SchedulerConfig};
 use crate::service::{ClientApi, Shared, WorkerApi, authenticate, load_openings};
 use crate::storage::{Storage, sqlite_url};
+use crate::tournaments::Tournaments;
 use crate::writer::Writer;
 
 /// The file in the data directory holding the first client token.
@@ -67,6 +68,7 @@ impl Coordinator {
                 metrics.clone(),
             )),
             nets: Arc::new(Nets::new(Vec::new(), writer.clone())),
+            tournaments: Arc::new(Tournaments::new(Vec::new(), writer.clone())),
             storage: storage.clone(),
             artifacts: artifacts.clone(),
             data_dir: data_dir.to_owned(),
@@ -81,12 +83,14 @@ impl Coordinator {
             }
         }
         let nets = Arc::new(Nets::new(std::mem::take(&mut snapshot.nets), writer.clone()));
+        let tournaments = Arc::new(Tournaments::new(std::mem::take(&mut snapshot.tournaments), writer.clone()));
         let scheduler = Arc::new(Scheduler::new(snapshot, specs, writer, config, metrics.clone()));
         if !scheduler.has_client_token() {
             let token = scheduler.create_client_token().await?;
             write_secret(&data_dir.join(CLIENT_TOKEN_FILE), &token)?;
         }
-        let shared = Shared { scheduler, nets, storage, artifacts, data_dir: data_dir.to_owned(), metrics };
+        let shared =
+            Shared { scheduler, nets, tournaments, storage, artifacts, data_dir: data_dir.to_owned(), metrics };
         Ok(Coordinator { shared, accept_stats: Arc::new(AcceptStats::default()), dashboard_read: ReadAccess::Open })
     }
 

@@ -31,6 +31,7 @@ use crate::scheduler::{ScheduleError, Scheduler};
 use crate::spsa::check_spsa;
 use crate::storage::{Storage, UnitRow};
 use crate::tokens::{Principal, Role, bearer};
+use crate::tournaments::{PairingResults, Tournaments};
 
 /// The most pairs one report may carry.
 pub const MAX_PAIRS_PER_REPORT: usize = 512;
@@ -54,6 +55,7 @@ impl From<ScheduleError> for Status {
 pub struct Shared {
     pub scheduler: Arc<Scheduler>,
     pub nets: Arc<Nets>,
+    pub tournaments: Arc<Tournaments>,
     pub storage: Storage,
     pub artifacts: ArtifactStore,
     pub data_dir: PathBuf,
@@ -461,6 +463,35 @@ impl v1::client_server::Client for ClientApi {
         Ok(Response::new(self.0.create_match(&caller, kind, job, units).await?))
     }
 
+    async fn create_tournament(
+        &self,
+        request: Request<v1::CreateTournamentRequest>,
+    ) -> Result<Response<v1::Tournament>, Status> {
+        let caller = client_of(&request)?;
+        let request = request.into_inner();
+        let plan = crate::tournaments::plan(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let mut job_ids = Vec::with_capacity(plan.pairings.len());
+        for (_, _, job) in plan.pairings {
+            match self.0.create_match(&caller, "games", job, plan.pairs_per_pairing).await {
+                Ok(view) => job_ids.push(view.job_id),
+                Err(status) => {
+                    // No half-made tournament: the pairings made so far stop.
+                    for id in job_ids {
+                        let _ = self.0.scheduler.end_job(id, "stopped", "").await;
+                    }
+                    return Err(status);
+                }
+            }
+        }
+        let id = self.0.tournaments.add(&request, job_ids).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        Ok(Response::new(self.0.tournament(id).await?))
+    }
+
+    async fn get_tournament(&self, request: Request<v1::TournamentId>) -> Result<Response<v1::Tournament>, Status> {
+        client_of(&request)?;
+        Ok(Response::new(self.0.tournament(request.get_ref().tournament_id).await?))
+    }
+
     async fn create_spsa(&self, request: Request<v1::CreateSpsaRequest>) -> Result<Response<v1::Job>, Status> {
         let caller = client_of(&request)?;
         let job = check_spsa(request.get_ref()).map_err(|e| Status::invalid_argument(e.to_string()))?;
@@ -772,6 +803,19 @@ impl Shared {
             .scheduler
             .create_job(kind, job, units, (request.priority, &request.description), self.origin(caller))
             .await?)
+    }
+
+    /// A tournament's pairings and standings, from its tests' counted pairs.
+    pub async fn tournament(&self, id: u64) -> Result<v1::Tournament, Status> {
+        let row = self.tournaments.get(id).ok_or_else(|| Status::not_found(format!("tournament {id}")))?;
+        let mut results = Vec::with_capacity(row.job_ids.len());
+        for &job_id in &row.job_ids {
+            let job = self.scheduler.job(job_id).ok_or_else(|| Status::internal(format!("job {job_id} is gone")))?;
+            let pairs =
+                self.storage.pair_points(job_id as i64).await.map_err(|e| Status::unavailable(e.to_string()))?;
+            results.push(PairingResults { job, pairs: pairs.into_iter().map(|(_, points)| points).collect() });
+        }
+        crate::tournaments::view(&row, &results).map_err(Status::internal)
     }
 
     pub async fn stop_job(&self, caller: &Caller, id: u64) -> Result<v1::Job, Status> {

@@ -173,6 +173,17 @@ pub struct UnitFile {
     pub length: u64,
 }
 
+/// A tournament ([`crate::tournaments`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TournamentRow {
+    pub id: i64,
+    /// The creation request, protobuf in hex.
+    pub spec: String,
+    /// Its pairings' match tests, in pairing order.
+    pub job_ids: Vec<u64>,
+    pub created_ms: i64,
+}
+
 /// A net of the registry ([`crate::nets`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct NetRow {
@@ -253,6 +264,8 @@ pub struct Snapshot {
     pub worker_units: HashMap<i64, u64>,
     /// The net registry, by id.
     pub nets: Vec<NetRow>,
+    /// The tournaments, by id.
+    pub tournaments: Vec<TournamentRow>,
 }
 
 fn units_text(units: &[u64]) -> String {
@@ -263,7 +276,9 @@ fn parse_units(text: &str) -> Result<Vec<u64>, StorageError> {
     if text.is_empty() {
         return Ok(Vec::new());
     }
-    text.split(',').map(|u| u.parse().map_err(|_| StorageError::Damaged(format!("lease units '{text}'")))).collect()
+    text.split(',')
+        .map(|u| u.parse().map_err(|_| StorageError::Damaged(format!("a list of numbers '{text}'"))))
+        .collect()
 }
 
 /// The job columns, as a literal so that queries stay literal SQL.
@@ -425,6 +440,18 @@ impl Storage {
             sqlx::query(concat!("SELECT ", net_columns!(), " FROM nets ORDER BY id")).fetch_all(&self.pool).await?
         {
             snapshot.nets.push(net_from_row(&row)?);
+        }
+        for row in sqlx::query("SELECT id, spec, job_ids, created_ms FROM tournaments ORDER BY id")
+            .fetch_all(&self.pool)
+            .await?
+        {
+            let job_ids: String = row.try_get("job_ids")?;
+            snapshot.tournaments.push(TournamentRow {
+                id: row.try_get("id")?,
+                spec: row.try_get("spec")?,
+                job_ids: parse_units(&job_ids)?,
+                created_ms: row.try_get("created_ms")?,
+            });
         }
         Ok(snapshot)
     }
@@ -646,6 +673,8 @@ pub enum Change {
     },
     /// Inserts a net, or updates the one with its id (only its test can change).
     Net(Box<NetRow>),
+    /// Inserts a tournament.
+    Tournament(TournamentRow),
     /// A worker's new standing; its units of `set_aside_jobs` move to `set_aside_units`
     /// and off those jobs' counts.
     WorkerStanding {
@@ -817,6 +846,15 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
         }
         Change::LeaseState { id, state } => {
             sqlx::query("UPDATE leases SET state = $1 WHERE id = $2").bind(state).bind(id).execute(&mut *conn).await?;
+        }
+        Change::Tournament(tournament) => {
+            sqlx::query("INSERT INTO tournaments (id, spec, job_ids, created_ms) VALUES ($1, $2, $3, $4)")
+                .bind(tournament.id)
+                .bind(&tournament.spec)
+                .bind(units_text(&tournament.job_ids))
+                .bind(tournament.created_ms)
+                .execute(&mut *conn)
+                .await?;
         }
         Change::Net(net) => {
             sqlx::query(concat!(

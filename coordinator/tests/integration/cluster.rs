@@ -587,3 +587,100 @@ async fn an_spsa_run_across_two_workers_climbs_towards_the_deeper_search() {
     assert_eq!(settled.spsa.unwrap().iterations, settled.units_done);
     eprintln!("Depth Limit after {} pairs: {depth:.3}", spsa.iterations);
 }
+
+/// A tournament across a fleet, from the command line: `xq tournament` makes a test per
+/// pairing of a double round robin of our engine at three depths, two real workers
+/// play them, and the standings `xq crosstable` prints equal a recount of the stored
+/// games (2-1-0 points, Article 9.1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tournament_across_two_workers_stands_as_its_games_recount() {
+    let dir = TempDir::new("cluster-tournament");
+    let (_coordinator, address) = start_coordinator(&dir.0, 0, 10).await;
+    let mut admin = client(address, &token(&dir.0)).await;
+    let url = format!("http://{address}");
+    let xq = |args: &[&str]| {
+        let output = std::process::Command::new(binary("xq"))
+            .args(["--coordinator", &url, "--token-file"])
+            .arg(dir.0.join("client-token"))
+            .args(args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(output.status.success(), "{args:?}: {text}{}", String::from_utf8_lossy(&output.stderr));
+        text
+    };
+    let engine = binary("xq-engine");
+    let engine = engine.to_str().unwrap();
+    let book = Path::new(env!("CARGO_MANIFEST_DIR")).join("../books/xiangqi-2ply.epd");
+    let (d1, d2, d3) = (format!("d1={engine}"), format!("d2={engine}"), format!("d3={engine}"));
+    let created = xq(&[
+        "tournament",
+        "--engine",
+        &d1,
+        "--engine",
+        &d2,
+        "--engine",
+        &d3,
+        "--engine-option",
+        "d1:Depth Limit=1",
+        "--engine-option",
+        "d2:Depth Limit=2",
+        "--engine-option",
+        "d3:Depth Limit=3",
+        "--games-per-pairing",
+        "4",
+        "--tc",
+        "depth=4",
+        "--book",
+        book.to_str().unwrap(),
+        "--max-plies",
+        "160",
+    ]);
+    let id: u64 = created.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap();
+    let mut workers = Vec::new();
+    for i in 0..2 {
+        workers.push(start_worker(&mut admin, address, dir.0.join(format!("w{i}")), &format!("w{i}")).await);
+    }
+    let start = Instant::now();
+    let tournament = loop {
+        let t = admin.get_tournament(v1::TournamentId { tournament_id: id }).await.unwrap().into_inner();
+        if t.state == "finished" {
+            break t;
+        }
+        assert!(start.elapsed() < Duration::from_secs(600), "the tournament did not finish: {t:?}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    for mut worker in workers {
+        worker.start_kill().unwrap();
+        worker.wait().await.unwrap();
+    }
+    // Recount every engine's points from the pairings' stored games.
+    let mut recount = std::collections::HashMap::<String, f64>::new();
+    let mut games = 0;
+    for pairing in &tournament.pairings {
+        let text: String =
+            collect(admin.download_games(v1::JobId { job_id: pairing.job_id }).await.unwrap().into_inner())
+                .await
+                .into_iter()
+                .map(|b| b.pgn)
+                .collect();
+        for game in xq_engine::xiangqi::pgn::parse_pgn(&text).unwrap() {
+            let (red, black) = (game.tag("White").unwrap().to_owned(), game.tag("Black").unwrap().to_owned());
+            let red_points = match game.tag("Result").unwrap() {
+                "1-0" => 2.0,
+                "0-1" => 0.0,
+                _ => 1.0,
+            };
+            *recount.entry(red).or_default() += red_points;
+            *recount.entry(black).or_default() += 2.0 - red_points;
+            games += 1;
+        }
+    }
+    assert!(games >= 12, "three pairings of four games: {games}");
+    let crosstable = xq(&["crosstable", &id.to_string()]);
+    for standing in &tournament.standings {
+        assert_eq!(standing.points, recount[&standing.engine], "{}: {crosstable}", standing.engine);
+        assert!(crosstable.contains(&format!(" {} ", standing.engine)), "{crosstable}");
+    }
+    assert!(crosstable.contains(&format!("tournament {id} [finished] double-round-robin")), "{crosstable}");
+}

@@ -149,6 +149,28 @@ fn methods(job: u64, lease: &v1::Lease) -> Vec<Method> {
         client_method("/xq.v1.Client/AddNet", vec![v1::AddNetRequest::default().encode_to_vec()]),
         client_method("/xq.v1.Client/SetNetTest", vec![v1::SetNetTestRequest::default().encode_to_vec()]),
         client_method("/xq.v1.Client/ListNets", vec![v1::ListNetsRequest::default().encode_to_vec()]),
+        client_method(
+            "/xq.v1.Client/CreateSpsa",
+            vec![
+                v1::CreateSpsaRequest {
+                    test: Some(v1::CreateTestRequest { pairs: 4, ..Default::default() }),
+                    spsa: Some(v1::SpsaSpec { params: "A, 1, 0, 2, 1, 0.002".to_owned(), ..Default::default() }),
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        client_method(
+            "/xq.v1.Client/CreateTournament",
+            vec![
+                v1::CreateTournamentRequest {
+                    engines: vec![v1::EngineSpec::default(), v1::EngineSpec::default()],
+                    settings: Some(v1::CreateTestRequest::default()),
+                    ..Default::default()
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        client_method("/xq.v1.Client/GetTournament", vec![v1::TournamentId { tournament_id: 1 }.encode_to_vec()]),
     ]
 }
 

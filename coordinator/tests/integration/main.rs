@@ -19,4 +19,5 @@ mod security;
 mod spsa;
 mod storage;
 mod tls;
+mod tournaments;
 mod training_loop;

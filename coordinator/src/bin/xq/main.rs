@@ -70,6 +70,11 @@ enum Command {
     Games(GamesArgs),
     /// Submits an SPSA tuning run of an engine's spin options (fishtest's SPSA).
     Spsa(SpsaArgs),
+    /// Submits a tournament: a test per pairing of a double round robin or a gauntlet.
+    Tournament(TournamentArgs),
+    /// A tournament's standings (Articles 9 and 10 of the World Xiangqi Rules) and
+    /// its pairings.
+    Crosstable { tournament: u64 },
     /// An SPSA run's parameters: theta, the values as UCI options and in fishtest's
     /// format, and theta's history as CSV or JSON.
     SpsaResult {
@@ -291,6 +296,37 @@ struct SpsaArgs {
 }
 
 #[derive(Args)]
+struct TournamentArgs {
+    /// An engine: PATH, or NAME=PATH (repeatable, in the order of their numbers; a
+    /// gauntlet's challengers first). Each is uploaded once.
+    #[arg(long = "engine", required = true)]
+    engines: Vec<String>,
+    /// An option of one engine: NAME:OPTION=VALUE (repeatable).
+    #[arg(long = "engine-option")]
+    engine_options: Vec<String>,
+    /// The engines' protocol: uci or ucci.
+    #[arg(long, default_value = "uci")]
+    protocol: String,
+    /// double-round-robin or gauntlet.
+    #[arg(long, default_value = "double-round-robin")]
+    system: String,
+    /// A gauntlet's challengers: the first engines given.
+    #[arg(long, default_value_t = 1)]
+    challengers: u32,
+    /// Games each pairing plays (even: pairs with colours swapped).
+    #[arg(long, default_value_t = 2)]
+    games_per_pairing: u32,
+    /// Points a game: 2-1-0 or 1-0.5-0 (Article 9.1).
+    #[arg(long, default_value = "2-1-0")]
+    points: String,
+    /// A label.
+    #[arg(long, default_value = "")]
+    description: String,
+    #[command(flatten)]
+    play: PlayArgs,
+}
+
+#[derive(Args)]
 struct GamesArgs {
     #[command(flatten)]
     engines: EngineArgs,
@@ -401,7 +437,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 bench_signature,
                 net: None,
             };
-            let mut test = args.play.test_request(&mut client, engine, None).await?;
+            let mut test = args.play.test_request(&mut client, Some(engine), None).await?;
             test.pairs = args.pairs;
             test.description = format!("SPSA of {}", args.engine.display());
             let spsa = v1::SpsaSpec { params, a_ratio: args.a_ratio, alpha: args.alpha, gamma: args.gamma };
@@ -409,6 +445,98 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             after_submit(&mut client, job.into_inner(), args.play.watch).await
         }
         Command::SpsaResult { job, csv, json } => spsa_result(&mut client, job, csv, json).await,
+        Command::Tournament(args) => {
+            let mut engines: Vec<v1::EngineSpec> = Vec::new();
+            for text in &args.engines {
+                let (name, path) = match text.split_once('=') {
+                    Some((name, path)) => (name.to_owned(), PathBuf::from(path)),
+                    None => {
+                        let path = PathBuf::from(text);
+                        let name = path.file_name().map_or("engine".to_owned(), |n| n.to_string_lossy().into_owned());
+                        (name, path)
+                    }
+                };
+                let binary = client::upload_file(&mut client, &path, "engine").await?;
+                engines.push(v1::EngineSpec {
+                    name,
+                    binary: Some(binary),
+                    protocol: args.protocol.clone(),
+                    ..Default::default()
+                });
+            }
+            for option in &args.engine_options {
+                let (engine, setting) = option
+                    .split_once(':')
+                    .with_context(|| format!("--engine-option '{option}' is not NAME:OPTION=VALUE"))?;
+                let (key, value) =
+                    setting.split_once('=').with_context(|| format!("--engine-option '{option}' has no =VALUE"))?;
+                let target = engines
+                    .iter_mut()
+                    .find(|e| e.name == engine)
+                    .with_context(|| format!("--engine-option '{option}': no engine is named '{engine}'"))?;
+                target.options.insert(key.to_owned(), value.to_owned());
+            }
+            let mut settings = args.play.test_request(&mut client, None, None).await?;
+            settings.description = args.description.clone();
+            let request = v1::CreateTournamentRequest {
+                engines,
+                system: args.system.clone(),
+                challengers: args.challengers,
+                games_per_pairing: args.games_per_pairing,
+                settings: Some(settings),
+                points: args.points.clone(),
+            };
+            let tournament = client.create_tournament(request).await?.into_inner();
+            out!(
+                "tournament {}: {} pairings ({}), tests {}",
+                tournament.tournament_id,
+                tournament.pairings.len(),
+                tournament.system,
+                tournament.pairings.iter().map(|p| p.job_id.to_string()).collect::<Vec<_>>().join(", ")
+            );
+            Ok(())
+        }
+        Command::Crosstable { tournament } => {
+            let t = client.get_tournament(v1::TournamentId { tournament_id: tournament }).await?.into_inner();
+            out!("tournament {} [{}] {} ({} points a game)", t.tournament_id, t.state, t.system, t.points);
+            out!(
+                "{:>3} {:<20} {:>6} {:>5} {:>9} {:>14} {:>8}",
+                "#",
+                "engine",
+                "points",
+                "games",
+                "W-D-L",
+                "Elo",
+                "10.2.A"
+            );
+            for s in &t.standings {
+                let elo =
+                    if s.elo_error > 0.0 { format!("{:+.0} ± {:.0}", s.elo, s.elo_error) } else { "-".to_owned() };
+                out!(
+                    "{:>3} {:<20} {:>6} {:>5} {:>9} {:>14} {:>8}",
+                    s.place,
+                    s.engine,
+                    s.points,
+                    s.games,
+                    format!("{}-{}-{}", s.wins, s.draws, s.losses),
+                    elo,
+                    s.tie_breaks.get("10.2.A").copied().unwrap_or(0.0)
+                );
+            }
+            for p in &t.pairings {
+                out!(
+                    "  {} - {}: {}-{} after {}/{} pairs (test {})",
+                    p.first,
+                    p.second,
+                    p.first_points,
+                    p.second_points,
+                    p.pairs_done,
+                    p.pairs_total,
+                    p.job_id
+                );
+            }
+            Ok(())
+        }
         Command::Selfplay(args) => {
             let spec = v1::SelfPlaySpec {
                 nodes: args.nodes,
@@ -592,7 +720,7 @@ pub async fn submit(
     let (base_path, mut base) = engine(&args.base, "base", &args.base_options)?;
     new.binary = Some(client::upload_file(client, &new_path, "engine").await?);
     base.binary = Some(client::upload_file(client, &base_path, "engine").await?);
-    let mut request = args.play.test_request(client, new, Some(base)).await?;
+    let mut request = args.play.test_request(client, Some(new), Some(base)).await?;
     request.sprt = sprt.map(|s| v1::SprtSpec {
         elo0: s.elo0,
         elo1: s.elo1,
@@ -608,11 +736,12 @@ pub async fn submit(
 
 impl PlayArgs {
     /// A test request of these settings between `new` and `base` (uploading the
-    /// book); the caller sets the pairs, the SPRT and the description.
+    /// book; a tournament names its engines itself); the caller sets the pairs, the
+    /// SPRT and the description.
     async fn test_request(
         &self,
         client: &mut Client,
-        new: v1::EngineSpec,
+        new: Option<v1::EngineSpec>,
         base: Option<v1::EngineSpec>,
     ) -> anyhow::Result<v1::CreateTestRequest> {
         let book = match &self.book {
@@ -620,7 +749,7 @@ impl PlayArgs {
             None => None,
         };
         Ok(v1::CreateTestRequest {
-            new_engine: Some(new),
+            new_engine: new,
             base_engine: base,
             time_control: self.tc.clone(),
             rules: self.rules.clone(),
