@@ -1038,6 +1038,57 @@
     if (params.has("penta") || params.has("trinomial")) await compute();
   }
 
+  // ---- A tournament ------------------------------------------------------------------
+
+  async function tournamentPage(id) {
+    document.title = `Tournament ${id} · xq cluster`;
+    const heading = el("h1", {}, `Tournament #${id}`);
+    const summary = el("p", { id: "tournament-summary" });
+    const standings = el("tbody");
+    const pairings = el("tbody");
+    main.replaceChildren(heading, summary,
+      el("section", { "aria-labelledby": "standings-title" },
+        el("h2", { id: "standings-title" }, "Standings"),
+        el("p", { class: "note" }, "Placed by points (Article 9), then the Neustadtl score, the direct encounter, wins, ",
+          "wins with Black and games with Black (Article 10.2); Elo by maximum likelihood over the event's games."),
+        el("table", { class: "cards", id: "standings" },
+          el("thead", {}, el("tr", {}, ["#", "Engine", "Points", "Games", "W-D-L", "Elo", "Neustadtl"].map((c) => el("th", { scope: "col" }, c)))),
+          standings)),
+      el("section", { "aria-labelledby": "pairings-title" },
+        el("h2", { id: "pairings-title" }, "Pairings"),
+        el("table", { class: "cards", id: "pairings" },
+          el("thead", {}, el("tr", {}, ["Pairing", "Score", "Pairs", "Test"].map((c) => el("th", { scope: "col" }, c)))),
+          pairings)));
+    let tests = new Set();
+    const load = async () => {
+      let t;
+      try {
+        t = await api(`/api/v1/tournaments/${id}`);
+      } catch (error) {
+        showError(error);
+        return;
+      }
+      tests = new Set((t.pairings || []).map((p) => Number(p.job_id)));
+      summary.textContent = `${t.state}: ${t.system}, ${t.points} points a game${t.description ? `, ${t.description}` : ""}`;
+      const labels = ["#", "Engine", "Points", "Games", "W-D-L", "Elo", "Neustadtl"];
+      standings.replaceChildren(...(t.standings || []).map((s) => el("tr", { "data-engine": s.engine },
+        [String(s.place), s.engine, String(s.points), String(s.games), `${s.wins}-${s.draws}-${s.losses}`,
+          s.elo_error > 0 ? `${signed(s.elo, 0)} ± ${fixed(s.elo_error, 0)}` : "–",
+          fixed((s.tie_breaks || {})["10.2.A"] || 0, 1)].map((c, i) => el("td", { "data-label": labels[i] }, c)))));
+      pairings.replaceChildren(...(t.pairings || []).map((p) => el("tr", {},
+        el("td", { "data-label": "Pairing" }, `${p.first} – ${p.second}`),
+        el("td", { "data-label": "Score" }, `${p.first_points} – ${p.second_points}`),
+        el("td", { "data-label": "Pairs" }, `${p.pairs_done} of ${p.pairs_total}`),
+        el("td", { "data-label": "Test" }, el("a", { href: `/tests/${p.job_id}` }, `#${p.job_id}`)))));
+    };
+    await load();
+    const reload = throttled(load, 1000);
+    // The standings move when one of the tournament's tests counts a pair.
+    live.follow((jobs) => {
+      if (jobs.some((job) => tests.has(Number(job.job_id)))) reload();
+    }, reload);
+  }
+
   // ---- Routing -----------------------------------------------------------------------
 
   function route() {
@@ -1050,6 +1101,7 @@
     if (path === "/workers") return workersPage();
     if (path === "/sprt") return sprtPage();
     if (path === "/nets") return netsPage();
+    if ((match = /^\/tournaments\/(\d+)$/.exec(path))) return tournamentPage(match[1]);
     main.replaceChildren(el("p", { class: "error" }, `Nothing at ${path}.`));
     return undefined;
   }

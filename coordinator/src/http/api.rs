@@ -221,6 +221,19 @@ pub async fn history(
     Ok(Json(dashboard.shared.job_history(job_id(&id)?).await?))
 }
 
+/// A tournament's standings and pairings: the gRPC API's view.
+pub async fn tournament(
+    State(dashboard): State<Dashboard>,
+    headers: HeaderMap,
+    PathOf(id): PathOf<String>,
+) -> Result<Json<v1::Tournament>, ApiError> {
+    may_read(&dashboard, &headers)?;
+    let id = id
+        .parse::<u64>()
+        .map_err(|_| ApiError(StatusCode::BAD_REQUEST, format!("'{id}' is not a tournament number")))?;
+    Ok(Json(dashboard.shared.tournament(id).await?))
+}
+
 /// A page of pairs: `after` a unit, at most `limit`.
 #[derive(Debug, Deserialize)]
 pub struct PairsQuery {

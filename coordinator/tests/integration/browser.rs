@@ -308,3 +308,60 @@ async fn an_spsa_run_shows_its_parameters_and_theta_live() {
         assert!(!overflows(browser).await, "the SPSA page is wider than a {width} px window");
     }
 }
+
+/// A tournament's page: its standings as the coordinator places them, updated live as
+/// its tests count pairs, with a link to each pairing's test; on a phone too.
+#[tokio::test]
+async fn a_tournament_page_shows_its_standings_live() {
+    let served = serve(Backend::Sqlite, SchedulerConfig::default()).await;
+    let base = format!("http://{}", served.address);
+    let mut admin = client(served.address, &served.client_token).await;
+    let template = test_request(&mut admin, 1, None).await;
+    let engines: Vec<v1::EngineSpec> = ["alpha", "beta", "gamma"]
+        .iter()
+        .map(|name| v1::EngineSpec { name: (*name).to_owned(), ..template.new_engine.clone().unwrap() })
+        .collect();
+    let settings = v1::CreateTestRequest { new_engine: None, base_engine: None, pairs: 0, ..template };
+    let request = v1::CreateTournamentRequest { engines, settings: Some(settings), ..Default::default() };
+    let tournament = admin.create_tournament(request).await.unwrap().into_inner();
+    let mut worker = registered_worker(&served, "w1", &[]).await;
+    let mut play = async |points: [u8; 2]| {
+        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        let Some(v1::lease::Work::MatchSpec(spec)) = &lease.work else { panic!("a match lease") };
+        let names = [spec.new_engine.as_ref().unwrap().name.clone(), spec.base_engine.as_ref().unwrap().name.clone()];
+        let request = v1::ReportPairsRequest {
+            lease_id: lease.lease_id,
+            pairs: vec![named_pair(lease.units[0], points, [&names[0], &names[1]])],
+            cumulative: Some(totals(&[points])),
+            ..Default::default()
+        };
+        worker.report_pairs(request).await.unwrap();
+        names
+    };
+    let first = play([2, 2]).await;
+    let id = tournament.tournament_id;
+    for (label, width, height) in [("desktop", 1280, 900), ("phone", 390, 844)] {
+        let session = session(width, height).await;
+        let browser = &session.browser;
+        browser.goto(&format!("{base}/tournaments/{id}")).await.unwrap();
+        let leader = wait_for_text(browser, "#standings tbody tr:first-child", |t| t.contains(&first[0])).await;
+        assert!(leader.contains('4'), "two wins at 2-1-0 points: {leader}");
+        assert!(text(browser, "#tournament-summary").await.contains("double-round-robin"));
+        let links = browser.find_all(Locator::Css("#pairings a")).await.unwrap();
+        assert_eq!(links.len(), 3);
+        screenshot(browser, &format!("tournament-{label}")).await;
+        assert!(!overflows(browser).await, "the tournament page is wider than a {width} px window");
+    }
+    // Live: another pairing's pair moves the standings without a reload.
+    let session = session(1280, 900).await;
+    let browser = &session.browser;
+    browser.goto(&format!("{base}/tournaments/{id}")).await.unwrap();
+    wait_for_text(browser, "#standings tbody tr:first-child", |t| t.contains(&first[0])).await;
+    browser.execute("window.xqMarker = 'same page';", vec![]).await.unwrap();
+    let second = play([1, 1]).await;
+    let row = format!("#standings tr[data-engine='{}']", second[0]);
+    // Its two draws show in its W-D-L.
+    wait_for_text(browser, &row, |t| t.contains("-2-")).await;
+    let marker = browser.execute("return window.xqMarker;", vec![]).await.unwrap();
+    assert_eq!(marker, json!("same page"), "the page was reloaded");
+}
