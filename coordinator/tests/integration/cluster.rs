@@ -70,6 +70,20 @@ pub async fn start_worker(admin: &mut Client, address: std::net::SocketAddr, cac
         .unwrap()
 }
 
+/// Runs `xq` against the coordinator at `address` with the client token of its data
+/// directory `data`; returns its output, which must be a success.
+fn xq_at(address: std::net::SocketAddr, data: &Path, args: &[&str]) -> String {
+    let output = std::process::Command::new(binary("xq"))
+        .args(["--coordinator", &format!("http://{address}"), "--token-file"])
+        .arg(data.join("client-token"))
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{args:?}: {text}{}", String::from_utf8_lossy(&output.stderr));
+    text
+}
+
 pub fn token(data: &Path) -> String {
     std::fs::read_to_string(data.join("client-token")).unwrap().trim().to_owned()
 }
@@ -524,18 +538,7 @@ async fn an_spsa_run_across_two_workers_climbs_towards_the_deeper_search() {
     let params = dir.0.join("params.txt");
     std::fs::write(&params, "Depth Limit, 2, 1, 4, 1, 0.05\n").unwrap();
     let book = Path::new(env!("CARGO_MANIFEST_DIR")).join("../books/xiangqi-2ply.epd");
-    let url = format!("http://{address}");
-    let xq = |args: &[&str]| {
-        let output = std::process::Command::new(binary("xq"))
-            .args(["--coordinator", &url, "--token-file"])
-            .arg(dir.0.join("client-token"))
-            .args(args)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&output.stdout).into_owned();
-        assert!(output.status.success(), "{args:?}: {text}{}", String::from_utf8_lossy(&output.stderr));
-        text
-    };
+    let xq = |args: &[&str]| xq_at(address, &dir.0, args);
     let engine = binary("xq-engine");
     let submitted = xq(&[
         "spsa",
@@ -597,18 +600,7 @@ async fn a_tournament_across_two_workers_stands_as_its_games_recount() {
     let dir = TempDir::new("cluster-tournament");
     let (_coordinator, address) = start_coordinator(&dir.0, 0, 10).await;
     let mut admin = client(address, &token(&dir.0)).await;
-    let url = format!("http://{address}");
-    let xq = |args: &[&str]| {
-        let output = std::process::Command::new(binary("xq"))
-            .args(["--coordinator", &url, "--token-file"])
-            .arg(dir.0.join("client-token"))
-            .args(args)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&output.stdout).into_owned();
-        assert!(output.status.success(), "{args:?}: {text}{}", String::from_utf8_lossy(&output.stderr));
-        text
-    };
+    let xq = |args: &[&str]| xq_at(address, &dir.0, args);
     let engine = binary("xq-engine");
     let engine = engine.to_str().unwrap();
     let book = Path::new(env!("CARGO_MANIFEST_DIR")).join("../books/xiangqi-2ply.epd");

@@ -15,6 +15,17 @@ use xq_worker::tournament::{Format, TournamentSettings, run_knockout, run_swiss,
 
 use crate::{our_engine, settings};
 
+/// Our engine capped at depths 1 to `count`, named `depth-N`.
+fn depth_engines(count: u32) -> Vec<xq_worker::engine_process::EngineConfig> {
+    (1..=count)
+        .map(|depth| {
+            let mut engine = our_engine(&format!("depth-{depth}"));
+            engine.options.push(("Depth Limit".to_owned(), depth.to_string()));
+            engine
+        })
+        .collect()
+}
+
 fn book() -> Vec<Start> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../books/xiangqi-2ply.epd");
     read_book(std::path::Path::new(path), None).unwrap().into_iter().map(Start::from).collect()
@@ -22,13 +33,7 @@ fn book() -> Vec<Start> {
 
 #[test]
 fn a_double_round_robin_meets_every_pairing_twice_and_counts_its_points() {
-    let engines: Vec<_> = (1..=3)
-        .map(|depth| {
-            let mut engine = our_engine(&format!("depth-{depth}"));
-            engine.options.push(("Depth Limit".to_owned(), depth.to_string()));
-            engine
-        })
-        .collect();
+    let engines = depth_engines(3);
     let mut game = settings("depth=5");
     game.max_plies = Some(160);
     let openings = book();
@@ -110,13 +115,7 @@ fn the_tournament_command_writes_the_event_and_its_crosstable() {
 
 #[test]
 fn a_swiss_event_pairs_each_round_from_the_results_before_it() {
-    let engines: Vec<_> = (1..=5)
-        .map(|depth| {
-            let mut engine = our_engine(&format!("depth-{depth}"));
-            engine.options.push(("Depth Limit".to_owned(), depth.to_string()));
-            engine
-        })
-        .collect();
+    let engines = depth_engines(5);
     let mut game = settings("depth=4");
     game.max_plies = Some(120);
     let tournament = TournamentSettings {
@@ -160,13 +159,7 @@ fn a_swiss_event_pairs_each_round_from_the_results_before_it() {
 
 #[test]
 fn a_knockout_halves_the_field_each_round_until_one_is_left() {
-    let engines: Vec<_> = (1..=4)
-        .map(|depth| {
-            let mut engine = our_engine(&format!("depth-{depth}"));
-            engine.options.push(("Depth Limit".to_owned(), depth.to_string()));
-            engine
-        })
-        .collect();
+    let engines = depth_engines(4);
     let mut game = settings("depth=4");
     game.max_plies = Some(120);
     let tournament = TournamentSettings {
