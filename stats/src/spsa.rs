@@ -30,8 +30,8 @@ pub const DEFAULT_A_RATIO: f64 = 0.1;
 /// The learning rate at the end of the run that fishtest's tuning tools print for
 /// every parameter (Stockfish's `TUNE` macro).
 pub const DEFAULT_R_END: f64 = 0.002;
-/// The end perturbation those tools print: this share of the parameter's range.
-pub const DEFAULT_C_END_SHARE: f64 = 1.0 / 20.0;
+/// The end perturbation those tools print: the parameter's range divided by this.
+pub const DEFAULT_C_END_DIVISOR: f64 = 20.0;
 
 /// A parameter or schedule that cannot be tuned.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -61,6 +61,14 @@ pub enum SpsaError {
     /// The schedule cannot run.
     #[error("schedule: {0}")]
     Schedule(String),
+    /// A parameter asked for by name is not a spin option of the engine.
+    #[error("the engine declares no spin option '{name}' (its spin options: {spins})")]
+    NotDeclared {
+        /// The name asked for.
+        name: String,
+        /// The spin options it declares, comma-separated.
+        spins: String,
+    },
     /// A saved run's state cannot be read back.
     #[error("the run's state: {0}")]
     State(String),
@@ -105,7 +113,7 @@ impl Parameter {
         }
         let field = |key: &str| words.windows(2).find(|w| w[0] == key).and_then(|w| w[1].parse::<f64>().ok());
         let (start, min, max) = (field("default")?, field("min")?, field("max")?);
-        let c_end = ((max - min) * DEFAULT_C_END_SHARE).max(f64::EPSILON);
+        let c_end = ((max - min) / DEFAULT_C_END_DIVISOR).max(f64::EPSILON);
         Some(Parameter { name: name.trim().to_owned(), start, min, max, c_end, r_end: DEFAULT_R_END })
     }
 
@@ -135,6 +143,28 @@ impl Parameter {
         }
         Ok(())
     }
+}
+
+/// The parameters `names` (comma-separated, ASCII case ignored) among the spin options
+/// an engine declared in its `uci` answer (`declared`: its `option ...` lines), each as
+/// [`Parameter::from_uci_option`] makes it.
+pub fn tuned_options(declared: &[String], names: &str) -> Result<Vec<Parameter>, SpsaError> {
+    let spins: Vec<Parameter> = declared.iter().filter_map(|line| Parameter::from_uci_option(line)).collect();
+    let parameters = names
+        .split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(|name| {
+            spins.iter().find(|p| p.name.eq_ignore_ascii_case(name)).cloned().ok_or_else(|| SpsaError::NotDeclared {
+                name: name.to_owned(),
+                spins: spins.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if parameters.is_empty() {
+        return Err(SpsaError::Empty);
+    }
+    Ok(parameters)
 }
 
 /// Reads parameters in fishtest's format, one `name, start, min, max, c_end, r_end`
@@ -570,6 +600,21 @@ mod tests {
         let error = Tuner::resume(&edited).unwrap_err().to_string();
         assert!(error.contains("900.5 lies outside 0..200"), "{error}");
         assert!(matches!(Tuner::resume("{"), Err(SpsaError::State(_))));
+    }
+
+    #[test]
+    fn tuned_options_are_picked_by_name_from_the_declared_spins() {
+        let declared = [
+            "option name Hash type spin default 16 min 1 max 1024".to_owned(),
+            "option name UseNNUE type check default true".to_owned(),
+            "option name Futility Base type spin default 100 min 0 max 300".to_owned(),
+        ];
+        let picked = tuned_options(&declared, "futility base").unwrap();
+        assert_eq!(picked[0].name, "Futility Base");
+        assert_eq!(picked[0].c_end, 15.0);
+        let error = tuned_options(&declared, "Futility Base, UseNNUE").unwrap_err().to_string();
+        assert_eq!(error, "the engine declares no spin option 'UseNNUE' (its spin options: Hash, Futility Base)");
+        assert_eq!(tuned_options(&declared, " , "), Err(SpsaError::Empty));
     }
 
     #[test]

@@ -188,3 +188,32 @@ async fn a_quarantined_workers_pairs_are_taken_out_of_theta() {
         assert_eq!(state.units_done, 2);
     }
 }
+
+/// `xq spsa --tune` reads the parameters from the spin options our engine declares
+/// (start at their defaults, fishtest's end settings), and refuses a name it does not
+/// declare, listing the ones it does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn xq_spsa_tune_reads_the_engine_s_spin_options() {
+    let served = serve(Backend::Sqlite, config()).await;
+    let engine = binary("xq-engine");
+    let run = |tune: &str| {
+        let mut command = std::process::Command::new(binary("xq"));
+        command.args(["--coordinator", &format!("http://{}", served.address), "--token", &served.client_token]);
+        command.args(["spsa", "--engine", engine.to_str().unwrap(), "--tune", tune, "--pairs", "10"]);
+        command.output().unwrap()
+    };
+    let output = run("Depth Limit, multipv");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let mut admin = client(served.address, &served.client_token).await;
+    let job = admin.get_job(v1::JobId { job_id: 1 }).await.unwrap().into_inner();
+    let parameters = job.spsa.unwrap().parameters;
+    let declared: Vec<(&str, f64, f64, f64)> =
+        parameters.iter().map(|p| (p.name.as_str(), p.start, p.min, p.max)).collect();
+    // As `xq-engine` declares them: Depth Limit 0 (0..127), MultiPV 1 (1..128).
+    assert_eq!(declared, [("Depth Limit", 0.0, 0.0, 127.0), ("MultiPV", 1.0, 1.0, 128.0)]);
+    assert_eq!((parameters[0].c_end, parameters[0].r_end), (6.35, 0.002));
+    let refused = run("Futility Base");
+    let error = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(error.contains("declares no spin option 'Futility Base'") && error.contains("Depth Limit"), "{error}");
+}

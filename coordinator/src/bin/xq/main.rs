@@ -277,8 +277,13 @@ struct SpsaArgs {
     bench: bool,
     /// The parameters in fishtest's format, a line each: name, start, min, max, c_end,
     /// r_end (each a spin option of the engine).
+    #[arg(long, conflicts_with = "tune", required_unless_present = "tune")]
+    params: Option<PathBuf>,
+    /// Parameters by name, comma-separated, read from the spin options the engine (a
+    /// UCI one) declares when it is run here: start at its default, c_end a twentieth
+    /// of the range, r_end 0.002.
     #[arg(long)]
-    params: PathBuf,
+    tune: Option<String>,
     /// Game pairs (iterations) of the run.
     #[arg(long)]
     pairs: u64,
@@ -426,8 +431,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             after_submit(&mut client, job, args.engines.play.watch).await
         }
         Command::Spsa(args) => {
-            let params = std::fs::read_to_string(&args.params)
-                .with_context(|| format!("cannot read {}", args.params.display()))?;
+            let params = match (&args.params, &args.tune) {
+                (Some(path), _) => {
+                    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?
+                }
+                (None, Some(names)) => {
+                    let declared = declared_options(&args.engine)?;
+                    let parameters = xq_stats::spsa::tuned_options(&declared, names)
+                        .with_context(|| args.engine.display().to_string())?;
+                    xq_stats::spsa::format_parameters(&parameters, None)
+                }
+                (None, None) => bail!("name the parameters: --params FILE or --tune NAME,NAME"),
+            };
             let bench_signature = if args.bench { xq_engine::bench::signature_of(&args.engine)? } else { 0 };
             let engine = v1::EngineSpec {
                 name: args.engine.file_name().map_or("engine".to_owned(), |n| n.to_string_lossy().into_owned()),
@@ -765,6 +780,23 @@ impl PlayArgs {
             ..Default::default()
         })
     }
+}
+
+/// The `option ...` lines a UCI engine declares when asked `uci`, run here before it is
+/// uploaded.
+fn declared_options(engine: &Path) -> anyhow::Result<Vec<String>> {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = std::process::Command::new(engine)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("cannot run {}", engine.display()))?;
+    child.stdin.take().expect("piped").write_all(b"uci\nquit\n")?;
+    let output = child.wait_with_output()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    Ok(text.lines().filter(|line| line.starts_with("option ")).map(str::to_owned).collect())
 }
 
 /// Prints an SPSA run's parameters and writes theta's history.

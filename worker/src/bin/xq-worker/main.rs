@@ -14,7 +14,7 @@ use xq_engine::variant::Variant;
 use xq_engine::xiangqi::Position;
 use xq_engine::xiangqi::notation::Dialect;
 use xq_engine::xiangqi::rules::RuleSet;
-use xq_stats::spsa::{Parameter, Schedule, Tuner, format_parameters, option_value, parse_parameters};
+use xq_stats::spsa::{Parameter, Schedule, Tuner, format_parameters, option_value, parse_parameters, tuned_options};
 use xq_stats::{Model, Sprt};
 use xq_tournament::scoring::Points;
 use xq_tournament::standings::System;
@@ -607,20 +607,9 @@ fn spsa_parameters(args: &SpsaArgs, engine: &EngineConfig) -> anyhow::Result<Vec
         bail!("name the parameters: --params FILE (fishtest's format) or --tune NAME,NAME");
     };
     let process = EngineProcess::start(engine).with_context(|| format!("cannot start {}", engine.name))?;
-    let declared: Vec<Parameter> =
-        process.declared_options().iter().filter_map(|l| Parameter::from_uci_option(l)).collect();
+    let declared = process.declared_options().to_vec();
     process.quit();
-    names
-        .split(',')
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
-        .map(|name| {
-            declared.iter().find(|p| p.name.eq_ignore_ascii_case(name)).cloned().with_context(|| {
-                let spins: Vec<&str> = declared.iter().map(|p| p.name.as_str()).collect();
-                format!("{} declares no spin option '{name}' (its spin options: {})", engine.name, spins.join(", "))
-            })
-        })
-        .collect()
+    tuned_options(&declared, names).with_context(|| engine.name.clone())
 }
 
 fn run_spsa_command(args: SpsaArgs) -> anyhow::Result<()> {
