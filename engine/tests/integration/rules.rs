@@ -249,18 +249,50 @@ fn cxq_the_seventh_consecutive_check_with_one_piece_loses() {
 /// the check/chase a perpetual check/chase", and "the one who violates the rule
 /// loses". Red moves on odd plies, so its 7th, 13th and 19th checks or chases come at
 /// plies 13, 25 and 37; the repetitions in between are not ruled (the allowance, not
-/// the repetition, decides).
+/// the repetition, decides). Mirrored and with the colours swapped, the same.
 fn cxq_streak_loses_at(fen_text: &str, moves: (&str, &str), ply: usize, reason: xq_engine::xiangqi::rules::Reason) {
     use xq_engine::color::Color;
     let (first_moves, cycle) = moves;
-    let mut referee = Referee::new(Position::from_fen(fen_text).unwrap(), cxq());
     let repeated = format!("{cycle} ").repeat(ply / cycle.split_whitespace().count() + 1);
-    let rulings = play_all(&mut referee, &format!("{first_moves} {repeated}"));
-    let first = rulings.iter().position(Option::is_some);
-    assert_eq!(first, Some(ply - 1), "{fen_text}: the first ruling comes at ply {ply}");
-    let ruling = rulings[ply - 1].unwrap();
-    assert_eq!((ruling.outcome, ruling.reason), (Outcome::Win(Color::Black), reason), "{fen_text}");
-    assert_eq!(ruling.article, "CXQ Advanced Rules");
+    for (rulings, flipped) in cxq_variants(fen_text, &format!("{first_moves} {repeated}")) {
+        let first = rulings.iter().position(Option::is_some);
+        assert_eq!(
+            first,
+            Some(ply - 1),
+            "{fen_text} (colours swapped: {flipped}): the first ruling comes at ply {ply}"
+        );
+        let ruling = rulings[ply - 1].unwrap();
+        let loser_wins = if flipped { Color::Red } else { Color::Black };
+        assert_eq!((ruling.outcome, ruling.reason), (Outcome::Win(loser_wins), reason), "{fen_text}");
+        assert_eq!(ruling.article, "CXQ Advanced Rules");
+    }
+}
+
+/// The CXQ rulings of `moves` from `fen_text`, and of the same game mirrored left to
+/// right and with the colours swapped (then `true`): the rules know neither side of
+/// the board nor colour.
+fn cxq_variants(fen_text: &str, moves: &str) -> Vec<(Vec<Option<xq_engine::xiangqi::rules::Ruling>>, bool)> {
+    let start = Position::from_fen(fen_text).unwrap();
+    let mut position = start.clone();
+    let parsed: Vec<Move> = moves
+        .split_whitespace()
+        .map(|text| {
+            let mv = parse_uci(&position, text, Dialect::ZeroBased).expect("legal move");
+            position.make_move(mv);
+            mv
+        })
+        .collect();
+    let play = |start: Position, moves: Vec<Move>| {
+        let mut referee = Referee::new(start, cxq());
+        moves.into_iter().map(|mv| referee.play(mv).expect("legal move")).collect::<Vec<_>>()
+    };
+    let mirrored = parsed.iter().map(|m| Move::new(m.from().mirrored(), m.to().mirrored())).collect();
+    let swapped = parsed.iter().map(|m| Move::new(m.from().rotated(), m.to().rotated())).collect();
+    vec![
+        (play(start.clone(), parsed.clone()), false),
+        (play(start.mirrored(), mirrored), false),
+        (play(start.color_flipped(), swapped), true),
+    ]
 }
 
 #[test]
@@ -312,14 +344,19 @@ fn cxq_three_pieces_chasing_lose_at_their_nineteenth_chase() {
 
 /// CXQ Advanced Rules: "It is a draw when both sides perpetual check or both perpetual
 /// chase." Each cycle is continued until the arbiter rules; the first ruling must be
-/// that draw (the text does not say at which move it is declared).
+/// that draw (the text does not say at which move it is declared), mirrored and with
+/// the colours swapped too.
 fn cxq_mutual_streak_draws(fen_text: &str, moves: (&str, &str), reason: xq_engine::xiangqi::rules::Reason) {
     let (first_moves, cycle) = moves;
-    let mut referee = Referee::new(Position::from_fen(fen_text).unwrap(), cxq());
-    let rulings = play_all(&mut referee, &format!("{first_moves} {}", format!("{cycle} ").repeat(12)));
-    let ruling = rulings.iter().flatten().next().expect("a ruling within twelve cycles");
-    assert_eq!((ruling.outcome, ruling.reason), (Outcome::Draw, reason), "{fen_text}");
-    assert_eq!(ruling.article, "CXQ Advanced Rules");
+    let all = format!("{first_moves} {}", format!("{cycle} ").repeat(12));
+    let variants = cxq_variants(fen_text, &all);
+    let first_ply = variants[0].0.iter().position(Option::is_some);
+    for (rulings, flipped) in variants {
+        let ruling = rulings.iter().flatten().next().expect("a ruling within twelve cycles");
+        assert_eq!((ruling.outcome, ruling.reason), (Outcome::Draw, reason), "{fen_text} (colours swapped: {flipped})");
+        assert_eq!(ruling.article, "CXQ Advanced Rules");
+        assert_eq!(rulings.iter().position(Option::is_some), first_ply, "{fen_text}: the same ply in every variant");
+    }
 }
 
 #[test]
