@@ -247,7 +247,7 @@ fn cxq_the_seventh_consecutive_check_with_one_piece_loses() {
 /// CXQ Advanced Rules: "CXQ allows a player to check/chase 6 consecutive times using
 /// one piece, 12 times using 2 pieces, and 18 times using 3 pieces before considering
 /// the check/chase a perpetual check/chase", and "the one who violates the rule
-/// loses". Red moves on odd plies, so its 7th, 13th and 19th checks or chases come at
+/// loses". With Red to move first, its 7th, 13th and 19th checks or chases come at
 /// plies 13, 25 and 37; the repetitions in between are not ruled (the allowance, not
 /// the repetition, decides). Mirrored and with the colours swapped, the same.
 fn cxq_streak_loses_at(fen_text: &str, moves: (&str, &str), ply: usize, reason: xq_engine::xiangqi::rules::Reason) {
@@ -340,6 +340,33 @@ fn cxq_three_pieces_chasing_lose_at_their_nineteenth_chase() {
         37,
         Reason::PerpetualChase,
     );
+}
+
+#[test]
+fn cxq_a_horse_uncovered_by_the_chasing_chariot_is_not_a_second_chaser() {
+    use xq_engine::xiangqi::rules::Reason;
+    // The chariot chases the cannon between a1 and b1; leaving b1 it frees the horse's
+    // leg, and the horse attacks the crossed pawn on c2. CXQ's chase is "a piece moves
+    // to a position where it can capture", or a move that results in "a cannon
+    // attacking": the uncovered horse is neither, so one piece chases and its 7th chase
+    // (ply 13) loses, as without the pawn. (The arbiter used to count the horse as a
+    // second piece and allow 12.)
+    cxq_streak_loses_at("4k4/9/9/9/c8/9/9/2p6/1R7/1N1K5 w", ("", "b1a1 a5b5 a1b1 b5a5"), 13, Reason::PerpetualChase);
+    cxq_streak_loses_at("4k4/9/9/9/c8/9/9/9/1R7/1N1K5 w", ("", "b1a1 a5b5 a1b1 b5a5"), 13, Reason::PerpetualChase);
+}
+
+#[test]
+fn cxq_a_perpetual_check_against_a_perpetual_chase_loses_whichever_breaks_the_allowance() {
+    use xq_engine::xiangqi::rules::Reason;
+    // "If one side perpetual checks and the other side perpetual chases, the one who
+    // perpetual checks loses." Red's chariot checks on every move from h9 and h8; each
+    // king step of Black's opens a line for one of its cannons (a9, then c8) to the
+    // chariot (a move that "results in a cannon attacking", a chase). Red's 7th check
+    // with one piece comes at ply 13 and loses.
+    cxq_streak_loses_at("c2a1k3/2c1a2R1/9/9/9/9/9/9/4K4/9 w", ("", "h8h9 f9f8 h9h8 f8f9"), 13, Reason::PerpetualCheck);
+    // Black moving first: its chases use two cannons (12 allowed), so Red's 7th check,
+    // at ply 14, is still the first to break an allowance, and Red loses.
+    cxq_streak_loses_at("c2a1k1R1/2c1a4/9/9/9/9/9/9/4K4/9 b", ("", "f9f8 h9h8 f8f9 h8h9"), 14, Reason::PerpetualCheck);
 }
 
 /// CXQ Advanced Rules: "It is a draw when both sides perpetual check or both perpetual

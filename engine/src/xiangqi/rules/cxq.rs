@@ -6,7 +6,11 @@
 //! - A side's streak is its run of consecutive checking moves, or of consecutive moves
 //!   chasing one and the same piece (kings and pawns do not chase, as in the text).
 //!   6 such moves are allowed with one piece taking part, 12 with two, 18 with three or
-//!   more: the 7th, 13th or 19th is the violation.
+//!   more: the 7th, 13th or 19th is the violation. The pieces taking part are the
+//!   checkers, or the pieces that chased the piece the streak follows.
+//! - A chase is made by the moved piece, or by a cannon the move gave an attack (the
+//!   text's two sentences); a chariot or horse uncovered by another piece is no chaser,
+//!   where WXF 20.1 counts it.
 //! - At a violation the opponent's own streak decides: if it has used its whole
 //!   allowance it is perpetual too. Both checking or both chasing draw; a check
 //!   against a chase loses for the checker; otherwise the violator loses.
@@ -29,17 +33,34 @@ enum StreakKind {
     Chase,
 }
 
+/// A piece taking part in a streak, and the piece it chased (none for a check).
+type Participant = (PieceId, Option<PieceId>);
+
 #[derive(Clone, Debug, Default)]
 struct Streak {
     kind: Option<StreakKind>,
     length: u32,
-    pieces: Vec<PieceId>,
+    participants: Vec<Participant>,
     targets: Vec<PieceId>,
 }
 
 impl Streak {
+    /// The pieces "using" which the streak is made: every checker, and the chasers of
+    /// the pieces still chased ("chasing one unprotected opponent piece using one or
+    /// more pieces"), not pieces that attacked something else along the way.
+    fn pieces(&self) -> usize {
+        let mut pieces = Vec::new();
+        for (piece, target) in &self.participants {
+            let counts = target.is_none_or(|target| self.targets.contains(&target));
+            if counts && !pieces.contains(piece) {
+                pieces.push(*piece);
+            }
+        }
+        pieces.len()
+    }
+
     fn allowance(&self) -> u32 {
-        6 * self.pieces.len().clamp(1, 3) as u32
+        6 * self.pieces().clamp(1, 3) as u32
     }
 
     fn is_violation(&self) -> bool {
@@ -50,7 +71,8 @@ impl Streak {
         self.kind.is_some() && self.length >= self.allowance()
     }
 
-    fn extend(&mut self, kind: StreakKind, pieces: Vec<PieceId>, targets: Vec<PieceId>) {
+    fn extend(&mut self, kind: StreakKind, participants: Vec<Participant>) {
+        let targets: Vec<PieceId> = participants.iter().filter_map(|(_, target)| *target).collect();
         let continues =
             self.kind == Some(kind) && (kind == StreakKind::Check || targets.iter().any(|t| self.targets.contains(t)));
         if continues {
@@ -59,11 +81,11 @@ impl Streak {
                 self.targets.retain(|t| targets.contains(t));
             }
         } else {
-            *self = Streak { kind: Some(kind), length: 1, pieces: Vec::new(), targets };
+            *self = Streak { kind: Some(kind), length: 1, participants: Vec::new(), targets };
         }
-        for piece in pieces {
-            if !self.pieces.contains(&piece) {
-                self.pieces.push(piece);
+        for participant in participants {
+            if !self.participants.contains(&participant) {
+                self.participants.push(participant);
             }
         }
     }
@@ -112,16 +134,23 @@ impl CxqCounters {
         let capture = before.piece_at(mv.to()).is_some();
         let crossed_pawn_advance =
             moving.kind == PieceKind::Pawn && home_half(!mover).has(mv.from()) && mv.to().rank() != mv.from().rank();
-        let chases: Vec<_> =
-            nature.chases.iter().filter(|t| !matches!(t.attacker_kind, PieceKind::King | PieceKind::Pawn)).collect();
+        // "A piece moves to a position where it can capture ...": the moved piece's
+        // attacks, and "a piece moves and results in a cannon attacking": a cannon's,
+        // uncovered or given a screen. A chariot or horse uncovered by another piece's
+        // move does not chase under CXQ (it does under WXF 20.1).
+        let chases: Vec<_> = nature
+            .chases
+            .iter()
+            .filter(|t| !matches!(t.attacker_kind, PieceKind::King | PieceKind::Pawn))
+            .filter(|t| t.attacker_square == mv.to() || t.attacker_kind == PieceKind::Cannon)
+            .collect();
         let forcing = nature.check || !chases.is_empty();
         if nature.check {
-            let checkers = after.checkers().filter_map(|sq| ids_after.at(sq)).collect();
-            self.streaks[mover].extend(StreakKind::Check, checkers, Vec::new());
+            let checkers = after.checkers().filter_map(|sq| ids_after.at(sq)).map(|id| (id, None)).collect();
+            self.streaks[mover].extend(StreakKind::Check, checkers);
         } else if !chases.is_empty() {
-            let targets = chases.iter().map(|t| t.target).collect();
-            let chasers = chases.iter().map(|t| t.attacker).collect();
-            self.streaks[mover].extend(StreakKind::Chase, chasers, targets);
+            let chasers = chases.iter().map(|t| (t.attacker, Some(t.target))).collect();
+            self.streaks[mover].extend(StreakKind::Chase, chasers);
         } else {
             self.streaks[mover] = Streak::default();
         }
@@ -175,7 +204,7 @@ mod tests {
         let mut allowed = 0;
         loop {
             let piece = PieceId::new((allowed % u32::from(pieces)) as u8);
-            streak.extend(StreakKind::Check, vec![piece], Vec::new());
+            streak.extend(StreakKind::Check, vec![(piece, None)]);
             if streak.is_violation() {
                 return allowed;
             }
@@ -196,14 +225,30 @@ mod tests {
         let (a, b) = (PieceId::new(1), PieceId::new(2));
         let mut streak = Streak::default();
         for _ in 0..6 {
-            streak.extend(StreakKind::Chase, vec![PieceId::new(9)], vec![a, b]);
+            streak.extend(StreakKind::Chase, vec![(PieceId::new(9), Some(a)), (PieceId::new(9), Some(b))]);
         }
-        streak.extend(StreakKind::Chase, vec![PieceId::new(9)], vec![a]);
+        streak.extend(StreakKind::Chase, vec![(PieceId::new(9), Some(a))]);
         assert!(streak.is_violation(), "seven chases of the same piece by one piece");
         let mut alternating = Streak::default();
         for i in 0..20 {
-            alternating.extend(StreakKind::Chase, vec![PieceId::new(9)], vec![if i % 2 == 0 { a } else { b }]);
+            alternating.extend(StreakKind::Chase, vec![(PieceId::new(9), Some(if i % 2 == 0 { a } else { b }))]);
         }
         assert!(!alternating.is_violation(), "chasing two pieces in turn is allowed");
+    }
+
+    #[test]
+    fn a_piece_chasing_another_target_does_not_raise_the_allowance() {
+        let (target, other) = (PieceId::new(1), PieceId::new(2));
+        let (chaser, bystander) = (PieceId::new(8), PieceId::new(9));
+        let mut streak = Streak::default();
+        for i in 0..7 {
+            let mut participants = vec![(chaser, Some(target))];
+            if i % 2 == 0 {
+                participants.push((bystander, Some(other)));
+            }
+            streak.extend(StreakKind::Chase, participants);
+        }
+        assert_eq!(streak.pieces(), 1, "only the chaser of the followed piece takes part");
+        assert!(streak.is_violation(), "the 7th chase of one piece by one piece");
     }
 }
