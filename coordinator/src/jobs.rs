@@ -9,6 +9,8 @@ use xq_engine::book::Book;
 use xq_engine::time_control::TimeControl;
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::data::MAX_RECORDS;
+use xq_engine::xiangqi::fen::FenFlavour;
+use xq_engine::xiangqi::notation::Dialect;
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_proto::v1;
 use xq_proto::{DEFAULT_SELF_PLAY_PLIES, self_play_plies, self_play_unit_records};
@@ -123,6 +125,13 @@ fn check_engine(field: &'static str, engine: Option<&v1::EngineSpec>) -> Result<
     }
     if !matches!(engine.protocol.as_str(), "uci" | "ucci") {
         return Err(bad(field, format!("protocol '{}': use uci or ucci", engine.protocol)));
+    }
+    // Empty strings keep the defaults: requests from before these fields existed.
+    if !engine.ranks.is_empty() {
+        engine.ranks.parse::<Dialect>().map_err(|e| bad(field, e.to_string()))?;
+    }
+    if !engine.fen_letters.is_empty() {
+        engine.fen_letters.parse::<FenFlavour>().map_err(|e| bad(field, e.to_string()))?;
     }
     if engine.options.len() > 64 {
         return Err(bad(field, "more than 64 options"));
@@ -602,6 +611,8 @@ mod tests {
             ("variant", Box::new(|r| r.variant = "chess".to_owned())),
             ("new_engine", Box::new(|r| r.new_engine = None)),
             ("new_engine", Box::new(|r| r.new_engine.as_mut().unwrap().protocol = "xboard".to_owned())),
+            ("new_engine", Box::new(|r| r.new_engine.as_mut().unwrap().ranks = "1-9".to_owned())),
+            ("base_engine", Box::new(|r| r.base_engine.as_mut().unwrap().fen_letters = "hb".to_owned())),
             (
                 "base_engine",
                 Box::new(|r| r.base_engine.as_mut().unwrap().binary.as_mut().unwrap().sha256 = "../etc".to_owned()),

@@ -394,8 +394,8 @@ fn test_request(
             binary: Some(engine.clone()),
             protocol: "uci".to_owned(),
             options,
-            bench_signature: 0,
             net,
+            ..Default::default()
         }
     };
     let plan = &settings.test;

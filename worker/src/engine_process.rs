@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::sandbox::{Sandbox, command_for};
+use xq_engine::xiangqi::fen::FenFlavour;
 use xq_engine::xiangqi::notation::Dialect;
 
 /// Which protocol an engine speaks.
@@ -23,39 +24,6 @@ pub enum Protocol {
     Uci,
     /// UCCI (ElephantEye and its kin).
     Ucci,
-}
-
-/// Which letters an engine reads in FEN for horse and elephant.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum FenFlavour {
-    /// `N` and `B`, as Pikafish and Fairy-Stockfish write them.
-    #[default]
-    KnightBishop,
-    /// `H` and `E`, as Sjaak II and some older engines want them.
-    HorseElephant,
-}
-
-impl FenFlavour {
-    /// The FEN in this flavour; only the board field changes.
-    pub fn write(self, fen: &str) -> String {
-        match self {
-            FenFlavour::KnightBishop => fen.to_owned(),
-            FenFlavour::HorseElephant => {
-                let (board, rest) = fen.split_once(' ').unwrap_or((fen, ""));
-                let board: String = board
-                    .chars()
-                    .map(|c| match c {
-                        'N' => 'H',
-                        'n' => 'h',
-                        'B' => 'E',
-                        'b' => 'e',
-                        other => other,
-                    })
-                    .collect();
-                format!("{board} {rest}")
-            }
-        }
-    }
 }
 
 /// How to start and set up an engine.

@@ -25,6 +25,8 @@ use xq_engine::time_control::TimeControl;
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::Position;
 use xq_engine::xiangqi::data::{MAX_RECORDS, read_chunk, read_xiongqi_chunk, write_chunk, write_xiongqi_chunk};
+use xq_engine::xiangqi::fen::{FenFlavour, UnknownFenFlavour};
+use xq_engine::xiangqi::notation::{Dialect, UnknownDialect};
 use xq_engine::xiangqi::rules::{Outcome, RuleSet};
 use xq_engine::xiongqi;
 use xq_proto::v1::worker_client::WorkerClient;
@@ -383,8 +385,17 @@ async fn engine_config(
         }
     }
     let protocol = if spec.protocol == "ucci" { Protocol::Ucci } else { Protocol::Uci };
+    let dialect = match spec.ranks.as_str() {
+        "" => Dialect::default(),
+        ranks => ranks.parse().map_err(|e: UnknownDialect| engine_error(e.to_string()))?,
+    };
+    let fen_flavour = match spec.fen_letters.as_str() {
+        "" => FenFlavour::default(),
+        letters => letters.parse().map_err(|e: UnknownFenFlavour| engine_error(e.to_string()))?,
+    };
+    let name = spec.name.clone();
     Ok((
-        EngineConfig { name: spec.name.clone(), command, protocol, options, sandbox, ..EngineConfig::default() },
+        EngineConfig { name, command, protocol, dialect, fen_flavour, options, sandbox, ..EngineConfig::default() },
         verified,
     ))
 }

@@ -591,10 +591,12 @@ async fn an_spsa_run_across_two_workers_climbs_towards_the_deeper_search() {
     eprintln!("Depth Limit after {} pairs: {depth:.3}", spsa.iterations);
 }
 
-/// A tournament across a fleet, from the command line: `xq tournament` makes a test per
-/// pairing of a double round robin of our engine at three depths, two real workers
-/// play them, and the standings `xq crosstable` prints equal a recount of the stored
-/// games (2-1-0 points, Article 9.1).
+/// The six-engine event across a fleet, from the command line: `xq tournament`
+/// makes a test per pairing of a double round robin of our engine at depths 1 to 3 and
+/// on its handcrafted evaluation, Fairy-Stockfish and Sjaak II (both over UCI with ranks
+/// 1-10, Sjaak II reading H and E in FEN), two real workers play them, and the
+/// standings `xq crosstable` prints equal a recount of the stored games (2-1-0 points,
+/// Article 9.1).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tournament_across_two_workers_stands_as_its_games_recount() {
     let dir = TempDir::new("cluster-tournament");
@@ -604,30 +606,26 @@ async fn a_tournament_across_two_workers_stands_as_its_games_recount() {
     let engine = binary("xq-engine");
     let engine = engine.to_str().unwrap();
     let book = Path::new(env!("CARGO_MANIFEST_DIR")).join("../books/xiangqi-2ply.epd");
-    let (d1, d2, d3) = (format!("d1={engine}"), format!("d2={engine}"), format!("d3={engine}"));
-    let created = xq(&[
-        "tournament",
-        "--engine",
-        &d1,
-        "--engine",
-        &d2,
-        "--engine",
-        &d3,
-        "--engine-option",
-        "d1:Depth Limit=1",
-        "--engine-option",
-        "d2:Depth Limit=2",
-        "--engine-option",
-        "d3:Depth Limit=3",
-        "--games-per-pairing",
-        "4",
-        "--tc",
-        "depth=4",
-        "--book",
-        book.to_str().unwrap(),
-        "--max-plies",
-        "160",
-    ]);
+    let mut args = vec!["tournament".to_owned()];
+    let mut flag = |name: &str, value: String| args.extend([name.to_owned(), value]);
+    for name in ["d1", "d2", "d3", "handcrafted"] {
+        flag("--engine", format!("{name}={engine}"));
+    }
+    flag("--engine", "fairy-stockfish=/usr/games/fairy-stockfish".to_owned());
+    flag("--engine", "sjaakii=/usr/games/sjaakii".to_owned());
+    for depth in 1..=3 {
+        flag("--engine-option", format!("d{depth}:Depth Limit={depth}"));
+    }
+    flag("--engine-option", "handcrafted:UseNNUE=false".to_owned());
+    flag("--engine-setting", "fairy-stockfish:ranks=1-10".to_owned());
+    flag("--engine-setting", "sjaakii:ranks=1-10".to_owned());
+    flag("--engine-setting", "sjaakii:fen=he".to_owned());
+    // A depth, not a clock: Sjaak II does not honour `go movetime`.
+    for (name, value) in [("--games-per-pairing", "2"), ("--tc", "depth=3"), ("--max-plies", "160")] {
+        flag(name, value.to_owned());
+    }
+    flag("--book", book.to_str().unwrap().to_owned());
+    let created = xq(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let id: u64 = created.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap();
     let mut workers = Vec::new();
     for i in 0..2 {
@@ -668,7 +666,8 @@ async fn a_tournament_across_two_workers_stands_as_its_games_recount() {
             games += 1;
         }
     }
-    assert!(games >= 12, "three pairings of four games: {games}");
+    assert_eq!(games, 30, "fifteen pairings of two games");
+    assert_eq!(tournament.standings.len(), 6);
     let crosstable = xq(&["crosstable", &id.to_string()]);
     for standing in &tournament.standings {
         assert_eq!(standing.points, recount[&standing.engine], "{}: {crosstable}", standing.engine);

@@ -273,6 +273,57 @@ pub fn to_fen(position: &Position) -> String {
     )
 }
 
+/// Which letters an engine reads in FEN for horse and elephant.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FenFlavour {
+    /// `N` and `B`, as Pikafish and Fairy-Stockfish write them.
+    #[default]
+    KnightBishop,
+    /// `H` and `E`, as Sjaak II and some older engines want them.
+    HorseElephant,
+}
+
+/// A FEN flavour other than `nb` or `he` was named.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("FEN letters '{0}': use nb (N, B) or he (H, E)")]
+pub struct UnknownFenFlavour(pub String);
+
+impl std::str::FromStr for FenFlavour {
+    type Err = UnknownFenFlavour;
+
+    /// `nb` or `he`: the letters of horse and elephant, in that order.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "nb" => Ok(FenFlavour::KnightBishop),
+            "he" => Ok(FenFlavour::HorseElephant),
+            other => Err(UnknownFenFlavour(other.to_owned())),
+        }
+    }
+}
+
+impl FenFlavour {
+    /// The FEN in this flavour; only the board field changes.
+    pub fn write(self, fen: &str) -> String {
+        match self {
+            FenFlavour::KnightBishop => fen.to_owned(),
+            FenFlavour::HorseElephant => {
+                let (board, rest) = fen.split_once(' ').unwrap_or((fen, ""));
+                let board: String = board
+                    .chars()
+                    .map(|c| match c {
+                        'N' => 'H',
+                        'n' => 'h',
+                        'B' => 'E',
+                        'b' => 'e',
+                        other => other,
+                    })
+                    .collect();
+                format!("{board} {rest}")
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,6 +331,16 @@ mod tests {
     #[test]
     fn start_position_round_trips() {
         assert_eq!(to_fen(&parse(START_FEN).unwrap()), START_FEN);
+    }
+
+    #[test]
+    fn flavours_are_named_by_their_letters_and_written_as_engines_read_them() {
+        let flavour: FenFlavour = "he".parse().unwrap();
+        let written = flavour.write(START_FEN);
+        assert_eq!(written, "rheakaehr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RHEAKAEHR w - - 0 1");
+        assert_eq!(to_fen(&parse(&written).unwrap()), START_FEN);
+        assert_eq!("nb".parse::<FenFlavour>().unwrap().write(START_FEN), START_FEN);
+        assert_eq!("xy".parse::<FenFlavour>().unwrap_err().to_string(), "FEN letters 'xy': use nb (N, B) or he (H, E)");
     }
 
     #[test]

@@ -108,7 +108,7 @@ fn against_sjaak_ii() {
     // Sjaak II reads H and E in FEN, and is given a fixed depth: it does not honour
     // `go movetime`. An opening from a FEN exercises the flavour.
     let mut sjaak = reference("sjaakii", "/usr/games/sjaakii", Protocol::Uci, Dialect::OneBased);
-    sjaak.fen_flavour = xq_worker::engine_process::FenFlavour::HorseElephant;
+    sjaak.fen_flavour = xq_engine::xiangqi::fen::FenFlavour::HorseElephant;
     let records =
         play_from(sjaak, "depth=4", 1, "rnbakabnr/9/1c2c4/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w - - 2 2");
     replays_to_the_same_results(&records);

@@ -8,9 +8,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use xq_engine::adjudication::Adjudication;
+use xq_engine::xiangqi::fen::FenFlavour;
 use xq_engine::xiangqi::notation::Dialect;
 use xq_stats::spsa::{Parameter, Schedule, Tuner, parse_parameters};
-use xq_worker::engine_process::{EngineConfig, EngineProcess, FenFlavour};
+use xq_worker::engine_process::{EngineConfig, EngineProcess};
 use xq_worker::spsa::{SpsaSettings, run_spsa};
 
 use crate::{settings, startpos};

@@ -1,22 +1,27 @@
-//! A round robin of our engine at three depths, played by the tournament runner with
-//! real engine processes: every pairing meets twice with colours swapped on one
-//! opening, the standings' points equal a recount of the games' results, and the
-//! `xq-worker tournament` command writes the whole event as PGN with its crosstable.
+//! Tournaments played by the tournament runner with real engine processes: a double
+//! round robin of six engines (ours at several depths and strengths, Fairy-Stockfish,
+//! Sjaak II) where every pairing meets twice with colours swapped on one opening and the
+//! standings' points equal a recount of the games' PGN; Swiss and knockout events; and
+//! the `xq-worker tournament` command writing the whole event as PGN with its crosstable.
 
 use std::collections::HashMap;
 use std::process::Command;
 
+use xq_engine::xiangqi::fen::FenFlavour;
+use xq_engine::xiangqi::notation::Dialect;
 use xq_engine::xiangqi::pgn::parse_pgn;
 use xq_tournament::scoring::Points;
 use xq_tournament::standings::System;
+use xq_worker::engine_process::EngineConfig;
 use xq_worker::game::Start;
 use xq_worker::openings::read_book;
+use xq_worker::pgn_out::game_pgn;
 use xq_worker::tournament::{Format, TournamentSettings, run_knockout, run_swiss, run_tournament, schedule, table};
 
 use crate::{our_engine, settings};
 
 /// Our engine capped at depths 1 to `count`, named `depth-N`.
-fn depth_engines(count: u32) -> Vec<xq_worker::engine_process::EngineConfig> {
+fn depth_engines(count: u32) -> Vec<EngineConfig> {
     (1..=count)
         .map(|depth| {
             let mut engine = our_engine(&format!("depth-{depth}"));
@@ -31,17 +36,39 @@ fn book() -> Vec<Start> {
     read_book(std::path::Path::new(path), None).unwrap().into_iter().map(Start::from).collect()
 }
 
+/// The six engines: our engine capped at depths 1 to 3 and on its handcrafted
+/// evaluation, Fairy-Stockfish and Sjaak II (over UCI, ranks 1-10; Sjaak II reads H
+/// and E in FEN).
+fn six_engines() -> Vec<EngineConfig> {
+    let mut engines = depth_engines(3);
+    let mut handcrafted = our_engine("handcrafted");
+    handcrafted.options.push(("UseNNUE".to_owned(), "false".to_owned()));
+    engines.push(handcrafted);
+    let reference = |name: &str, fen_flavour| EngineConfig {
+        name: name.to_owned(),
+        command: format!("/usr/games/{name}").into(),
+        dialect: Dialect::OneBased,
+        fen_flavour,
+        ..EngineConfig::default()
+    };
+    engines.push(reference("fairy-stockfish", FenFlavour::KnightBishop));
+    engines.push(reference("sjaakii", FenFlavour::HorseElephant));
+    engines
+}
+
 #[test]
-fn a_double_round_robin_meets_every_pairing_twice_and_counts_its_points() {
-    let engines = depth_engines(3);
-    let mut game = settings("depth=5");
+fn a_double_round_robin_of_six_engines_meets_every_pairing_twice_and_counts_its_points() {
+    let engines = six_engines();
+    let names: Vec<String> = engines.iter().map(|e| e.name.clone()).collect();
+    // A depth, not a clock: Sjaak II does not honour `go movetime`.
+    let mut game = settings("depth=4");
     game.max_plies = Some(160);
     let openings = book();
     let format = Format::RoundRobin { double: true };
-    let games = schedule(3, format, openings.len());
+    let games = schedule(6, format, openings.len());
     let tournament = TournamentSettings { engines, format, openings, game, concurrency: 2, points: Points::TwoOneZero };
     let played = run_tournament(&tournament, &games, |_, _| true).unwrap();
-    assert_eq!(played.len(), 6);
+    assert_eq!(played.len(), 30);
     for game in &played {
         let twin = played
             .iter()
@@ -51,26 +78,29 @@ fn a_double_round_robin_meets_every_pairing_twice_and_counts_its_points() {
             })
             .expect("the return game");
         assert_eq!(twin.scheduled.opening, game.scheduled.opening);
-        assert_eq!(game.record.players.red, format!("depth-{}", game.scheduled.pairing.red + 1));
+        assert_eq!(game.record.players.red, names[game.scheduled.pairing.red]);
+        assert!(game.record.outcome.pgn() != "*", "every game reaches a result: {:?}", game.record.outcome);
     }
-    // Points recounted from the records' outcomes, engine by name.
+    // Points recounted from the games as PGN, engine by name.
+    let text: String =
+        played.iter().enumerate().map(|(round, game)| game_pgn(&game.record, "six", round + 1, "depth=4")).collect();
     let mut recount: HashMap<String, f64> = HashMap::new();
-    for game in &played {
-        let (red, black) = (&game.record.players.red, &game.record.players.black);
-        let red_points = match game.record.outcome.pgn() {
+    for game in parse_pgn(&text).unwrap() {
+        let (red, black) = (game.tag("White").unwrap().to_owned(), game.tag("Black").unwrap().to_owned());
+        let red_points = match game.tag("Result").unwrap() {
             "1-0" => 2.0,
             "0-1" => 0.0,
             _ => 1.0,
         };
-        *recount.entry(red.clone()).or_default() += red_points;
-        *recount.entry(black.clone()).or_default() += 2.0 - red_points;
+        *recount.entry(red).or_default() += red_points;
+        *recount.entry(black).or_default() += 2.0 - red_points;
     }
-    let table = table(3, &played, &[], System::RoundRobin, Points::TwoOneZero);
+    let table = table(6, &played, &[], System::RoundRobin, Points::TwoOneZero);
     for line in &table.standings {
-        assert_eq!(line.games, 4);
-        assert_eq!(line.points, recount[&format!("depth-{}", line.player + 1)]);
+        assert_eq!(line.games, 10);
+        assert_eq!(line.points, recount[&names[line.player]], "{}", names[line.player]);
     }
-    assert_eq!(table.standings.iter().map(|l| l.points).sum::<f64>(), 12.0);
+    assert_eq!(table.standings.iter().map(|l| l.points).sum::<f64>(), 60.0);
 }
 
 #[test]

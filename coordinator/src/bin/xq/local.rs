@@ -155,6 +155,8 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
         protocol: args.protocol.clone(),
         new_options: args.new_options.clone(),
         base_options,
+        new_settings: Vec::new(),
+        base_settings: Vec::new(),
         bench: false,
         play: PlayArgs {
             tc: args.tc.clone(),

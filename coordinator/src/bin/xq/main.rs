@@ -195,6 +195,14 @@ pub struct EngineArgs {
     /// An option of the base engine, NAME=VALUE (repeatable).
     #[arg(long = "base-option")]
     pub base_options: Vec<String>,
+    /// How to talk to the new engine, KEY=VALUE (repeatable): protocol=uci|ucci,
+    /// ranks=0-9|1-10 (1-10 for Fairy-Stockfish and Sjaak II over UCI), fen=nb|he
+    /// (he for Sjaak II).
+    #[arg(long = "new-setting")]
+    pub new_settings: Vec<String>,
+    /// How to talk to the base engine, as --new-setting.
+    #[arg(long = "base-setting")]
+    pub base_settings: Vec<String>,
     /// Check both engines' bench signatures on every worker (they must print
     /// "Nodes searched: N" for `<engine> bench`).
     #[arg(long)]
@@ -312,6 +320,12 @@ struct TournamentArgs {
     /// The engines' protocol: uci or ucci.
     #[arg(long, default_value = "uci")]
     protocol: String,
+    /// How to talk to one engine, NAME:KEY=VALUE (repeatable): protocol=uci|ucci,
+    /// ranks=0-9|1-10 (how it numbers ranks in moves: 1-10 for Fairy-Stockfish and
+    /// Sjaak II over UCI), fen=nb|he (its FEN letters for horse and elephant: he for
+    /// Sjaak II).
+    #[arg(long = "engine-setting")]
+    engine_settings: Vec<String>,
     /// double-round-robin or gauntlet.
     #[arg(long, default_value = "double-round-robin")]
     system: String,
@@ -450,7 +464,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 protocol: args.protocol.clone(),
                 options: options(&args.options)?,
                 bench_signature,
-                net: None,
+                ..Default::default()
             };
             let mut test = args.play.test_request(&mut client, Some(engine), None).await?;
             test.pairs = args.pairs;
@@ -480,16 +494,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 });
             }
             for option in &args.engine_options {
-                let (engine, setting) = option
-                    .split_once(':')
-                    .with_context(|| format!("--engine-option '{option}' is not NAME:OPTION=VALUE"))?;
-                let (key, value) =
-                    setting.split_once('=').with_context(|| format!("--engine-option '{option}' has no =VALUE"))?;
-                let target = engines
-                    .iter_mut()
-                    .find(|e| e.name == engine)
-                    .with_context(|| format!("--engine-option '{option}': no engine is named '{engine}'"))?;
+                let (target, key, value) = engine_assignment(&mut engines, "--engine-option", option)?;
                 target.options.insert(key.to_owned(), value.to_owned());
+            }
+            for setting in &args.engine_settings {
+                let (target, key, value) = engine_assignment(&mut engines, "--engine-setting", setting)?;
+                talk_setting(target, key, value).with_context(|| format!("--engine-setting '{setting}'"))?;
             }
             let mut settings = args.play.test_request(&mut client, None, None).await?;
             settings.description = args.description.clone();
@@ -713,6 +723,35 @@ fn options(words: &[String]) -> anyhow::Result<std::collections::HashMap<String,
         .collect()
 }
 
+/// The engine named by `NAME:KEY=VALUE` (the text of `flag`), the key and the value.
+fn engine_assignment<'a, 'e>(
+    engines: &'e mut [v1::EngineSpec],
+    flag: &str,
+    text: &'a str,
+) -> anyhow::Result<(&'e mut v1::EngineSpec, &'a str, &'a str)> {
+    let (engine, assignment) =
+        text.split_once(':').with_context(|| format!("{flag} '{text}' is not NAME:KEY=VALUE"))?;
+    let (key, value) = assignment.split_once('=').with_context(|| format!("{flag} '{text}' has no =VALUE"))?;
+    let target = engines
+        .iter_mut()
+        .find(|e| e.name == engine)
+        .with_context(|| format!("{flag} '{text}': no engine is named '{engine}'"))?;
+    Ok((target, key, value))
+}
+
+/// Sets how to talk to `engine`: its `protocol`, `ranks` or `fen` letters (the
+/// coordinator checks the values).
+fn talk_setting(engine: &mut v1::EngineSpec, key: &str, value: &str) -> anyhow::Result<()> {
+    let field = match key {
+        "protocol" => &mut engine.protocol,
+        "ranks" => &mut engine.ranks,
+        "fen" => &mut engine.fen_letters,
+        other => bail!("'{other}' is not protocol, ranks or fen"),
+    };
+    *field = value.to_owned();
+    Ok(())
+}
+
 /// Uploads the engines (and book) and creates the test.
 pub async fn submit(
     client: &mut Client,
@@ -720,19 +759,24 @@ pub async fn submit(
     sprt: Option<&SprtArgs>,
     pairs: u64,
 ) -> anyhow::Result<v1::Job> {
-    let engine = |path: &Path, name: &str, opts: &[String]| -> anyhow::Result<(PathBuf, v1::EngineSpec)> {
+    let engine = |path: &Path, name: &str, opts: &[String], settings: &[String]| {
         let bench_signature = if args.bench { xq_engine::bench::signature_of(path)? } else { 0 };
-        let spec = v1::EngineSpec {
+        let mut spec = v1::EngineSpec {
             name: name.to_owned(),
             protocol: args.protocol.clone(),
             options: options(opts)?,
             bench_signature,
             ..Default::default()
         };
-        Ok((path.to_owned(), spec))
+        for setting in settings {
+            let (key, value) =
+                setting.split_once('=').with_context(|| format!("--{name}-setting '{setting}' is not KEY=VALUE"))?;
+            talk_setting(&mut spec, key, value).with_context(|| format!("--{name}-setting '{setting}'"))?;
+        }
+        anyhow::Ok((path.to_owned(), spec))
     };
-    let (new_path, mut new) = engine(&args.new, "new", &args.new_options)?;
-    let (base_path, mut base) = engine(&args.base, "base", &args.base_options)?;
+    let (new_path, mut new) = engine(&args.new, "new", &args.new_options, &args.new_settings)?;
+    let (base_path, mut base) = engine(&args.base, "base", &args.base_options, &args.base_settings)?;
     new.binary = Some(client::upload_file(client, &new_path, "engine").await?);
     base.binary = Some(client::upload_file(client, &base_path, "engine").await?);
     let mut request = args.play.test_request(client, Some(new), Some(base)).await?;

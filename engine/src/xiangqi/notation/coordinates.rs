@@ -14,6 +14,25 @@ pub enum Dialect {
     OneBased,
 }
 
+/// A rank numbering other than `0-9` or `1-10` was named.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("ranks '{0}': use 0-9 or 1-10")]
+pub struct UnknownDialect(pub String);
+
+impl std::str::FromStr for Dialect {
+    type Err = UnknownDialect;
+
+    /// `0-9` or `1-10`, the ranks' first and last labels, as the engines' documentation
+    /// and the worker's `--engine ranks=` name them.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "0-9" => Ok(Dialect::ZeroBased),
+            "1-10" => Ok(Dialect::OneBased),
+            other => Err(UnknownDialect(other.to_owned())),
+        }
+    }
+}
+
 impl Dialect {
     fn first_rank_label(self) -> u8 {
         match self {
@@ -71,6 +90,13 @@ pub fn format_iccs(mv: Move) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dialects_are_named_by_their_ranks() {
+        assert_eq!("0-9".parse::<Dialect>(), Ok(Dialect::ZeroBased));
+        assert_eq!("1-10".parse::<Dialect>(), Ok(Dialect::OneBased));
+        assert_eq!("1-9".parse::<Dialect>().unwrap_err().to_string(), "ranks '1-9': use 0-9 or 1-10");
+    }
 
     #[test]
     fn dialects_name_the_same_move() {

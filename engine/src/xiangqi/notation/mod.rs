@@ -5,7 +5,7 @@
 mod coordinates;
 mod wxf;
 
-pub use coordinates::{Dialect, format_iccs, format_uci, parse_iccs, parse_uci};
+pub use coordinates::{Dialect, UnknownDialect, format_iccs, format_uci, parse_iccs, parse_uci};
 pub use wxf::{format_wxf, parse_wxf};
 
 use super::position::IllegalMove;

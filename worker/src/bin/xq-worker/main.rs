@@ -12,13 +12,12 @@ use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::Position;
-use xq_engine::xiangqi::notation::Dialect;
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_stats::spsa::{Parameter, Schedule, Tuner, format_parameters, option_value, parse_parameters, tuned_options};
 use xq_stats::{Model, Sprt};
 use xq_tournament::scoring::Points;
 use xq_tournament::standings::System;
-use xq_worker::engine_process::{EngineConfig, EngineProcess, FenFlavour, Protocol};
+use xq_worker::engine_process::{EngineConfig, EngineProcess, Protocol};
 use xq_worker::fleet::{ConnectSettings, capabilities, connect};
 use xq_worker::game::{Adjudication, GameSettings, Opening, Start};
 use xq_worker::match_runner::{MatchSettings, MatchTotals, run_match};
@@ -423,20 +422,8 @@ fn engine_config(words: &[String]) -> anyhow::Result<EngineConfig> {
                     other => bail!("--engine proto={other}: use uci or ucci"),
                 }
             }
-            "ranks" => {
-                config.dialect = match value {
-                    "0-9" => Dialect::ZeroBased,
-                    "1-10" => Dialect::OneBased,
-                    other => bail!("--engine ranks={other}: use 0-9 or 1-10"),
-                }
-            }
-            "fen" => {
-                config.fen_flavour = match value {
-                    "nb" => FenFlavour::KnightBishop,
-                    "he" => FenFlavour::HorseElephant,
-                    other => bail!("--engine fen={other}: use nb (N, B) or he (H, E)"),
-                }
-            }
+            "ranks" => config.dialect = value.parse().context("--engine")?,
+            "fen" => config.fen_flavour = value.parse().context("--engine")?,
             key if key.starts_with("option.") => {
                 config.options.push((key["option.".len()..].to_owned(), value.to_owned()))
             }
