@@ -105,9 +105,12 @@ fn rulings_do_not_change_when_the_board_is_mirrored_or_the_colours_swapped() {
 /// sequence is the book's; the ruling is the book's, and so are the natures it names
 /// for each side's moves (`natures`: a pattern repeated over the side's moves, "-" for
 /// a move that neither checks, chases nor threatens mate, which the book calls idle).
-/// Left out: Diagram 23, which prints no moves, and Diagram 13, whose printed moves
-/// never bring a position back (the Black cannon retreats 5 and 2 ranks and advances
-/// 4, ending 3 ranks from where it began), so they hold no cycle to rule.
+/// The text prints the headings of Diagrams 23 and 24 together, followed by two move
+/// lists: the first (a cannon chasing a chariot, "1. C5=7 R3=4 ... 7. C6=7") is read
+/// as Diagram 23's, the second (two cannons) as Diagram 24's (rule case #37).
+/// Left out: Diagram 13, whose printed moves never bring a position back (the Black
+/// cannon retreats 5 and 2 ranks and advances 4, ending 3 ranks from where it began),
+/// so they hold no cycle to rule.
 #[test]
 fn chapter_5_examples_are_ruled_as_the_book_rules_them() {
     for example in chapter_5_examples() {
