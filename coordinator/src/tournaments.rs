@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use prost::Message;
 use xq_proto::v1;
-use xq_stats::ratings::{Anchor, RatedGame, rate};
+use xq_stats::ratings::{RatedGame, event_ratings};
 use xq_tournament::pairing::{Pairing, gauntlet, round_robin};
 use xq_tournament::scoring::{GameResult, Points};
 use xq_tournament::standings::{Game, System, standings};
@@ -176,7 +176,8 @@ pub fn view(row: &TournamentRow, results: &[PairingResults]) -> Result<v1::Tourn
         .iter()
         .map(|g| RatedGame { first: g.red, second: g.black, score: points.of(g.result) / points.of(GameResult::Win) })
         .collect();
-    let ratings = rate(names.len(), &rated, Anchor::Average(0.0), 0.0).ok();
+    let (ratings, rating_prior_draws) =
+        event_ratings(names.len(), &rated).map_or((None, 0.0), |(r, prior)| (Some(r), prior));
     let standings = lines
         .iter()
         .map(|line| v1::TournamentStanding {
@@ -206,5 +207,6 @@ pub fn view(row: &TournamentRow, results: &[PairingResults]) -> Result<v1::Tourn
         standings,
         created_ms: row.created_ms,
         points: if request.points.is_empty() { "2-1-0".to_owned() } else { request.points },
+        rating_prior_draws,
     })
 }

@@ -1069,7 +1069,10 @@
         return;
       }
       tests = new Set((t.pairings || []).map((p) => Number(p.job_id)));
-      summary.textContent = `${t.state}: ${t.system}, ${t.points} points a game${t.description ? `, ${t.description}` : ""}`;
+      const prior = t.rating_prior_draws > 0
+        ? `; Elo with ${t.rating_prior_draws} virtual draw(s) between every pair that met, as an engine won or lost every game`
+        : "";
+      summary.textContent = `${t.state}: ${t.system}, ${t.points} points a game${t.description ? `, ${t.description}` : ""}${prior}`;
       const labels = ["#", "Engine", "Points", "Games", "W-D-L", "Elo", "Neustadtl"];
       standings.replaceChildren(...(t.standings || []).map((s) => el("tr", { "data-engine": s.engine },
         [String(s.place), s.engine, String(s.points), String(s.games), `${s.wins}-${s.draws}-${s.losses}`,

@@ -165,6 +165,25 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
     x
 }
 
+/// The prior an event's table falls back on when an engine won or lost every game:
+/// this many virtual draws between every pair that met (bayeselo's default is 2; one
+/// keeps the ratings nearer the games).
+pub const EVENT_PRIOR_DRAWS: f64 = 1.0;
+
+/// An event's ratings, the average at 0: by maximum likelihood, or, when an engine won
+/// or lost every game and its estimate is unbounded, with [`EVENT_PRIOR_DRAWS`]; the
+/// prior used (0 for none) comes back with them, for the table to say so. `None`
+/// while the games do not connect every engine.
+pub fn event_ratings(engines: usize, games: &[RatedGame]) -> Option<(Ratings, f64)> {
+    match rate(engines, games, Anchor::Average(0.0), 0.0) {
+        Ok(ratings) => Some((ratings, 0.0)),
+        Err(RatingError::Unbounded(_)) => {
+            rate(engines, games, Anchor::Average(0.0), EVENT_PRIOR_DRAWS).ok().map(|r| (r, EVENT_PRIOR_DRAWS))
+        }
+        Err(_) => None,
+    }
+}
+
 /// Ratings of `engines` engines from `games`, fixed by `anchor`. `virtual_draws` adds
 /// that many drawn games to every pair that met (a prior that keeps perfect scores
 /// finite; 0 for none).
@@ -304,5 +323,20 @@ mod tests {
         assert_eq!(rate(2, &[game(0, 1, 1.0)], Anchor::Average(0.0), 0.0), Err(RatingError::Unbounded(0)));
         assert!(rate(2, &[game(0, 1, 1.0)], Anchor::Average(0.0), 1.0).is_ok());
         assert_eq!(rate(2, &[game(0, 1, 0.5)], Anchor::Engine(5, 0.0), 0.0), Err(RatingError::Anchor(5)));
+    }
+
+    #[test]
+    fn an_event_with_a_perfect_score_is_rated_with_the_prior_and_says_so() {
+        let game = |first, second, score| RatedGame { first, second, score };
+        let even = [game(0, 1, 0.5), game(1, 2, 1.0), game(2, 0, 1.0)];
+        let (_, prior) = event_ratings(3, &even).unwrap();
+        assert_eq!(prior, 0.0, "every score finite: maximum likelihood alone");
+        // Engine 2 loses every game.
+        let swept = [game(0, 1, 0.5), game(0, 2, 1.0), game(1, 2, 1.0)];
+        let (ratings, prior) = event_ratings(3, &swept).unwrap();
+        assert_eq!(prior, EVENT_PRIOR_DRAWS);
+        assert_eq!(ratings, rate(3, &swept, Anchor::Average(0.0), EVENT_PRIOR_DRAWS).unwrap());
+        assert!(ratings.elo[2] < ratings.elo[0] && ratings.elo[2] < ratings.elo[1] && ratings.elo[2].is_finite());
+        assert!(event_ratings(3, &[game(0, 1, 1.0)]).is_none(), "engine 2 never played");
     }
 }

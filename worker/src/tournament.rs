@@ -14,7 +14,7 @@ use std::sync::mpsc::channel;
 
 use xq_engine::color::{ByColor, Color};
 use xq_engine::xiangqi::rules::Outcome;
-use xq_stats::ratings::{Anchor, RatedGame, Ratings, rate};
+use xq_stats::ratings::{RatedGame, Ratings, event_ratings};
 use xq_tournament::pairing::{Pairing, gauntlet, round_robin};
 use xq_tournament::scoring::{GameResult, Points};
 use xq_tournament::standings::{Game, Standing, System, standings_with_byes};
@@ -122,8 +122,10 @@ impl Played {
 #[derive(Clone, Debug)]
 pub struct Table {
     pub standings: Vec<Standing>,
-    /// `None` until the games connect every engine with a finite rating.
+    /// `None` until the games connect every engine.
     pub ratings: Option<Ratings>,
+    /// Virtual draws per pair the ratings needed (an engine won or lost every game), or 0.
+    pub rating_prior: f64,
 }
 
 /// The placings and ratings after `played` (and a Swiss event's `byes`, a win's points
@@ -137,10 +139,8 @@ pub fn table(engines: usize, played: &[Played], byes: &[usize], system: System, 
         .iter()
         .map(|g| RatedGame { first: g.red, second: g.black, score: points.of(g.result) / points.of(GameResult::Win) })
         .collect();
-    Table {
-        standings: standings_with_byes(engines, &games, byes, system, points),
-        ratings: rate(engines, &rated, Anchor::Average(0.0), 0.0).ok(),
-    }
+    let (ratings, rating_prior) = event_ratings(engines, &rated).map_or((None, 0.0), |(r, prior)| (Some(r), prior));
+    Table { standings: standings_with_byes(engines, &games, byes, system, points), ratings, rating_prior }
 }
 
 /// The crosstable: a line per engine in placing order with its points, games,
@@ -187,6 +187,13 @@ pub fn crosstable(names: &[String], played: &[Played], table: &Table, points: Po
             let _ = write!(text, " {cell:>4}");
         }
         text.push('\n');
+    }
+    if table.rating_prior > 0.0 {
+        let _ = writeln!(
+            text,
+            "Elo with {} virtual draw(s) between every pair that met: an engine won or lost every game",
+            table.rating_prior
+        );
     }
     text
 }

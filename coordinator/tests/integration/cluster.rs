@@ -668,6 +668,10 @@ async fn a_tournament_across_two_workers_stands_as_its_games_recount() {
     }
     assert_eq!(games, 30, "fifteen pairings of two games");
     assert_eq!(tournament.standings.len(), 6);
+    // Every engine is rated; an engine that won or lost every game needs the prior.
+    assert!(tournament.standings.iter().all(|s| s.elo_error > 0.0), "{:?}", tournament.standings);
+    let swept = tournament.standings.iter().any(|s| s.points == 0.0 || s.points == 2.0 * f64::from(s.games));
+    assert_eq!(tournament.rating_prior_draws > 0.0, swept);
     let crosstable = xq(&["crosstable", &id.to_string()]);
     for standing in &tournament.standings {
         assert_eq!(standing.points, recount[&standing.engine], "{}: {crosstable}", standing.engine);

@@ -101,6 +101,11 @@ fn a_double_round_robin_of_six_engines_meets_every_pairing_twice_and_counts_its_
         assert_eq!(line.points, recount[&names[line.player]], "{}", names[line.player]);
     }
     assert_eq!(table.standings.iter().map(|l| l.points).sum::<f64>(), 60.0);
+    // Every engine is rated; an engine that won or lost every game needs the prior.
+    let ratings = table.ratings.as_ref().expect("every engine met every other");
+    assert!(ratings.elo.iter().all(|elo| elo.is_finite()));
+    let swept = table.standings.iter().any(|l| l.points == 0.0 || l.points == 2.0 * l.games as f64);
+    assert_eq!(table.rating_prior > 0.0, swept);
 }
 
 #[test]

@@ -548,6 +548,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     s.tie_breaks.get("10.2.A").copied().unwrap_or(0.0)
                 );
             }
+            if t.rating_prior_draws > 0.0 {
+                out!(
+                    "Elo with {} virtual draw(s) between every pair that met: an engine won or lost every game",
+                    t.rating_prior_draws
+                );
+            }
             for p in &t.pairings {
                 out!(
                     "  {} - {}: {}-{} after {}/{} pairs (test {})",
