@@ -114,6 +114,19 @@ impl Coordinator {
                 }
             }
         });
+        let shared = self.shared.clone();
+        let swiss = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(SWISS_PERIOD).await;
+                let (advanced, failed) = shared.advance_swiss_events().await;
+                if !advanced.is_empty() {
+                    tracing::info!("Swiss events {advanced:?}: next round paired");
+                }
+                for (id, status) in failed {
+                    tracing::warn!("Swiss event {id}: next round not paired: {}", status.message());
+                }
+            }
+        });
         let config = &self.shared.scheduler.config;
         let retention = (config.keep_games.is_some() || config.keep_training_data.is_some())
             .then(|| tokio::spawn(crate::retention::keep_removing(self.shared.clone(), RETENTION_PERIOD)));
@@ -149,6 +162,7 @@ impl Coordinator {
         let incoming = capped_incoming(listener, caps, self.accept_stats.clone());
         let result = builder.add_routes(Routes::from(router)).serve_with_incoming_shutdown(incoming, shutdown).await;
         sweeper.abort();
+        swiss.abort();
         if let Some(retention) = retention {
             retention.abort();
         }
@@ -158,6 +172,9 @@ impl Coordinator {
 
 /// How often finished jobs' data is checked against the retention settings.
 const RETENTION_PERIOD: Duration = Duration::from_secs(3600);
+
+/// How often Swiss events are looked at for a round that has ended.
+const SWISS_PERIOD: Duration = Duration::from_secs(1);
 
 /// How long a TLS handshake may take.
 pub const TLS_HANDSHAKE_WITHIN: Duration = Duration::from_secs(10);

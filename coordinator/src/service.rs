@@ -808,6 +808,11 @@ impl Shared {
     /// A tournament's pairings and standings, from its tests' counted pairs.
     pub async fn tournament(&self, id: u64) -> Result<v1::Tournament, Status> {
         let row = self.tournaments.get(id).ok_or_else(|| Status::not_found(format!("tournament {id}")))?;
+        let results = self.pairing_results(&row).await?;
+        crate::tournaments::view(&row, &results).map_err(Status::internal)
+    }
+
+    async fn pairing_results(&self, row: &crate::storage::TournamentRow) -> Result<Vec<PairingResults>, Status> {
         let mut results = Vec::with_capacity(row.job_ids.len());
         for &job_id in &row.job_ids {
             let job = self.scheduler.job(job_id).ok_or_else(|| Status::internal(format!("job {job_id} is gone")))?;
@@ -815,7 +820,60 @@ impl Shared {
                 self.storage.pair_points(job_id as i64).await.map_err(|e| Status::unavailable(e.to_string()))?;
             results.push(PairingResults { job, pairs: pairs.into_iter().map(|(_, points)| points).collect() });
         }
-        crate::tournaments::view(&row, &results).map_err(Status::internal)
+        Ok(results)
+    }
+
+    /// Makes the next round's tests of every Swiss event whose round has ended, for the
+    /// submitter of its first tests (the event was admitted as a whole, so as an admin
+    /// would: no second approval or quota midway). Returns the events that moved on, and
+    /// those that could not, with the reason (each event on its own: one event's trouble
+    /// does not hold up the others).
+    pub async fn advance_swiss_events(&self) -> (Vec<u64>, Vec<(u64, Status)>) {
+        let (mut advanced, mut failed) = (Vec::new(), Vec::new());
+        for id in self.tournaments.swiss_ids() {
+            match self.advance_swiss_event(id).await {
+                Ok(true) => advanced.push(id),
+                Ok(false) => {}
+                Err(status) => failed.push((id, status)),
+            }
+        }
+        (advanced, failed)
+    }
+
+    async fn advance_swiss_event(&self, id: u64) -> Result<bool, Status> {
+        let Some(row) = self.tournaments.get(id) else { return Ok(false) };
+        let results = self.pairing_results(&row).await?;
+        let Some(tests) = crate::tournaments::next_swiss_round(&row, &results).map_err(Status::internal)? else {
+            if crate::tournaments::view(&row, &results).is_ok_and(|t| t.state == "finished") {
+                self.tournaments.conclude(id);
+            }
+            return Ok(false);
+        };
+        let submitter = row.job_ids.first().and_then(|&job| self.scheduler.submitter(job)).unwrap_or_default();
+        let caller = Caller { role: Role::Admin, token_id: submitter };
+        let pairs = tests.first().map_or(1, |t| t.request.pairs);
+        let mut job_ids = Vec::with_capacity(tests.len());
+        let mut made = Ok(());
+        for test in tests {
+            match self.create_match(&caller, "games", test, pairs).await {
+                Ok(job) => job_ids.push(job.job_id),
+                Err(status) => {
+                    made = Err(status);
+                    break;
+                }
+            }
+        }
+        if made.is_ok() {
+            made = self.tournaments.extend(id, &job_ids).await.map_err(|e| Status::unavailable(e.to_string()));
+        }
+        if made.is_err() {
+            // No half-made round: its tests made so far stop, and the round is made
+            // again at the next look.
+            for id in job_ids {
+                let _ = self.scheduler.end_job(id, "stopped", "").await;
+            }
+        }
+        made.map(|()| true)
     }
 
     pub async fn stop_job(&self, caller: &Caller, id: u64) -> Result<v1::Job, Status> {

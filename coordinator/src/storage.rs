@@ -675,6 +675,11 @@ pub enum Change {
     Net(Box<NetRow>),
     /// Inserts a tournament.
     Tournament(TournamentRow),
+    /// A Swiss event's tests after a round was added.
+    TournamentJobs {
+        id: i64,
+        job_ids: Vec<u64>,
+    },
     /// A worker's new standing; its units of `set_aside_jobs` move to `set_aside_units`
     /// and off those jobs' counts.
     WorkerStanding {
@@ -853,6 +858,13 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
                 .bind(&tournament.spec)
                 .bind(units_text(&tournament.job_ids))
                 .bind(tournament.created_ms)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Change::TournamentJobs { id, job_ids } => {
+            sqlx::query("UPDATE tournaments SET job_ids = $1 WHERE id = $2")
+                .bind(units_text(job_ids))
+                .bind(id)
                 .execute(&mut *conn)
                 .await?;
         }

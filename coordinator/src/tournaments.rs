@@ -5,6 +5,13 @@
 //! their counted pairs by Articles 9 and 10 of the World Xiangqi Rules
 //! ([`xq_tournament`]), with ratings over all its games ([`xq_stats::ratings`]).
 //! Standings are never stored: they are computed from the tests' results when asked.
+//!
+//! A Swiss event makes its first round's tests at once and each later round's when the
+//! round before has ended ([`next_swiss_round`], which the coordinator asks every
+//! second). Only the tests' ids are stored: the pairing algorithm is deterministic, so
+//! the rounds and their byes are rebuilt from the results in order ([`swiss_progress`]).
+//! A fleet pairing plays game pairs, so each meeting gives both engines both colours
+//! and the Swiss colour rules never bind.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -12,9 +19,10 @@ use std::sync::Mutex;
 use prost::Message;
 use xq_proto::v1;
 use xq_stats::ratings::{RatedGame, event_ratings};
-use xq_tournament::pairing::{Pairing, gauntlet, round_robin};
+use xq_tournament::pairing::{Pairing, Round, gauntlet, round_robin};
 use xq_tournament::scoring::{GameResult, Points};
-use xq_tournament::standings::{Game, System, standings};
+use xq_tournament::standings::{Game, System, standings_with_byes};
+use xq_tournament::swiss::{Entrant, pair_round};
 
 use crate::jobs::{MatchJob, SpecError, check_test};
 use crate::storage::{Change, TournamentRow, now_ms};
@@ -71,32 +79,161 @@ pub fn plan(request: &v1::CreateTournamentRequest) -> Result<Plan, SpecError> {
             }
             gauntlet(challengers, engines.len() - challengers, 1)
         }
-        other => return Err(bad("system", format!("'{other}': double-round-robin or gauntlet"))),
+        "swiss" => {
+            if request.rounds as usize >= engines.len() {
+                return Err(bad("rounds", format!("at most {}: no two engines meet twice", engines.len() - 1)));
+            }
+            pair_round(&vec![Entrant::default(); engines.len()]).expect("a first round always pairs").games
+        }
+        other => return Err(bad("system", format!("'{other}': double-round-robin, gauntlet or swiss"))),
     };
     let points = points_of(&request.points)?;
     let pairs = u64::from(games / 2);
     let mut planned = Vec::with_capacity(pairings.len());
     for pairing in pairings {
-        let test = v1::CreateTestRequest {
-            new_engine: Some(engines[pairing.red].clone()),
-            base_engine: Some(engines[pairing.black].clone()),
-            pairs,
-            description: format!(
-                "{}: {} vs {}",
-                if settings.description.is_empty() { "tournament" } else { &settings.description },
-                engines[pairing.red].name,
-                engines[pairing.black].name
-            ),
-            ..settings.clone()
-        };
-        planned.push((pairing.red, pairing.black, check_test(&test)?));
+        planned.push((pairing.red, pairing.black, pairing_test(request, pairing, pairs)?));
     }
     Ok(Plan { pairings: planned, pairs_per_pairing: pairs, points })
+}
+
+/// The test of one pairing: `pairs` game pairs, the first engine named "new".
+fn pairing_test(request: &v1::CreateTournamentRequest, pairing: Pairing, pairs: u64) -> Result<MatchJob, SpecError> {
+    let settings = request.settings.clone().unwrap_or_default();
+    let (red, black) = (&request.engines[pairing.red], &request.engines[pairing.black]);
+    let label = if settings.description.is_empty() { "tournament".to_owned() } else { settings.description.clone() };
+    let test = v1::CreateTestRequest {
+        new_engine: Some(red.clone()),
+        base_engine: Some(black.clone()),
+        pairs,
+        description: format!("{label}: {} vs {}", red.name, black.name),
+        ..settings
+    };
+    check_test(&test)
+}
+
+fn swiss_rounds(request: &v1::CreateTournamentRequest) -> usize {
+    match request.rounds {
+        // ceil(log2 n): after that many rounds one engine can have won them all.
+        0 => (usize::BITS - (request.engines.len().max(2) - 1).leading_zeros()) as usize,
+        rounds => rounds as usize,
+    }
+}
+
+fn games_per_pairing(request: &v1::CreateTournamentRequest) -> u32 {
+    if request.games_per_pairing == 0 { 2 } else { request.games_per_pairing }
+}
+
+/// A Swiss event as its tests stand, rebuilt from their results in order.
+pub struct SwissProgress {
+    /// The rounds paired so far, the last perhaps still in play.
+    pub rounds: Vec<Round>,
+    /// Whether every test of those rounds has ended.
+    pub settled: bool,
+    /// The engines' records over the ended rounds, as the pairing algorithm reads them.
+    entrants: Vec<Entrant>,
+}
+
+/// Replays the pairing of each round from the results before it; `results` are the
+/// event's tests in the order they were made.
+pub fn swiss_progress(
+    request: &v1::CreateTournamentRequest,
+    results: &[PairingResults],
+    points: Points,
+) -> Result<SwissProgress, String> {
+    let mut entrants = vec![Entrant::default(); request.engines.len()];
+    let mut rounds = Vec::new();
+    let mut next = 0;
+    while next < results.len() {
+        let round = pair_round(&entrants).ok_or("the results before a round leave it no pairing")?;
+        let tests = results.get(next..next + round.games.len()).ok_or("a round has fewer tests than pairings")?;
+        next += round.games.len();
+        for (pairing, test) in round.games.iter().zip(tests) {
+            let (red, black) = (&request.engines[pairing.red].name, &request.engines[pairing.black].name);
+            if (&test.job.new_engine, &test.job.base_engine) != (red, black) {
+                return Err(format!("job {} does not play the pairing {red} - {black}", test.job.job_id));
+            }
+        }
+        let ended = tests.iter().all(|t| !matches!(t.job.state.as_str(), "running" | "pending"));
+        if ended {
+            record_meetings(&mut entrants, &round, tests, points, games_per_pairing(request));
+        }
+        rounds.push(round);
+        if !ended {
+            return Ok(SwissProgress { rounds, settled: false, entrants });
+        }
+    }
+    Ok(SwissProgress { rounds, settled: true, entrants })
+}
+
+/// Adds a round's meetings (each a match of game pairs: both colours for both) and its
+/// bye (a win's points for every game of a meeting) to the records.
+fn record_meetings(entrants: &mut [Entrant], round: &Round, tests: &[PairingResults], points: Points, games: u32) {
+    for (pairing, test) in round.games.iter().zip(tests) {
+        let (first, second) = meeting_points(&test.pairs, points);
+        for (player, opponent, scored, colours) in
+            [(pairing.red, pairing.black, first, [true, false]), (pairing.black, pairing.red, second, [false, true])]
+        {
+            entrants[player].points += scored;
+            entrants[player].opponents.push(opponent);
+            entrants[player].colours.extend(colours);
+        }
+    }
+    if let Some(bye) = round.bye {
+        entrants[bye].points += f64::from(games) * points.of(GameResult::Win);
+        entrants[bye].had_bye = true;
+    }
+}
+
+/// The next round of a Swiss event whose rounds so far have all ended, as the
+/// pairings' tests to make; `None` while a round is in play, when the event has played
+/// its rounds, or when no pairing keeps the rules (it has run out of opponents).
+pub fn next_swiss_round(row: &TournamentRow, results: &[PairingResults]) -> Result<Option<Vec<MatchJob>>, String> {
+    let request = decode_request(row)?;
+    if request.system != "swiss" {
+        return Ok(None);
+    }
+    let points = points_of(&request.points).map_err(|e| e.to_string())?;
+    let progress = swiss_progress(&request, results, points)?;
+    if !progress.settled || progress.rounds.len() >= swiss_rounds(&request) {
+        return Ok(None);
+    }
+    let Some(round) = pair_round(&progress.entrants) else { return Ok(None) };
+    let pairs = u64::from(games_per_pairing(&request) / 2);
+    let tests: Result<Vec<MatchJob>, SpecError> =
+        round.games.iter().map(|&pairing| pairing_test(&request, pairing, pairs)).collect();
+    tests.map(Some).map_err(|e| e.to_string())
+}
+
+fn decode_request(row: &TournamentRow) -> Result<v1::CreateTournamentRequest, String> {
+    let bytes = hex::decode(&row.spec).map_err(|e| e.to_string())?;
+    v1::CreateTournamentRequest::decode(bytes.as_slice()).map_err(|e| e.to_string())
+}
+
+/// Each engine's points in a meeting of game pairs; each pair is the first engine's
+/// half points with Red and with Black.
+fn meeting_points(pairs: &[[i64; 2]], points: Points) -> (f64, f64) {
+    let (mut first, mut second) = (0.0, 0.0);
+    for &[as_red, as_black] in pairs {
+        let (as_red, as_black) = (half_points(as_red), half_points(as_black));
+        first += points.of(as_red) + points.of(as_black);
+        second += points.of(as_red.reversed()) + points.of(as_black.reversed());
+    }
+    (first, second)
+}
+
+fn half_points(p: i64) -> GameResult {
+    match p {
+        2 => GameResult::Win,
+        1 => GameResult::Draw,
+        _ => GameResult::Loss,
+    }
 }
 
 /// The tournaments, in memory, written through to the database.
 pub struct Tournaments {
     rows: Mutex<BTreeMap<u64, TournamentRow>>,
+    /// Swiss events seen finished, no longer looked at for a next round.
+    concluded: Mutex<std::collections::HashSet<u64>>,
     /// Serialises additions from choosing a number to keeping the row.
     adding: tokio::sync::Mutex<()>,
     writer: Writer,
@@ -106,6 +243,7 @@ impl Tournaments {
     pub fn new(rows: Vec<TournamentRow>, writer: Writer) -> Self {
         Tournaments {
             rows: Mutex::new(rows.into_iter().map(|r| (r.id as u64, r)).collect()),
+            concluded: Mutex::new(std::collections::HashSet::new()),
             adding: tokio::sync::Mutex::new(()),
             writer,
         }
@@ -126,6 +264,32 @@ impl Tournaments {
     pub fn get(&self, id: u64) -> Option<TournamentRow> {
         self.rows.lock().expect("tournaments").get(&id).cloned()
     }
+
+    /// The numbers of the Swiss events not yet seen finished: their rounds are made as
+    /// they go.
+    pub fn swiss_ids(&self) -> Vec<u64> {
+        let concluded = self.concluded.lock().expect("concluded").clone();
+        let rows = self.rows.lock().expect("tournaments");
+        rows.iter()
+            .filter(|(id, row)| !concluded.contains(id) && decode_request(row).is_ok_and(|r| r.system == "swiss"))
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// Marks Swiss event `id` finished: no round will follow.
+    pub fn conclude(&self, id: u64) {
+        self.concluded.lock().expect("concluded").insert(id);
+    }
+
+    /// Adds a round's tests `job_ids` to tournament `id`.
+    pub async fn extend(&self, id: u64, job_ids: &[u64]) -> Result<(), WriteError> {
+        let _adding = self.adding.lock().await;
+        let Some(mut row) = self.get(id) else { return Ok(()) };
+        row.job_ids.extend_from_slice(job_ids);
+        self.writer.write(Change::TournamentJobs { id: row.id, job_ids: row.job_ids.clone() }).await?;
+        self.rows.lock().expect("tournaments").insert(id, row);
+        Ok(())
+    }
 }
 
 /// A pairing's test as the view needs it: its job, and its counted pairs as the first
@@ -137,8 +301,7 @@ pub struct PairingResults {
 
 /// The tournament's view from its pairings' results (in pairing order).
 pub fn view(row: &TournamentRow, results: &[PairingResults]) -> Result<v1::Tournament, String> {
-    let bytes = hex::decode(&row.spec).map_err(|e| e.to_string())?;
-    let request = v1::CreateTournamentRequest::decode(bytes.as_slice()).map_err(|e| e.to_string())?;
+    let request = decode_request(row)?;
     let points = points_of(&request.points).map_err(|e| e.to_string())?;
     let names: Vec<String> = request.engines.iter().map(|e| e.name.clone()).collect();
     let index = |name: &str| names.iter().position(|n| n == name);
@@ -148,19 +311,11 @@ pub fn view(row: &TournamentRow, results: &[PairingResults]) -> Result<v1::Tourn
         let (Some(first), Some(second)) = (index(&result.job.new_engine), index(&result.job.base_engine)) else {
             return Err(format!("job {} plays engines outside the tournament", result.job.job_id));
         };
-        let half_points = |p: i64| match p {
-            2 => GameResult::Win,
-            1 => GameResult::Draw,
-            _ => GameResult::Loss,
-        };
-        let (mut first_points, mut second_points) = (0.0, 0.0);
-        for pair in &result.pairs {
-            let (as_red, as_black) = (half_points(pair[0]), half_points(pair[1]));
-            games.push(Game { red: first, black: second, result: as_red });
-            games.push(Game { red: second, black: first, result: as_black.reversed() });
-            first_points += points.of(as_red) + points.of(as_black);
-            second_points += points.of(as_red.reversed()) + points.of(as_black.reversed());
+        for &[as_red, as_black] in &result.pairs {
+            games.push(Game { red: first, black: second, result: half_points(as_red) });
+            games.push(Game { red: second, black: first, result: half_points(as_black).reversed() });
         }
+        let (first_points, second_points) = meeting_points(&result.pairs, points);
         pairings.push(v1::TournamentPairing {
             first: names[first].clone(),
             second: names[second].clone(),
@@ -171,7 +326,21 @@ pub fn view(row: &TournamentRow, results: &[PairingResults]) -> Result<v1::Tourn
             second_points,
         });
     }
-    let lines = standings(names.len(), &games, System::RoundRobin, points);
+    let mut running = results.iter().any(|r| matches!(r.job.state.as_str(), "running" | "pending"));
+    let mut byes = Vec::new();
+    let system = if request.system == "swiss" {
+        let progress = swiss_progress(&request, results, points)?;
+        for bye in progress.rounds.iter().filter_map(|r| r.bye) {
+            byes.extend(std::iter::repeat_n(bye, games_per_pairing(&request) as usize));
+        }
+        running |= progress.settled
+            && progress.rounds.len() < swiss_rounds(&request)
+            && pair_round(&progress.entrants).is_some();
+        System::Swiss
+    } else {
+        System::RoundRobin
+    };
+    let lines = standings_with_byes(names.len(), &games, &byes, system, points);
     let rated: Vec<RatedGame> = games
         .iter()
         .map(|g| RatedGame { first: g.red, second: g.black, score: points.of(g.result) / points.of(GameResult::Win) })
@@ -193,11 +362,10 @@ pub fn view(row: &TournamentRow, results: &[PairingResults]) -> Result<v1::Tourn
             tie_breaks: line
                 .tie_breaks
                 .iter()
-                .map(|(tie_break, value)| (tie_break.article(System::RoundRobin).to_owned(), *value))
+                .map(|(tie_break, value)| (tie_break.article(system).to_owned(), *value))
                 .collect(),
         })
         .collect();
-    let running = results.iter().any(|r| r.job.state == "running");
     Ok(v1::Tournament {
         tournament_id: row.id as u64,
         system: if request.system.is_empty() { "double-round-robin".to_owned() } else { request.system.clone() },

@@ -1049,10 +1049,10 @@
     main.replaceChildren(heading, summary,
       el("section", { "aria-labelledby": "standings-title" },
         el("h2", { id: "standings-title" }, "Standings"),
-        el("p", { class: "note" }, "Placed by points (Article 9), then the Neustadtl score, the direct encounter, wins, ",
-          "wins with Black and games with Black (Article 10.2); Elo by maximum likelihood over the event's games."),
+        el("p", { class: "note", id: "placing-note" }),
         el("table", { class: "cards", id: "standings" },
-          el("thead", {}, el("tr", {}, ["#", "Engine", "Points", "Games", "W-D-L", "Elo", "Neustadtl"].map((c) => el("th", { scope: "col" }, c)))),
+          el("thead", {}, el("tr", {}, ["#", "Engine", "Points", "Games", "W-D-L", "Elo"].map((c) => el("th", { scope: "col" }, c)),
+            el("th", { scope: "col", id: "tie-break" }, "Neustadtl"))),
           standings)),
       el("section", { "aria-labelledby": "pairings-title" },
         el("h2", { id: "pairings-title" }, "Pairings"),
@@ -1073,11 +1073,17 @@
         ? `; Elo with ${t.rating_prior_draws} virtual draw(s) between every pair that met, as an engine won or lost every game`
         : "";
       summary.textContent = `${t.state}: ${t.system}, ${t.points} points a game${t.description ? `, ${t.description}` : ""}${prior}`;
-      const labels = ["#", "Engine", "Points", "Games", "W-D-L", "Elo", "Neustadtl"];
+      const labels = ["#", "Engine", "Points", "Games", "W-D-L", "Elo", t.system === "swiss" ? "Solkoff" : "Neustadtl"];
+      document.getElementById("tie-break").textContent = labels[6];
+      document.getElementById("placing-note").textContent = t.system === "swiss"
+        ? "Placed by points (Article 9), byes a win's points for each game of a round, then the Solkoff score, the "
+          + "direct encounter, wins, wins with Black and games with Black (Article 10.3); Elo by maximum likelihood over the event's games."
+        : "Placed by points (Article 9), then the Neustadtl score, the direct encounter, wins, wins with Black and "
+          + "games with Black (Article 10.2); Elo by maximum likelihood over the event's games.";
       standings.replaceChildren(...(t.standings || []).map((s) => el("tr", { "data-engine": s.engine },
         [String(s.place), s.engine, String(s.points), String(s.games), `${s.wins}-${s.draws}-${s.losses}`,
           s.elo_error > 0 ? `${signed(s.elo, 0)} ± ${fixed(s.elo_error, 0)}` : "–",
-          fixed((s.tie_breaks || {})["10.2.A"] || 0, 1)].map((c, i) => el("td", { "data-label": labels[i] }, c)))));
+          fixed((s.tie_breaks || {})[t.system === "swiss" ? "10.3.A" : "10.2.A"] || 0, 1)].map((c, i) => el("td", { "data-label": labels[i] }, c)))));
       pairings.replaceChildren(...(t.pairings || []).map((p) => el("tr", {},
         el("td", { "data-label": "Pairing" }, `${p.first} – ${p.second}`),
         el("td", { "data-label": "Score" }, `${p.first_points} – ${p.second_points}`),

@@ -625,11 +625,36 @@ async fn a_tournament_across_two_workers_stands_as_its_games_recount() {
         flag(name, value.to_owned());
     }
     flag("--book", book.to_str().unwrap().to_owned());
-    let created = xq(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let (tournament, recount, games) = play_fleet_event(&mut admin, address, &dir.0, &args).await;
+    assert_eq!(games, 30, "fifteen pairings of two games");
+    assert_eq!(tournament.standings.len(), 6);
+    // Every engine is rated; an engine that won or lost every game needs the prior.
+    assert!(tournament.standings.iter().all(|s| s.elo_error > 0.0), "{:?}", tournament.standings);
+    let swept = tournament.standings.iter().any(|s| s.points == 0.0 || s.points == 2.0 * f64::from(s.games));
+    assert_eq!(tournament.rating_prior_draws > 0.0, swept);
+    let crosstable = xq(&["crosstable", &tournament.tournament_id.to_string()]);
+    for standing in &tournament.standings {
+        assert_eq!(standing.points, recount[&standing.engine], "{}: {crosstable}", standing.engine);
+        assert!(crosstable.contains(&format!(" {} ", standing.engine)), "{crosstable}");
+    }
+    let id = tournament.tournament_id;
+    assert!(crosstable.contains(&format!("tournament {id} [finished] double-round-robin")), "{crosstable}");
+}
+
+/// Creates the event `xq ARGS` describes, lets two real workers play it to its end, and
+/// returns it with each engine's points recounted from its tests' stored games (2-1-0)
+/// and the number of games.
+async fn play_fleet_event(
+    admin: &mut Client,
+    address: std::net::SocketAddr,
+    dir: &Path,
+    args: &[String],
+) -> (v1::Tournament, std::collections::HashMap<String, f64>, usize) {
+    let created = xq_at(address, dir, &args.iter().map(String::as_str).collect::<Vec<_>>());
     let id: u64 = created.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap();
     let mut workers = Vec::new();
     for i in 0..2 {
-        workers.push(start_worker(&mut admin, address, dir.0.join(format!("w{i}")), &format!("w{i}")).await);
+        workers.push(start_worker(admin, address, dir.join(format!("w{i}")), &format!("w{i}")).await);
     }
     let start = Instant::now();
     let tournament = loop {
@@ -644,7 +669,6 @@ async fn a_tournament_across_two_workers_stands_as_its_games_recount() {
         worker.start_kill().unwrap();
         worker.wait().await.unwrap();
     }
-    // Recount every engine's points from the pairings' stored games.
     let mut recount = std::collections::HashMap::<String, f64>::new();
     let mut games = 0;
     for pairing in &tournament.pairings {
@@ -666,16 +690,37 @@ async fn a_tournament_across_two_workers_stands_as_its_games_recount() {
             games += 1;
         }
     }
-    assert_eq!(games, 30, "fifteen pairings of two games");
-    assert_eq!(tournament.standings.len(), 6);
-    // Every engine is rated; an engine that won or lost every game needs the prior.
-    assert!(tournament.standings.iter().all(|s| s.elo_error > 0.0), "{:?}", tournament.standings);
-    let swept = tournament.standings.iter().any(|s| s.points == 0.0 || s.points == 2.0 * f64::from(s.games));
-    assert_eq!(tournament.rating_prior_draws > 0.0, swept);
-    let crosstable = xq(&["crosstable", &id.to_string()]);
-    for standing in &tournament.standings {
-        assert_eq!(standing.points, recount[&standing.engine], "{}: {crosstable}", standing.engine);
-        assert!(crosstable.contains(&format!(" {} ", standing.engine)), "{crosstable}");
+    (tournament, recount, games)
+}
+
+/// A Swiss event of our engine at five depths across two real workers, three rounds:
+/// each round's tests are made when the one before has ended, and the standings equal
+/// a recount of the stored games plus a win's points for each game of a round sat out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_swiss_event_across_two_workers_stands_as_its_games_and_byes_recount() {
+    let dir = TempDir::new("cluster-swiss");
+    let (_coordinator, address) = start_coordinator(&dir.0, 0, 10).await;
+    let mut admin = client(address, &token(&dir.0)).await;
+    let engine = binary("xq-engine");
+    let book = Path::new(env!("CARGO_MANIFEST_DIR")).join("../books/xiangqi-2ply.epd");
+    let mut args: Vec<String> =
+        ["tournament", "--system", "swiss", "--rounds", "3", "--tc", "depth=3"].iter().map(|s| s.to_string()).collect();
+    for depth in 1..=5 {
+        args.extend(["--engine".to_owned(), format!("d{depth}={}", engine.display())]);
+        args.extend(["--engine-option".to_owned(), format!("d{depth}:Depth Limit={depth}")]);
     }
-    assert!(crosstable.contains(&format!("tournament {id} [finished] double-round-robin")), "{crosstable}");
+    args.extend(["--max-plies".to_owned(), "160".to_owned(), "--book".to_owned(), book.display().to_string()]);
+    let (tournament, mut recount, games) = play_fleet_event(&mut admin, address, &dir.0, &args).await;
+    assert_eq!(tournament.pairings.len(), 6, "three rounds of two meetings");
+    assert_eq!(games, 12);
+    for round in tournament.pairings.chunks(2) {
+        let sat_out = (1..=5)
+            .map(|d| format!("d{d}"))
+            .find(|name| !round.iter().any(|p| &p.first == name || &p.second == name))
+            .unwrap();
+        *recount.entry(sat_out).or_default() += 4.0;
+    }
+    for standing in &tournament.standings {
+        assert_eq!(standing.points, recount[&standing.engine], "{}: {:?}", standing.engine, tournament.standings);
+    }
 }

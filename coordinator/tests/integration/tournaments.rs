@@ -1,6 +1,7 @@
 //! Tournaments on the coordinator: each pairing of a double round robin becomes a test
 //! of its own; pairs reported on those tests (as any worker reports them) make the
-//! standings, placed by Articles 9 and 10 exactly as a hand count of the same games.
+//! standings, placed by Articles 9 and 10 exactly as a hand count of the same games; a
+//! Swiss event's rounds are made one after the other from the results.
 
 use xq_coordinator::scheduler::SchedulerConfig;
 use xq_proto::v1;
@@ -114,5 +115,97 @@ async fn a_round_robin_is_a_test_per_pairing_and_its_standings_count_their_pairs
         assert_eq!(before, after);
         let missing = admin.get_tournament(v1::TournamentId { tournament_id: 99 }).await.unwrap_err();
         assert_eq!(missing.code(), tonic::Code::NotFound);
+    }
+}
+
+/// A fleet Swiss event of five engines over two rounds: the first round's tests are made
+/// at once (one engine sits out), the second's when the first has ended, from its
+/// results (no pairing repeated, the bye to another engine); the standings count every
+/// reported pair and a win's points for each game of a round sat out (Article 10.3's
+/// Solkoff score breaks ties), checked against a recount from the tests alone.
+#[tokio::test]
+async fn a_swiss_event_pairs_each_round_when_the_one_before_has_ended() {
+    for backend in BACKENDS {
+        let served = serve(backend, config()).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let names = ["a", "b", "c", "d", "e"];
+        let request = v1::CreateTournamentRequest {
+            engines: engines(&mut admin, &names).await,
+            system: "swiss".to_owned(),
+            rounds: 2,
+            settings: Some(v1::CreateTestRequest {
+                time_control: "10+0.1".to_owned(),
+                adjudication: Some(ADJUDICATION),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let created = admin.create_tournament(request.clone()).await.unwrap().into_inner();
+        assert_eq!(created.pairings.len(), 2, "five engines: two meetings and a bye");
+        let id = v1::TournamentId { tournament_id: created.tournament_id };
+        let mut worker = registered_worker(&served, "w", &[]).await;
+        // The first engine named in a meeting wins both games of its pair.
+        let play_round = async |worker: &mut Worker| {
+            for _ in 0..2 {
+                let lease =
+                    worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+                let Some(v1::lease::Work::MatchSpec(spec)) = &lease.work else { panic!("a match lease") };
+                let (first, second) =
+                    (spec.new_engine.as_ref().unwrap().name.clone(), spec.base_engine.as_ref().unwrap().name.clone());
+                let report = v1::ReportPairsRequest {
+                    lease_id: lease.lease_id,
+                    pairs: vec![named_pair(lease.units[0], [2, 2], [&first, &second])],
+                    cumulative: Some(totals(&[[2, 2]])),
+                    ..Default::default()
+                };
+                worker.report_pairs(report).await.unwrap();
+            }
+        };
+        play_round(&mut worker).await;
+        let start = std::time::Instant::now();
+        let second_round = loop {
+            let t = admin.get_tournament(id).await.unwrap().into_inner();
+            if t.pairings.len() == 4 {
+                break t;
+            }
+            assert_eq!(t.state, "running", "{backend:?}: more rounds to come");
+            assert!(start.elapsed() < std::time::Duration::from_secs(20), "{backend:?}: no second round: {t:?}");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        };
+        let meetings: Vec<(String, String)> =
+            second_round.pairings.iter().map(|p| (p.first.clone(), p.second.clone())).collect();
+        let met = |(a, b): &(String, String), (c, d): &(String, String)| (a == c && b == d) || (a == d && b == c);
+        assert!(!met(&meetings[2], &meetings[0]) && !met(&meetings[2], &meetings[1]), "{meetings:?}");
+        assert!(!met(&meetings[3], &meetings[0]) && !met(&meetings[3], &meetings[1]), "{meetings:?}");
+        let sat_out = |round: &[(String, String)]| {
+            names.iter().find(|n| !round.iter().any(|(a, b)| a == *n || b == *n)).unwrap().to_string()
+        };
+        let byes = [sat_out(&meetings[..2]), sat_out(&meetings[2..])];
+        assert_ne!(byes[0], byes[1], "one bye per engine");
+        play_round(&mut worker).await;
+        let start = std::time::Instant::now();
+        let done = loop {
+            let t = admin.get_tournament(id).await.unwrap().into_inner();
+            if t.state == "finished" {
+                break t;
+            }
+            assert!(start.elapsed() < std::time::Duration::from_secs(20), "{backend:?}: not finished: {t:?}");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        };
+        assert_eq!(done.pairings.len(), 4, "two rounds, then no more");
+        // The recount: 4 points to the first engine of each meeting (two wins), 4 to each
+        // engine that sat a round out (a win's 2 points for each of the round's 2 games).
+        let mut recount: std::collections::HashMap<String, f64> = names.iter().map(|n| (n.to_string(), 0.0)).collect();
+        for (first, _) in &meetings {
+            *recount.get_mut(first).unwrap() += 4.0;
+        }
+        for bye in &byes {
+            *recount.get_mut(bye).unwrap() += 4.0;
+        }
+        for standing in &done.standings {
+            assert_eq!(standing.points, recount[&standing.engine], "{backend:?}: {}", standing.engine);
+            assert!(standing.tie_breaks.contains_key("10.3.A"), "Swiss tie-breaks: {:?}", standing.tie_breaks);
+        }
+        assert_eq!(done.system, "swiss");
     }
 }

@@ -326,9 +326,12 @@ struct TournamentArgs {
     /// Sjaak II).
     #[arg(long = "engine-setting")]
     engine_settings: Vec<String>,
-    /// double-round-robin or gauntlet.
+    /// double-round-robin, gauntlet or swiss.
     #[arg(long, default_value = "double-round-robin")]
     system: String,
+    /// A Swiss event's rounds (0: ceil(log2 engines)).
+    #[arg(long, default_value_t = 0)]
+    rounds: u32,
     /// A gauntlet's challengers: the first engines given.
     #[arg(long, default_value_t = 1)]
     challengers: u32,
@@ -510,6 +513,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 games_per_pairing: args.games_per_pairing,
                 settings: Some(settings),
                 points: args.points.clone(),
+                rounds: args.rounds,
             };
             let tournament = client.create_tournament(request).await?.into_inner();
             out!(
