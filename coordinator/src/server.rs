@@ -115,15 +115,15 @@ impl Coordinator {
             }
         });
         let shared = self.shared.clone();
-        let swiss = tokio::spawn(async move {
+        let rounds = tokio::spawn(async move {
             loop {
-                tokio::time::sleep(SWISS_PERIOD).await;
-                let (advanced, failed) = shared.advance_swiss_events().await;
+                tokio::time::sleep(ROUNDS_PERIOD).await;
+                let (advanced, failed) = shared.advance_staged_events().await;
                 if !advanced.is_empty() {
-                    tracing::info!("Swiss events {advanced:?}: next round paired");
+                    tracing::info!("tournaments {advanced:?}: next round or tie-breaks paired");
                 }
                 for (id, status) in failed {
-                    tracing::warn!("Swiss event {id}: next round not paired: {}", status.message());
+                    tracing::warn!("tournament {id}: next tests not made: {}", status.message());
                 }
             }
         });
@@ -162,7 +162,7 @@ impl Coordinator {
         let incoming = capped_incoming(listener, caps, self.accept_stats.clone());
         let result = builder.add_routes(Routes::from(router)).serve_with_incoming_shutdown(incoming, shutdown).await;
         sweeper.abort();
-        swiss.abort();
+        rounds.abort();
         if let Some(retention) = retention {
             retention.abort();
         }
@@ -173,8 +173,8 @@ impl Coordinator {
 /// How often finished jobs' data is checked against the retention settings.
 const RETENTION_PERIOD: Duration = Duration::from_secs(3600);
 
-/// How often Swiss events are looked at for a round that has ended.
-const SWISS_PERIOD: Duration = Duration::from_secs(1);
+/// How often Swiss events and knockouts are looked at for tests that have ended.
+const ROUNDS_PERIOD: Duration = Duration::from_secs(1);
 
 /// How long a TLS handshake may take.
 pub const TLS_HANDSHAKE_WITHIN: Duration = Duration::from_secs(10);

@@ -823,15 +823,16 @@ impl Shared {
         Ok(results)
     }
 
-    /// Makes the next round's tests of every Swiss event whose round has ended, for the
+    /// Makes the tests that come next in every event made round by round (Swiss,
+    /// knockout) whose tests so far have ended: a round, or a knockout's tie-breaks, for the
     /// submitter of its first tests (the event was admitted as a whole, so as an admin
     /// would: no second approval or quota midway). Returns the events that moved on, and
     /// those that could not, with the reason (each event on its own: one event's trouble
     /// does not hold up the others).
-    pub async fn advance_swiss_events(&self) -> (Vec<u64>, Vec<(u64, Status)>) {
+    pub async fn advance_staged_events(&self) -> (Vec<u64>, Vec<(u64, Status)>) {
         let (mut advanced, mut failed) = (Vec::new(), Vec::new());
-        for id in self.tournaments.swiss_ids() {
-            match self.advance_swiss_event(id).await {
+        for id in self.tournaments.unfinished_staged_ids() {
+            match self.advance_staged_event(id).await {
                 Ok(true) => advanced.push(id),
                 Ok(false) => {}
                 Err(status) => failed.push((id, status)),
@@ -840,10 +841,10 @@ impl Shared {
         (advanced, failed)
     }
 
-    async fn advance_swiss_event(&self, id: u64) -> Result<bool, Status> {
+    async fn advance_staged_event(&self, id: u64) -> Result<bool, Status> {
         let Some(row) = self.tournaments.get(id) else { return Ok(false) };
         let results = self.pairing_results(&row).await?;
-        let Some(tests) = crate::tournaments::next_swiss_round(&row, &results).map_err(Status::internal)? else {
+        let Some(tests) = crate::tournaments::next_round_tests(&row, &results).map_err(Status::internal)? else {
             if crate::tournaments::view(&row, &results).is_ok_and(|t| t.state == "finished") {
                 self.tournaments.conclude(id);
             }

@@ -6,12 +6,13 @@
 //! ([`xq_tournament`]), with ratings over all its games ([`xq_stats::ratings`]).
 //! Standings are never stored: they are computed from the tests' results when asked.
 //!
-//! A Swiss event makes its first round's tests at once and each later round's when the
-//! round before has ended ([`next_swiss_round`], which the coordinator asks every
-//! second). Only the tests' ids are stored: the pairing algorithm is deterministic, so
-//! the rounds and their byes are rebuilt from the results in order ([`swiss_progress`]).
-//! A fleet pairing plays game pairs, so each meeting gives both engines both colours
-//! and the Swiss colour rules never bind.
+//! Swiss events and knockouts make their first round's tests at once and the tests that
+//! follow when those before have ended ([`next_round_tests`], which the coordinator asks
+//! every second): a Swiss event's next round, a knockout's tie-break pairs and next
+//! round. Only the tests' ids are stored: pairing is deterministic, so rounds, byes and
+//! brackets are rebuilt from the results in order ([`swiss_progress`],
+//! [`knockout_progress`]). A fleet pairing plays game pairs, so each meeting gives both
+//! engines both colours and the Swiss colour rules never bind.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -19,10 +20,12 @@ use std::sync::Mutex;
 use prost::Message;
 use xq_proto::v1;
 use xq_stats::ratings::{RatedGame, event_ratings};
-use xq_tournament::pairing::{Pairing, Round, gauntlet, round_robin};
+use xq_tournament::pairing::{
+    Pairing, Round, gauntlet, knockout_bracket, knockout_winner, next_knockout_round, round_robin,
+};
 use xq_tournament::scoring::{GameResult, Points};
 use xq_tournament::standings::{Game, System, standings_with_byes};
-use xq_tournament::swiss::{Entrant, pair_round};
+use xq_tournament::swiss::{Entrant, default_rounds, max_rounds, pair_round};
 
 use crate::jobs::{MatchJob, SpecError, check_test};
 use crate::storage::{Change, TournamentRow, now_ms};
@@ -80,32 +83,57 @@ pub fn plan(request: &v1::CreateTournamentRequest) -> Result<Plan, SpecError> {
             gauntlet(challengers, engines.len() - challengers, 1)
         }
         "swiss" => {
-            if request.rounds as usize >= engines.len() {
-                return Err(bad("rounds", format!("at most {}: no two engines meet twice", engines.len() - 1)));
+            if request.rounds as usize > max_rounds(engines.len()) {
+                let most = max_rounds(engines.len());
+                return Err(bad("rounds", format!("at most {most}: no two engines meet twice")));
             }
             pair_round(&vec![Entrant::default(); engines.len()]).expect("a first round always pairs").games
         }
-        other => return Err(bad("system", format!("'{other}': double-round-robin, gauntlet or swiss"))),
+        "knockout" => {
+            if request.tie_break_pairs > 100 {
+                return Err(bad("tie_break_pairs", "at most 100"));
+            }
+            let first = knockout_bracket(engines.len()).into_iter();
+            first.filter_map(|(a, b)| b.map(|b| Pairing { red: a, black: b })).collect()
+        }
+        other => return Err(bad("system", format!("'{other}': double-round-robin, gauntlet, swiss or knockout"))),
     };
+    if !request.tie_break_time_control.is_empty() {
+        let pairing = Pairing { red: 0, black: 1 };
+        pairing_test(request, pairing, 1, true).map_err(|e| bad("tie_break_time_control", e.problem))?;
+    }
     let points = points_of(&request.points)?;
     let pairs = u64::from(games / 2);
     let mut planned = Vec::with_capacity(pairings.len());
     for pairing in pairings {
-        planned.push((pairing.red, pairing.black, pairing_test(request, pairing, pairs)?));
+        planned.push((pairing.red, pairing.black, pairing_test(request, pairing, pairs, false)?));
     }
     Ok(Plan { pairings: planned, pairs_per_pairing: pairs, points })
 }
 
-/// The test of one pairing: `pairs` game pairs, the first engine named "new".
-fn pairing_test(request: &v1::CreateTournamentRequest, pairing: Pairing, pairs: u64) -> Result<MatchJob, SpecError> {
-    let settings = request.settings.clone().unwrap_or_default();
+/// The test of one pairing: `pairs` game pairs, the first engine named "new"; a
+/// knockout's tie-break at its own time control.
+fn pairing_test(
+    request: &v1::CreateTournamentRequest,
+    pairing: Pairing,
+    pairs: u64,
+    tie_break: bool,
+) -> Result<MatchJob, SpecError> {
+    let mut settings = request.settings.clone().unwrap_or_default();
     let (red, black) = (&request.engines[pairing.red], &request.engines[pairing.black]);
     let label = if settings.description.is_empty() { "tournament".to_owned() } else { settings.description.clone() };
+    let mut description = format!("{label}: {} vs {}", red.name, black.name);
+    if tie_break {
+        description.push_str(", tie-break");
+        if !request.tie_break_time_control.is_empty() {
+            settings.time_control = request.tie_break_time_control.clone();
+        }
+    }
     let test = v1::CreateTestRequest {
         new_engine: Some(red.clone()),
         base_engine: Some(black.clone()),
         pairs,
-        description: format!("{label}: {} vs {}", red.name, black.name),
+        description,
         ..settings
     };
     check_test(&test)
@@ -113,8 +141,7 @@ fn pairing_test(request: &v1::CreateTournamentRequest, pairing: Pairing, pairs: 
 
 fn swiss_rounds(request: &v1::CreateTournamentRequest) -> usize {
     match request.rounds {
-        // ceil(log2 n): after that many rounds one engine can have won them all.
-        0 => (usize::BITS - (request.engines.len().max(2) - 1).leading_zeros()) as usize,
+        0 => default_rounds(request.engines.len()),
         rounds => rounds as usize,
     }
 }
@@ -184,24 +211,106 @@ fn record_meetings(entrants: &mut [Entrant], round: &Round, tests: &[PairingResu
     }
 }
 
-/// The next round of a Swiss event whose rounds so far have all ended, as the
-/// pairings' tests to make; `None` while a round is in play, when the event has played
-/// its rounds, or when no pairing keeps the rules (it has run out of opponents).
-pub fn next_swiss_round(row: &TournamentRow, results: &[PairingResults]) -> Result<Option<Vec<MatchJob>>, String> {
+/// The tests an event made round by round (Swiss, knockout) needs next, once those it
+/// has have all ended: a Swiss event's next round, or a knockout's tie-break pairs or
+/// next round. `None` while tests are in play, or when the event is over.
+pub fn next_round_tests(row: &TournamentRow, results: &[PairingResults]) -> Result<Option<Vec<MatchJob>>, String> {
     let request = decode_request(row)?;
-    if request.system != "swiss" {
-        return Ok(None);
-    }
     let points = points_of(&request.points).map_err(|e| e.to_string())?;
-    let progress = swiss_progress(&request, results, points)?;
-    if !progress.settled || progress.rounds.len() >= swiss_rounds(&request) {
+    let next: Vec<(Pairing, bool)> = match request.system.as_str() {
+        "swiss" => {
+            let progress = swiss_progress(&request, results, points)?;
+            if !progress.settled || progress.rounds.len() >= swiss_rounds(&request) {
+                return Ok(None);
+            }
+            let Some(round) = pair_round(&progress.entrants) else { return Ok(None) };
+            round.games.into_iter().map(|pairing| (pairing, false)).collect()
+        }
+        "knockout" => knockout_progress(&request, results, points)?.next,
+        _ => return Ok(None),
+    };
+    if next.is_empty() {
         return Ok(None);
     }
-    let Some(round) = pair_round(&progress.entrants) else { return Ok(None) };
     let pairs = u64::from(games_per_pairing(&request) / 2);
-    let tests: Result<Vec<MatchJob>, SpecError> =
-        round.games.iter().map(|&pairing| pairing_test(&request, pairing, pairs)).collect();
+    let tests: Result<Vec<MatchJob>, SpecError> = next
+        .into_iter()
+        .map(|(pairing, tie_break)| pairing_test(&request, pairing, if tie_break { 1 } else { pairs }, tie_break))
+        .collect();
     tests.map(Some).map_err(|e| e.to_string())
+}
+
+/// A knockout as its tests stand, rebuilt from their results in order: each round's
+/// matches, then for the matches still level a tie-break pair each, up to
+/// `tie_break_pairs` times, then the next round of the winners.
+pub struct KnockoutProgress {
+    /// The round in which each engine went out (`None`: still in, or the champion).
+    pub out_in_round: Vec<Option<usize>>,
+    /// The champion, once the final is decided.
+    pub champion: Option<usize>,
+    /// The tests to make next (a pairing, and whether it is a tie-break); empty while
+    /// tests are in play or when the event is over.
+    pub next: Vec<(Pairing, bool)>,
+}
+
+pub fn knockout_progress(
+    request: &v1::CreateTournamentRequest,
+    results: &[PairingResults],
+    points: Points,
+) -> Result<KnockoutProgress, String> {
+    let engines = request.engines.len();
+    let mut progress = KnockoutProgress { out_in_round: vec![None; engines], champion: None, next: Vec::new() };
+    let mut bracket = knockout_bracket(engines);
+    let mut taken = 0;
+    for round in 1.. {
+        let matches: Vec<(usize, usize)> = bracket.iter().filter_map(|&(a, b)| b.map(|b| (a, b))).collect();
+        let mut totals = vec![(0.0, 0.0); matches.len()];
+        for phase in 0..=request.tie_break_pairs as usize {
+            let playing: Vec<usize> =
+                (0..matches.len()).filter(|&i| phase == 0 || totals[i].0 == totals[i].1).collect();
+            if playing.is_empty() {
+                break;
+            }
+            if taken == results.len() {
+                progress.next =
+                    playing.iter().map(|&i| (Pairing { red: matches[i].0, black: matches[i].1 }, phase > 0)).collect();
+                return Ok(progress);
+            }
+            let tests =
+                results.get(taken..taken + playing.len()).ok_or("a knockout phase has fewer tests than matches")?;
+            taken += playing.len();
+            for (&i, test) in playing.iter().zip(tests) {
+                let (a, b) = (&request.engines[matches[i].0].name, &request.engines[matches[i].1].name);
+                if (&test.job.new_engine, &test.job.base_engine) != (a, b) {
+                    return Err(format!("job {} does not play the knockout match {a} - {b}", test.job.job_id));
+                }
+                if matches!(test.job.state.as_str(), "running" | "pending") {
+                    return Ok(progress);
+                }
+                let (first, second) = meeting_points(&test.pairs, points);
+                totals[i] = (totals[i].0 + first, totals[i].1 + second);
+            }
+        }
+        let mut winners = Vec::with_capacity(bracket.len());
+        for &(a, b) in &bracket {
+            let winner = match b {
+                None => a,
+                Some(b) => {
+                    let i = matches.iter().position(|&m| m == (a, b)).expect("a match of the round");
+                    let (winner, _) = knockout_winner(a, b, totals[i]);
+                    progress.out_in_round[if winner == a { b } else { a }] = Some(round);
+                    winner
+                }
+            };
+            winners.push(winner);
+        }
+        if winners.len() == 1 {
+            progress.champion = Some(winners[0]);
+            return Ok(progress);
+        }
+        bracket = next_knockout_round(&winners);
+    }
+    unreachable!("a knockout ends when one engine is left")
 }
 
 fn decode_request(row: &TournamentRow) -> Result<v1::CreateTournamentRequest, String> {
@@ -232,7 +341,7 @@ fn half_points(p: i64) -> GameResult {
 /// The tournaments, in memory, written through to the database.
 pub struct Tournaments {
     rows: Mutex<BTreeMap<u64, TournamentRow>>,
-    /// Swiss events seen finished, no longer looked at for a next round.
+    /// Events made round by round seen finished, no longer looked at for more tests.
     concluded: Mutex<std::collections::HashSet<u64>>,
     /// Serialises additions from choosing a number to keeping the row.
     adding: tokio::sync::Mutex<()>,
@@ -265,23 +374,22 @@ impl Tournaments {
         self.rows.lock().expect("tournaments").get(&id).cloned()
     }
 
-    /// The numbers of the Swiss events not yet seen finished: their rounds are made as
-    /// they go.
-    pub fn swiss_ids(&self) -> Vec<u64> {
+    /// The numbers of the events made round by round (Swiss, knockout) not yet seen
+    /// finished.
+    pub fn unfinished_staged_ids(&self) -> Vec<u64> {
         let concluded = self.concluded.lock().expect("concluded").clone();
         let rows = self.rows.lock().expect("tournaments");
-        rows.iter()
-            .filter(|(id, row)| !concluded.contains(id) && decode_request(row).is_ok_and(|r| r.system == "swiss"))
-            .map(|(id, _)| *id)
-            .collect()
+        let staged =
+            |row: &TournamentRow| decode_request(row).is_ok_and(|r| matches!(r.system.as_str(), "swiss" | "knockout"));
+        rows.iter().filter(|(id, row)| !concluded.contains(id) && staged(row)).map(|(id, _)| *id).collect()
     }
 
-    /// Marks Swiss event `id` finished: no round will follow.
+    /// Marks event `id` finished: no tests will follow.
     pub fn conclude(&self, id: u64) {
         self.concluded.lock().expect("concluded").insert(id);
     }
 
-    /// Adds a round's tests `job_ids` to tournament `id`.
+    /// Adds the tests `job_ids` (a round, or a knockout's tie-breaks) to tournament `id`.
     pub async fn extend(&self, id: u64, job_ids: &[u64]) -> Result<(), WriteError> {
         let _adding = self.adding.lock().await;
         let Some(mut row) = self.get(id) else { return Ok(()) };
@@ -340,6 +448,13 @@ pub fn view(row: &TournamentRow, results: &[PairingResults]) -> Result<v1::Tourn
     } else {
         System::RoundRobin
     };
+    let knockout = if request.system == "knockout" {
+        let progress = knockout_progress(&request, results, points)?;
+        running |= progress.champion.is_none();
+        Some(progress)
+    } else {
+        None
+    };
     let lines = standings_with_byes(names.len(), &games, &byes, system, points);
     let rated: Vec<RatedGame> = games
         .iter()
@@ -347,11 +462,11 @@ pub fn view(row: &TournamentRow, results: &[PairingResults]) -> Result<v1::Tourn
         .collect();
     let (ratings, rating_prior_draws) =
         event_ratings(names.len(), &rated).map_or((None, 0.0), |(r, prior)| (Some(r), prior));
-    let standings = lines
+    let mut standings: Vec<v1::TournamentStanding> = lines
         .iter()
         .map(|line| v1::TournamentStanding {
             engine: names[line.player].clone(),
-            place: line.place as u32,
+            place: knockout.as_ref().map_or(line.place, |k| knockout_place(k, line.player)) as u32,
             points: line.points,
             games: line.games as u32,
             wins: line.wins as u32,
@@ -366,6 +481,9 @@ pub fn view(row: &TournamentRow, results: &[PairingResults]) -> Result<v1::Tourn
                 .collect(),
         })
         .collect();
+    // A knockout places by how far each engine went; points order those who went out
+    // together (the sort is stable).
+    standings.sort_by_key(|s| s.place);
     Ok(v1::Tournament {
         tournament_id: row.id as u64,
         system: if request.system.is_empty() { "double-round-robin".to_owned() } else { request.system.clone() },
@@ -377,4 +495,13 @@ pub fn view(row: &TournamentRow, results: &[PairingResults]) -> Result<v1::Tourn
         points: if request.points.is_empty() { "2-1-0".to_owned() } else { request.points },
         rating_prior_draws,
     })
+}
+
+/// A knockout's place of `engine`: 1 for the champion (or one still in), else one more
+/// than the engines that went further than the round it went out in.
+fn knockout_place(progress: &KnockoutProgress, engine: usize) -> usize {
+    match progress.out_in_round[engine] {
+        None => 1,
+        Some(round) => 1 + progress.out_in_round.iter().filter(|out| out.is_none_or(|r| r > round)).count(),
+    }
 }

@@ -126,6 +126,32 @@ pub fn knockout_bracket(players: usize) -> Vec<(usize, Option<usize>)> {
         .collect()
 }
 
+/// Who goes on from a knockout match of seeds `a` and `b` (lower numbers are stronger)
+/// that scored `points` over all its games, tie-breaks included: the one with more, or
+/// the higher seed when still level (Article 10.1's last resort). The second value says
+/// whether the seed decided.
+pub fn knockout_winner(a: usize, b: usize, points: (f64, f64)) -> (usize, bool) {
+    if points.0 == points.1 {
+        (a.min(b), true)
+    } else if points.1 > points.0 {
+        (b, false)
+    } else {
+        (a, false)
+    }
+}
+
+/// A knockout's next round from the last round's winners in bracket order: neighbours
+/// meet, the higher seed named first; a winner left alone goes on with a bye.
+pub fn next_knockout_round(winners: &[usize]) -> Vec<(usize, Option<usize>)> {
+    winners
+        .chunks(2)
+        .map(|c| match c {
+            [a, b] => ((*a).min(*b), Some((*a).max(*b))),
+            _ => (c[0], None),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,6 +204,22 @@ mod tests {
                 assert!(bracket[..half].iter().any(|m| m.0 == 0) && bracket[half..].iter().any(|m| m.0 == 1));
             }
         }
+    }
+
+    #[test]
+    fn a_knockout_goes_on_with_the_winners_and_the_higher_seed_when_level() {
+        assert_eq!(knockout_winner(0, 3, (1.0, 3.0)), (3, false));
+        assert_eq!(knockout_winner(0, 3, (3.0, 1.0)), (0, false));
+        assert_eq!(knockout_winner(2, 1, (2.0, 2.0)), (1, true), "level: the higher seed, named second here");
+        // Eight players, seeds 0 and 1 win through: they meet in the final.
+        let mut round = knockout_bracket(8);
+        for _ in 0..2 {
+            let winners: Vec<usize> =
+                round.iter().map(|&(a, b)| knockout_winner(a, b.unwrap(), (1.0, 0.0)).0).collect();
+            round = next_knockout_round(&winners);
+        }
+        assert_eq!(round, [(0, Some(1))]);
+        assert_eq!(next_knockout_round(&[4, 2, 7]), [(2, Some(4)), (7, None)]);
     }
 
     #[test]

@@ -11,6 +11,18 @@
 
 use crate::pairing::{Pairing, Round};
 
+/// The most rounds a Swiss event of `players` can play without two players meeting
+/// twice (an odd field sits one out each round).
+pub fn max_rounds(players: usize) -> usize {
+    players.saturating_sub(1) + players % 2
+}
+
+/// A Swiss event's rounds when none are named: enough for one player to win them all
+/// and stand alone (log2 of the field, rounded up), plus two, within [`max_rounds`].
+pub fn default_rounds(players: usize) -> usize {
+    ((usize::BITS - (players.max(2) - 1).leading_zeros()) as usize + 2).min(max_rounds(players))
+}
+
 /// A player's record so far.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Entrant {

@@ -5,10 +5,13 @@
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use xq_tournament::swiss::{Entrant, pair_round, record_round};
+use xq_tournament::swiss::{Entrant, default_rounds, max_rounds, pair_round, record_round};
 
-fn rounds_for(players: usize) -> usize {
-    (usize::BITS - (players - 1).leading_zeros()) as usize + 2
+#[test]
+fn rounds_stop_before_anyone_must_meet_twice() {
+    assert_eq!((max_rounds(8), max_rounds(5), max_rounds(2)), (7, 5, 1));
+    // log2 rounded up, plus two: 8 players 3 + 2; 64 players 6 + 2; 3 players capped.
+    assert_eq!((default_rounds(8), default_rounds(64), default_rounds(3)), (5, 8, 3));
 }
 
 #[test]
@@ -18,7 +21,7 @@ fn simulated_events_keep_the_swiss_rules() {
     for players in [8, 9, 16, 17, 31, 32, 48, 63, 64] {
         for event in 0..5 {
             let mut entrants = vec![Entrant::default(); players];
-            let rounds = rounds_for(players).min(players - 1);
+            let rounds = default_rounds(players).min(players - 1);
             let mut byes = Vec::new();
             for round_number in 0..rounds {
                 let round = pair_round(&entrants).unwrap_or_else(|| panic!("{players} players, round {round_number}"));

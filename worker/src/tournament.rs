@@ -15,7 +15,7 @@ use std::sync::mpsc::channel;
 use xq_engine::color::{ByColor, Color};
 use xq_engine::xiangqi::rules::Outcome;
 use xq_stats::ratings::{RatedGame, Ratings, event_ratings};
-use xq_tournament::pairing::{Pairing, gauntlet, round_robin};
+use xq_tournament::pairing::{Pairing, gauntlet, knockout_winner, next_knockout_round, round_robin};
 use xq_tournament::scoring::{GameResult, Points};
 use xq_tournament::standings::{Game, Standing, System, standings_with_byes};
 use xq_tournament::swiss::{Entrant, pair_round, record_round};
@@ -453,15 +453,7 @@ pub fn run_knockout(
             };
             let i = pairs.iter().position(|&p| p == (a, b)).expect("a played match");
             let (regular, extra) = (points[i], tie_break_points[i]);
-            let (total_a, total_b) = (regular.0 + extra.0, regular.1 + extra.1);
-            // Level after every tie-break pair: the higher seed (the lower number).
-            let winner = if total_a == total_b {
-                a.min(b)
-            } else if total_b > total_a {
-                b
-            } else {
-                a
-            };
+            let (winner, by_seed) = knockout_winner(a, b, (regular.0 + extra.0, regular.1 + extra.1));
             let tie_break_games = played
                 .iter()
                 .filter(|p| p.scheduled.round == round)
@@ -475,20 +467,14 @@ pub fn run_knockout(
                 points: regular,
                 tie_break_points: extra,
                 tie_break_games,
-                by_seed: total_a == total_b,
+                by_seed,
             });
             winners.push(winner);
         }
         if winners.len() == 1 || stopped {
             break;
         }
-        bracket = winners
-            .chunks(2)
-            .map(|c| match c {
-                [a, b] => ((*a).min(*b), Some((*a).max(*b))),
-                _ => (c[0], None),
-            })
-            .collect();
+        bracket = next_knockout_round(&winners);
     }
     Ok((played, decided))
 }

@@ -724,3 +724,42 @@ async fn a_swiss_event_across_two_workers_stands_as_its_games_and_byes_recount()
         assert_eq!(standing.points, recount[&standing.engine], "{}: {:?}", standing.engine, tournament.standings);
     }
 }
+
+/// A knockout of our engine at four depths across two real workers, tie-breaks at a
+/// smaller depth: it ends with one champion, and the standings' points equal a recount
+/// of the stored games, tie-breaks included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_knockout_across_two_workers_ends_with_one_champion() {
+    let dir = TempDir::new("cluster-knockout");
+    let (_coordinator, address) = start_coordinator(&dir.0, 0, 10).await;
+    let mut admin = client(address, &token(&dir.0)).await;
+    let engine = binary("xq-engine");
+    let book = Path::new(env!("CARGO_MANIFEST_DIR")).join("../books/xiangqi-2ply.epd");
+    let mut args: Vec<String> = [
+        "tournament",
+        "--system",
+        "knockout",
+        "--tc",
+        "depth=3",
+        "--tie-break-tc",
+        "depth=2",
+        "--tie-break-pairs",
+        "1",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for depth in 1..=4 {
+        args.extend(["--engine".to_owned(), format!("d{depth}={}", engine.display())]);
+        args.extend(["--engine-option".to_owned(), format!("d{depth}:Depth Limit={depth}")]);
+    }
+    args.extend(["--max-plies".to_owned(), "160".to_owned(), "--book".to_owned(), book.display().to_string()]);
+    let (tournament, recount, games) = play_fleet_event(&mut admin, address, &dir.0, &args).await;
+    assert!((3..=5).contains(&tournament.pairings.len()), "three matches and up to two tie-breaks");
+    assert_eq!(games, 2 * tournament.pairings.len());
+    let places: Vec<u32> = tournament.standings.iter().map(|s| s.place).collect();
+    assert_eq!(places, [1, 2, 3, 3], "{:?}", tournament.standings);
+    for standing in &tournament.standings {
+        assert_eq!(standing.points, recount[&standing.engine], "{}: {:?}", standing.engine, tournament.standings);
+    }
+}

@@ -209,3 +209,86 @@ async fn a_swiss_event_pairs_each_round_when_the_one_before_has_ended() {
         assert_eq!(done.system, "swiss");
     }
 }
+
+/// A fleet knockout of four engines (Article 10.1): seeds 1-4 and 2-3 meet first; the
+/// level match plays a tie-break pair at the faster time control, still level the higher
+/// seed goes on; the final follows, and the places are by how far each went.
+#[tokio::test]
+async fn a_knockout_breaks_ties_at_its_faster_time_control_and_places_by_how_far_each_went() {
+    for backend in BACKENDS {
+        let served = serve(backend, config()).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let request = v1::CreateTournamentRequest {
+            engines: engines(&mut admin, &["a", "b", "c", "d"]).await,
+            system: "knockout".to_owned(),
+            tie_break_time_control: "2+0.02".to_owned(),
+            tie_break_pairs: 1,
+            settings: Some(v1::CreateTestRequest {
+                time_control: "10+0.1".to_owned(),
+                adjudication: Some(ADJUDICATION),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let created = admin.create_tournament(request).await.unwrap().into_inner();
+        let first_round: Vec<(&str, &str)> =
+            created.pairings.iter().map(|p| (p.first.as_str(), p.second.as_str())).collect();
+        assert_eq!(first_round, [("a", "d"), ("b", "c")], "seeds 1-4 and 2-3");
+        let id = v1::TournamentId { tournament_id: created.tournament_id };
+        // Each meeting's pair, as the first engine's half points with Red and with Black:
+        // a beats d; b and c level (then a drawn tie-break pair); b beats a in the final.
+        let results = [
+            ("a", "d", false, [2u8, 2u8]),
+            ("b", "c", false, [2, 0]),
+            ("b", "c", true, [1, 1]),
+            ("a", "b", false, [0, 0]),
+        ];
+        let mut worker = registered_worker(&served, "w", &[]).await;
+        let mut played = 0;
+        let start = std::time::Instant::now();
+        while played < results.len() {
+            assert!(start.elapsed() < std::time::Duration::from_secs(20), "{backend:?}: stuck after {played}");
+            let Some(lease) = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease
+            else {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                continue;
+            };
+            let Some(v1::lease::Work::MatchSpec(spec)) = &lease.work else { panic!("a match lease") };
+            let (first, second) =
+                (spec.new_engine.as_ref().unwrap().name.clone(), spec.base_engine.as_ref().unwrap().name.clone());
+            let tie_break = spec.time_control.starts_with("2+");
+            let points = results
+                .iter()
+                .find(|r| (r.0, r.1, r.2) == (first.as_str(), second.as_str(), tie_break))
+                .unwrap_or_else(|| {
+                    panic!("{backend:?}: an unexpected meeting {first}-{second} at {}", spec.time_control)
+                })
+                .3;
+            let mut pair = named_pair(lease.units[0], points, [&first, &second]);
+            for pgn in [&mut pair.first_game_pgn, &mut pair.second_game_pgn] {
+                *pgn = pgn.replace("[TimeControl \"10+0.1\"]", &format!("[TimeControl \"{}\"]", spec.time_control));
+            }
+            let report = v1::ReportPairsRequest {
+                lease_id: lease.lease_id,
+                pairs: vec![pair],
+                cumulative: Some(totals(&[points])),
+                ..Default::default()
+            };
+            worker.report_pairs(report).await.unwrap();
+            played += 1;
+        }
+        let done = loop {
+            let t = admin.get_tournament(id).await.unwrap().into_inner();
+            if t.state == "finished" {
+                break t;
+            }
+            assert!(start.elapsed() < std::time::Duration::from_secs(20), "{backend:?}: not finished: {t:?}");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        };
+        assert_eq!(done.pairings.len(), 4, "two first-round matches, a tie-break, the final");
+        // b: 2 + 2 (tie-break draws) + 4 = 8; a: 4 + 0; c: 2 + 2; d: 0 (2-1-0 points).
+        let table: Vec<(&str, u32, f64)> =
+            done.standings.iter().map(|s| (s.engine.as_str(), s.place, s.points)).collect();
+        assert_eq!(table, [("b", 1, 8.0), ("a", 2, 4.0), ("c", 3, 4.0), ("d", 3, 0.0)], "{backend:?}");
+    }
+}

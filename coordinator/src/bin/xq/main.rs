@@ -326,12 +326,20 @@ struct TournamentArgs {
     /// Sjaak II).
     #[arg(long = "engine-setting")]
     engine_settings: Vec<String>,
-    /// double-round-robin, gauntlet or swiss.
+    /// double-round-robin, gauntlet, swiss or knockout (seeded by the engines' order,
+    /// matches of --games-per-pairing games).
     #[arg(long, default_value = "double-round-robin")]
     system: String,
-    /// A Swiss event's rounds (0: ceil(log2 engines)).
+    /// A Swiss event's rounds (0: log2 of the engines, rounded up, plus 2).
     #[arg(long, default_value_t = 0)]
     rounds: u32,
+    /// A knockout's tie-break pairs' time control (default: --tc).
+    #[arg(long, default_value = "")]
+    tie_break_tc: String,
+    /// Pairs of tie-break games a level knockout match plays before the higher seed
+    /// goes on.
+    #[arg(long, default_value_t = 2)]
+    tie_break_pairs: u32,
     /// A gauntlet's challengers: the first engines given.
     #[arg(long, default_value_t = 1)]
     challengers: u32,
@@ -514,6 +522,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 settings: Some(settings),
                 points: args.points.clone(),
                 rounds: args.rounds,
+                tie_break_time_control: args.tie_break_tc.clone(),
+                tie_break_pairs: args.tie_break_pairs,
             };
             let tournament = client.create_tournament(request).await?.into_inner();
             out!(

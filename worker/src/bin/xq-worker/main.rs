@@ -17,6 +17,7 @@ use xq_stats::spsa::{Parameter, Schedule, Tuner, format_parameters, option_value
 use xq_stats::{Model, Sprt};
 use xq_tournament::scoring::Points;
 use xq_tournament::standings::System;
+use xq_tournament::swiss::{default_rounds, max_rounds};
 use xq_worker::engine_process::{EngineConfig, EngineProcess, Protocol};
 use xq_worker::fleet::{ConnectSettings, capabilities, connect};
 use xq_worker::game::{Adjudication, GameSettings, Opening, Start};
@@ -683,8 +684,8 @@ fn run_tournament_command(args: TournamentArgs, engine_words: Vec<Vec<String>>) 
         }
         "swiss" => {
             let players = engines.len();
-            let default = (usize::BITS - (players - 1).leading_zeros()) as usize + 2;
-            (Format::Swiss { rounds: args.rounds.unwrap_or(default).min(players - 1 + players % 2) }, System::Swiss)
+            let rounds = args.rounds.unwrap_or(default_rounds(players)).min(max_rounds(players));
+            (Format::Swiss { rounds }, System::Swiss)
         }
         "knockout" => {
             if args.games_per_match == 0 {
