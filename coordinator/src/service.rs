@@ -492,6 +492,14 @@ impl v1::client_server::Client for ClientApi {
         Ok(Response::new(self.0.tournament(request.get_ref().tournament_id).await?))
     }
 
+    async fn list_tournaments(
+        &self,
+        request: Request<v1::ListTournamentsRequest>,
+    ) -> Result<Response<v1::ListTournamentsReply>, Status> {
+        client_of(&request)?;
+        Ok(Response::new(self.0.tournaments(request.get_ref().limit).await?))
+    }
+
     async fn create_spsa(&self, request: Request<v1::CreateSpsaRequest>) -> Result<Response<v1::Job>, Status> {
         let caller = client_of(&request)?;
         let job = check_spsa(request.get_ref()).map_err(|e| Status::invalid_argument(e.to_string()))?;
@@ -803,6 +811,16 @@ impl Shared {
             .scheduler
             .create_job(kind, job, units, (request.priority, &request.description), self.origin(caller))
             .await?)
+    }
+
+    /// The newest `limit` tournaments (0: 100, at most 1,000), each as [`Self::tournament`].
+    pub async fn tournaments(&self, limit: u32) -> Result<v1::ListTournamentsReply, Status> {
+        let limit = if limit == 0 { 100 } else { limit.min(1_000) } as usize;
+        let mut tournaments = Vec::new();
+        for id in self.tournaments.newest(limit) {
+            tournaments.push(self.tournament(id).await?);
+        }
+        Ok(v1::ListTournamentsReply { tournaments })
     }
 
     /// A tournament's pairings and standings, from its tests' counted pairs.

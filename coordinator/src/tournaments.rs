@@ -369,6 +369,11 @@ impl Tournaments {
         Ok(id)
     }
 
+    /// The numbers of the newest `limit` tournaments, newest first.
+    pub fn newest(&self, limit: usize) -> Vec<u64> {
+        self.rows.lock().expect("tournaments").keys().rev().take(limit).copied().collect()
+    }
+
     /// A tournament's row.
     pub fn get(&self, id: u64) -> Option<TournamentRow> {
         self.rows.lock().expect("tournaments").get(&id).cloned()

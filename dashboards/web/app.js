@@ -1038,6 +1038,44 @@
     if (params.has("penta") || params.has("trinomial")) await compute();
   }
 
+  // ---- Tournaments -------------------------------------------------------------------
+
+  async function tournamentsPage() {
+    document.title = "Tournaments · xq cluster";
+    const body = el("tbody");
+    const count = el("p", { class: "count", role: "status" });
+    const columns = ["#", "System", "State", "Engines", "Leader", "Pairings", "Description", "Created"];
+    main.replaceChildren(el("h1", {}, "Tournaments"),
+      el("p", { class: "note" }, "Events made by xq tournament: each pairing a test of its own, placed by Articles 9 and 10 of the World Xiangqi Rules."),
+      count,
+      el("table", { id: "tournaments", class: "cards" },
+        el("thead", {}, el("tr", {}, columns.map((c) => el("th", { scope: "col" }, c)))), body));
+    const load = async () => {
+      let reply;
+      try {
+        reply = await api("/api/v1/tournaments");
+      } catch (error) {
+        count.textContent = "";
+        showError(error, body);
+        return;
+      }
+      const tournaments = reply.tournaments || [];
+      count.textContent = tournaments.length === 1 ? "1 tournament" : `${tournaments.length} tournaments`;
+      body.replaceChildren(...tournaments.map((t) => {
+        const standings = t.standings || [];
+        const leader = standings.length ? `${standings[0].engine} (${standings[0].points})` : "–";
+        const cells = [
+          el("a", { href: `/tournaments/${t.tournament_id}` }, `#${t.tournament_id}`), t.system,
+          el("span", { class: `state state-${t.state}` }, t.state), String(standings.length), leader,
+          String((t.pairings || []).length), t.description || "", when(Number(t.created_ms)),
+        ];
+        return el("tr", { "data-tournament-id": t.tournament_id }, cells.map((cell, i) => el("td", { "data-label": columns[i] }, cell)));
+      }));
+    };
+    await load();
+    live.follow(throttled(load, 2000), load);
+  }
+
   // ---- A tournament ------------------------------------------------------------------
 
   async function tournamentPage(id) {
@@ -1110,6 +1148,7 @@
     if (path === "/workers") return workersPage();
     if (path === "/sprt") return sprtPage();
     if (path === "/nets") return netsPage();
+    if (path === "/tournaments") return tournamentsPage();
     if ((match = /^\/tournaments\/(\d+)$/.exec(path))) return tournamentPage(match[1]);
     main.replaceChildren(el("p", { class: "error" }, `Nothing at ${path}.`));
     return undefined;

@@ -221,6 +221,15 @@ pub async fn history(
     Ok(Json(dashboard.shared.job_history(job_id(&id)?).await?))
 }
 
+/// The newest tournaments: the gRPC API's list.
+pub async fn tournaments(
+    State(dashboard): State<Dashboard>,
+    headers: HeaderMap,
+) -> Result<Json<v1::ListTournamentsReply>, ApiError> {
+    may_read(&dashboard, &headers)?;
+    Ok(Json(dashboard.shared.tournaments(0).await?))
+}
+
 /// A tournament's standings and pairings: the gRPC API's view.
 pub async fn tournament(
     State(dashboard): State<Dashboard>,

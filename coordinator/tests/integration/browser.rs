@@ -364,4 +364,20 @@ async fn a_tournament_page_shows_its_standings_live() {
     wait_for_text(browser, &row, |t| t.contains("-2-")).await;
     let marker = browser.execute("return window.xqMarker;", vec![]).await.unwrap();
     assert_eq!(marker, json!("same page"), "the page was reloaded");
+    // The list of tournaments, reached from the navigation, links to it.
+    browser.goto(&base).await.unwrap();
+    browser.find(Locator::Css("nav a[href='/tournaments']")).await.unwrap().click().await.unwrap();
+    let row = wait_for_text(browser, &format!("#tournaments tr[data-tournament-id='{id}']"), |t| {
+        t.contains("double-round-robin") && t.contains("running")
+    })
+    .await;
+    assert!(row.contains(&second[0]) || row.contains(&first[0]), "the leader is shown: {row}");
+    browser
+        .find(Locator::Css(&format!("#tournaments a[href='/tournaments/{id}']")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for_text(browser, "#tournament-summary", |t| t.contains("double-round-robin")).await;
 }

@@ -639,6 +639,11 @@ async fn a_tournament_across_two_workers_stands_as_its_games_recount() {
     }
     let id = tournament.tournament_id;
     assert!(crosstable.contains(&format!("tournament {id} [finished] double-round-robin")), "{crosstable}");
+    let listed = xq(&["tournaments"]);
+    assert!(
+        listed.contains(&format!("tournament {id} [finished] double-round-robin: 6 engines, 15 pairings")),
+        "{listed}"
+    );
 }
 
 /// Creates the event `xq ARGS` describes, lets two real workers play it to its end, and

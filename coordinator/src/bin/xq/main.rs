@@ -70,8 +70,14 @@ enum Command {
     Games(GamesArgs),
     /// Submits an SPSA tuning run of an engine's spin options (fishtest's SPSA).
     Spsa(SpsaArgs),
-    /// Submits a tournament: a test per pairing of a double round robin or a gauntlet.
+    /// Submits a tournament: a test per pairing of a double round robin or a gauntlet,
+    /// or a Swiss event or knockout made round by round.
     Tournament(TournamentArgs),
+    /// The newest tournaments: number, system, state, engines, leader.
+    Tournaments {
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+    },
     /// A tournament's standings (Articles 9 and 10 of the World Xiangqi Rules) and
     /// its pairings.
     Crosstable { tournament: u64 },
@@ -533,6 +539,24 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 tournament.system,
                 tournament.pairings.iter().map(|p| p.job_id.to_string()).collect::<Vec<_>>().join(", ")
             );
+            Ok(())
+        }
+        Command::Tournaments { limit } => {
+            let reply = client.list_tournaments(v1::ListTournamentsRequest { limit }).await?.into_inner();
+            for t in reply.tournaments {
+                let leader =
+                    t.standings.first().map_or("-".to_owned(), |s| format!("{} ({} points)", s.engine, s.points));
+                out!(
+                    "tournament {} [{}] {}: {} engines, {} pairings, leader {}{}",
+                    t.tournament_id,
+                    t.state,
+                    t.system,
+                    t.standings.len(),
+                    t.pairings.len(),
+                    leader,
+                    if t.description.is_empty() { String::new() } else { format!(", {}", t.description) }
+                );
+            }
             Ok(())
         }
         Command::Crosstable { tournament } => {
