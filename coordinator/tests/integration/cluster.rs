@@ -698,6 +698,20 @@ async fn play_fleet_event(
     (tournament, recount, games)
 }
 
+/// `xq tournament` arguments for an event of our engine capped at depths 1 to
+/// `depths` (named dN), from the two-ply book, with `system`'s settings.
+fn depth_event_args(system: &[&str], depths: u32) -> Vec<String> {
+    let engine = binary("xq-engine");
+    let book = Path::new(env!("CARGO_MANIFEST_DIR")).join("../books/xiangqi-2ply.epd");
+    let mut args: Vec<String> = std::iter::once("tournament").chain(system.iter().copied()).map(String::from).collect();
+    for depth in 1..=depths {
+        args.extend(["--engine".to_owned(), format!("d{depth}={}", engine.display())]);
+        args.extend(["--engine-option".to_owned(), format!("d{depth}:Depth Limit={depth}")]);
+    }
+    args.extend(["--max-plies".to_owned(), "160".to_owned(), "--book".to_owned(), book.display().to_string()]);
+    args
+}
+
 /// A Swiss event of our engine at five depths across two real workers, three rounds:
 /// each round's tests are made when the one before has ended, and the standings equal
 /// a recount of the stored games plus a win's points for each game of a round sat out.
@@ -706,15 +720,7 @@ async fn a_swiss_event_across_two_workers_stands_as_its_games_and_byes_recount()
     let dir = TempDir::new("cluster-swiss");
     let (_coordinator, address) = start_coordinator(&dir.0, 0, 10).await;
     let mut admin = client(address, &token(&dir.0)).await;
-    let engine = binary("xq-engine");
-    let book = Path::new(env!("CARGO_MANIFEST_DIR")).join("../books/xiangqi-2ply.epd");
-    let mut args: Vec<String> =
-        ["tournament", "--system", "swiss", "--rounds", "3", "--tc", "depth=3"].iter().map(|s| s.to_string()).collect();
-    for depth in 1..=5 {
-        args.extend(["--engine".to_owned(), format!("d{depth}={}", engine.display())]);
-        args.extend(["--engine-option".to_owned(), format!("d{depth}:Depth Limit={depth}")]);
-    }
-    args.extend(["--max-plies".to_owned(), "160".to_owned(), "--book".to_owned(), book.display().to_string()]);
+    let args = depth_event_args(&["--system", "swiss", "--rounds", "3", "--tc", "depth=3"], 5);
     let (tournament, mut recount, games) = play_fleet_event(&mut admin, address, &dir.0, &args).await;
     assert_eq!(tournament.pairings.len(), 6, "three rounds of two meetings");
     assert_eq!(games, 12);
@@ -738,27 +744,8 @@ async fn a_knockout_across_two_workers_ends_with_one_champion() {
     let dir = TempDir::new("cluster-knockout");
     let (_coordinator, address) = start_coordinator(&dir.0, 0, 10).await;
     let mut admin = client(address, &token(&dir.0)).await;
-    let engine = binary("xq-engine");
-    let book = Path::new(env!("CARGO_MANIFEST_DIR")).join("../books/xiangqi-2ply.epd");
-    let mut args: Vec<String> = [
-        "tournament",
-        "--system",
-        "knockout",
-        "--tc",
-        "depth=3",
-        "--tie-break-tc",
-        "depth=2",
-        "--tie-break-pairs",
-        "1",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    for depth in 1..=4 {
-        args.extend(["--engine".to_owned(), format!("d{depth}={}", engine.display())]);
-        args.extend(["--engine-option".to_owned(), format!("d{depth}:Depth Limit={depth}")]);
-    }
-    args.extend(["--max-plies".to_owned(), "160".to_owned(), "--book".to_owned(), book.display().to_string()]);
+    let system = ["--system", "knockout", "--tc", "depth=3", "--tie-break-tc", "depth=2", "--tie-break-pairs", "1"];
+    let args = depth_event_args(&system, 4);
     let (tournament, recount, games) = play_fleet_event(&mut admin, address, &dir.0, &args).await;
     assert!((3..=5).contains(&tournament.pairings.len()), "three matches and up to two tie-breaks");
     assert_eq!(games, 2 * tournament.pairings.len());

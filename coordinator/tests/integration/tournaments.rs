@@ -25,6 +25,25 @@ async fn engines(client: &mut Client, names: &[&str]) -> Vec<v1::EngineSpec> {
         .collect()
 }
 
+/// The tournament `id` once `ready` holds for it (within 20 s, or the test fails
+/// naming `what`).
+async fn tournament_when(
+    admin: &mut Client,
+    id: u64,
+    what: &str,
+    ready: impl Fn(&v1::Tournament) -> bool,
+) -> v1::Tournament {
+    let start = std::time::Instant::now();
+    loop {
+        let t = admin.get_tournament(v1::TournamentId { tournament_id: id }).await.unwrap().into_inner();
+        if ready(&t) {
+            return t;
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(20), "{what}: {t:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_round_robin_is_a_test_per_pairing_and_its_standings_count_their_pairs() {
     for backend in BACKENDS {
@@ -142,7 +161,7 @@ async fn a_swiss_event_pairs_each_round_when_the_one_before_has_ended() {
         };
         let created = admin.create_tournament(request.clone()).await.unwrap().into_inner();
         assert_eq!(created.pairings.len(), 2, "five engines: two meetings and a bye");
-        let id = v1::TournamentId { tournament_id: created.tournament_id };
+        let id = created.tournament_id;
         let mut worker = registered_worker(&served, "w", &[]).await;
         // The first engine named in a meeting wins both games of its pair.
         let play_round = async |worker: &mut Worker| {
@@ -162,16 +181,11 @@ async fn a_swiss_event_pairs_each_round_when_the_one_before_has_ended() {
             }
         };
         play_round(&mut worker).await;
-        let start = std::time::Instant::now();
-        let second_round = loop {
-            let t = admin.get_tournament(id).await.unwrap().into_inner();
-            if t.pairings.len() == 4 {
-                break t;
-            }
+        let second_round = tournament_when(&mut admin, id, "a second round", |t| {
             assert_eq!(t.state, "running", "{backend:?}: more rounds to come");
-            assert!(start.elapsed() < std::time::Duration::from_secs(20), "{backend:?}: no second round: {t:?}");
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        };
+            t.pairings.len() == 4
+        })
+        .await;
         let meetings: Vec<(String, String)> =
             second_round.pairings.iter().map(|p| (p.first.clone(), p.second.clone())).collect();
         let met = |(a, b): &(String, String), (c, d): &(String, String)| (a == c && b == d) || (a == d && b == c);
@@ -183,15 +197,7 @@ async fn a_swiss_event_pairs_each_round_when_the_one_before_has_ended() {
         let byes = [sat_out(&meetings[..2]), sat_out(&meetings[2..])];
         assert_ne!(byes[0], byes[1], "one bye per engine");
         play_round(&mut worker).await;
-        let start = std::time::Instant::now();
-        let done = loop {
-            let t = admin.get_tournament(id).await.unwrap().into_inner();
-            if t.state == "finished" {
-                break t;
-            }
-            assert!(start.elapsed() < std::time::Duration::from_secs(20), "{backend:?}: not finished: {t:?}");
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        };
+        let done = tournament_when(&mut admin, id, "finished", |t| t.state == "finished").await;
         assert_eq!(done.pairings.len(), 4, "two rounds, then no more");
         // The recount: 4 points to the first engine of each meeting (two wins), 4 to each
         // engine that sat a round out (a win's 2 points for each of the round's 2 games).
@@ -234,7 +240,7 @@ async fn a_knockout_breaks_ties_at_its_faster_time_control_and_places_by_how_far
         let first_round: Vec<(&str, &str)> =
             created.pairings.iter().map(|p| (p.first.as_str(), p.second.as_str())).collect();
         assert_eq!(first_round, [("a", "d"), ("b", "c")], "seeds 1-4 and 2-3");
-        let id = v1::TournamentId { tournament_id: created.tournament_id };
+        let id = created.tournament_id;
         // Each meeting's pair, as the first engine's half points with Red and with Black:
         // a beats d; b and c level (then a drawn tie-break pair); b beats a in the final.
         let results = [
@@ -277,14 +283,7 @@ async fn a_knockout_breaks_ties_at_its_faster_time_control_and_places_by_how_far
             worker.report_pairs(report).await.unwrap();
             played += 1;
         }
-        let done = loop {
-            let t = admin.get_tournament(id).await.unwrap().into_inner();
-            if t.state == "finished" {
-                break t;
-            }
-            assert!(start.elapsed() < std::time::Duration::from_secs(20), "{backend:?}: not finished: {t:?}");
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        };
+        let done = tournament_when(&mut admin, id, "finished", |t| t.state == "finished").await;
         assert_eq!(done.pairings.len(), 4, "two first-round matches, a tie-break, the final");
         // b: 2 + 2 (tie-break draws) + 4 = 8; a: 4 + 0; c: 2 + 2; d: 0 (2-1-0 points).
         let table: Vec<(&str, u32, f64)> =
