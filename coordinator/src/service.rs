@@ -469,20 +469,8 @@ impl v1::client_server::Client for ClientApi {
     ) -> Result<Response<v1::Tournament>, Status> {
         let caller = client_of(&request)?;
         let request = request.into_inner();
-        let plan = crate::tournaments::plan(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let mut job_ids = Vec::with_capacity(plan.pairings.len());
-        for (_, _, job) in plan.pairings {
-            match self.0.create_match(&caller, "games", job, plan.pairs_per_pairing).await {
-                Ok(view) => job_ids.push(view.job_id),
-                Err(status) => {
-                    // No half-made tournament: the pairings made so far stop.
-                    for id in job_ids {
-                        let _ = self.0.scheduler.end_job(id, "stopped", "").await;
-                    }
-                    return Err(status);
-                }
-            }
-        }
+        let tests = crate::tournaments::plan(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let job_ids = self.0.create_tests_or_none(&caller, tests).await?;
         let id = self.0.tournaments.add(&request, job_ids).await.map_err(|e| Status::unavailable(e.to_string()))?;
         Ok(Response::new(self.0.tournament(id).await?))
     }
@@ -870,29 +858,37 @@ impl Shared {
         };
         let submitter = row.job_ids.first().and_then(|&job| self.scheduler.submitter(job)).unwrap_or_default();
         let caller = Caller { role: Role::Admin, token_id: submitter };
-        let pairs = tests.first().map_or(1, |t| t.request.pairs);
+        let job_ids = self.create_tests_or_none(&caller, tests).await?;
+        if let Err(error) = self.tournaments.extend(id, &job_ids).await {
+            // Not kept: the round's tests stop, and the round is made again at the next look.
+            self.stop_jobs(&job_ids).await;
+            return Err(Status::unavailable(error.to_string()));
+        }
+        Ok(true)
+    }
+
+    /// Makes a tournament's `tests` (each of its own pairs) for `caller`, all or none:
+    /// when one cannot be made, those made before it stop, so that no half-made event
+    /// or round is left running.
+    async fn create_tests_or_none(&self, caller: &Caller, tests: Vec<MatchJob>) -> Result<Vec<u64>, Status> {
         let mut job_ids = Vec::with_capacity(tests.len());
-        let mut made = Ok(());
         for test in tests {
-            match self.create_match(&caller, "games", test, pairs).await {
+            let pairs = test.request.pairs;
+            match self.create_match(caller, "games", test, pairs).await {
                 Ok(job) => job_ids.push(job.job_id),
                 Err(status) => {
-                    made = Err(status);
-                    break;
+                    self.stop_jobs(&job_ids).await;
+                    return Err(status);
                 }
             }
         }
-        if made.is_ok() {
-            made = self.tournaments.extend(id, &job_ids).await.map_err(|e| Status::unavailable(e.to_string()));
+        Ok(job_ids)
+    }
+
+    async fn stop_jobs(&self, ids: &[u64]) {
+        for &id in ids {
+            let _ = self.scheduler.end_job(id, "stopped", "").await;
         }
-        if made.is_err() {
-            // No half-made round: its tests made so far stop, and the round is made
-            // again at the next look.
-            for id in job_ids {
-                let _ = self.scheduler.end_job(id, "stopped", "").await;
-            }
-        }
-        made.map(|()| true)
     }
 
     pub async fn stop_job(&self, caller: &Caller, id: u64) -> Result<v1::Job, Status> {

@@ -38,13 +38,6 @@ fn bad(field: &'static str, problem: impl Into<String>) -> SpecError {
 /// The most engines in a tournament.
 pub const MAX_ENGINES: usize = 64;
 
-/// A checked tournament: its pairings' tests, in pairing order, and their pairs each.
-pub struct Plan {
-    pub pairings: Vec<(usize, usize, MatchJob)>,
-    pub pairs_per_pairing: u64,
-    pub points: Points,
-}
-
 fn points_of(text: &str) -> Result<Points, SpecError> {
     match text {
         "" | "2-1-0" => Ok(Points::TwoOneZero),
@@ -53,8 +46,9 @@ fn points_of(text: &str) -> Result<Points, SpecError> {
     }
 }
 
-/// Checks a tournament request and plans its pairings' tests.
-pub fn plan(request: &v1::CreateTournamentRequest) -> Result<Plan, SpecError> {
+/// Checks a tournament request and plans the tests to make first, in pairing order:
+/// every pairing's, or a Swiss event's or knockout's first round.
+pub fn plan(request: &v1::CreateTournamentRequest) -> Result<Vec<MatchJob>, SpecError> {
     let engines = &request.engines;
     if !(2..=MAX_ENGINES).contains(&engines.len()) {
         return Err(bad("engines", format!("between 2 and {MAX_ENGINES}")));
@@ -102,13 +96,9 @@ pub fn plan(request: &v1::CreateTournamentRequest) -> Result<Plan, SpecError> {
         let pairing = Pairing { red: 0, black: 1 };
         pairing_test(request, pairing, 1, true).map_err(|e| bad("tie_break_time_control", e.problem))?;
     }
-    let points = points_of(&request.points)?;
+    points_of(&request.points)?;
     let pairs = u64::from(games / 2);
-    let mut planned = Vec::with_capacity(pairings.len());
-    for pairing in pairings {
-        planned.push((pairing.red, pairing.black, pairing_test(request, pairing, pairs, false)?));
-    }
-    Ok(Plan { pairings: planned, pairs_per_pairing: pairs, points })
+    pairings.into_iter().map(|pairing| pairing_test(request, pairing, pairs, false)).collect()
 }
 
 /// The test of one pairing: `pairs` game pairs, the first engine named "new"; a
