@@ -488,6 +488,17 @@ impl v1::client_server::Client for ClientApi {
         Ok(Response::new(self.0.tournaments(request.get_ref().limit).await?))
     }
 
+    type DownloadTournamentGamesStream = Stream_<v1::PgnBatch>;
+
+    async fn download_tournament_games(
+        &self,
+        request: Request<v1::TournamentId>,
+    ) -> Result<Response<Self::DownloadTournamentGamesStream>, Status> {
+        client_of(&request)?;
+        let games = self.0.tournament_games(request.get_ref().tournament_id).await?;
+        Ok(Response::new(Box::pin(games.map(|text| text.map(|pgn| v1::PgnBatch { pgn })))))
+    }
+
     async fn create_spsa(&self, request: Request<v1::CreateSpsaRequest>) -> Result<Response<v1::Job>, Status> {
         let caller = client_of(&request)?;
         let job = check_spsa(request.get_ref()).map_err(|e| Status::invalid_argument(e.to_string()))?;
@@ -977,8 +988,10 @@ impl Shared {
         Ok(v1::JudgedPair { unit, variant: job.variant.name().to_owned(), rules: rules.name().to_owned(), pgn, games })
     }
 
-    /// Streams the stored bytes of a job's units, in unit order, a page at a time.
-    pub fn unit_bytes(&self, id: u64, selfplay: bool) -> Result<UnitStream, Status> {
+    /// Why job `id`'s stored units cannot be read as games (`selfplay` false) or
+    /// training chunks (true), if they cannot: no such job, the other kind, or removed
+    /// under the retention settings.
+    fn units_readable(&self, id: u64, selfplay: bool) -> Result<(), Status> {
         let spec = self.scheduler.spec(id).ok_or_else(|| Status::not_found(format!("job {id}")))?;
         if matches!(&*spec, JobSpec::SelfPlay(_)) != selfplay {
             return Err(Status::invalid_argument(format!(
@@ -994,6 +1007,47 @@ impl Shared {
                 if selfplay { "training data" } else { "games" }
             )));
         }
+        Ok(())
+    }
+
+    /// Every game of tournament `id` as PGN, pairing after pairing in the event's order,
+    /// each game's `[Event]` the event's name and `[Round]` its round and number in its
+    /// match. Refused at once when a pairing's games cannot be read (removed under the
+    /// retention settings), rather than cut short midway.
+    pub async fn tournament_games(&self, id: u64) -> Result<Stream_<String>, Status> {
+        let tournament = self.tournament(id).await?;
+        for pairing in &tournament.pairings {
+            self.units_readable(pairing.job_id, false)?;
+        }
+        let event =
+            if tournament.description.is_empty() { format!("tournament {id}") } else { tournament.description.clone() };
+        let shared = self.clone();
+        let (sender, receiver) = tokio::sync::mpsc::channel(4);
+        tokio::spawn(async move {
+            let mut numbering = crate::tournaments::GameNumbering::default();
+            for pairing in tournament.pairings {
+                let mut units = match shared.unit_bytes(pairing.job_id, false) {
+                    Ok(units) => units,
+                    Err(status) => {
+                        let _ = sender.send(Err(status)).await;
+                        return;
+                    }
+                };
+                while let Some(unit) = units.next().await {
+                    let item = unit.map(|(_, bytes)| numbering.tag(&String::from_utf8_lossy(&bytes), &event, &pairing));
+                    let failed = item.is_err();
+                    if sender.send(item).await.is_err() || failed {
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(Box::pin(ReceiverStream::new(receiver)))
+    }
+
+    /// Streams the stored bytes of a job's units, in unit order, a page at a time.
+    pub fn unit_bytes(&self, id: u64, selfplay: bool) -> Result<UnitStream, Status> {
+        self.units_readable(id, selfplay)?;
         let (storage, data_dir) = (self.storage.clone(), self.data_dir.clone());
         let (sender, receiver) = tokio::sync::mpsc::channel(4);
         tokio::spawn(async move {

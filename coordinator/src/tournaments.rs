@@ -14,7 +14,7 @@
 //! [`knockout_progress`]). A fleet pairing plays game pairs, so each meeting gives both
 //! engines both colours and the Swiss colour rules never bind.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 use prost::Message;
@@ -241,6 +241,8 @@ pub struct KnockoutProgress {
     /// The tests to make next (a pairing, and whether it is a tie-break); empty while
     /// tests are in play or when the event is over.
     pub next: Vec<(Pairing, bool)>,
+    /// The round of each test taken, in order (a tie-break's is its match's).
+    pub test_rounds: Vec<usize>,
 }
 
 pub fn knockout_progress(
@@ -249,7 +251,12 @@ pub fn knockout_progress(
     points: Points,
 ) -> Result<KnockoutProgress, String> {
     let engines = request.engines.len();
-    let mut progress = KnockoutProgress { out_in_round: vec![None; engines], champion: None, next: Vec::new() };
+    let mut progress = KnockoutProgress {
+        out_in_round: vec![None; engines],
+        champion: None,
+        next: Vec::new(),
+        test_rounds: Vec::new(),
+    };
     let mut bracket = knockout_bracket(engines);
     let mut taken = 0;
     for round in 1.. {
@@ -270,6 +277,7 @@ pub fn knockout_progress(
                 results.get(taken..taken + playing.len()).ok_or("a knockout phase has fewer tests than matches")?;
             taken += playing.len();
             for (&i, test) in playing.iter().zip(tests) {
+                progress.test_rounds.push(round);
                 let (a, b) = (&request.engines[matches[i].0].name, &request.engines[matches[i].1].name);
                 if (&test.job.new_engine, &test.job.base_engine) != (a, b) {
                     return Err(format!("job {} does not play the knockout match {a} - {b}", test.job.job_id));
@@ -408,9 +416,42 @@ pub fn view(row: &TournamentRow, results: &[PairingResults]) -> Result<v1::Tourn
     let points = points_of(&request.points).map_err(|e| e.to_string())?;
     let names: Vec<String> = request.engines.iter().map(|e| e.name.clone()).collect();
     let index = |name: &str| names.iter().position(|n| n == name);
+    let mut running = results.iter().any(|r| matches!(r.job.state.as_str(), "running" | "pending"));
+    let mut byes = Vec::new();
+    let mut system = System::RoundRobin;
+    let mut knockout = None;
+    // The round each test belongs to: a round robin's Berger round, a gauntlet's
+    // encounter, a Swiss or knockout round (a knockout's tie-breaks in their match's).
+    let rounds: Vec<usize> = match request.system.as_str() {
+        "swiss" => {
+            let progress = swiss_progress(&request, results, points)?;
+            for bye in progress.rounds.iter().filter_map(|r| r.bye) {
+                byes.extend(std::iter::repeat_n(bye, games_per_pairing(&request) as usize));
+            }
+            running |= progress.settled
+                && progress.rounds.len() < swiss_rounds(&request)
+                && pair_round(&progress.entrants).is_some();
+            system = System::Swiss;
+            let rounds = progress.rounds.iter().enumerate();
+            rounds.flat_map(|(r, round)| std::iter::repeat_n(r + 1, round.games.len())).collect()
+        }
+        "knockout" => {
+            let progress = knockout_progress(&request, results, points)?;
+            running |= progress.champion.is_none();
+            let rounds = progress.test_rounds.clone();
+            knockout = Some(progress);
+            rounds
+        }
+        "gauntlet" => (1..=results.len()).collect(),
+        _ => round_robin(names.len(), false)
+            .iter()
+            .enumerate()
+            .flat_map(|(r, round)| std::iter::repeat_n(r + 1, round.games.len()))
+            .collect(),
+    };
     let mut games = Vec::new();
     let mut pairings = Vec::with_capacity(results.len());
-    for result in results {
+    for (i, result) in results.iter().enumerate() {
         let (Some(first), Some(second)) = (index(&result.job.new_engine), index(&result.job.base_engine)) else {
             return Err(format!("job {} plays engines outside the tournament", result.job.job_id));
         };
@@ -427,29 +468,9 @@ pub fn view(row: &TournamentRow, results: &[PairingResults]) -> Result<v1::Tourn
             pairs_total: result.job.units_total,
             first_points,
             second_points,
+            round: rounds.get(i).map_or(0, |&r| r as u32),
         });
     }
-    let mut running = results.iter().any(|r| matches!(r.job.state.as_str(), "running" | "pending"));
-    let mut byes = Vec::new();
-    let system = if request.system == "swiss" {
-        let progress = swiss_progress(&request, results, points)?;
-        for bye in progress.rounds.iter().filter_map(|r| r.bye) {
-            byes.extend(std::iter::repeat_n(bye, games_per_pairing(&request) as usize));
-        }
-        running |= progress.settled
-            && progress.rounds.len() < swiss_rounds(&request)
-            && pair_round(&progress.entrants).is_some();
-        System::Swiss
-    } else {
-        System::RoundRobin
-    };
-    let knockout = if request.system == "knockout" {
-        let progress = knockout_progress(&request, results, points)?;
-        running |= progress.champion.is_none();
-        Some(progress)
-    } else {
-        None
-    };
     let lines = standings_with_byes(names.len(), &games, &byes, system, points);
     let rated: Vec<RatedGame> = games
         .iter()
@@ -492,11 +513,72 @@ pub fn view(row: &TournamentRow, results: &[PairingResults]) -> Result<v1::Tourn
     })
 }
 
+/// Numbers a tournament's games for its PGN: each match's games 1, 2, ... in the order
+/// stored, a knockout's tie-break games going on from their match's.
+#[derive(Default)]
+pub struct GameNumbering {
+    played: HashMap<(u32, String, String), u32>,
+}
+
+impl GameNumbering {
+    /// `pgn`, stored games of `pairing`, each game's header opening with `[Event]` set
+    /// to `event` and `[Round]` to "round.game" (PGN's dotted round) in place of its own.
+    /// A game starts at the first tag line after move text, as the PGN reader splits them.
+    pub fn tag(&mut self, pgn: &str, event: &str, pairing: &v1::TournamentPairing) -> String {
+        let numbered = self.played.entry((pairing.round, pairing.first.clone(), pairing.second.clone())).or_default();
+        let event: String = event.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+        let event = event.replace('\\', "\\\\").replace('"', "\\\"");
+        let mut text = String::with_capacity(pgn.len() + 64);
+        let mut in_header = false;
+        for line in pgn.lines() {
+            let tag = line.starts_with('[');
+            if tag && !in_header {
+                *numbered += 1;
+                text.push_str(&format!("[Event \"{event}\"]\n[Round \"{}.{numbered}\"]\n", pairing.round));
+            }
+            in_header = tag;
+            if !(line.starts_with("[Event ") || line.starts_with("[Round ")) {
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+        text
+    }
+}
+
 /// A knockout's place of `engine`: 1 for the champion (or one still in), else one more
 /// than the engines that went further than the round it went out in.
 fn knockout_place(progress: &KnockoutProgress, engine: usize) -> usize {
     match progress.out_in_round[engine] {
         None => 1,
         Some(round) => 1 + progress.out_in_round.iter().filter(|out| out.is_none_or(|r| r > round)).count(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAIR: &str = "[Event \"test 7\"]\n[Round \"3\"]\n[White \"a\"]\n[Black \"b\"]\n\n1. h2e2 {book} 1-0\n\n\
+                        [Event \"test 7\"]\n[Round \"4\"]\n[White \"b\"]\n[Black \"a\"]\n\n1. h2e2 {book} 0-1\n\n";
+
+    #[test]
+    fn event_games_carry_the_event_and_number_on_within_a_match() {
+        let pairing = v1::TournamentPairing { first: "a".into(), second: "b".into(), round: 2, ..Default::default() };
+        let mut numbering = GameNumbering::default();
+        let first = numbering.tag(PAIR, "Cup \"A\"\n2026", &pairing);
+        let tie_break = numbering.tag(PAIR, "Cup", &pairing);
+        let games = xq_engine::xiangqi::pgn::parse_pgn(&(first.clone() + &tie_break)).unwrap();
+        let tags: Vec<(&str, &str)> =
+            games.iter().map(|g| (g.tag("Event").unwrap(), g.tag("Round").unwrap())).collect();
+        assert_eq!(tags, [("Cup \"A\" 2026", "2.1"), ("Cup \"A\" 2026", "2.2"), ("Cup", "2.3"), ("Cup", "2.4")]);
+        assert!(first.contains("[Event \"Cup \\\"A\\\" 2026\"]"), "{first}");
+        // Everything else is as stored.
+        let stored = PAIR.replace("[Round \"3\"]\n", "").replace("[Round \"4\"]\n", "");
+        let without_round = first.replace("[Round \"2.1\"]\n", "").replace("[Round \"2.2\"]\n", "");
+        assert_eq!(without_round.replace("Cup \\\"A\\\" 2026", "test 7"), stored);
+        // Another match's games are numbered from 1.
+        let other = v1::TournamentPairing { first: "c".into(), second: "d".into(), round: 2, ..Default::default() };
+        assert!(numbering.tag(PAIR, "Cup", &other).contains("[Round \"2.1\"]"));
     }
 }

@@ -1085,6 +1085,8 @@
     const standings = el("tbody");
     const pairings = el("tbody");
     main.replaceChildren(heading, summary,
+      el("p", {}, el("a", { href: `/api/v1/tournaments/${id}/games.pgn`, download: `tournament-${id}.pgn`, id: "event-pgn" },
+        "Download every game of the event (PGN)")),
       el("section", { "aria-labelledby": "standings-title" },
         el("h2", { id: "standings-title" }, "Standings"),
         el("p", { class: "note", id: "placing-note" }),
@@ -1095,7 +1097,7 @@
       el("section", { "aria-labelledby": "pairings-title" },
         el("h2", { id: "pairings-title" }, "Pairings"),
         el("table", { class: "cards", id: "pairings" },
-          el("thead", {}, el("tr", {}, ["Pairing", "Score", "Pairs", "Test"].map((c) => el("th", { scope: "col" }, c)))),
+          el("thead", {}, el("tr", {}, ["Round", "Pairing", "Score", "Pairs", "Test"].map((c) => el("th", { scope: "col" }, c)))),
           pairings)));
     let tests = new Set();
     const load = async () => {
@@ -1123,6 +1125,7 @@
           s.elo_error > 0 ? `${signed(s.elo, 0)} ± ${fixed(s.elo_error, 0)}` : "–",
           fixed((s.tie_breaks || {})[t.system === "swiss" ? "10.3.A" : "10.2.A"] || 0, 1)].map((c, i) => el("td", { "data-label": labels[i] }, c)))));
       pairings.replaceChildren(...(t.pairings || []).map((p) => el("tr", {},
+        el("td", { "data-label": "Round" }, String(p.round || "–")),
         el("td", { "data-label": "Pairing" }, `${p.first} – ${p.second}`),
         el("td", { "data-label": "Score" }, `${p.first_points} – ${p.second_points}`),
         el("td", { "data-label": "Pairs" }, `${p.pairs_done} of ${p.pairs_total}`),

@@ -135,6 +135,10 @@ fn job_id(text: &str) -> Result<u64, ApiError> {
     text.parse().map_err(|_| ApiError::bad(format!("job id '{text}' is not a job number")))
 }
 
+fn tournament_id(text: &str) -> Result<u64, ApiError> {
+    text.parse().map_err(|_| ApiError::bad(format!("'{text}' is not a tournament number")))
+}
+
 /// The jobs list's filters, as query parameters.
 #[derive(Debug, Default, Deserialize)]
 pub struct JobsQuery {
@@ -237,10 +241,7 @@ pub async fn tournament(
     PathOf(id): PathOf<String>,
 ) -> Result<Json<v1::Tournament>, ApiError> {
     may_read(&dashboard, &headers)?;
-    let id = id
-        .parse::<u64>()
-        .map_err(|_| ApiError(StatusCode::BAD_REQUEST, format!("'{id}' is not a tournament number")))?;
-    Ok(Json(dashboard.shared.tournament(id).await?))
+    Ok(Json(dashboard.shared.tournament(tournament_id(&id)?).await?))
 }
 
 /// A page of pairs: `after` a unit, at most `limit`.
@@ -294,15 +295,32 @@ pub async fn games(
     let id = job_id(&id)?;
     let units = dashboard.shared.unit_bytes(id, false)?;
     let body = Body::from_stream(units.map(|item| item.map(|(_, bytes)| bytes).map_err(std::io::Error::other)));
-    let disposition = format!("attachment; filename=\"job-{id}.pgn\"");
-    Ok((
+    Ok(pgn_download(body, &format!("job-{id}.pgn")))
+}
+
+/// A tournament's games as one PGN file, the event's tags on each game.
+pub async fn tournament_games(
+    State(dashboard): State<Dashboard>,
+    headers: HeaderMap,
+    PathOf(id): PathOf<String>,
+) -> Result<Response, ApiError> {
+    may_read(&dashboard, &headers)?;
+    let id = tournament_id(&id)?;
+    let games = dashboard.shared.tournament_games(id).await?;
+    let body = Body::from_stream(games.map(|text| text.map_err(std::io::Error::other)));
+    Ok(pgn_download(body, &format!("tournament-{id}.pgn")))
+}
+
+fn pgn_download(body: Body, name: &str) -> Response {
+    let disposition = format!("attachment; filename=\"{name}\"");
+    (
         [
             (header::CONTENT_TYPE, "application/x-chess-pgn; charset=utf-8".to_owned()),
             (header::CONTENT_DISPOSITION, disposition),
         ],
         body,
     )
-        .into_response())
+        .into_response()
 }
 
 pub async fn stop(

@@ -72,6 +72,7 @@ pub fn routes(shared: Shared, read: ReadAccess) -> Router {
         .route("/api/v1/nets", get(api::nets))
         .route("/api/v1/tournaments", get(api::tournaments))
         .route("/api/v1/tournaments/{id}", get(api::tournament))
+        .route("/api/v1/tournaments/{id}/games.pgn", get(api::tournament_games))
         .route("/api/v1/sprt", get(api::sprt))
         .route("/api/v1/events", get(live::events))
         .route("/metrics", get(api::metrics))

@@ -364,6 +364,12 @@ async fn a_tournament_page_shows_its_standings_live() {
     wait_for_text(browser, &row, |t| t.contains("-2-")).await;
     let marker = browser.execute("return window.xqMarker;", vec![]).await.unwrap();
     assert_eq!(marker, json!("same page"), "the page was reloaded");
+    // The page's link to the event's PGN gives the four games played so far.
+    let fetched = "return fetch(document.querySelector('#event-pgn').href).then((reply) => reply.text());";
+    let pgn = browser.execute(fetched, vec![]).await.unwrap();
+    let games = xq_engine::xiangqi::pgn::parse_pgn(pgn.as_str().unwrap()).unwrap();
+    assert_eq!(games.len(), 4, "{pgn}");
+    assert!(games.iter().all(|g| g.tag("Round").is_some_and(|r| r.contains('.'))), "{pgn}");
     // The list of tournaments, reached from the navigation, links to it.
     browser.goto(&base).await.unwrap();
     browser.find(Locator::Css("nav a[href='/tournaments']")).await.unwrap().click().await.unwrap();

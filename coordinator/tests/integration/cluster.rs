@@ -658,8 +658,8 @@ async fn a_tournament_across_two_workers_stands_as_its_games_recount() {
 }
 
 /// Creates the event `xq ARGS` describes, lets two real workers play it to its end, and
-/// returns it with each engine's points recounted from its tests' stored games (2-1-0)
-/// and the number of games.
+/// returns it with each engine's points recounted from the event's PGN (`xq pgn
+/// --tournament`, 2-1-0) and the number of games.
 async fn play_fleet_event(
     admin: &mut Client,
     address: std::net::SocketAddr,
@@ -685,27 +685,24 @@ async fn play_fleet_event(
         worker.start_kill().unwrap();
         worker.wait().await.unwrap();
     }
+    // The recount reads the event's PGN as a user downloads it.
+    let text = xq_at(address, dir, &["pgn", "--tournament", &id.to_string()]);
     let mut recount = std::collections::HashMap::<String, f64>::new();
-    let mut games = 0;
-    for pairing in &tournament.pairings {
-        let text: String =
-            collect(admin.download_games(v1::JobId { job_id: pairing.job_id }).await.unwrap().into_inner())
-                .await
-                .into_iter()
-                .map(|b| b.pgn)
-                .collect();
-        for game in xq_engine::xiangqi::pgn::parse_pgn(&text).unwrap() {
-            let (red, black) = (game.tag("White").unwrap().to_owned(), game.tag("Black").unwrap().to_owned());
-            let red_points = match game.tag("Result").unwrap() {
-                "1-0" => 2.0,
-                "0-1" => 0.0,
-                _ => 1.0,
-            };
-            *recount.entry(red).or_default() += red_points;
-            *recount.entry(black).or_default() += 2.0 - red_points;
-            games += 1;
-        }
+    let games = xq_engine::xiangqi::pgn::parse_pgn(&text).unwrap();
+    let event =
+        if tournament.description.is_empty() { format!("tournament {id}") } else { tournament.description.clone() };
+    for game in &games {
+        assert_eq!(game.tag("Event"), Some(event.as_str()));
+        let (red, black) = (game.tag("White").unwrap().to_owned(), game.tag("Black").unwrap().to_owned());
+        let red_points = match game.tag("Result").unwrap() {
+            "1-0" => 2.0,
+            "0-1" => 0.0,
+            _ => 1.0,
+        };
+        *recount.entry(red).or_default() += red_points;
+        *recount.entry(black).or_default() += 2.0 - red_points;
     }
+    let games = games.len();
     (tournament, recount, games)
 }
 

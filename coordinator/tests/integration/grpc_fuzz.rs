@@ -172,6 +172,10 @@ fn methods(job: u64, lease: &v1::Lease) -> Vec<Method> {
         ),
         client_method("/xq.v1.Client/GetTournament", vec![v1::TournamentId { tournament_id: 1 }.encode_to_vec()]),
         client_method("/xq.v1.Client/ListTournaments", vec![v1::ListTournamentsRequest { limit: 5 }.encode_to_vec()]),
+        client_method(
+            "/xq.v1.Client/DownloadTournamentGames",
+            vec![v1::TournamentId { tournament_id: 1 }.encode_to_vec()],
+        ),
     ]
 }
 

@@ -44,6 +44,23 @@ async fn tournament_when(
     }
 }
 
+/// The event's PGN (`DownloadTournamentGames`): each game's Event, Round, White and Black.
+async fn event_games(admin: &mut Client, id: u64) -> Vec<[String; 4]> {
+    let batches =
+        collect(admin.download_tournament_games(v1::TournamentId { tournament_id: id }).await.unwrap().into_inner())
+            .await;
+    let text: String = batches.into_iter().map(|b| b.pgn).collect();
+    let games = xq_engine::xiangqi::pgn::parse_pgn(&text).unwrap();
+    games
+        .iter()
+        .map(|g| ["Event", "Round", "White", "Black"].map(|tag| g.tag(tag).unwrap_or_default().to_owned()))
+        .collect()
+}
+
+fn game_tags(event: &str, round: &str, white: &str, black: &str) -> [String; 4] {
+    [event, round, white, black].map(str::to_owned)
+}
+
 #[tokio::test]
 async fn a_round_robin_is_a_test_per_pairing_and_its_standings_count_their_pairs() {
     for backend in BACKENDS {
@@ -108,6 +125,18 @@ async fn a_round_robin_is_a_test_per_pairing_and_its_standings_count_their_pairs
         assert_eq!((c_a.first_points, c_a.second_points), (3.0, 1.0));
         assert!(done.standings[0].tie_breaks.contains_key("10.2.A"));
         assert!(done.standings.iter().all(|s| s.elo_error > 0.0), "every engine has a finite rating");
+        // The event's PGN: every game in pairing order, tagged with the event's name and
+        // its Berger round (the Appendix's table: 2-3, then 1-2, then 3-1) and number.
+        assert_eq!(done.pairings.iter().map(|p| p.round).collect::<Vec<_>>(), [1, 2, 3]);
+        let expected = [
+            game_tags("club", "1.1", "b", "c"),
+            game_tags("club", "1.2", "c", "b"),
+            game_tags("club", "2.1", "a", "b"),
+            game_tags("club", "2.2", "b", "a"),
+            game_tags("club", "3.1", "c", "a"),
+            game_tags("club", "3.2", "a", "c"),
+        ];
+        assert_eq!(event_games(&mut admin, tournament.tournament_id).await, expected, "{backend:?}");
 
         // A bad request makes no tests.
         let before = admin
@@ -199,6 +228,7 @@ async fn a_swiss_event_pairs_each_round_when_the_one_before_has_ended() {
         play_round(&mut worker).await;
         let done = tournament_when(&mut admin, id, "finished", |t| t.state == "finished").await;
         assert_eq!(done.pairings.len(), 4, "two rounds, then no more");
+        assert_eq!(done.pairings.iter().map(|p| p.round).collect::<Vec<_>>(), [1, 1, 2, 2]);
         // The recount: 4 points to the first engine of each meeting (two wins), 4 to each
         // engine that sat a round out (a win's 2 points for each of the round's 2 games).
         let mut recount: std::collections::HashMap<String, f64> = names.iter().map(|n| (n.to_string(), 0.0)).collect();
@@ -289,5 +319,19 @@ async fn a_knockout_breaks_ties_at_its_faster_time_control_and_places_by_how_far
         let table: Vec<(&str, u32, f64)> =
             done.standings.iter().map(|s| (s.engine.as_str(), s.place, s.points)).collect();
         assert_eq!(table, [("b", 1, 8.0), ("a", 2, 4.0), ("c", 3, 4.0), ("d", 3, 0.0)], "{backend:?}");
+        // The event's PGN numbers a match's tie-break games on from its first games.
+        assert_eq!(done.pairings.iter().map(|p| p.round).collect::<Vec<_>>(), [1, 1, 1, 2]);
+        let event = format!("tournament {id}");
+        let expected = [
+            game_tags(&event, "1.1", "a", "d"),
+            game_tags(&event, "1.2", "d", "a"),
+            game_tags(&event, "1.1", "b", "c"),
+            game_tags(&event, "1.2", "c", "b"),
+            game_tags(&event, "1.3", "b", "c"),
+            game_tags(&event, "1.4", "c", "b"),
+            game_tags(&event, "2.1", "a", "b"),
+            game_tags(&event, "2.2", "b", "a"),
+        ];
+        assert_eq!(event_games(&mut admin, id).await, expected, "{backend:?}");
     }
 }

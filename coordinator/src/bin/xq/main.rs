@@ -139,9 +139,15 @@ enum Command {
         #[arg(long, default_value_t = 50)]
         limit: u32,
     },
-    /// Downloads a test's games as PGN.
+    /// Downloads a test's games as PGN, or with --tournament N every game of an event,
+    /// each tagged with the event's name and its round.
     Pgn {
-        job: u64,
+        /// The test.
+        #[arg(required_unless_present = "tournament", conflicts_with = "tournament")]
+        job: Option<u64>,
+        /// A tournament's games instead.
+        #[arg(long)]
+        tournament: Option<u64>,
         /// The file to write (default: standard output).
         #[arg(short, long)]
         out: Option<PathBuf>,
@@ -711,8 +717,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Pgn { job, out } => {
-            let mut stream = client.download_games(v1::JobId { job_id: job }).await?.into_inner();
+        Command::Pgn { job, tournament, out } => {
+            let mut stream = match (job, tournament) {
+                (Some(job_id), _) => client.download_games(v1::JobId { job_id }).await?.into_inner(),
+                (None, Some(tournament_id)) => {
+                    client.download_tournament_games(v1::TournamentId { tournament_id }).await?.into_inner()
+                }
+                (None, None) => anyhow::bail!("name a test, or a tournament with --tournament"),
+            };
             let mut sink: Box<dyn tokio::io::AsyncWrite + Unpin + Send> = match &out {
                 Some(path) => Box::new(
                     tokio::fs::File::create(path).await.with_context(|| format!("creating {}", path.display()))?,
