@@ -335,3 +335,34 @@ async fn a_knockout_breaks_ties_at_its_faster_time_control_and_places_by_how_far
         assert_eq!(event_games(&mut admin, id).await, expected, "{backend:?}");
     }
 }
+
+/// WXF Article 6's time controls as an event's setting: 6.1's 60 minutes with 30 seconds
+/// a move and 6.2's 25 moves in 60 minutes, then 10 in 5 minutes (repeating), each
+/// leased to a worker at half the reference speed with twice the time, as tests are.
+#[tokio::test]
+async fn an_event_plays_article_6_time_controls_scaled_by_the_worker_speed() {
+    let config = SchedulerConfig { reference_nps: 1_000_000, ..config() };
+    let served = serve(BACKENDS[0], config).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let mut worker = registered_worker(&served, "slow", &[]).await;
+    // Two cores: a lease a core, and the first event's stays open.
+    let capabilities = v1::Capabilities { name: "slow".to_owned(), cores: 2, bench_nps: 500_000, ..Default::default() };
+    worker.register(v1::RegisterRequest { capabilities: Some(capabilities) }).await.unwrap();
+    for (article, time_control, leased) in [("6.1", "3600+30", "7200+60"), ("6.2", "25/3600:10/300", "25/7200:10/600")]
+    {
+        let request = v1::CreateTournamentRequest {
+            engines: engines(&mut admin, &["a", "b"]).await,
+            settings: Some(v1::CreateTestRequest {
+                time_control: time_control.to_owned(),
+                adjudication: Some(ADJUDICATION),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let event = admin.create_tournament(request).await.unwrap().into_inner();
+        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        let Some(v1::lease::Work::MatchSpec(spec)) = &lease.work else { panic!("a match lease") };
+        assert_eq!(spec.time_control, leased, "Article {article}");
+        admin.stop_job(v1::JobId { job_id: event.pairings[0].job_id }).await.unwrap();
+    }
+}
