@@ -3,10 +3,17 @@
 //! the judge reports too), and the ways the rule sets part. `xq-engine verify` runs it
 //! over PGN files; a verification job runs the same function on each of its games.
 
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::judge::{JudgeRequest, judge};
 use super::{Referee, RefereeConfig, RuleSet, Ruling};
+use crate::variant::Variant;
 use crate::xiangqi::IllegalMove;
 use crate::xiangqi::notation::{Dialect, MoveTextError, parse_uci};
-use crate::xiangqi::{Move, Position};
+use crate::xiangqi::pgn::PgnGame;
+use crate::xiangqi::{Move, Position, fen};
 
 /// Where and how a referee under one rule set ended a game.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,6 +132,167 @@ pub fn disagreement(a: &Verdict, b: &Verdict) -> Option<Disagreement> {
         (Some((_, x)), Some((_, y))) if x.reason != y.reason => Some(Disagreement::DifferentReason),
         _ => None,
     }
+}
+
+/// The counts of a verification: games seen, games that could not be replayed, games
+/// where the rule sets part, and those partings by kind ("wxf vs cxq: different ply")
+/// and by the pair of articles applied.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Games seen.
+    pub games: u64,
+    /// Games whose start or moves could not be replayed.
+    pub refused: u64,
+    /// Games where two of the rule sets part.
+    pub parting: u64,
+    /// Partings by the two rule sets and how they part.
+    pub by_kind: BTreeMap<String, u64>,
+    /// Partings by the two articles applied ("none" where a set did not rule).
+    pub by_articles: BTreeMap<String, u64>,
+}
+
+impl Tally {
+    /// Adds `other`'s counts (a verification's units, reported apart).
+    pub fn merge(&mut self, other: &Tally) {
+        self.games += other.games;
+        self.refused += other.refused;
+        self.parting += other.parting;
+        for (mine, theirs) in [(&mut self.by_kind, &other.by_kind), (&mut self.by_articles, &other.by_articles)] {
+            for (key, count) in theirs {
+                *mine.entry(key.clone()).or_default() += count;
+            }
+        }
+    }
+
+    /// The counts as JSON, as reports carry them.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "games": self.games,
+            "refused": self.refused,
+            "parting": self.parting,
+            "by_kind": self.by_kind,
+            "by_articles": self.by_articles,
+        })
+    }
+
+    /// Reads [`Self::to_json`]'s form back; `None` when `value` is not of that shape.
+    pub fn from_json(value: &Value) -> Option<Tally> {
+        let counts = |name: &str| -> Option<BTreeMap<String, u64>> {
+            let map = value.get(name)?.as_object()?;
+            map.iter().map(|(key, count)| Some((key.clone(), count.as_u64()?))).collect()
+        };
+        Some(Tally {
+            games: value.get("games")?.as_u64()?,
+            refused: value.get("refused")?.as_u64()?,
+            parting: value.get("parting")?.as_u64()?,
+            by_kind: counts("by_kind")?,
+            by_articles: counts("by_articles")?,
+        })
+    }
+}
+
+/// Verifies one game under `rule_sets`, counting it in `tally`: `None` when they agree,
+/// else the report's JSON line, named `label`: why the game could not be replayed, or
+/// where the rule sets part (its start, its moves, the position before the first
+/// ruling, each set's verdict with the article applied and the natures of the plies of
+/// the cycle it ruled on, and the kinds of parting). `xq-engine verify` and the
+/// coordinator's verification jobs report games through this one function.
+pub fn check_game(game: &PgnGame, rule_sets: &[RuleSet], label: &str, tally: &mut Tally) -> Option<Value> {
+    tally.games += 1;
+    let mut refuse = |error: String| {
+        tally.refused += 1;
+        Some(json!({"game": label, "error": error}))
+    };
+    if game.tag("Variant").is_some_and(|v| v.parse::<Variant>().is_ok_and(|v| v == Variant::Xiongqi)) {
+        return refuse("a Xiongqi game: its rules are its own, not a rule set's".to_owned());
+    }
+    let start = match game.tag("FEN").map(fen::parse_composed) {
+        None => Position::startpos(),
+        Some(Ok((position, _))) => position,
+        Some(Err(error)) => return refuse(format!("FEN: {error}")),
+    };
+    let moves = match parse_moves(&start, &game.moves) {
+        Ok(moves) => moves,
+        Err((ply, error)) => return refuse(format!("ply {ply}: {error}")),
+    };
+    let found = verdicts(&start, &moves, rule_sets);
+    let mut kinds = Vec::new();
+    for (i, a) in found.iter().enumerate() {
+        for b in &found[i + 1..] {
+            if let Some(kind) = disagreement(a, b) {
+                let article = |v: &Verdict| v.ended.map_or("none", |(_, r)| r.article);
+                kinds.push(format!("{} vs {}: {}", a.rules.name(), b.rules.name(), kind.name()));
+                *tally.by_articles.entry(format!("{} / {}", article(a), article(b))).or_default() += 1;
+            }
+        }
+    }
+    if kinds.is_empty() {
+        return None;
+    }
+    tally.parting += 1;
+    for kind in &kinds {
+        *tally.by_kind.entry(kind.clone()).or_default() += 1;
+    }
+    let first_end = found.iter().filter_map(|v| v.ended.map(|(ply, _)| ply)).min().unwrap_or(0);
+    let mut position = start.clone();
+    for &mv in &moves[..first_end.saturating_sub(1)] {
+        position.make_move(mv);
+    }
+    let start_fen = fen::to_fen(&start);
+    let verdicts: Vec<Value> = found.iter().map(|verdict| verdict_json(verdict, &start_fen, &game.moves)).collect();
+    Some(json!({
+        "game": label,
+        "start": start_fen,
+        "moves": game.moves,
+        "before_first_ruling": fen::to_fen(&position),
+        "verdicts": verdicts,
+        "kinds": kinds,
+    }))
+}
+
+/// A verdict as reports give it: where and how its rule set ended the game, and the
+/// plies of the cycle that ruling closed (from the judge: each ply's nature and chases),
+/// empty when the ruling was not on a repetition.
+fn verdict_json(verdict: &Verdict, start_fen: &str, moves: &[String]) -> Value {
+    let Some((ply, ruling)) = verdict.ended else {
+        return json!({"rules": verdict.rules.name(), "ply": null, "result": "*"});
+    };
+    let request = JudgeRequest {
+        fen: Some(start_fen.to_owned()),
+        moves: moves[..ply].to_vec(),
+        rules: verdict.rules,
+        variant: Variant::Xiangqi,
+    };
+    let plies = judge(&request).map(|(judged, _)| judged["plies"].as_array().cloned().unwrap_or_default());
+    let cycle = plies.map(|plies| cycle_plies(start_fen, &plies)).unwrap_or_default();
+    json!({
+        "rules": verdict.rules.name(),
+        "ply": ply,
+        "result": ruling.outcome.pgn(),
+        "reason": ruling.reason.to_string(),
+        "article": ruling.article,
+        "cycle": cycle,
+    })
+}
+
+/// The judge's plies since the last position (board and side to move) last occurred,
+/// each numbered: the cycle the last move closed; empty when it had not occurred before.
+fn cycle_plies(start_fen: &str, plies: &[Value]) -> Vec<Value> {
+    let placement = |fen: &str| fen.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+    let Some(last) = plies.last().and_then(|p| p["fen"].as_str()).map(placement) else { return Vec::new() };
+    let before: Vec<String> = std::iter::once(placement(start_fen))
+        .chain(plies.iter().map(|p| placement(p["fen"].as_str().unwrap_or_default())))
+        .collect();
+    let Some(first) = before[..before.len() - 1].iter().rposition(|fen| *fen == last) else { return Vec::new() };
+    plies[first..]
+        .iter()
+        .enumerate()
+        .map(|(i, ply)| {
+            let mut ply = ply.clone();
+            ply["ply"] = json!(first + i + 1);
+            ply
+        })
+        .collect()
 }
 
 #[cfg(test)]
