@@ -19,6 +19,7 @@ use xq_stats::{Model, Sprt, SprtState, elo_estimate};
 use crate::artifacts::check_hash;
 use crate::spsa::{SpsaSetup, check_spsa};
 use crate::storage::JobRow;
+use crate::verification::{VerificationJob, check_spec as check_verification};
 
 /// The pair cap of an SPRT that names none: fishtest's default of 250,000 games
 /// would take a small fleet months, so a test that has not decided by then is stopped.
@@ -36,7 +37,7 @@ pub struct SpecError {
     pub problem: String,
 }
 
-fn bad(field: &'static str, problem: impl Into<String>) -> SpecError {
+pub(crate) fn bad(field: &'static str, problem: impl Into<String>) -> SpecError {
     SpecError { field, problem: problem.into() }
 }
 
@@ -47,6 +48,8 @@ pub enum JobSpec {
     Match(Box<MatchJob>),
     /// Training data from our engine playing itself.
     SelfPlay(v1::CreateSelfPlayRequest),
+    /// Games replayed under several rule sets.
+    Verify(Box<VerificationJob>),
 }
 
 /// A match test.
@@ -81,7 +84,7 @@ impl MatchJob {
     }
 }
 
-fn check_name(field: &'static str, text: &str, max: usize) -> Result<(), SpecError> {
+pub(crate) fn check_name(field: &'static str, text: &str, max: usize) -> Result<(), SpecError> {
     if text.len() > max || text.chars().any(char::is_control) {
         return Err(bad(field, format!("at most {max} characters and no control characters")));
     }
@@ -100,7 +103,7 @@ const MAX_ADJUDICATION_COUNT: u32 = 1_000;
 const MAX_ADJUDICATION_SCORE: i32 = 100_000;
 
 /// An artifact named in a request: its hash, and a name fit for logs and file names.
-fn check_artifact(field: &'static str, artifact: &v1::ArtifactRef) -> Result<(), SpecError> {
+pub(crate) fn check_artifact(field: &'static str, artifact: &v1::ArtifactRef) -> Result<(), SpecError> {
     check_hash(&artifact.sha256).map_err(|e| bad(field, e.to_string()))?;
     check_name(field, &artifact.name, 200)?;
     if artifact.name.contains(['/', '\\']) {
@@ -267,6 +270,7 @@ impl JobSpec {
                 None => hex::encode(job.request.encode_to_vec()),
             },
             JobSpec::SelfPlay(request) => hex::encode(request.encode_to_vec()),
+            JobSpec::Verify(job) => hex::encode(job.spec.encode_to_vec()),
         }
     }
 
@@ -276,6 +280,10 @@ impl JobSpec {
         match kind {
             "selfplay" => {
                 Ok(JobSpec::SelfPlay(v1::CreateSelfPlayRequest::decode(bytes.as_slice()).map_err(|e| e.to_string())?))
+            }
+            "verify" => {
+                let spec = v1::VerificationSpec::decode(bytes.as_slice()).map_err(|e| e.to_string())?;
+                Ok(JobSpec::Verify(Box::new(check_verification(&spec).map_err(|e| e.to_string())?)))
             }
             "spsa" => {
                 let request = v1::CreateSpsaRequest::decode(bytes.as_slice()).map_err(|e| e.to_string())?;
@@ -321,6 +329,7 @@ impl JobSpec {
                 let evaluation = s.net.as_ref().map_or_else(|| "handcrafted".to_owned(), |n| format!("net {}", n.name));
                 format!("{variant} self-play, {} nodes, {} games a unit, {evaluation}", s.nodes, s.games_per_unit)
             }
+            JobSpec::Verify(job) => job.summary(),
         }
     }
 }
@@ -487,7 +496,7 @@ pub fn job_view(
 ) -> v1::Job {
     let request = match spec {
         JobSpec::Match(job) => Some(&job.request),
-        JobSpec::SelfPlay(_) => None,
+        JobSpec::SelfPlay(_) | JobSpec::Verify(_) => None,
     };
     let penta: Vec<u64> = row.pentanomial.iter().map(|&c| c.max(0) as u64).collect();
     let wdl = row.wdl.map(|c| c.max(0) as u64);
@@ -496,7 +505,7 @@ pub fn job_view(
         JobSpec::Match(job) => {
             job.sprt_state(row).map(|s| v1::SprtState { llr: s.llr, lower: s.lower, upper: s.upper })
         }
-        JobSpec::SelfPlay(_) => None,
+        JobSpec::SelfPlay(_) | JobSpec::Verify(_) => None,
     };
     let elo = elo_state(&penta, wdl[1] as f64 / games.max(1) as f64);
     v1::Job {
@@ -519,12 +528,14 @@ pub fn job_view(
         rules: match spec {
             JobSpec::Match(job) => job.rules.name().to_owned(),
             JobSpec::SelfPlay(_) => String::new(),
+            JobSpec::Verify(job) => job.rules.iter().map(|r| r.name()).collect::<Vec<_>>().join(","),
         },
         variant: match spec {
             JobSpec::Match(job) => job.variant.name().to_owned(),
             JobSpec::SelfPlay(r) => {
                 self_play_variant(&r.spec.clone().unwrap_or_default()).unwrap_or_default().name().to_owned()
             }
+            JobSpec::Verify(_) => Variant::Xiangqi.name().to_owned(),
         },
         new_engine: engine_name(request.and_then(|r| r.new_engine.as_ref())),
         base_engine: engine_name(request.and_then(|r| r.base_engine.as_ref())),

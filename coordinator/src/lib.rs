@@ -30,4 +30,5 @@ pub mod spsa;
 pub mod storage;
 pub mod tokens;
 pub mod tournaments;
+pub mod verification;
 pub mod writer;

@@ -167,6 +167,7 @@ impl JobState {
         let throughput = match &*self.spec {
             JobSpec::Match(m) => m.request.throughput,
             JobSpec::SelfPlay(r) => r.throughput,
+            JobSpec::Verify(_) => 0,
         };
         let throughput = if throughput == 0 { 100 } else { u64::from(throughput) };
         u64::from(self.active_leases) * 1_000_000 / throughput
@@ -215,7 +216,7 @@ impl ViewParts {
 fn spsa_run(spec: &JobSpec) -> Option<SpsaRun> {
     match spec {
         JobSpec::Match(job) => job.spsa.as_deref().map(SpsaRun::new),
-        JobSpec::SelfPlay(_) => None,
+        JobSpec::SelfPlay(_) | JobSpec::Verify(_) => None,
     }
 }
 
@@ -742,7 +743,7 @@ impl Scheduler {
     /// from within a lease's lifetime) and known, leases in flight.
     pub fn refresh_gauges(&self) {
         let state = self.lock();
-        for kind in ["sprt", "games", "selfplay"] {
+        for kind in ["sprt", "games", "selfplay", "spsa", "verify"] {
             let running = state.jobs.values().filter(|j| j.row.kind == kind && j.row.state == "running").count();
             self.metrics.jobs_running.get_or_create(&KindLabel { kind: kind.to_owned() }).set(running as i64);
         }
@@ -875,12 +876,12 @@ impl Scheduler {
             if let Some(player) = workers.get_mut(&worker) {
                 player.units_done = player.units_done.saturating_sub(1);
             }
-            let selfplay = matches!(&*job.spec, JobSpec::SelfPlay(_));
-            let slot = if selfplay { 0 } else { pair_slot(unit.points) };
+            let by_records = matches!(&*job.spec, JobSpec::SelfPlay(_) | JobSpec::Verify(_));
+            let slot = if by_records { 0 } else { pair_slot(unit.points) };
             if let Some(tally) = job.by_worker.get_mut(&worker) {
                 tally[slot] = tally[slot].saturating_sub(1);
             }
-            if selfplay {
+            if by_records {
                 job.row.positions -= unit.records;
                 continue;
             }
@@ -1041,7 +1042,7 @@ impl Scheduler {
                 .filter(|j| j.has_work())
                 .filter(|j| match &*j.spec {
                     JobSpec::Match(m) => m.request.required_cpu_flags.iter().all(|f| flags.contains(f.as_str())),
-                    JobSpec::SelfPlay(_) => true,
+                    JobSpec::SelfPlay(_) | JobSpec::Verify(_) => true,
                 })
                 .min_by_key(|j| (std::cmp::Reverse(j.row.priority), j.load(), j.row.id))
                 .map(|j| j.row.id as u64);
@@ -1061,6 +1062,11 @@ impl Scheduler {
                     let seconds =
                         f64::from(spec.games_per_unit) * f64::from(ASSUMED_PLIES) * spec.nodes as f64 / nps as f64;
                     (seconds, v1::lease::Work::SelfPlay(spec))
+                }
+                JobSpec::Verify(v) => {
+                    // Each rule set replays about a million plies a second on a core.
+                    let plies = f64::from(v.spec.games_per_unit) * f64::from(ASSUMED_PLIES) * v.rules.len() as f64;
+                    (plies / 1e6, v1::lease::Work::Verification(v.spec.clone()))
                 }
             };
             let wanted = (self.config.lease_seconds * f64::from(concurrency) / unit_seconds.max(1e-3)).ceil() as usize;
@@ -1237,13 +1243,14 @@ impl Scheduler {
     }
 
     /// Stores finished units of a lease (already checked), updates the job and decides
-    /// an SPRT. Returns whether the worker should stop the lease.
+    /// an SPRT; units counted `by_records` (self-play, verification) add their records
+    /// to the job's positions. Returns whether the worker should stop the lease.
     pub async fn record_units(
         &self,
         worker: u64,
         context: &LeaseContext,
         mut rows: Vec<UnitRow>,
-        selfplay: bool,
+        by_records: bool,
     ) -> Result<bool, ScheduleError> {
         let now = now_ms();
         for row in &mut rows {
@@ -1256,7 +1263,7 @@ impl Scheduler {
             job_id: context.job_id as i64,
             lease_id: context.lease_id as i64,
             worker_id: worker as i64,
-            selfplay,
+            by_records,
             rows: rows.clone(),
         };
         let applied = if rows.is_empty() { Default::default() } else { self.writer.write(change).await? };
@@ -1274,14 +1281,14 @@ impl Scheduler {
             for row in &rows {
                 if let Some(lease) = lease.as_deref_mut()
                     && lease.acked.insert(row.unit)
-                    && !selfplay
+                    && !by_records
                 {
                     add_points(&mut lease.acked_wdl, &mut lease.acked_penta, row.points);
                 }
                 if !new.contains(&row.unit) || set_aside {
                     continue;
                 }
-                job.by_worker.entry(worker).or_default()[if selfplay { 0 } else { pair_slot(row.points) }] += 1;
+                job.by_worker.entry(worker).or_default()[if by_records { 0 } else { pair_slot(row.points) }] += 1;
                 job.done.insert(row.unit);
                 job.requeue.remove(&row.unit);
                 job.row.units_done += 1;
@@ -1294,9 +1301,11 @@ impl Scheduler {
                 if let Some(run) = job.spsa.as_mut() {
                     run.count(context.lease_id, row.unit, row.points);
                 }
-                if selfplay {
+                if by_records {
                     job.row.positions += row.records;
-                    self.metrics.positions.inc_by(row.records.max(0) as u64);
+                    if matches!(&*job.spec, JobSpec::SelfPlay(_)) {
+                        self.metrics.positions.inc_by(row.records.max(0) as u64);
+                    }
                 } else {
                     self.metrics.games.inc_by(2);
                     let (mut wdl, mut penta) = ([0u64; 3], [0u64; 5]);
@@ -1313,7 +1322,7 @@ impl Scheduler {
                 }
             }
             job.notify();
-            let flagged = if selfplay || set_aside || self.config.quarantine_z <= 0.0 {
+            let flagged = if by_records || set_aside || self.config.quarantine_z <= 0.0 {
                 None
             } else {
                 let all = job.row.pentanomial.map(|c| c.max(0) as u64);

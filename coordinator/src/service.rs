@@ -32,6 +32,7 @@ use crate::spsa::check_spsa;
 use crate::storage::{Storage, UnitRow};
 use crate::tokens::{Principal, Role, bearer};
 use crate::tournaments::{PairingResults, Tournaments};
+use xq_engine::xiangqi::rules::verify::Tally;
 
 /// The most pairs one report may carry.
 pub const MAX_PAIRS_PER_REPORT: usize = 512;
@@ -282,6 +283,55 @@ impl WorkerApi {
         let stop = self.0.scheduler.record_units(worker, &context, vec![row], true).await?;
         Ok(v1::ReportReply { stop })
     }
+
+    /// Checks a verification unit's report (its lines and tally against the unit's
+    /// games), stores it, then counts its unit; the job's `positions` count the games.
+    async fn verification_report(
+        &self,
+        worker: u64,
+        report: v1::VerificationReport,
+    ) -> Result<v1::ReportReply, Status> {
+        let context = self.0.scheduler.lease_context(worker, report.lease_id, &[report.unit])?;
+        let JobSpec::Verify(job) = &*context.spec else {
+            return Err(Status::invalid_argument(format!("lease {} is not a verification job", report.lease_id)));
+        };
+        let games = job.unit_games(report.unit);
+        let text = Arc::new(report.report);
+        let checked = text.clone();
+        let tally = tokio::task::spawn_blocking(move || crate::verification::check_report(&checked, games))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(|problem| Status::invalid_argument(format!("report of unit {}: {problem}", report.unit)))?;
+        let bytes = text.as_bytes();
+        let relative = format!(
+            "verification/{}/{}-{}-{}.jsonl",
+            context.job_id,
+            report.unit,
+            report.lease_id,
+            chunk_digest(bytes)
+        );
+        if !self.0.scheduler.unit_done(context.job_id, report.unit) {
+            let path = self.0.data_dir.join(&relative);
+            let owned = bytes.to_vec();
+            tokio::task::spawn_blocking(move || write_durably(&path, &owned))
+                .await
+                .map_err(|e| Status::internal(e.to_string()))?
+                .map_err(|e| Status::unavailable(format!("storing the report: {e}")))?;
+        }
+        let row = UnitRow {
+            unit: report.unit,
+            points: [0, 0],
+            reasons: [String::new(), String::new()],
+            records: tally.games as i64,
+            pgn: String::new(),
+            file: relative,
+            offset: 0,
+            length: bytes.len() as i64,
+            created_ms: 0,
+        };
+        let stop = self.0.scheduler.record_units(worker, &context, vec![row], true).await?;
+        Ok(v1::ReportReply { stop })
+    }
 }
 
 #[tonic::async_trait]
@@ -345,6 +395,17 @@ impl v1::worker_server::Worker for WorkerApi {
         self.counting_refusals(worker, lease_id, reply)
     }
 
+    async fn report_verification(
+        &self,
+        request: Request<v1::VerificationReport>,
+    ) -> Result<Response<v1::ReportReply>, Status> {
+        let worker = worker_of(&request)?;
+        let report = request.into_inner();
+        let lease_id = report.lease_id;
+        let reply = self.verification_report(worker, report).await;
+        self.counting_refusals(worker, lease_id, reply)
+    }
+
     type DownloadStream = Stream_<v1::ArtifactPiece>;
 
     async fn download(&self, request: Request<v1::DownloadRequest>) -> Result<Response<Self::DownloadStream>, Status> {
@@ -404,8 +465,8 @@ impl v1::client_server::Client for ClientApi {
         let mut pieces = request.into_inner();
         let first =
             pieces.message().await?.ok_or_else(|| Status::invalid_argument("an upload needs at least one piece"))?;
-        if !matches!(first.kind.as_str(), "engine" | "book" | "net") {
-            return Err(Status::invalid_argument(format!("kind '{}': use engine, book or net", first.kind)));
+        if !matches!(first.kind.as_str(), "engine" | "book" | "net" | "pgn") {
+            return Err(Status::invalid_argument(format!("kind '{}': use engine, book, net or pgn", first.kind)));
         }
         if first.name.is_empty() || first.name.len() > 200 || first.name.contains(['/', '\\', '\0']) {
             return Err(Status::invalid_argument("the first piece needs a file name (no path, at most 200 bytes)"));
@@ -436,6 +497,20 @@ impl v1::client_server::Client for ClientApi {
             let bytes = tokio::fs::read(&path).await.map_err(|e| Status::unavailable(e.to_string()))?;
             if let Err(problem) = Network::from_bytes(&bytes) {
                 return Err(Status::invalid_argument(format!("the net {} cannot be read: {problem}", first.name)));
+            }
+        }
+        if first.kind == "pgn" {
+            let bytes = tokio::fs::read(&path).await.map_err(|e| Status::unavailable(e.to_string()))?;
+            let parsed =
+                tokio::task::spawn_blocking(move || parse_pgn(&String::from_utf8_lossy(&bytes)).map(|g| g.len()))
+                    .await
+                    .map_err(|e| Status::internal(e.to_string()))?;
+            match parsed {
+                Ok(0) => return Err(Status::invalid_argument(format!("the PGN {} holds no games", first.name))),
+                Ok(_) => {}
+                Err(problem) => {
+                    return Err(Status::invalid_argument(format!("the PGN {} cannot be read: {problem}", first.name)));
+                }
             }
         }
         // A book is for one variant, which the upload does not say: it must read as
@@ -497,6 +572,35 @@ impl v1::client_server::Client for ClientApi {
         client_of(&request)?;
         let games = self.0.tournament_games(request.get_ref().tournament_id).await?;
         Ok(Response::new(Box::pin(games.map(|text| text.map(|pgn| v1::PgnBatch { pgn })))))
+    }
+
+    async fn create_verification(
+        &self,
+        request: Request<v1::CreateVerificationRequest>,
+    ) -> Result<Response<v1::Job>, Status> {
+        let caller = client_of(&request)?;
+        Ok(Response::new(self.0.create_verification(&caller, request.into_inner()).await?))
+    }
+
+    async fn get_verification(&self, request: Request<v1::JobId>) -> Result<Response<v1::VerificationSummary>, Status> {
+        client_of(&request)?;
+        Ok(Response::new(self.0.verification(request.get_ref().job_id).await?))
+    }
+
+    type DownloadVerificationStream = Stream_<v1::VerificationLines>;
+
+    async fn download_verification(
+        &self,
+        request: Request<v1::JobId>,
+    ) -> Result<Response<Self::DownloadVerificationStream>, Status> {
+        client_of(&request)?;
+        let reports = self.0.unit_bytes(request.get_ref().job_id, Stored::Reports)?;
+        let lines = reports.map(|r| {
+            r.map(|(_, bytes)| v1::VerificationLines {
+                jsonl: crate::verification::report_games(&String::from_utf8_lossy(&bytes)),
+            })
+        });
+        Ok(Response::new(Box::pin(lines)))
     }
 
     async fn create_spsa(&self, request: Request<v1::CreateSpsaRequest>) -> Result<Response<v1::Job>, Status> {
@@ -709,7 +813,7 @@ impl v1::client_server::Client for ClientApi {
         let id = request.into_inner().job_id;
         let stream = self
             .0
-            .unit_bytes(id, false)?
+            .unit_bytes(id, Stored::Games)?
             .map(|r| r.map(|(_, bytes)| v1::PgnBatch { pgn: String::from_utf8_lossy(&bytes).into_owned() }));
         Ok(Response::new(Box::pin(stream)))
     }
@@ -722,7 +826,8 @@ impl v1::client_server::Client for ClientApi {
     ) -> Result<Response<Self::StreamTrainingDataStream>, Status> {
         client_of(&request)?;
         let id = request.into_inner().job_id;
-        let stream = self.0.unit_bytes(id, true)?.map(|r| r.map(|(unit, chunk)| v1::TrainingChunk { unit, chunk }));
+        let stream =
+            self.0.unit_bytes(id, Stored::Chunks)?.map(|r| r.map(|(unit, chunk)| v1::TrainingChunk { unit, chunk }));
         Ok(Response::new(Box::pin(stream)))
     }
 
@@ -748,6 +853,35 @@ impl v1::client_server::Client for ClientApi {
     }
 }
 
+/// What a job's units store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stored {
+    /// A match's game pairs, as PGN.
+    Games,
+    /// A self-play job's training chunks.
+    Chunks,
+    /// A verification job's reports, JSON lines.
+    Reports,
+}
+
+impl Stored {
+    fn noun(self) -> &'static str {
+        match self {
+            Stored::Games => "games",
+            Stored::Chunks => "training data",
+            Stored::Reports => "verification reports",
+        }
+    }
+
+    fn job(self) -> &'static str {
+        match self {
+            Stored::Games => "a match",
+            Stored::Chunks => "a self-play job",
+            Stored::Reports => "a verification job",
+        }
+    }
+}
+
 /// A job's stored units: (unit, bytes).
 pub type UnitStream = ReceiverStream<Result<(u64, Vec<u8>), Status>>;
 
@@ -764,6 +898,103 @@ impl Shared {
     fn origin<'a>(&self, caller: &'a Caller) -> crate::scheduler::Origin<'a> {
         let pending = caller.role == Role::Submitter && self.scheduler.config.require_approval;
         crate::scheduler::Origin { submitter: &caller.token_id, pending }
+    }
+
+    /// Creates a verification job over an uploaded PGN or a test's stored games (copied
+    /// into a PGN artifact, so that workers fetch them as any artifact), its games
+    /// counted here as workers will cut them.
+    pub async fn create_verification(
+        &self,
+        caller: &Caller,
+        request: v1::CreateVerificationRequest,
+    ) -> Result<v1::Job, Status> {
+        let invalid = |e: crate::jobs::SpecError| Status::invalid_argument(e.to_string());
+        crate::jobs::check_name("description", &request.description, 200).map_err(invalid)?;
+        let rules = crate::verification::rule_sets(&request.rules).map_err(invalid)?;
+        crate::retention::check_quota(self, caller).await?;
+        self.check_reserve()?;
+        let pgn = match request.pgn {
+            Some(pgn) => {
+                match self.storage.artifact(&pgn.sha256).await.map_err(|e| Status::unavailable(e.to_string()))? {
+                    Some((name, kind, size)) if kind == "pgn" => v1::ArtifactRef { sha256: pgn.sha256, name, size },
+                    Some((name, kind, _)) => {
+                        return Err(Status::invalid_argument(format!("pgn: artifact {name} is a {kind}, not a PGN")));
+                    }
+                    None => {
+                        return Err(Status::failed_precondition(format!(
+                            "artifact {} has not been uploaded",
+                            pgn.sha256
+                        )));
+                    }
+                }
+            }
+            None if request.test_job_id != 0 => self.store_test_games(request.test_job_id).await?,
+            None => {
+                return Err(Status::invalid_argument(
+                    "pgn: name an uploaded PGN, or test_job_id a test whose games to verify",
+                ));
+            }
+        };
+        let path = self.artifacts.path(&pgn.sha256).map_err(|e| Status::internal(e.to_string()))?;
+        let name = pgn.name.clone();
+        let games = tokio::task::spawn_blocking(move || -> Result<u64, String> {
+            let text = std::fs::read(&path).map_err(|e| e.to_string())?;
+            Ok(parse_pgn(&String::from_utf8_lossy(&text)).map_err(|e| e.to_string())?.len() as u64)
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))?
+        .map_err(|problem| Status::invalid_argument(format!("pgn {name}: {problem}")))?;
+        let games_per_unit = match request.games_per_unit {
+            0 => crate::verification::DEFAULT_GAMES_PER_UNIT,
+            n => n,
+        };
+        let rules = rules.iter().map(|r| r.name().to_owned()).collect();
+        let spec = v1::VerificationSpec { pgn: Some(pgn), rules, games_per_unit, games };
+        let job = crate::verification::check_spec(&spec).map_err(invalid)?;
+        let units = job.units();
+        let job = JobSpec::Verify(Box::new(job));
+        let identity = (request.priority, request.description.as_str());
+        Ok(self.scheduler.create_job("verify", job, units, identity, self.origin(caller)).await?)
+    }
+
+    /// Copies test `id`'s stored games into a PGN artifact.
+    async fn store_test_games(&self, id: u64) -> Result<v1::ArtifactRef, Status> {
+        let mut units = self.unit_bytes(id, Stored::Games)?;
+        let mut upload = self.artifacts.begin().await.map_err(|e| Status::unavailable(e.to_string()))?;
+        while let Some(unit) = units.next().await {
+            let (_, bytes) = unit?;
+            upload.write(&bytes).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        }
+        let (sha256, size) = self.artifacts.finish(upload).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        let name = format!("job-{id}.pgn");
+        self.scheduler.index_artifact(&sha256, &name, "pgn", size).await?;
+        Ok(v1::ArtifactRef { sha256, name, size })
+    }
+
+    /// A verification job's counts: the tallies of its stored reports, summed.
+    pub async fn verification(&self, id: u64) -> Result<v1::VerificationSummary, Status> {
+        let spec = self.scheduler.spec(id).ok_or_else(|| Status::not_found(format!("job {id}")))?;
+        let JobSpec::Verify(job) = &*spec else {
+            return Err(Status::invalid_argument(format!("job {id} is not a verification job")));
+        };
+        let mut tally = Tally::default();
+        let mut reports = self.unit_bytes(id, Stored::Reports)?;
+        while let Some(report) = reports.next().await {
+            let (unit, bytes) = report?;
+            let unit_tally = xq_engine::xiangqi::rules::verify::report_tally(&String::from_utf8_lossy(&bytes))
+                .ok_or_else(|| Status::data_loss(format!("job {id}'s report of unit {unit} has no tally")))?;
+            tally.merge(&unit_tally);
+        }
+        Ok(v1::VerificationSummary {
+            job_id: id,
+            rules: job.rules.iter().map(|r| r.name().to_owned()).collect(),
+            games_total: job.spec.games,
+            games: tally.games,
+            refused: tally.refused,
+            parting: tally.parting,
+            by_kind: tally.by_kind.into_iter().collect(),
+            by_articles: tally.by_articles.into_iter().collect(),
+        })
     }
 
     /// Refuses `caller` a change to job `id` unless an admin or its submitter.
@@ -944,8 +1175,8 @@ impl Shared {
         let spec = self.scheduler.spec(id).ok_or_else(|| Status::not_found(format!("job {id}")))?;
         match &*spec {
             JobSpec::Match(_) => Ok(spec),
-            JobSpec::SelfPlay(_) => {
-                Err(Status::invalid_argument(format!("job {id} is a self-play job: it has no pairs")))
+            JobSpec::SelfPlay(_) | JobSpec::Verify(_) => {
+                Err(Status::invalid_argument(format!("job {id} is not a match: it has no pairs")))
             }
         }
     }
@@ -988,23 +1219,24 @@ impl Shared {
         Ok(v1::JudgedPair { unit, variant: job.variant.name().to_owned(), rules: rules.name().to_owned(), pgn, games })
     }
 
-    /// Why job `id`'s stored units cannot be read as games (`selfplay` false) or
-    /// training chunks (true), if they cannot: no such job, the other kind, or removed
-    /// under the retention settings.
-    fn units_readable(&self, id: u64, selfplay: bool) -> Result<(), Status> {
+    /// Why job `id`'s stored units cannot be read as `wanted`, if they cannot: no such
+    /// job, another kind, or removed under the retention settings.
+    fn units_readable(&self, id: u64, wanted: Stored) -> Result<(), Status> {
         let spec = self.scheduler.spec(id).ok_or_else(|| Status::not_found(format!("job {id}")))?;
-        if matches!(&*spec, JobSpec::SelfPlay(_)) != selfplay {
-            return Err(Status::invalid_argument(format!(
-                "job {id} is {}",
-                if selfplay { "a match" } else { "a self-play job" }
-            )));
+        let stored = match &*spec {
+            JobSpec::Match(_) => Stored::Games,
+            JobSpec::SelfPlay(_) => Stored::Chunks,
+            JobSpec::Verify(_) => Stored::Reports,
+        };
+        if stored != wanted {
+            return Err(Status::invalid_argument(format!("job {id} is {}, with no {}", stored.job(), wanted.noun())));
         }
         let removed = self.scheduler.data_removed_ms(id).unwrap_or(0);
         if removed > 0 {
             return Err(Status::not_found(format!(
                 "job {id}'s {} were removed at {removed} ms since the epoch, under the coordinator's retention \
                  settings; its counts and results remain",
-                if selfplay { "training data" } else { "games" }
+                stored.noun()
             )));
         }
         Ok(())
@@ -1017,7 +1249,7 @@ impl Shared {
     pub async fn tournament_games(&self, id: u64) -> Result<Stream_<String>, Status> {
         let tournament = self.tournament(id).await?;
         for pairing in &tournament.pairings {
-            self.units_readable(pairing.job_id, false)?;
+            self.units_readable(pairing.job_id, Stored::Games)?;
         }
         let event =
             if tournament.description.is_empty() { format!("tournament {id}") } else { tournament.description.clone() };
@@ -1026,7 +1258,7 @@ impl Shared {
         tokio::spawn(async move {
             let mut numbering = crate::tournaments::GameNumbering::default();
             for pairing in tournament.pairings {
-                let mut units = match shared.unit_bytes(pairing.job_id, false) {
+                let mut units = match shared.unit_bytes(pairing.job_id, Stored::Games) {
                     Ok(units) => units,
                     Err(status) => {
                         let _ = sender.send(Err(status)).await;
@@ -1046,8 +1278,8 @@ impl Shared {
     }
 
     /// Streams the stored bytes of a job's units, in unit order, a page at a time.
-    pub fn unit_bytes(&self, id: u64, selfplay: bool) -> Result<UnitStream, Status> {
-        self.units_readable(id, selfplay)?;
+    pub fn unit_bytes(&self, id: u64, wanted: Stored) -> Result<UnitStream, Status> {
+        self.units_readable(id, wanted)?;
         let (storage, data_dir) = (self.storage.clone(), self.data_dir.clone());
         let (sender, receiver) = tokio::sync::mpsc::channel(4);
         tokio::spawn(async move {
@@ -1065,7 +1297,9 @@ impl Shared {
                     after = Some(unit.unit);
                     let read = read_slice(data_dir.join(&unit.file), unit.offset, unit.length).await;
                     let item = match read {
-                        Ok(bytes) if selfplay => check_stored_chunk(&unit.file, &bytes).map(|()| (unit.unit, bytes)),
+                        Ok(bytes) if wanted == Stored::Chunks => {
+                            check_stored_chunk(&unit.file, &bytes).map(|()| (unit.unit, bytes))
+                        }
                         Ok(bytes) => Ok((unit.unit, bytes)),
                         // Shorter than the index says: damaged, not merely unreachable.
                         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(Status::data_loss(format!(

@@ -688,13 +688,14 @@ pub enum Change {
         reason: String,
         set_aside_jobs: Vec<i64>,
     },
-    /// Finished units of a lease; those already stored are skipped. Self-play units
-    /// add positions, match units game results.
+    /// Finished units of a lease; those already stored are skipped. Units counted
+    /// `by_records` (self-play positions, verified games) add their records to the
+    /// job's positions, match units game results.
     Units {
         job_id: i64,
         lease_id: i64,
         worker_id: i64,
-        selfplay: bool,
+        by_records: bool,
         rows: Vec<UnitRow>,
     },
 }
@@ -923,9 +924,9 @@ struct JobDelta {
 
 impl JobDelta {
     /// Counts a unit (`sign` 1) or takes it off (`sign` -1).
-    fn count(&mut self, selfplay: bool, points: [i64; 2], records: i64, reasons: &[String], sign: i64) {
+    fn count(&mut self, by_records: bool, points: [i64; 2], records: i64, reasons: &[String], sign: i64) {
         self.units += sign;
-        if selfplay {
+        if by_records {
             self.positions += sign * records;
             return;
         }
@@ -989,7 +990,7 @@ struct Keyed<'a> {
     job_id: i64,
     lease_id: i64,
     worker_id: i64,
-    selfplay: bool,
+    by_records: bool,
     row: &'a UnitRow,
 }
 
@@ -1034,7 +1035,7 @@ async fn insert_units(
     let mut uncounted = inserted.clone();
     for keyed in rows.iter().filter(|k| uncounted.remove(&(k.job_id, k.row.unit, k.lease_id))) {
         let row = keyed.row;
-        deltas.entry(keyed.job_id).or_default().count(keyed.selfplay, row.points, row.records, &row.reasons, 1);
+        deltas.entry(keyed.job_id).or_default().count(keyed.by_records, row.points, row.records, &row.reasons, 1);
     }
     Ok(inserted)
 }
@@ -1047,12 +1048,9 @@ async fn set_aside_units(
     worker_id: i64,
     now: i64,
 ) -> Result<Vec<SetAside>, StorageError> {
-    let selfplay: bool = sqlx::query("SELECT kind FROM jobs WHERE id = $1")
-        .bind(job_id)
-        .fetch_one(&mut *conn)
-        .await?
-        .try_get::<String, _>(0)?
-        == "selfplay";
+    let kind: String =
+        sqlx::query("SELECT kind FROM jobs WHERE id = $1").bind(job_id).fetch_one(&mut *conn).await?.try_get(0)?;
+    let by_records = matches!(kind.as_str(), "selfplay" | "verify");
     let rows = sqlx::query(
         "SELECT unit, first_points, second_points, records, reasons FROM units WHERE job_id = $1 AND worker_id = $2",
     )
@@ -1086,7 +1084,7 @@ async fn set_aside_units(
             records: row.try_get("records")?,
             reasons: if reasons.is_empty() { Vec::new() } else { reasons.split('|').map(str::to_owned).collect() },
         };
-        delta.count(selfplay, unit.points, unit.records, &unit.reasons, -1);
+        delta.count(by_records, unit.points, unit.records, &unit.reasons, -1);
         set_aside.push(unit);
     }
     add_to_job(conn, job_id, &delta).await?;
@@ -1157,12 +1155,12 @@ async fn apply_in_transaction(
     let mut rows = Vec::new();
     for change in changes {
         match change {
-            Change::Units { job_id, lease_id, worker_id, selfplay, rows: units } => {
+            Change::Units { job_id, lease_id, worker_id, by_records, rows: units } => {
                 rows.extend(units.iter().map(|row| Keyed {
                     job_id: *job_id,
                     lease_id: *lease_id,
                     worker_id: *worker_id,
-                    selfplay: *selfplay,
+                    by_records: *by_records,
                     row,
                 }));
                 results.push(Applied::default());

@@ -209,7 +209,7 @@
 
   const FILTERS = [
     { name: "state", label: "State", options: ["all", "running", "pending", "finished", "stopped"] },
-    { name: "kind", label: "Kind", options: ["all", "sprt", "games", "selfplay"] },
+    { name: "kind", label: "Kind", options: ["all", "sprt", "games", "selfplay", "spsa", "verify"] },
     { name: "q", label: "Search", placeholder: "description or engines" },
     { name: "engine", label: "Engine", placeholder: "name" },
     { name: "tc", label: "Time control", placeholder: "10+0.1" },
@@ -233,6 +233,9 @@
     );
   }
 
+  // Tests and SPSA runs play games; self-play and verification jobs do not.
+  const isMatchKind = (job) => job.kind !== "selfplay" && job.kind !== "verify";
+
   function testRow(job) {
     const cells = [
       el("a", { href: `/tests/${job.job_id}` }, String(job.job_id)),
@@ -240,9 +243,9 @@
         el("small", {}, job.summary)),
       el("span", { class: `state state-${job.state}` }, stateText(job)),
       llrCell(job),
-      job.kind === "selfplay" ? "–" : eloText(job.elo),
-      job.kind === "selfplay" ? `${job.positions} positions` : String(games(job)),
-      job.kind === "selfplay" ? "–" : pentanomial(job),
+      isMatchKind(job) ? eloText(job.elo) : "–",
+      { selfplay: `${job.positions} positions`, verify: `${job.positions} verified` }[job.kind] || String(games(job)),
+      isMatchKind(job) ? pentanomial(job) : "–",
       job.time_control || "–",
       [job.rules, job.variant].filter(Boolean).join(" · ") || "–",
       String(job.priority),
@@ -438,7 +441,8 @@
       showError(error);
       return;
     }
-    const isMatch = job.kind !== "selfplay";
+    const isVerification = job.kind === "verify";
+    const isMatch = isMatchKind(job);
     const heading = el("h1", {}, `#${job.job_id} `, el("span", { id: "description" }));
     const stateBadge = el("span", { id: "state", class: "state" });
     const facts = el("div", { class: "facts-holder" });
@@ -483,6 +487,21 @@
             pairsBody)),
       );
     }
+    const verificationNote = el("p", { class: "count", id: "verification-counts" });
+    const verificationKinds = el("tbody");
+    const verificationArticles = el("tbody");
+    if (isVerification) {
+      const countTable = (id, title, body) => el("table", { class: "cards", id },
+        el("thead", {}, el("tr", {}, [title, "Games"].map((c) => el("th", { scope: "col" }, c)))), body);
+      sections.push(el("section", { "aria-labelledby": "verification-title" },
+        el("h2", { id: "verification-title" }, "Where the rule sets part"), verificationNote,
+        el("p", {},
+          el("a", { href: `/api/v1/jobs/${id}/verification.jsonl`, download: `verification-${id}.jsonl` }, "Download the report (JSON lines)"),
+          " · ",
+          el("a", { href: `/api/v1/jobs/${id}/parting.pgn`, download: `verification-${id}.pgn` }, "the parting games (PGN)")),
+        countTable("verification-kinds", "Rule sets and how they part", verificationKinds),
+        countTable("verification-articles", "Articles applied", verificationArticles)));
+    }
     main.replaceChildren(...sections);
 
     const drawHistory = isMatch ? historyCharts(llrHolder, eloHolder, Boolean(job.sprt)) : null;
@@ -517,6 +536,9 @@
         entries.push(["Engines", `${job.new_engine} vs ${job.base_engine}`]);
         entries.push(["Time control", job.time_control || "–"]);
         entries.push(["Rules", job.rules || "–"]);
+      } else if (isVerification) {
+        entries.push(["Games verified", String(job.positions), "positions"]);
+        entries.push(["Rule sets", job.rules || "–"]);
       } else {
         entries.push(["Positions", String(job.positions), "positions"]);
       }
@@ -625,6 +647,20 @@
       }
     };
 
+    const loadVerification = async () => {
+      try {
+        const v = await api(`/api/v1/jobs/${id}/verification`);
+        verificationNote.textContent = `${v.games} of ${v.games_total} games verified under ${(v.rules || []).join(", ")}: `
+          + `${v.parting} where the rule sets part, ${v.refused} that could not be replayed.`;
+        const rows = (counts, label) => Object.entries(counts || {}).sort((a, b) => b[1] - a[1])
+          .map(([name, n]) => el("tr", {}, el("td", { "data-label": label }, name), el("td", { "data-label": "Games" }, String(n))));
+        verificationKinds.replaceChildren(...rows(v.by_kind, "Rule sets and how they part"));
+        verificationArticles.replaceChildren(...rows(v.by_articles, "Articles applied"));
+      } catch (error) {
+        verificationNote.textContent = error.message;
+      }
+    };
+
     showJob(job);
     if (isMatch) {
       const refresh = throttled(() => {
@@ -642,10 +678,17 @@
       });
       await Promise.all([loadHistory(), loadPairs()]);
     } else {
+      const refresh = isVerification ? throttled(loadVerification, 1000) : () => {};
       live.follow((jobs) => {
         const changed = jobs.find((j) => j.job_id === job.job_id);
-        if (changed) showJob(changed);
-      }, async () => showJob(await api(`/api/v1/jobs/${id}`)));
+        if (!changed) return;
+        showJob(changed);
+        refresh();
+      }, async () => {
+        showJob(await api(`/api/v1/jobs/${id}`));
+        refresh();
+      });
+      if (isVerification) await loadVerification();
     }
   }
 

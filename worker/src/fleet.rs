@@ -27,6 +27,8 @@ use xq_engine::xiangqi::Position;
 use xq_engine::xiangqi::data::{MAX_RECORDS, read_chunk, read_xiongqi_chunk, write_chunk, write_xiongqi_chunk};
 use xq_engine::xiangqi::fen::{FenFlavour, UnknownFenFlavour};
 use xq_engine::xiangqi::notation::{Dialect, UnknownDialect};
+use xq_engine::xiangqi::pgn::parse_pgn;
+use xq_engine::xiangqi::rules::verify::unit_report;
 use xq_engine::xiangqi::rules::{Outcome, RuleSet};
 use xq_engine::xiongqi;
 use xq_proto::v1::worker_client::WorkerClient;
@@ -287,6 +289,7 @@ async fn work(
     let result = match lease.work.clone() {
         Some(v1::lease::Work::MatchSpec(spec)) => play_pairs(client, settings, &lease, spec, stop).await,
         Some(v1::lease::Work::SelfPlay(spec)) => self_play(client, settings, &lease, spec, stop).await,
+        Some(v1::lease::Work::Verification(spec)) => verify(client, settings, &lease, spec, stop).await,
         None => Err(FleetError::Lease("it names no work".to_owned())),
     };
     done.store(true, Ordering::Relaxed);
@@ -603,6 +606,53 @@ async fn self_play(
         })
         .await
         .map_err(|status| FleetError::refused("upload", status))?;
+        if reply.into_inner().stop {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// Verifies a lease's units: each unit's games of the job's PGN under its rule sets, with
+/// the engine's verification (the judge's code path), reported unit by unit.
+async fn verify(
+    client: &Client,
+    settings: &ConnectSettings,
+    lease: &v1::Lease,
+    spec: v1::VerificationSpec,
+    stop: Arc<AtomicBool>,
+) -> Result<(), FleetError> {
+    let rules: Vec<RuleSet> = spec.rules.iter().map(|r| r.parse()).collect::<Result<_, _>>().map_err(lease_error)?;
+    let pgn = spec.pgn.as_ref().ok_or_else(|| FleetError::Lease("it names no PGN".to_owned()))?;
+    let path = fetch(client, &settings.cache, pgn, false).await?;
+    let name = pgn.name.clone();
+    let games = tokio::task::spawn_blocking(move || {
+        let text = std::fs::read(&path).map_err(FleetError::file("reading the games", &path))?;
+        parse_pgn(&String::from_utf8_lossy(&text)).map_err(|e| FleetError::Lease(format!("the PGN {name}: {e}")))
+    })
+    .await
+    .map_err(play_error)??;
+    let games = Arc::new(games);
+    let per_unit = spec.games_per_unit.max(1) as usize;
+    let rules = Arc::new(rules);
+    for &unit in &lease.units {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let first = (unit as usize).saturating_mul(per_unit).min(games.len());
+        let end = first.saturating_add(per_unit).min(games.len());
+        let (games, rules) = (games.clone(), rules.clone());
+        let report = tokio::task::spawn_blocking(move || unit_report(&games[first..end], first + 1, &rules))
+            .await
+            .map_err(play_error)?;
+        let request = v1::VerificationReport { lease_id: lease.lease_id, unit, report };
+        let reply = retry("report", || {
+            let mut client = client.clone();
+            let request = request.clone();
+            async move { client.report_verification(request).await }
+        })
+        .await
+        .map_err(|status| FleetError::refused("report", status))?;
         if reply.into_inner().stop {
             return Ok(());
         }

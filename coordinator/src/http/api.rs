@@ -160,8 +160,8 @@ impl JobsQuery {
             return Err(ApiError::bad(format!("state '{state}': use running, finished, stopped or all")));
         }
         let kind = self.kind.unwrap_or_default();
-        if !matches!(kind.as_str(), "" | "all" | "sprt" | "games" | "selfplay") {
-            return Err(ApiError::bad(format!("kind '{kind}': use sprt, games, selfplay or all")));
+        if !matches!(kind.as_str(), "" | "all" | "sprt" | "games" | "spsa" | "selfplay" | "verify") {
+            return Err(ApiError::bad(format!("kind '{kind}': use sprt, games, spsa, selfplay, verify or all")));
         }
         let limit = match self.limit.as_deref() {
             None | Some("") => 0,
@@ -293,9 +293,48 @@ pub async fn games(
 ) -> Result<Response, ApiError> {
     may_read(&dashboard, &headers)?;
     let id = job_id(&id)?;
-    let units = dashboard.shared.unit_bytes(id, false)?;
+    let units = dashboard.shared.unit_bytes(id, crate::service::Stored::Games)?;
     let body = Body::from_stream(units.map(|item| item.map(|(_, bytes)| bytes).map_err(std::io::Error::other)));
     Ok(pgn_download(body, &format!("job-{id}.pgn")))
+}
+
+/// A verification job's counts: the gRPC API's summary.
+pub async fn verification(
+    State(dashboard): State<Dashboard>,
+    headers: HeaderMap,
+    PathOf(id): PathOf<String>,
+) -> Result<Json<v1::VerificationSummary>, ApiError> {
+    may_read(&dashboard, &headers)?;
+    Ok(Json(dashboard.shared.verification(job_id(&id)?).await?))
+}
+
+/// A verification job's report lines (JSON lines), or its parting games as PGN.
+pub async fn verification_lines(
+    State(dashboard): State<Dashboard>,
+    headers: HeaderMap,
+    PathOf(id): PathOf<String>,
+    as_pgn: bool,
+) -> Result<Response, ApiError> {
+    may_read(&dashboard, &headers)?;
+    let id = job_id(&id)?;
+    let reports = dashboard.shared.unit_bytes(id, crate::service::Stored::Reports)?;
+    let body = Body::from_stream(reports.map(move |item| {
+        item.map(|(_, bytes)| {
+            let lines = crate::verification::report_games(&String::from_utf8_lossy(&bytes));
+            if as_pgn {
+                lines.lines().filter_map(|line| crate::verification::parting_pgn(line, id)).collect::<String>()
+            } else {
+                lines
+            }
+        })
+        .map_err(std::io::Error::other)
+    }));
+    if as_pgn {
+        return Ok(pgn_download(body, &format!("verification-{id}.pgn")));
+    }
+    let disposition = format!("attachment; filename=\"verification-{id}.jsonl\"");
+    Ok(([(header::CONTENT_TYPE, "application/jsonl".to_owned()), (header::CONTENT_DISPOSITION, disposition)], body)
+        .into_response())
 }
 
 /// A tournament's games as one PGN file, the event's tags on each game.

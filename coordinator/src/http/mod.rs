@@ -64,6 +64,15 @@ pub fn routes(shared: Shared, read: ReadAccess) -> Router {
         .route("/api/v1/jobs/{id}", get(api::job))
         .route("/api/v1/jobs/{id}/history", get(api::history))
         .route("/api/v1/jobs/{id}/games.pgn", get(api::games))
+        .route("/api/v1/jobs/{id}/verification", get(api::verification))
+        .route(
+            "/api/v1/jobs/{id}/verification.jsonl",
+            get(|state, headers, path| api::verification_lines(state, headers, path, false)),
+        )
+        .route(
+            "/api/v1/jobs/{id}/parting.pgn",
+            get(|state, headers, path| api::verification_lines(state, headers, path, true)),
+        )
         .route("/api/v1/jobs/{id}/pairs", get(api::pairs))
         .route("/api/v1/jobs/{id}/pairs/{unit}", get(api::pair))
         .route("/api/v1/jobs/{id}/stop", post(api::stop))

@@ -115,7 +115,7 @@ async fn rows_round_trip_and_the_snapshot_holds_what_was_written() {
             .unwrap();
         let units = vec![unit(0, [2, 1]), unit(2, [0, 0])];
         let applied = writer
-            .write(Change::Units { job_id: 7, lease_id: 11, worker_id: 3, selfplay: false, rows: units })
+            .write(Change::Units { job_id: 7, lease_id: 11, worker_id: 3, by_records: false, rows: units })
             .await
             .unwrap();
         assert_eq!(applied.new_units, [0, 2], "{backend:?}");
@@ -163,7 +163,7 @@ async fn a_unit_counts_once_however_often_it_arrives() {
                         job_id: 1,
                         lease_id: round as i64 % 2,
                         worker_id: 1,
-                        selfplay: false,
+                        by_records: false,
                         rows: vec![unit(u, points)],
                     };
                     writer.write(change).await.unwrap().new_units
@@ -220,7 +220,7 @@ async fn self_play_units_add_positions() {
                 job_id: 5,
                 lease_id: 1,
                 worker_id: 1,
-                selfplay: true,
+                by_records: true,
                 rows: vec![row.clone(), UnitRow { unit: 1, ..row }],
             })
             .await
@@ -237,8 +237,10 @@ async fn large_batches_are_stored_whole() {
         let (storage, writer) = open(backend, &dir).await;
         writer.write(Change::NewJob(Box::new(JobRow { units_total: 5000, ..job(1) }))).await.unwrap();
         let rows: Vec<UnitRow> = (0..2500).map(|u| unit(u, [2, 1])).collect();
-        let applied =
-            writer.write(Change::Units { job_id: 1, lease_id: 1, worker_id: 1, selfplay: false, rows }).await.unwrap();
+        let applied = writer
+            .write(Change::Units { job_id: 1, lease_id: 1, worker_id: 1, by_records: false, rows })
+            .await
+            .unwrap();
         assert_eq!(applied.new_units.len(), 2500, "{backend:?}");
         assert_eq!(storage.job(1).await.unwrap().unwrap().units_done, 2500);
     }
@@ -257,7 +259,7 @@ async fn batches_of_every_size_count_exactly_their_rows() {
             let units: Vec<u64> = (next..next + size).collect();
             next += size;
             let rows = units.iter().map(|&u| unit(u, [(u % 3) as i64, 2])).collect();
-            let change = Change::Units { job_id: 1, lease_id: 1, worker_id: 1, selfplay: false, rows };
+            let change = Change::Units { job_id: 1, lease_id: 1, worker_id: 1, by_records: false, rows };
             let mut new_units = writer.write(change).await.unwrap().new_units;
             new_units.sort_unstable();
             assert_eq!(new_units, units, "{backend:?}: a batch of {size}");

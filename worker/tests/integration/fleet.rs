@@ -119,6 +119,13 @@ impl v1::worker_server::Worker for Service {
         Err(Status::invalid_argument("no self-play here"))
     }
 
+    async fn report_verification(
+        &self,
+        _: Request<v1::VerificationReport>,
+    ) -> Result<Response<v1::ReportReply>, Status> {
+        Err(Status::invalid_argument("no verification here"))
+    }
+
     type DownloadStream = Pieces;
 
     async fn download(&self, request: Request<v1::DownloadRequest>) -> Result<Response<Pieces>, Status> {

@@ -94,6 +94,20 @@ enum Command {
     },
     /// Creates a self-play job.
     Selfplay(SelfplayArgs),
+    /// Creates a rule verification job: a PGN's games (or a test's) replayed under
+    /// several rule sets by the fleet, every game where they part reported.
+    Verify(VerifyArgs),
+    /// A verification job's counts (games, partings by kind and by articles), or with
+    /// --jsonl / --pgn its games where the rule sets part.
+    Verification {
+        job: u64,
+        /// Write the report's JSON lines (one per parting or unplayable game) here.
+        #[arg(long, conflicts_with = "pgn")]
+        jsonl: Option<PathBuf>,
+        /// Write the parting games here as PGN, each with the verdicts in a comment.
+        #[arg(long)]
+        pgn: Option<PathBuf>,
+    },
     /// Lists jobs.
     List {
         /// Finished and stopped jobs too.
@@ -406,6 +420,26 @@ struct SelfplayArgs {
 }
 
 #[derive(Args)]
+struct VerifyArgs {
+    /// The games: a PGN file, uploaded.
+    #[arg(long, required_unless_present = "test", conflicts_with = "test")]
+    pgn: Option<PathBuf>,
+    /// The games: a test's stored games.
+    #[arg(long)]
+    test: Option<u64>,
+    /// The rule sets to compare, comma-separated (wxf, asian, cxq, computer).
+    #[arg(long, default_value = "wxf,asian,cxq")]
+    rules: String,
+    /// Games a unit (a worker's lease holds whole units).
+    #[arg(long, default_value_t = 1000)]
+    games_per_unit: u32,
+    #[arg(long, default_value_t = 0)]
+    priority: i32,
+    #[arg(long, default_value = "")]
+    description: String,
+}
+
+#[derive(Args)]
 struct LlrArgs {
     /// Pentanomial counts N0,N1,N2,N3,N4 (pairs scoring 0, 0.5, 1, 1.5, 2).
     #[arg(long, conflicts_with = "trinomial")]
@@ -635,6 +669,48 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let job = client.create_self_play(request).await?.into_inner();
             out!("job {}: {}", job.job_id, job.summary);
+            Ok(())
+        }
+        Command::Verify(args) => {
+            let pgn = match &args.pgn {
+                Some(path) => Some(client::upload_file(&mut client, path, "pgn").await?),
+                None => None,
+            };
+            let request = v1::CreateVerificationRequest {
+                pgn,
+                test_job_id: args.test.unwrap_or(0),
+                rules: args.rules.split(',').map(|r| r.trim().to_owned()).filter(|r| !r.is_empty()).collect(),
+                games_per_unit: args.games_per_unit,
+                priority: args.priority,
+                description: args.description,
+            };
+            let job = client.create_verification(request).await?.into_inner();
+            out!("job {}: {} ({} units)", job.job_id, job.summary, job.units_total);
+            Ok(())
+        }
+        Command::Verification { job, jsonl, pgn } => {
+            if jsonl.is_none() && pgn.is_none() {
+                let summary = client.get_verification(v1::JobId { job_id: job }).await?.into_inner();
+                out!("{}", verification_text(&summary));
+                return Ok(());
+            }
+            let mut stream = client.download_verification(v1::JobId { job_id: job }).await?.into_inner();
+            let path = jsonl.as_ref().or(pgn.as_ref()).expect("one of them");
+            let mut file =
+                tokio::fs::File::create(path).await.with_context(|| format!("creating {}", path.display()))?;
+            while let Some(batch) = stream.message().await? {
+                let text = if pgn.is_some() {
+                    batch
+                        .jsonl
+                        .lines()
+                        .filter_map(|line| xq_coordinator::verification::parting_pgn(line, job))
+                        .collect()
+                } else {
+                    batch.jsonl
+                };
+                file.write_all(text.as_bytes()).await?;
+            }
+            file.flush().await?;
             Ok(())
         }
         Command::List { all } => {
@@ -1121,4 +1197,28 @@ fn llr(args: &LlrArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// A verification job's counts, as `xq verification` prints them.
+fn verification_text(summary: &v1::VerificationSummary) -> String {
+    let mut text = format!(
+        "verification {}: {} of {} games verified under {}; {} where the rule sets part, {} that could not be replayed",
+        summary.job_id,
+        summary.games,
+        summary.games_total,
+        summary.rules.join(", "),
+        summary.parting,
+        summary.refused
+    );
+    for (title, counts) in [("by kind", &summary.by_kind), ("by articles", &summary.by_articles)] {
+        let mut counts: Vec<(&String, &u64)> = counts.iter().collect();
+        counts.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        if !counts.is_empty() {
+            text.push_str(&format!("\n{title}:"));
+            for (name, count) in counts {
+                text.push_str(&format!("\n  {count:>8}  {name}"));
+            }
+        }
+    }
+    text
 }

@@ -250,6 +250,29 @@ pub fn check_game(game: &PgnGame, rule_sets: &[RuleSet], label: &str, tally: &mu
     }))
 }
 
+/// A verification unit's report, as workers send it and the coordinator stores it: a
+/// JSON line for each of `games` that [`check_game`] reports (labelled "game N", numbered
+/// from `first_number`), then `{"tally": ...}` with the unit's counts.
+pub fn unit_report(games: &[PgnGame], first_number: usize, rule_sets: &[RuleSet]) -> String {
+    let mut tally = Tally::default();
+    let mut report = String::new();
+    for (index, game) in games.iter().enumerate() {
+        if let Some(line) = check_game(game, rule_sets, &format!("game {}", first_number + index), &mut tally) {
+            report.push_str(&line.to_string());
+            report.push('\n');
+        }
+    }
+    report.push_str(&json!({ "tally": tally.to_json() }).to_string());
+    report.push('\n');
+    report
+}
+
+/// The tally a unit report ends with, if its last line is one.
+pub fn report_tally(report: &str) -> Option<Tally> {
+    let value: Value = serde_json::from_str(report.lines().last()?).ok()?;
+    Tally::from_json(value.get("tally")?)
+}
+
 /// A verdict as reports give it: where and how its rule set ended the game, and the
 /// plies of the cycle that ruling closed (from the judge: each ply's nature and chases),
 /// empty when the ruling was not on a repetition.

@@ -1,0 +1,236 @@
+//! Rule verification jobs: the games of a PGN (uploaded, or a test's stored games) cut
+//! into units of consecutive games, each verified by a worker under the job's rule sets
+//! with the engine's `rules::verify::check_game` (the judge's code path, as
+//! `xq-engine verify` runs it) and reported as JSON lines closed by the unit's tally.
+//! The coordinator checks each report's shape and counts before storing it, sums the
+//! tallies and serves the lines, and the parting games as PGN.
+
+use serde_json::Value;
+use xq_engine::xiangqi::rules::RuleSet;
+use xq_engine::xiangqi::rules::verify::{Tally, report_tally};
+use xq_proto::v1;
+
+use crate::jobs::{SpecError, bad, check_artifact};
+
+/// The rule sets compared when a request names none: the three a tournament may play.
+pub const DEFAULT_RULES: [RuleSet; 3] = [RuleSet::Wxf, RuleSet::Asian, RuleSet::Cxq];
+/// Games a unit when a request does not say: a second or so of a worker's core.
+pub const DEFAULT_GAMES_PER_UNIT: u32 = 1_000;
+const MAX_GAMES_PER_UNIT: u32 = 100_000;
+
+/// A verification job, checked.
+#[derive(Clone, Debug)]
+pub struct VerificationJob {
+    pub spec: v1::VerificationSpec,
+    pub rules: Vec<RuleSet>,
+}
+
+impl VerificationJob {
+    /// Units to verify: the games cut into units, the last perhaps shorter.
+    pub fn units(&self) -> u64 {
+        self.spec.games.div_ceil(u64::from(self.spec.games_per_unit))
+    }
+
+    /// Games in unit `unit`.
+    pub fn unit_games(&self, unit: u64) -> u64 {
+        let per_unit = u64::from(self.spec.games_per_unit);
+        self.spec.games.saturating_sub(unit * per_unit).min(per_unit)
+    }
+
+    /// One line for lists.
+    pub fn summary(&self) -> String {
+        let names: Vec<&str> = self.rules.iter().map(|r| r.name()).collect();
+        let source = self.spec.pgn.as_ref().map_or("", |p| p.name.as_str());
+        format!("verification of {} games of {source} under {}", self.spec.games, names.join(", "))
+    }
+}
+
+/// The rule sets `names` ask for (none: [`DEFAULT_RULES`]): two or more, each once.
+pub fn rule_sets(names: &[String]) -> Result<Vec<RuleSet>, SpecError> {
+    if names.is_empty() {
+        return Ok(DEFAULT_RULES.to_vec());
+    }
+    let mut rules = Vec::with_capacity(names.len());
+    for name in names {
+        let set: RuleSet =
+            name.parse().map_err(|e: xq_engine::xiangqi::rules::UnknownRuleSet| bad("rules", e.to_string()))?;
+        if rules.contains(&set) {
+            return Err(bad("rules", format!("{} named twice", set.name())));
+        }
+        rules.push(set);
+    }
+    if rules.len() < 2 {
+        return Err(bad("rules", "two or more rule sets: a verification compares their rulings"));
+    }
+    Ok(rules)
+}
+
+/// Checks a stored or requested spec.
+pub fn check_spec(spec: &v1::VerificationSpec) -> Result<VerificationJob, SpecError> {
+    let pgn = spec.pgn.as_ref().ok_or_else(|| bad("pgn", "missing"))?;
+    check_artifact("pgn", pgn)?;
+    let rules = rule_sets(&spec.rules)?;
+    if !(1..=MAX_GAMES_PER_UNIT).contains(&spec.games_per_unit) {
+        return Err(bad("games_per_unit", format!("between 1 and {MAX_GAMES_PER_UNIT}")));
+    }
+    if spec.games == 0 {
+        return Err(bad("pgn", "it holds no games"));
+    }
+    let job = VerificationJob { spec: spec.clone(), rules };
+    if job.units() > crate::jobs::MAX_UNITS {
+        return Err(bad("games_per_unit", "too many units: more games a unit"));
+    }
+    Ok(job)
+}
+
+/// Checks a unit's report against the `games` it should cover and returns its tally:
+/// a JSON object naming its game on each line but the last, which is `{"tally": ...}`
+/// with that many games, as many refused games as lines with an error, and as many
+/// parting games as the other lines.
+pub fn check_report(report: &str, games: u64) -> Result<Tally, String> {
+    let mut lines: Vec<&str> = report.lines().collect();
+    let last = lines.pop().ok_or("an empty report: it needs the unit's tally")?;
+    let tally = report_tally(last).ok_or("the last line is not the unit's {\"tally\": ...}")?;
+    if tally.games != games {
+        return Err(format!("a tally of {} games for a unit of {games}", tally.games));
+    }
+    let mut refused = 0;
+    for (index, line) in lines.iter().enumerate() {
+        let value: Value = serde_json::from_str(line).map_err(|e| format!("line {}: not JSON ({e})", index + 1))?;
+        if !value.get("game").is_some_and(Value::is_string) {
+            return Err(format!("line {}: no game named", index + 1));
+        }
+        if value.get("error").is_some() {
+            refused += 1;
+        } else if !value.get("verdicts").is_some_and(Value::is_array) {
+            return Err(format!("line {}: neither an error nor verdicts", index + 1));
+        }
+    }
+    let lines = lines.len() as u64;
+    if refused != tally.refused || lines - refused != tally.parting || tally.parting + tally.refused > tally.games {
+        return Err(format!(
+            "a tally of {} refused and {} parting games over {lines} lines ({refused} with an error)",
+            tally.refused, tally.parting
+        ));
+    }
+    Ok(tally)
+}
+
+/// A stored report's game lines, without its tally.
+pub fn report_games(report: &str) -> String {
+    let mut lines: Vec<&str> = report.lines().collect();
+    lines.pop();
+    lines.iter().map(|line| format!("{line}\n")).collect()
+}
+
+/// A parting game's report line as PGN: its start and moves, the verdicts in a comment
+/// before the moves; `None` for a line without moves (a game that could not be
+/// replayed).
+pub fn parting_pgn(line: &str, job: u64) -> Option<String> {
+    let value: Value = serde_json::from_str(line).ok()?;
+    let moves: Vec<&str> = value.get("moves")?.as_array()?.iter().filter_map(Value::as_str).collect();
+    let start = value.get("start")?.as_str()?;
+    let quoted = |text: &str| text.replace('\\', "\\\\").replace('"', "\\\"");
+    let mut text = format!(
+        "[Event \"verification {job}\"]\n[Site \"{}\"]\n[Result \"*\"]\n[SetUp \"1\"]\n[FEN \"{}\"]\n\n",
+        quoted(value.get("game")?.as_str()?),
+        quoted(start)
+    );
+    let verdicts: Vec<String> = value
+        .get("verdicts")?
+        .as_array()?
+        .iter()
+        .map(|v| match v["ply"].as_u64() {
+            Some(ply) => format!(
+                "{}: {} at ply {ply}, {} ({})",
+                v["rules"].as_str().unwrap_or("?"),
+                v["result"].as_str().unwrap_or("?"),
+                v["reason"].as_str().unwrap_or("?"),
+                v["article"].as_str().unwrap_or("?")
+            ),
+            None => format!("{}: no ruling", v["rules"].as_str().unwrap_or("?")),
+        })
+        .collect();
+    text.push_str(&format!("{{{}}}", verdicts.join("; ").replace(['{', '}'], "")));
+    let black_first = start.split_whitespace().nth(1) == Some("b");
+    let mut line = String::new();
+    for (index, mv) in moves.iter().enumerate() {
+        let ply = index + usize::from(black_first);
+        let token = match (ply % 2, index) {
+            (0, _) => format!("{}. {mv}", ply / 2 + 1),
+            (_, 0) => format!("{}... {mv}", ply / 2 + 1),
+            _ => (*mv).to_owned(),
+        };
+        if line.len() + token.len() > 79 {
+            text.push_str(line.trim_end());
+            text.push('\n');
+            line.clear();
+        }
+        line.push_str(&token);
+        line.push(' ');
+    }
+    text.push('\n');
+    text.push_str(&line);
+    text.push_str("*\n\n");
+    Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xq_engine::xiangqi::pgn::parse_pgn;
+    use xq_engine::xiangqi::rules::verify::unit_report;
+
+    /// A chariot chasing a lone cannon (WXF and Asian: the chaser's loss at ply 8; CXQ
+    /// allows six chasing moves), a quiet game and one with an illegal second move.
+    fn games() -> Vec<xq_engine::xiangqi::pgn::PgnGame> {
+        let cycles = ["b1a1 a0b0 a1b1 b0a0"; 4].join(" ");
+        let text = format!(
+            "[FEN \"4k4/9/9/9/9/9/9/9/1R7/c2K5 w - - 0 1\"]\n\n{cycles} *\n\n\
+             [Event \"quiet\"]\n\n1. h2e2 h9g7 *\n\n[Event \"bad\"]\n\n1. h2e2 e2e9 *\n"
+        );
+        parse_pgn(&text).unwrap()
+    }
+
+    #[test]
+    fn a_worker_s_report_passes_and_forged_ones_are_refused_naming_the_fault() {
+        let report = unit_report(&games(), 1, &DEFAULT_RULES);
+        let tally = check_report(&report, 3).unwrap();
+        assert_eq!((tally.games, tally.parting, tally.refused), (3, 1, 1));
+        assert!(check_report(&report, 4).unwrap_err().contains("a tally of 3 games for a unit of 4"));
+        // A parting game left out, the tally kept.
+        let lines: Vec<&str> = report.lines().collect();
+        let dropped = format!("{}\n{}\n", lines[1], lines[2]);
+        assert!(check_report(&dropped, 3).unwrap_err().contains("1 parting"), "{dropped}");
+        assert!(check_report("", 3).unwrap_err().contains("empty"));
+        assert!(check_report("not json\n", 3).unwrap_err().contains("tally"));
+        let garbage = format!("{{\"game\": 1}}\n{}\n", lines[2]);
+        assert!(check_report(&garbage, 3).is_err());
+        assert_eq!(report_games(&report).lines().count(), 2);
+    }
+
+    #[test]
+    fn a_parting_game_reads_back_as_pgn_with_its_moves_and_verdicts() {
+        let report = unit_report(&games(), 7, &DEFAULT_RULES);
+        let line = report.lines().next().unwrap();
+        let pgn = parting_pgn(line, 12).unwrap();
+        let parsed = parse_pgn(&pgn).unwrap();
+        assert_eq!(parsed.len(), 1);
+        assert_eq!(parsed[0].moves, games()[0].moves);
+        assert_eq!(parsed[0].tag("Site"), Some("game 7"));
+        assert_eq!(parsed[0].tag("Event"), Some("verification 12"));
+        assert!(pgn.contains("wxf: 0-1 at ply 8"), "{pgn}");
+        // The unplayable game's line has no moves to write.
+        assert_eq!(parting_pgn(report.lines().nth(1).unwrap(), 12), None);
+    }
+
+    #[test]
+    fn rule_sets_are_two_or_more_each_once() {
+        let names = |list: &[&str]| list.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+        assert_eq!(rule_sets(&[]).unwrap(), DEFAULT_RULES);
+        assert!(rule_sets(&names(&["wxf"])).unwrap_err().problem.contains("two or more"));
+        assert!(rule_sets(&names(&["wxf", "wxf"])).unwrap_err().problem.contains("named twice"));
+        assert!(rule_sets(&names(&["wxf", "fide"])).is_err());
+        assert_eq!(rule_sets(&names(&["cxq", "computer"])).unwrap(), [RuleSet::Cxq, RuleSet::Computer]);
+    }
+}
