@@ -545,12 +545,12 @@
       entries.push(["Variant", job.variant || "xiangqi"]);
       entries.push(["Units", `${job.units_done} of ${job.units_total}`]);
       entries.push(["Leases in flight", String(job.active_leases)]);
-      entries.push([isMatch ? "Refused reports" : "Refused chunks", String(job.refused_reports || 0), "refused"]);
+      entries.push([job.kind === "selfplay" ? "Refused chunks" : "Refused reports", String(job.refused_reports || 0), "refused"]);
       entries.push(["Priority", String(job.priority), "priority"]);
       entries.push(["Submitter", job.submitter || "–", "submitter"]);
       entries.push(["Created", when(Number(job.created_ms))]);
       if (Number(job.data_removed_ms || 0) > 0) {
-        const what = isMatch ? "Games" : "Training data";
+        const what = { selfplay: "Training data", verify: "Reports" }[job.kind] || "Games";
         entries.push([what, `removed ${when(Number(job.data_removed_ms))} (retention)`, "data-removed"]);
       }
       facts.replaceChildren(definitionList(entries));

@@ -103,7 +103,7 @@ pub async fn connect_to(address: &Address<'_>) -> Result<Client, ClientError> {
     connect(address.url, &token, ca).await
 }
 
-/// Uploads `bytes` as an artifact named `name` of `kind` (engine, book or net).
+/// Uploads `bytes` as an artifact named `name` of `kind` (engine, book, net or pgn).
 pub async fn upload_artifact(
     client: &mut Client,
     name: &str,

@@ -387,3 +387,38 @@ async fn a_tournament_page_shows_its_standings_live() {
         .unwrap();
     wait_for_text(browser, "#tournament-summary", |t| t.contains("double-round-robin")).await;
 }
+
+/// A verification job's page: its counts as GetVerification gives them, by kind and by
+/// article, and links to the report and the parting games that download them.
+#[tokio::test]
+async fn a_verification_job_page_shows_where_the_rule_sets_part() {
+    use crate::verification::{GAMES, verify_all};
+    let served = serve(Backend::Sqlite, SchedulerConfig { reference_nps: 0, ..SchedulerConfig::default() }).await;
+    let base = format!("http://{}", served.address);
+    let mut admin = client(served.address, &served.client_token).await;
+    let pgn = upload(&mut admin, "chases.pgn", "pgn", GAMES.as_bytes()).await.unwrap();
+    let request = v1::CreateVerificationRequest { pgn: Some(pgn), games_per_unit: 2, ..Default::default() };
+    let job = admin.create_verification(request).await.unwrap().into_inner();
+    let mut worker = registered_worker(&served, "w", &[]).await;
+    verify_all(&mut worker, None, GAMES).await;
+    let summary = admin.get_verification(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+    for (label, width, height) in [("desktop", 1280, 900), ("phone", 390, 844)] {
+        let session = session(width, height).await;
+        let browser = &session.browser;
+        browser.goto(&format!("{base}/tests/{}", job.job_id)).await.unwrap();
+        let counts = wait_for_text(browser, "#verification-counts", |t| t.contains("4 of 4 games verified")).await;
+        assert!(counts.contains("2 where the rule sets part, 1 that could not be replayed"), "{counts}");
+        let kinds = text(browser, "#verification-kinds").await;
+        for (kind, count) in &summary.by_kind {
+            assert!(kinds.contains(kind.as_str()) && kinds.contains(&count.to_string()), "{kind}: {kinds}");
+        }
+        assert!(text(browser, "#verification-articles").await.contains("WXF 20.3"));
+        screenshot(browser, &format!("verification-{label}")).await;
+        assert!(!overflows(browser).await, "the verification page is wider than a {width} px window");
+        let fetched =
+            "return fetch(document.querySelector(\"a[href$='parting.pgn']\").href).then((reply) => reply.text());";
+        let pgn = browser.execute(fetched, vec![]).await.unwrap();
+        let parting = xq_engine::xiangqi::pgn::parse_pgn(pgn.as_str().unwrap()).unwrap();
+        assert_eq!(parting.len(), 2, "{pgn}");
+    }
+}

@@ -763,3 +763,62 @@ async fn a_knockout_across_two_workers_ends_with_one_champion() {
         assert_eq!(standing.points, recount[&standing.engine], "{}: {:?}", standing.engine, tournament.standings);
     }
 }
+
+/// A verification job of 1,730 games (the 173 ruled repetition cases, ten times over)
+/// cut into 18 units and verified by two real workers: `xq verification` prints the
+/// counts one pass of the engine over the whole file gives, and its downloads hold
+/// every game where the rule sets part (JSON lines, and PGN that reads back).
+#[tokio::test]
+async fn a_verification_job_across_two_workers_counts_what_one_pass_over_the_games_does() {
+    use xq_engine::xiangqi::rules::verify::{report_tally, unit_report};
+    let dir = TempDir::new("cluster");
+    let (_coordinator, address) = start_coordinator(&dir.0, 0, 10).await;
+    let mut admin = client(address, &token(&dir.0)).await;
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/tests/data/wxf-repetition-cases.json");
+    let cases: Vec<serde_json::Value> = serde_json::from_str(&std::fs::read_to_string(data).unwrap()).unwrap();
+    let once: String = cases
+        .iter()
+        .map(|case| {
+            let moves: Vec<&str> = case["moves"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
+            format!("[FEN \"{}\"]\n\n{} *\n\n", case["fen"].as_str().unwrap(), moves.join(" "))
+        })
+        .collect();
+    let text = once.repeat(10);
+    let path = dir.0.join("cases.pgn");
+    std::fs::write(&path, &text).unwrap();
+    let created = xq_at(address, &dir.0, &["verify", "--pgn", path.to_str().unwrap(), "--games-per-unit", "100"]);
+    let id: u64 = created.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap();
+    assert!(created.contains("(18 units)"), "{created}");
+    let mut workers = Vec::new();
+    for i in 0..2 {
+        workers.push(start_worker(&mut admin, address, dir.0.join(format!("w{i}")), &format!("w{i}")).await);
+    }
+    let state =
+        wait_for(&mut admin, id, Duration::from_secs(300), "a verification job", |j| j.state != "running").await;
+    assert_eq!((state.state.as_str(), state.units_done, state.positions), ("finished", 18, 1730));
+
+    let games = xq_engine::xiangqi::pgn::parse_pgn(&text).unwrap();
+    let expected = report_tally(&unit_report(&games, 1, &xq_coordinator::verification::DEFAULT_RULES)).unwrap();
+    assert!(expected.parting > 0, "the cases part the rule sets somewhere");
+    let printed = xq_at(address, &dir.0, &["verification", &id.to_string()]);
+    let head = format!(
+        "1730 of 1730 games verified under wxf, asian, cxq; {} where the rule sets part, {} that could not be replayed",
+        expected.parting, expected.refused
+    );
+    assert!(printed.contains(&head), "{printed}\nwanted: {head}");
+    for (kind, count) in &expected.by_kind {
+        assert!(printed.contains(&format!("{count:>8}  {kind}\n")), "{kind}: {count} in\n{printed}");
+    }
+    let lines_path = dir.0.join("report.jsonl");
+    xq_at(address, &dir.0, &["verification", &id.to_string(), "--jsonl", lines_path.to_str().unwrap()]);
+    let lines = std::fs::read_to_string(&lines_path).unwrap();
+    assert_eq!(lines.lines().count() as u64, expected.parting + expected.refused);
+    let pgn_path = dir.0.join("parting.pgn");
+    xq_at(address, &dir.0, &["verification", &id.to_string(), "--pgn", pgn_path.to_str().unwrap()]);
+    let parting = xq_engine::xiangqi::pgn::parse_pgn(&std::fs::read_to_string(&pgn_path).unwrap()).unwrap();
+    assert_eq!(parting.len() as u64, expected.parting);
+    for mut worker in workers {
+        worker.start_kill().unwrap();
+        worker.wait().await.unwrap();
+    }
+}

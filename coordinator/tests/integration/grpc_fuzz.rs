@@ -100,6 +100,17 @@ fn methods(job: u64, lease: &v1::Lease) -> Vec<Method> {
                     .encode_to_vec(),
             ],
         ),
+        worker_method(
+            "/xq.v1.Worker/ReportVerification",
+            vec![
+                v1::VerificationReport {
+                    lease_id: lease.lease_id,
+                    unit: 0,
+                    report: "{\"tally\": {\"games\": 1, \"refused\": 0, \"parting\": 0, \"by_kind\": {}, \"by_articles\": {}}}\n".to_owned(),
+                }
+                .encode_to_vec(),
+            ],
+        ),
         worker_method("/xq.v1.Worker/Download", vec![v1::DownloadRequest { sha256: "ab".repeat(32) }.encode_to_vec()]),
         client_method(
             "/xq.v1.Client/UploadArtifact",
@@ -145,7 +156,7 @@ fn methods(job: u64, lease: &v1::Lease) -> Vec<Method> {
             ],
         ),
         client_method("/xq.v1.Client/DownloadGames", vec![id.clone()]),
-        client_method("/xq.v1.Client/StreamTrainingData", vec![id]),
+        client_method("/xq.v1.Client/StreamTrainingData", vec![id.clone()]),
         client_method("/xq.v1.Client/AddNet", vec![v1::AddNetRequest::default().encode_to_vec()]),
         client_method("/xq.v1.Client/SetNetTest", vec![v1::SetNetTestRequest::default().encode_to_vec()]),
         client_method("/xq.v1.Client/ListNets", vec![v1::ListNetsRequest::default().encode_to_vec()]),
@@ -172,6 +183,15 @@ fn methods(job: u64, lease: &v1::Lease) -> Vec<Method> {
         ),
         client_method("/xq.v1.Client/GetTournament", vec![v1::TournamentId { tournament_id: 1 }.encode_to_vec()]),
         client_method("/xq.v1.Client/ListTournaments", vec![v1::ListTournamentsRequest { limit: 5 }.encode_to_vec()]),
+        client_method(
+            "/xq.v1.Client/CreateVerification",
+            vec![
+                v1::CreateVerificationRequest { test_job_id: job, games_per_unit: 1, ..Default::default() }
+                    .encode_to_vec(),
+            ],
+        ),
+        client_method("/xq.v1.Client/GetVerification", vec![id.clone()]),
+        client_method("/xq.v1.Client/DownloadVerification", vec![id]),
         client_method(
             "/xq.v1.Client/DownloadTournamentGames",
             vec![v1::TournamentId { tournament_id: 1 }.encode_to_vec()],

@@ -111,7 +111,7 @@ const BODIES: &[&str] = &[
 fn path(random: &mut Random, job: u64) -> String {
     let job = if random.below(3) == 0 { job.to_string() } else { random.pick(NUMBERS).to_owned() };
     let unit = random.pick(NUMBERS);
-    let base = match random.below(19) {
+    let base = match random.below(22) {
         0 => "/api/v1/jobs".to_owned(),
         1 => format!("/api/v1/jobs/{job}"),
         2 => format!("/api/v1/jobs/{job}/history"),
@@ -130,6 +130,9 @@ fn path(random: &mut Random, job: u64) -> String {
         15 => "/api/v1/tournaments".to_owned(),
         16 => format!("/api/v1/tournaments/{job}"),
         17 => format!("/api/v1/tournaments/{job}/games.pgn"),
+        18 => format!("/api/v1/jobs/{job}/verification"),
+        19 => format!("/api/v1/jobs/{job}/verification.jsonl"),
+        20 => format!("/api/v1/jobs/{job}/parting.pgn"),
         _ => format!("/api/v1/{}", random.pick(VALUES)),
     };
     let mut query = Vec::new();

@@ -21,3 +21,4 @@ mod storage;
 mod tls;
 mod tournaments;
 mod training_loop;
+mod verification;

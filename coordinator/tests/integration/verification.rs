@@ -1,0 +1,187 @@
+//! Rule verification jobs: a PGN's games (uploaded, or a test's stored games) cut into
+//! units, each verified by a worker with the engine's `unit_report` and reported; the
+//! coordinator refuses reports that do not account for their unit's games, sums the
+//! tallies to what one pass over the whole file gives, serves the parting games, and
+//! keeps the job across a restart.
+
+use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::verification::DEFAULT_RULES;
+use xq_engine::xiangqi::pgn::parse_pgn;
+use xq_engine::xiangqi::rules::RuleSet;
+use xq_engine::xiangqi::rules::verify::{Tally, check_game, unit_report};
+use xq_proto::v1;
+
+use crate::common::*;
+
+/// A chariot chasing a lone cannon (WXF and Asian: the chaser's loss at ply 8; CXQ
+/// allows six chasing moves before it rules), a quiet game, one with an illegal second
+/// move, and a Black chariot shuffling beside a Red cannon that CXQ does not rule on
+/// within the game.
+pub const GAMES: &str = "[FEN \"4k4/9/9/9/9/9/9/9/1R7/c2K5 w - - 0 1\"]\n\n\
+    b1a1 a0b0 a1b1 b0a0 b1a1 a0b0 a1b1 b0a0 b1a1 a0b0 a1b1 b0a0 b1a1 a0b0 a1b1 b0a0 *\n\n\
+    [Event \"quiet\"]\n\n1. h2e2 h9g7 *\n\n\
+    [Event \"bad\"]\n\n1. h2e2 e2e9 *\n\n\
+    [FEN \"5k2C/1r7/9/9/9/9/9/9/9/4K4 b - - 0 1\"]\n\n\
+    b8a8 i9h9 a8b8 h9i9 b8a8 i9h9 a8b8 h9i9 b8a8 i9h9 a8b8 h9i9 b8a8 i9h9 a8b8 h9i9 *\n";
+
+fn config() -> SchedulerConfig {
+    SchedulerConfig { lease_seconds: 1000.0, reference_nps: 0, ..SchedulerConfig::default() }
+}
+
+/// Plays a worker's part: verifies each unit of `text` as `xq-worker` does, for the
+/// lease it holds (if any) and then each it is given; returns the units reported.
+pub async fn verify_all(worker: &mut Worker, mut held: Option<v1::Lease>, text: &str) -> usize {
+    let games = parse_pgn(text).unwrap();
+    let mut reported = 0;
+    loop {
+        let lease = match held.take() {
+            Some(lease) => lease,
+            None => match worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease {
+                Some(lease) => lease,
+                None => return reported,
+            },
+        };
+        let Some(v1::lease::Work::Verification(spec)) = &lease.work else { panic!("a verification lease: {lease:?}") };
+        let rules: Vec<RuleSet> = spec.rules.iter().map(|r| r.parse().unwrap()).collect();
+        for &unit in &lease.units {
+            let per_unit = spec.games_per_unit as usize;
+            let first = unit as usize * per_unit;
+            let end = (first + per_unit).min(games.len());
+            let report = unit_report(&games[first..end], first + 1, &rules);
+            let request = v1::VerificationReport { lease_id: lease.lease_id, unit, report };
+            worker.report_verification(request.clone()).await.unwrap();
+            // Resent, it counts once.
+            worker.report_verification(request).await.unwrap();
+            reported += 1;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_verification_job_sums_its_units_to_one_pass_over_the_games_and_serves_the_parting_ones() {
+    for backend in BACKENDS {
+        let dir = TempDir::new("verification");
+        let url = fresh_database(backend, &dir.0).await;
+        let served = serve_on(&dir.0, &url, config(), 100).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let pgn = upload(&mut admin, "chases.pgn", "pgn", GAMES.as_bytes()).await.unwrap();
+        let request = v1::CreateVerificationRequest {
+            pgn: Some(pgn.clone()),
+            games_per_unit: 3,
+            description: "chases".to_owned(),
+            ..Default::default()
+        };
+        let job = admin.create_verification(request.clone()).await.unwrap().into_inner();
+        assert_eq!((job.kind.as_str(), job.units_total, job.rules.as_str()), ("verify", 2, "wxf,asian,cxq"));
+        assert!(job.summary.contains("verification of 4 games of chases.pgn"), "{}", job.summary);
+
+        // A report that leaves out a parting game, or covers the wrong games, is refused
+        // and counts nothing.
+        let mut worker = registered_worker(&served, "w", &[]).await;
+        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        let games = parse_pgn(GAMES).unwrap();
+        let honest = unit_report(&games[..3], 1, &DEFAULT_RULES);
+        let short = honest.lines().skip(1).map(|l| format!("{l}\n")).collect::<String>();
+        let forged = v1::VerificationReport { lease_id: lease.lease_id, unit: lease.units[0], report: short };
+        let refused = worker.report_verification(forged).await.unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::InvalidArgument, "{backend:?}");
+        assert!(
+            refused.message().contains("report of unit 0: a tally of 1 refused and 1 parting"),
+            "{}",
+            refused.message()
+        );
+        let wrong_games = unit_report(&games[..2], 1, &[RuleSet::Wxf]);
+        let forged = v1::VerificationReport { lease_id: lease.lease_id, unit: lease.units[0], report: wrong_games };
+        assert!(worker.report_verification(forged).await.unwrap_err().message().contains("a unit of 3"));
+        let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        assert_eq!((state.units_done, state.positions), (0, 0));
+
+        // Honest reports: the units' tallies sum to one pass over the whole file.
+        let mut all = Tally::default();
+        for (index, game) in games.iter().enumerate() {
+            let label = format!("game {}", index + 1);
+            check_game(game, &DEFAULT_RULES, &label, &mut all);
+        }
+        assert_eq!(verify_all(&mut worker, Some(lease), GAMES).await, 2);
+        let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        assert_eq!((state.state.as_str(), state.units_done, state.positions), ("finished", 2, 4), "{backend:?}");
+        let summary = admin.get_verification(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        assert_eq!((summary.games, summary.games_total, summary.parting, summary.refused), (4, 4, 2, 1));
+        assert_eq!((all.games, all.parting, all.refused), (4, 2, 1));
+        assert_eq!(summary.by_kind, all.by_kind.clone().into_iter().collect());
+        assert_eq!(summary.by_articles, all.by_articles.clone().into_iter().collect());
+        // WXF and the Asian rules agree on every game; CXQ parts from both.
+        assert!(
+            summary.by_kind.keys().all(|kind| kind.ends_with("cxq") || kind.contains(" vs cxq:")),
+            "{:?}",
+            summary.by_kind
+        );
+        assert_eq!(summary.by_kind["wxf vs cxq: different ply"], 1, "{:?}", summary.by_kind);
+
+        // The report's lines: both chases (games 1 and 4) and the unplayable game 3.
+        let lines: String =
+            collect(admin.download_verification(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner())
+                .await
+                .into_iter()
+                .map(|b| b.jsonl)
+                .collect();
+        let named: Vec<String> = lines
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["game"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(named, ["game 1", "game 3", "game 4"]);
+
+        // Restarted, the coordinator still has the job and its counts.
+        drop(worker);
+        drop(served);
+        let served = serve_on(&dir.0, &url, config(), 100).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let again = admin.get_verification(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        assert_eq!(again, summary, "{backend:?}");
+
+        // A test's stored games as the source: two games of a reported pair.
+        let test_spec = test_request(&mut admin, 1, None).await;
+        let test = admin.create_test(test_spec).await.unwrap().into_inner();
+        let mut worker = registered_worker(&served, "w3", &[]).await;
+        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        let report = v1::ReportPairsRequest {
+            lease_id: lease.lease_id,
+            pairs: vec![pair(lease.units[0], [2, 1])],
+            cumulative: Some(totals(&[[2, 1]])),
+            ..Default::default()
+        };
+        worker.report_pairs(report).await.unwrap();
+        let from_test = v1::CreateVerificationRequest { test_job_id: test.job_id, ..Default::default() };
+        let job = admin.create_verification(from_test).await.unwrap().into_inner();
+        assert_eq!(job.units_total, 1);
+        assert!(job.summary.contains(&format!("2 games of job-{}.pgn", test.job_id)), "{}", job.summary);
+        let stored: String =
+            collect(admin.download_games(v1::JobId { job_id: test.job_id }).await.unwrap().into_inner())
+                .await
+                .into_iter()
+                .map(|b| b.pgn)
+                .collect();
+        assert_eq!(verify_all(&mut worker, None, &stored).await, 1);
+        let summary = admin.get_verification(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        assert_eq!((summary.games, summary.refused), (2, 0), "{backend:?}");
+
+        // Bad requests name what is wrong.
+        let engine = upload(&mut admin, "engine", "engine", b"#!/bin/sh\n").await.unwrap();
+        let cases = [
+            (v1::CreateVerificationRequest { pgn: Some(engine), ..Default::default() }, "is a engine, not a PGN"),
+            (v1::CreateVerificationRequest::default(), "name an uploaded PGN"),
+            (v1::CreateVerificationRequest { rules: vec!["wxf".to_owned()], ..request.clone() }, "two or more"),
+            (v1::CreateVerificationRequest { test_job_id: job.job_id, ..Default::default() }, "a verification job"),
+        ];
+        for (request, message) in cases {
+            let error = admin.create_verification(request).await.unwrap_err();
+            assert!(error.message().contains(message), "{backend:?}: {} (wanted {message})", error.message());
+        }
+        let not_pgn = upload(&mut admin, "x.pgn", "pgn", b"1. h2e2 {unclosed").await.unwrap_err();
+        assert!(not_pgn.message().contains("cannot be read"), "{}", not_pgn.message());
+        let empty = upload(&mut admin, "empty.pgn", "pgn", b"\n").await.unwrap_err();
+        assert!(empty.message().contains("holds no games"), "{}", empty.message());
+        let test_summary = admin.get_verification(v1::JobId { job_id: test.job_id }).await.unwrap_err();
+        assert!(test_summary.message().contains("not a verification job"));
+    }
+}
