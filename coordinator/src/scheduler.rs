@@ -1042,7 +1042,8 @@ impl Scheduler {
                 .filter(|j| j.has_work())
                 .filter(|j| match &*j.spec {
                     JobSpec::Match(m) => m.request.required_cpu_flags.iter().all(|f| flags.contains(f.as_str())),
-                    JobSpec::SelfPlay(_) | JobSpec::Verify(_) => true,
+                    JobSpec::SelfPlay(_) => true,
+                    JobSpec::Verify(v) => v.runs_on(&capabilities),
                 })
                 .min_by_key(|j| (std::cmp::Reverse(j.row.priority), j.load(), j.row.id))
                 .map(|j| j.row.id as u64);
@@ -1063,11 +1064,7 @@ impl Scheduler {
                         f64::from(spec.games_per_unit) * f64::from(ASSUMED_PLIES) * spec.nodes as f64 / nps as f64;
                     (seconds, v1::lease::Work::SelfPlay(spec))
                 }
-                JobSpec::Verify(v) => {
-                    // Each rule set replays about a million plies a second on a core.
-                    let plies = f64::from(v.spec.games_per_unit) * f64::from(ASSUMED_PLIES) * v.rules.len() as f64;
-                    (plies / 1e6, v1::lease::Work::Verification(v.spec.clone()))
-                }
+                JobSpec::Verify(v) => (v.unit_seconds(ASSUMED_PLIES), v1::lease::Work::Verification(v.spec.clone())),
             };
             let wanted = (self.config.lease_seconds * f64::from(concurrency) / unit_seconds.max(1e-3)).ceil() as usize;
             let wanted = wanted.clamp(1, self.config.max_units_per_lease);

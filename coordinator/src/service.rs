@@ -949,7 +949,7 @@ impl Shared {
             n => n,
         };
         let rules = rules.iter().map(|r| r.name().to_owned()).collect();
-        let spec = v1::VerificationSpec { pgn: Some(pgn), rules, games_per_unit, games };
+        let spec = v1::VerificationSpec { pgn: Some(pgn), rules, games_per_unit, games, reference: request.reference };
         let job = crate::verification::check_spec(&spec).map_err(invalid)?;
         let units = job.units();
         let job = JobSpec::Verify(Box::new(job));

@@ -17,6 +17,8 @@ pub const DEFAULT_RULES: [RuleSet; 3] = [RuleSet::Wxf, RuleSet::Asian, RuleSet::
 /// Games a unit when a request does not say: a second or so of a worker's core.
 pub const DEFAULT_GAMES_PER_UNIT: u32 = 1_000;
 const MAX_GAMES_PER_UNIT: u32 = 100_000;
+/// Fairy-Stockfish's rules through pyffish, the one reference workers offer.
+pub const REFERENCE_PYFFISH: &str = "pyffish";
 
 /// A verification job, checked.
 #[derive(Clone, Debug)]
@@ -26,6 +28,19 @@ pub struct VerificationJob {
 }
 
 impl VerificationJob {
+    /// Whether a worker of `capabilities` can verify the job's units.
+    pub fn runs_on(&self, capabilities: &v1::Capabilities) -> bool {
+        self.spec.reference.is_empty() || capabilities.references.contains(&self.spec.reference)
+    }
+
+    /// Seconds a unit takes a core: a million plies a second for each rule set, and
+    /// pyffish's replays from the start (a few milliseconds a game) for a reference.
+    pub fn unit_seconds(&self, plies_per_game: u32) -> f64 {
+        let games = f64::from(self.spec.games_per_unit);
+        let reference = if self.spec.reference.is_empty() { 0.0 } else { 0.02 };
+        games * (f64::from(plies_per_game) * self.rules.len() as f64 / 1e6 + reference)
+    }
+
     /// Units to verify: the games cut into units, the last perhaps shorter.
     pub fn units(&self) -> u64 {
         self.spec.games.div_ceil(u64::from(self.spec.games_per_unit))
@@ -41,7 +56,9 @@ impl VerificationJob {
     pub fn summary(&self) -> String {
         let names: Vec<&str> = self.rules.iter().map(|r| r.name()).collect();
         let source = self.spec.pgn.as_ref().map_or("", |p| p.name.as_str());
-        format!("verification of {} games of {source} under {}", self.spec.games, names.join(", "))
+        let reference =
+            if self.spec.reference.is_empty() { String::new() } else { format!(" and {}", self.spec.reference) };
+        format!("verification of {} games of {source} under {}{reference}", self.spec.games, names.join(", "))
     }
 }
 
@@ -75,6 +92,9 @@ pub fn check_spec(spec: &v1::VerificationSpec) -> Result<VerificationJob, SpecEr
     }
     if spec.games == 0 {
         return Err(bad("pgn", "it holds no games"));
+    }
+    if !matches!(spec.reference.as_str(), "" | REFERENCE_PYFFISH) {
+        return Err(bad("reference", format!("'{}': pyffish, or none", spec.reference)));
     }
     let job = VerificationJob { spec: spec.clone(), rules };
     if job.units() > crate::jobs::MAX_UNITS {
@@ -194,7 +214,7 @@ mod tests {
 
     #[test]
     fn a_worker_s_report_passes_and_forged_ones_are_refused_naming_the_fault() {
-        let report = unit_report(&games(), 1, &DEFAULT_RULES);
+        let report = unit_report(&games(), 1, &DEFAULT_RULES, None).unwrap();
         let tally = check_report(&report, 3).unwrap();
         assert_eq!((tally.games, tally.parting, tally.refused), (3, 1, 1));
         assert!(check_report(&report, 4).unwrap_err().contains("a tally of 3 games for a unit of 4"));
@@ -211,7 +231,7 @@ mod tests {
 
     #[test]
     fn a_parting_game_reads_back_as_pgn_with_its_moves_and_verdicts() {
-        let report = unit_report(&games(), 7, &DEFAULT_RULES);
+        let report = unit_report(&games(), 7, &DEFAULT_RULES, None).unwrap();
         let line = report.lines().next().unwrap();
         let pgn = parting_pgn(line, 12).unwrap();
         let parsed = parse_pgn(&pgn).unwrap();

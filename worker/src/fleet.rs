@@ -38,6 +38,7 @@ use crate::engine_process::{EngineConfig, Protocol};
 use crate::game::{GameSettings, Opening, Start};
 use crate::match_runner::{FinishedGame, MatchSettings, run_match};
 use crate::pgn_out::game_pgn;
+use crate::reference::{PYFFISH, Pyffish};
 use crate::sandbox::{Sandbox, command_for};
 use crate::selfplay::{SelfPlaySettings, load_self_play_net, run_selfplay};
 
@@ -108,6 +109,9 @@ pub struct ConnectSettings {
     pub name: String,
     /// The sandbox engines run in; none: unconfined.
     pub sandbox: Option<Sandbox>,
+    /// A Python with pyffish, for verification jobs that compare with Fairy-Stockfish's
+    /// rules (the capability "pyffish").
+    pub pyffish: Option<PathBuf>,
 }
 
 /// A call's status that says the coordinator is away or busy: retry later.
@@ -169,15 +173,17 @@ fn bench_nps() -> u64 {
     (result.nodes as f64 / result.elapsed.as_secs_f64().max(1e-6)) as u64
 }
 
-/// This machine's capabilities, with our engine's speed from a short bench.
-pub async fn capabilities(name: &str, concurrency: usize) -> v1::Capabilities {
+/// This machine's capabilities, with our engine's speed from a short bench and the
+/// references it can run (pyffish when `settings` name a Python that has it).
+pub async fn capabilities(settings: &ConnectSettings) -> v1::Capabilities {
     let bench_nps = tokio::task::spawn_blocking(bench_nps).await.unwrap_or(0);
     v1::Capabilities {
-        name: name.to_owned(),
-        cores: concurrency as u32,
+        name: settings.name.clone(),
+        cores: settings.concurrency as u32,
         cpu_flags: cpu_flags(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
         bench_nps,
+        references: settings.pyffish.iter().map(|_| PYFFISH.to_owned()).collect(),
     }
 }
 
@@ -623,6 +629,13 @@ async fn verify(
     stop: Arc<AtomicBool>,
 ) -> Result<(), FleetError> {
     let rules: Vec<RuleSet> = spec.rules.iter().map(|r| r.parse()).collect::<Result<_, _>>().map_err(lease_error)?;
+    let mut reference = match (spec.reference.as_str(), &settings.pyffish) {
+        ("", _) => None,
+        (PYFFISH, Some(python)) => Some(Pyffish::start(python).map_err(FleetError::file("starting pyffish", python))?),
+        (other, _) => {
+            return Err(FleetError::Lease(format!("it asks for the reference '{other}', which this worker has not")));
+        }
+    };
     let pgn = spec.pgn.as_ref().ok_or_else(|| FleetError::Lease("it names no PGN".to_owned()))?;
     let path = fetch(client, &settings.cache, pgn, false).await?;
     let name = pgn.name.clone();
@@ -642,9 +655,19 @@ async fn verify(
         let first = (unit as usize).saturating_mul(per_unit).min(games.len());
         let end = first.saturating_add(per_unit).min(games.len());
         let (games, rules) = (games.clone(), rules.clone());
-        let report = tokio::task::spawn_blocking(move || unit_report(&games[first..end], first + 1, &rules))
-            .await
-            .map_err(play_error)?;
+        let (report, returned) = tokio::task::spawn_blocking(move || {
+            let report = unit_report(
+                &games[first..end],
+                first + 1,
+                &rules,
+                reference.as_mut().map(|r| r as &mut dyn xq_engine::xiangqi::rules::verify::Reference),
+            );
+            (report, reference)
+        })
+        .await
+        .map_err(play_error)?;
+        reference = returned;
+        let report = report.map_err(play_error)?;
         let request = v1::VerificationReport { lease_id: lease.lease_id, unit, report };
         let reply = retry("report", || {
             let mut client = client.clone();

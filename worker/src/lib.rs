@@ -7,7 +7,8 @@
 //! concurrently and keeps the totals; [`pgn_out`] writes the records; [`selfplay`]
 //! generates training data; [`spsa`] tunes an engine's parameters with local games;
 //! [`tournament`] plays round robins and gauntlets of many engines;
-//! [`sandbox`] confines engines a coordinator sends; [`fleet`] is the worker of a
+//! [`sandbox`] confines engines a coordinator sends; [`reference`] asks pyffish for
+//! Fairy-Stockfish's verdicts in verification jobs; [`fleet`] is the worker of a
 //! coordinator's fleet, which puts them to work.
 
 pub mod engine_process;
@@ -16,6 +17,7 @@ pub mod game;
 pub mod match_runner;
 pub mod openings;
 pub mod pgn_out;
+pub mod reference;
 pub mod sandbox;
 pub mod selfplay;
 pub mod spsa;

@@ -765,9 +765,13 @@ async fn a_knockout_across_two_workers_ends_with_one_champion() {
 }
 
 /// A verification job of 1,730 games (the 173 ruled repetition cases, ten times over)
-/// cut into 18 units and verified by two real workers: `xq verification` prints the
-/// counts one pass of the engine over the whole file gives, and its downloads hold
-/// every game where the rule sets part (JSON lines, and PGN that reads back).
+/// cut into 18 units and verified by two real workers, with Fairy-Stockfish's rules
+/// (pyffish, which the test command installs) as the reference: `xq verification`
+/// prints the counts one pass of the engine over the whole file gives; where the
+/// reference parts from WXF, it is always for a documented difference (here the six
+/// cases whose last position occurs a third time: the reference draws there, the
+/// books at the fourth); the downloads hold every game where anything parts (JSON
+/// lines, and PGN that reads back).
 #[tokio::test]
 async fn a_verification_job_across_two_workers_counts_what_one_pass_over_the_games_does() {
     use xq_engine::xiangqi::rules::verify::{report_tally, unit_report};
@@ -786,7 +790,8 @@ async fn a_verification_job_across_two_workers_counts_what_one_pass_over_the_gam
     let text = once.repeat(10);
     let path = dir.0.join("cases.pgn");
     std::fs::write(&path, &text).unwrap();
-    let created = xq_at(address, &dir.0, &["verify", "--pgn", path.to_str().unwrap(), "--games-per-unit", "100"]);
+    let args = ["verify", "--pgn", path.to_str().unwrap(), "--games-per-unit", "100", "--reference", "pyffish"];
+    let created = xq_at(address, &dir.0, &args);
     let id: u64 = created.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap();
     assert!(created.contains("(18 units)"), "{created}");
     let mut workers = Vec::new();
@@ -798,25 +803,32 @@ async fn a_verification_job_across_two_workers_counts_what_one_pass_over_the_gam
     assert_eq!((state.state.as_str(), state.units_done, state.positions), ("finished", 18, 1730));
 
     let games = xq_engine::xiangqi::pgn::parse_pgn(&text).unwrap();
-    let expected = report_tally(&unit_report(&games, 1, &xq_coordinator::verification::DEFAULT_RULES)).unwrap();
+    let expected =
+        report_tally(&unit_report(&games, 1, &xq_coordinator::verification::DEFAULT_RULES, None).unwrap()).unwrap();
     assert!(expected.parting > 0, "the cases part the rule sets somewhere");
     let printed = xq_at(address, &dir.0, &["verification", &id.to_string()]);
+    // Six cases, ten times each, part from the reference alone.
+    let with_reference = expected.parting + 60;
     let head = format!(
-        "1730 of 1730 games verified under wxf, asian, cxq; {} where the rule sets part, {} that could not be replayed",
-        expected.parting, expected.refused
+        "1730 of 1730 games verified under wxf, asian, cxq; {with_reference} where the rule sets part, {} that could \
+         not be replayed",
+        expected.refused
     );
     assert!(printed.contains(&head), "{printed}\nwanted: {head}");
     for (kind, count) in &expected.by_kind {
         assert!(printed.contains(&format!("{count:>8}  {kind}\n")), "{kind}: {count} in\n{printed}");
     }
+    let why = "wxf vs fairy-stockfish, why: the reference draws a repetition at its third occurrence";
+    assert!(printed.contains(&format!("      60  {why}")), "{printed}");
+    assert!(!printed.contains("unexplained"), "{printed}");
     let lines_path = dir.0.join("report.jsonl");
     xq_at(address, &dir.0, &["verification", &id.to_string(), "--jsonl", lines_path.to_str().unwrap()]);
     let lines = std::fs::read_to_string(&lines_path).unwrap();
-    assert_eq!(lines.lines().count() as u64, expected.parting + expected.refused);
+    assert_eq!(lines.lines().count() as u64, with_reference + expected.refused);
     let pgn_path = dir.0.join("parting.pgn");
     xq_at(address, &dir.0, &["verification", &id.to_string(), "--pgn", pgn_path.to_str().unwrap()]);
     let parting = xq_engine::xiangqi::pgn::parse_pgn(&std::fs::read_to_string(&pgn_path).unwrap()).unwrap();
-    assert_eq!(parting.len() as u64, expected.parting);
+    assert_eq!(parting.len() as u64, with_reference);
     for mut worker in workers {
         worker.start_kill().unwrap();
         worker.wait().await.unwrap();

@@ -202,6 +202,7 @@ pub async fn registered_worker_at(
         cpu_flags: flags.iter().map(|f| (*f).to_owned()).collect(),
         version: "test".to_owned(),
         bench_nps: 1_000_000,
+        references: Vec::new(),
     };
     worker.register(v1::RegisterRequest { capabilities: Some(capabilities) }).await.unwrap();
     (worker, token)

@@ -47,7 +47,7 @@ pub async fn verify_all(worker: &mut Worker, mut held: Option<v1::Lease>, text: 
             let per_unit = spec.games_per_unit as usize;
             let first = unit as usize * per_unit;
             let end = (first + per_unit).min(games.len());
-            let report = unit_report(&games[first..end], first + 1, &rules);
+            let report = unit_report(&games[first..end], first + 1, &rules, None).unwrap();
             let request = v1::VerificationReport { lease_id: lease.lease_id, unit, report };
             worker.report_verification(request.clone()).await.unwrap();
             // Resent, it counts once.
@@ -80,7 +80,7 @@ async fn a_verification_job_sums_its_units_to_one_pass_over_the_games_and_serves
         let mut worker = registered_worker(&served, "w", &[]).await;
         let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
         let games = parse_pgn(GAMES).unwrap();
-        let honest = unit_report(&games[..3], 1, &DEFAULT_RULES);
+        let honest = unit_report(&games[..3], 1, &DEFAULT_RULES, None).unwrap();
         let short = honest.lines().skip(1).map(|l| format!("{l}\n")).collect::<String>();
         let forged = v1::VerificationReport { lease_id: lease.lease_id, unit: lease.units[0], report: short };
         let refused = worker.report_verification(forged).await.unwrap_err();
@@ -90,7 +90,7 @@ async fn a_verification_job_sums_its_units_to_one_pass_over_the_games_and_serves
             "{}",
             refused.message()
         );
-        let wrong_games = unit_report(&games[..2], 1, &[RuleSet::Wxf]);
+        let wrong_games = unit_report(&games[..2], 1, &[RuleSet::Wxf], None).unwrap();
         let forged = v1::VerificationReport { lease_id: lease.lease_id, unit: lease.units[0], report: wrong_games };
         assert!(worker.report_verification(forged).await.unwrap_err().message().contains("a unit of 3"));
         let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
@@ -100,7 +100,7 @@ async fn a_verification_job_sums_its_units_to_one_pass_over_the_games_and_serves
         let mut all = Tally::default();
         for (index, game) in games.iter().enumerate() {
             let label = format!("game {}", index + 1);
-            check_game(game, &DEFAULT_RULES, &label, &mut all);
+            check_game(game, &DEFAULT_RULES, &label, &mut all, None).unwrap();
         }
         assert_eq!(verify_all(&mut worker, Some(lease), GAMES).await, 2);
         let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();

@@ -166,6 +166,7 @@ async fn work_until(fake: &std::sync::Arc<Fake>, label: &str, done: impl Fn(&Fak
         ca_cert: None,
         name: label.to_owned(),
         sandbox: None,
+        pyffish: None,
     };
     let capabilities = v1::Capabilities { name: label.to_owned(), cores: 1, ..Default::default() };
     let worker = tokio::spawn(connect(settings, capabilities));
@@ -219,6 +220,7 @@ fn a_malformed_address_is_a_clear_error() {
         ca_cert: None,
         name: "w".to_owned(),
         sandbox: None,
+        pyffish: None,
     };
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let error = runtime.block_on(connect(settings, v1::Capabilities::default())).unwrap_err();

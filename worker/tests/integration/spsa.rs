@@ -19,7 +19,7 @@ use crate::{settings, startpos};
 const OPTIMUM: [f64; 2] = [60.0, 80.0];
 
 /// The venv's Python, which has pyffish (made by the README's test command).
-fn python() -> PathBuf {
+pub fn python() -> PathBuf {
     let path = std::env::var_os("XQ_PYTHON").map(PathBuf::from).unwrap_or_else(|| {
         PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/xq-cluster/venv/bin/python")
     });

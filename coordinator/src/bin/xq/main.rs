@@ -437,6 +437,10 @@ struct VerifyArgs {
     priority: i32,
     #[arg(long, default_value = "")]
     description: String,
+    /// Compare the first rule set with a reference too: pyffish (Fairy-Stockfish's
+    /// rules, on the workers that have it).
+    #[arg(long, default_value = "")]
+    reference: String,
 }
 
 #[derive(Args)]
@@ -683,6 +687,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 games_per_unit: args.games_per_unit,
                 priority: args.priority,
                 description: args.description,
+                reference: args.reference,
             };
             let job = client.create_verification(request).await?.into_inner();
             out!("job {}: {} ({} units)", job.job_id, job.summary, job.units_total);

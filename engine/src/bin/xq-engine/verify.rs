@@ -19,7 +19,7 @@ pub fn verify_files(paths: &[std::path::PathBuf], rule_sets: &[RuleSet], out: &m
         let parsed = parse_pgn(&text).with_context(|| format!("in {}", path.display()))?;
         for (index, game) in parsed.iter().enumerate() {
             let label = format!("{} game {}", path.display(), index + 1);
-            if let Some(line) = check_game(game, rule_sets, &label, &mut tally) {
+            if let Some(line) = check_game(game, rule_sets, &label, &mut tally, None).map_err(anyhow::Error::msg)? {
                 writeln!(out, "{line}")?;
             }
         }

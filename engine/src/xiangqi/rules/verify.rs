@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::judge::{JudgeRequest, judge};
-use super::{Referee, RefereeConfig, RuleSet, Ruling};
+use super::{Outcome, Referee, RefereeConfig, RuleSet, Ruling};
 use crate::variant::Variant;
 use crate::xiangqi::IllegalMove;
 use crate::xiangqi::notation::{Dialect, MoveTextError, parse_uci};
@@ -46,6 +46,102 @@ impl Disagreement {
             Disagreement::DifferentOutcome => "different result",
             Disagreement::DifferentReason => "different reason",
         }
+    }
+}
+
+/// A second opinion on where games end, from outside the arbiter: Fairy-Stockfish's
+/// rules through pyffish, on workers that have it.
+pub trait Reference {
+    /// How reports name it.
+    fn name(&self) -> &'static str;
+
+    /// Where it ends the game from `start` with `moves`, looking only at the plies in
+    /// `candidates` (1-based, ascending: those where a ruling can fall): the ply and the
+    /// outcome of its first ruling, if any.
+    fn verdict(
+        &mut self,
+        start: &Position,
+        moves: &[Move],
+        candidates: &[usize],
+    ) -> Result<Option<(usize, Outcome)>, String>;
+}
+
+/// How a rule set's verdict and a reference's differ, if they do: the ply and the
+/// result (a reference gives no reason or article).
+pub fn reference_disagreement(ours: &Verdict, theirs: Option<(usize, Outcome)>) -> Option<Disagreement> {
+    match (ours.ended, theirs) {
+        (None, None) => None,
+        (Some(_), None) | (None, Some(_)) => Some(Disagreement::OnlyOneRules),
+        (Some((ply, _)), Some((their_ply, _))) if ply != their_ply => Some(Disagreement::DifferentPly),
+        (Some((_, ruling)), Some((_, outcome))) if ruling.outcome != outcome => Some(Disagreement::DifferentOutcome),
+        _ => None,
+    }
+}
+
+/// Plies without a capture that draw under a move count (WXF Article 8; the reference's
+/// too, which counts them differently).
+const PLAIN_MOVE_COUNT: usize = 100;
+
+/// The plies of a game where a ruling can fall: each whose position (board and side to
+/// move) occurred before in the game, each that makes [`PLAIN_MOVE_COUNT`] plies without
+/// a capture, the ply of `ruled`, and the last.
+pub fn ruling_candidates(start: &Position, moves: &[Move], ruled: Option<usize>) -> Vec<usize> {
+    let mut position = start.clone();
+    let mut seen = vec![position.hash()];
+    let mut quiet = 0;
+    let mut candidates = Vec::new();
+    for (index, &mv) in moves.iter().enumerate() {
+        quiet = if position.piece_at(mv.to()).is_some() { 0 } else { quiet + 1 };
+        position.make_move(mv);
+        let hash = position.hash();
+        let ply = index + 1;
+        if seen.contains(&hash) || quiet == PLAIN_MOVE_COUNT || ruled == Some(ply) || ply == moves.len() {
+            candidates.push(ply);
+        }
+        seen.push(hash);
+    }
+    candidates
+}
+
+/// Why a rule set's verdict and the reference's part, where the reference's rules are
+/// known to differ from the books' (the categories README's verification section
+/// documents, each with an example); `None` when no known difference explains it.
+pub fn known_difference(
+    start: &Position,
+    moves: &[Move],
+    ours: &Verdict,
+    theirs: Option<(usize, Outcome)>,
+) -> Option<&'static str> {
+    let our_ply = ours.ended.map(|(ply, _)| ply);
+    // After `ply` plies: the occurrences of that position, and the plies since the last
+    // capture with how many of them gave check.
+    let after = |ply: usize| {
+        let mut position = start.clone();
+        let mut counts: std::collections::HashMap<u64, u32> = std::collections::HashMap::from([(position.hash(), 1)]);
+        let (mut quiet, mut checks) = (0, 0);
+        for &mv in &moves[..ply] {
+            let capture = position.piece_at(mv.to()).is_some();
+            let check = position.gives_check(mv);
+            (quiet, checks) = if capture { (0, 0) } else { (quiet + 1, checks + usize::from(check)) };
+            position.make_move(mv);
+            *counts.entry(position.hash()).or_default() += 1;
+        }
+        (counts[&position.hash()], quiet, checks)
+    };
+    let their_ply = theirs.map(|(ply, _)| ply);
+    match theirs {
+        Some((ply, Outcome::Draw)) if our_ply.is_none_or(|ours| ours > ply) && after(ply).0 == 3 => {
+            Some("the reference draws a repetition at its third occurrence (the books: the fourth, WXF 3.2.B)")
+        }
+        _ if ours.ended.is_some_and(|(_, ruling)| ruling.reason == super::Reason::NaturalMoveCount)
+            && their_ply.is_none_or(|theirs| theirs > our_ply.unwrap_or(0)) =>
+        {
+            let (_, quiet, checks) = after(our_ply.unwrap_or(0));
+            (quiet - checks < PLAIN_MOVE_COUNT).then_some(
+                "the reference leaves every check out of its move count (WXF Article 8: only each side's beyond the tenth)",
+            )
+        }
+        _ => None,
     }
 }
 
@@ -197,11 +293,20 @@ impl Tally {
 /// ruling, each set's verdict with the article applied and the natures of the plies of
 /// the cycle it ruled on, and the kinds of parting). `xq-engine verify` and the
 /// coordinator's verification jobs report games through this one function.
-pub fn check_game(game: &PgnGame, rule_sets: &[RuleSet], label: &str, tally: &mut Tally) -> Option<Value> {
+///
+/// With a `reference`, the first rule set's verdict is compared with the reference's
+/// too; only the reference failing (not the game) is an error.
+pub fn check_game(
+    game: &PgnGame,
+    rule_sets: &[RuleSet],
+    label: &str,
+    tally: &mut Tally,
+    reference: Option<&mut dyn Reference>,
+) -> Result<Option<Value>, String> {
     tally.games += 1;
     let mut refuse = |error: String| {
         tally.refused += 1;
-        Some(json!({"game": label, "error": error}))
+        Ok(Some(json!({"game": label, "error": error})))
     };
     if game.tag("Variant").is_some_and(|v| v.parse::<Variant>().is_ok_and(|v| v == Variant::Xiongqi)) {
         return refuse("a Xiongqi game: its rules are its own, not a rule set's".to_owned());
@@ -216,18 +321,39 @@ pub fn check_game(game: &PgnGame, rule_sets: &[RuleSet], label: &str, tally: &mu
         Err((ply, error)) => return refuse(format!("ply {ply}: {error}")),
     };
     let found = verdicts(&start, &moves, rule_sets);
+    let article = |v: &Verdict| v.ended.map_or("none", |(_, r)| r.article);
     let mut kinds = Vec::new();
     for (i, a) in found.iter().enumerate() {
         for b in &found[i + 1..] {
             if let Some(kind) = disagreement(a, b) {
-                let article = |v: &Verdict| v.ended.map_or("none", |(_, r)| r.article);
                 kinds.push(format!("{} vs {}: {}", a.rules.name(), b.rules.name(), kind.name()));
                 *tally.by_articles.entry(format!("{} / {}", article(a), article(b))).or_default() += 1;
             }
         }
     }
+    let mut reference_json = None;
+    if let (Some(reference), Some(ours)) = (reference, found.first()) {
+        let candidates = ruling_candidates(&start, &moves, ours.ended.map(|(ply, _)| ply));
+        let theirs = reference.verdict(&start, &moves, &candidates)?;
+        let mut known = None;
+        if let Some(kind) = reference_disagreement(ours, theirs) {
+            kinds.push(format!("{} vs {}: {}", ours.rules.name(), reference.name(), kind.name()));
+            *tally.by_articles.entry(format!("{} / {}", article(ours), reference.name())).or_default() += 1;
+            known = Some(known_difference(&start, &moves, ours, theirs).unwrap_or("unexplained"));
+            *tally
+                .by_kind
+                .entry(format!("{} vs {}, why: {}", ours.rules.name(), reference.name(), known.unwrap_or_default()))
+                .or_default() += 1;
+        }
+        reference_json = Some(match theirs {
+            Some((ply, outcome)) => {
+                json!({"name": reference.name(), "ply": ply, "result": outcome.pgn(), "why": known})
+            }
+            None => json!({"name": reference.name(), "ply": null, "result": "*", "why": known}),
+        });
+    }
     if kinds.is_empty() {
-        return None;
+        return Ok(None);
     }
     tally.parting += 1;
     for kind in &kinds {
@@ -240,31 +366,47 @@ pub fn check_game(game: &PgnGame, rule_sets: &[RuleSet], label: &str, tally: &mu
     }
     let start_fen = fen::to_fen(&start);
     let verdicts: Vec<Value> = found.iter().map(|verdict| verdict_json(verdict, &start_fen, &game.moves)).collect();
-    Some(json!({
+    let mut line = json!({
         "game": label,
         "start": start_fen,
         "moves": game.moves,
         "before_first_ruling": fen::to_fen(&position),
         "verdicts": verdicts,
         "kinds": kinds,
-    }))
+    });
+    if let Some(reference) = reference_json {
+        line["reference"] = reference;
+    }
+    Ok(Some(line))
 }
 
 /// A verification unit's report, as workers send it and the coordinator stores it: a
 /// JSON line for each of `games` that [`check_game`] reports (labelled "game N", numbered
 /// from `first_number`), then `{"tally": ...}` with the unit's counts.
-pub fn unit_report(games: &[PgnGame], first_number: usize, rule_sets: &[RuleSet]) -> String {
+///
+/// Fails only when the `reference` does.
+pub fn unit_report(
+    games: &[PgnGame],
+    first_number: usize,
+    rule_sets: &[RuleSet],
+    mut reference: Option<&mut dyn Reference>,
+) -> Result<String, String> {
     let mut tally = Tally::default();
     let mut report = String::new();
     for (index, game) in games.iter().enumerate() {
-        if let Some(line) = check_game(game, rule_sets, &format!("game {}", first_number + index), &mut tally) {
+        let label = format!("game {}", first_number + index);
+        let again: Option<&mut dyn Reference> = match reference {
+            Some(ref mut reference) => Some(&mut **reference),
+            None => None,
+        };
+        if let Some(line) = check_game(game, rule_sets, &label, &mut tally, again)? {
             report.push_str(&line.to_string());
             report.push('\n');
         }
     }
     report.push_str(&json!({ "tally": tally.to_json() }).to_string());
     report.push('\n');
-    report
+    Ok(report)
 }
 
 /// The tally a unit report ends with, if its last line is one.
@@ -344,6 +486,54 @@ mod tests {
         let short = &game[..10];
         let found = verdicts(&start, short, &[RuleSet::Wxf, RuleSet::Computer]);
         assert_eq!(disagreement(&found[0], &found[1]), Some(Disagreement::OnlyOneRules));
+    }
+
+    /// A reference that answers what it is told, recording what it was asked.
+    struct Told(Option<(usize, Outcome)>, Vec<usize>);
+
+    impl Reference for Told {
+        fn name(&self) -> &'static str {
+            "told"
+        }
+        fn verdict(
+            &mut self,
+            _: &Position,
+            _: &[Move],
+            candidates: &[usize],
+        ) -> Result<Option<(usize, Outcome)>, String> {
+            self.1 = candidates.to_vec();
+            Ok(self.0)
+        }
+    }
+
+    fn pgn_game(fen: &str, moves: &str) -> PgnGame {
+        let text = format!("[FEN \"{fen}\"]\n\n{moves} *\n");
+        crate::xiangqi::pgn::parse_pgn(&text).unwrap().remove(0)
+    }
+
+    #[test]
+    fn a_reference_is_asked_where_rulings_fall_and_its_known_differences_are_named() {
+        // Kings stepping to and fro: the start recurs at plies 4 and 8 (its third
+        // occurrence), where the reference draws; the books draw at the fourth.
+        let shuffle = pgn_game("3k5/9/9/9/9/9/9/9/9/4K4 w - - 0 1", &"e0e1 d9d8 e1e0 d8d9 ".repeat(2));
+        let mut told = Told(Some((8, Outcome::Draw)), Vec::new());
+        let mut tally = Tally::default();
+        let line = check_game(&shuffle, &[RuleSet::Wxf], "g", &mut tally, Some(&mut told)).unwrap().unwrap();
+        assert_eq!(told.1, [4, 5, 6, 7, 8], "the plies whose position occurred before (and the last)");
+        assert_eq!(line["kinds"][0], "wxf vs told: only one rules");
+        assert!(line["reference"]["why"].as_str().unwrap().contains("third occurrence"), "{line}");
+        // A reference that rules the chariot's chase a draw at the same ply: no known
+        // difference explains it.
+        let start = "4k4/9/9/9/9/9/9/9/1R7/c2K5 w - - 0 1";
+        let chase = pgn_game(start, &"b1a1 a0b0 a1b1 b0a0 ".repeat(2));
+        let mut told = Told(Some((8, Outcome::Draw)), Vec::new());
+        let line = check_game(&chase, &[RuleSet::Wxf], "g", &mut tally, Some(&mut told)).unwrap().unwrap();
+        assert_eq!(line["kinds"][0], "wxf vs told: different result");
+        assert_eq!(line["reference"]["why"], "unexplained");
+        // Agreeing, it is no parting at all.
+        let mut told = Told(Some((8, Outcome::Win(crate::color::Color::Black))), Vec::new());
+        assert_eq!(check_game(&chase, &[RuleSet::Wxf], "g", &mut tally, Some(&mut told)).unwrap(), None);
+        assert_eq!(tally.by_kind["wxf vs told, why: unexplained"], 1);
     }
 
     #[test]

@@ -24,6 +24,7 @@ use xq_worker::game::{Adjudication, GameSettings, Opening, Start};
 use xq_worker::match_runner::{MatchSettings, MatchTotals, run_match};
 use xq_worker::openings::{arrange, read_book, read_xiongqi_book};
 use xq_worker::pgn_out::game_pgn;
+use xq_worker::reference::Pyffish;
 use xq_worker::sandbox::Sandbox;
 use xq_worker::selfplay::{SelfPlaySettings, load_self_play_net, run_selfplay};
 use xq_worker::spsa::{SpsaSettings, run_spsa};
@@ -77,6 +78,10 @@ struct ConnectArgs {
     /// files and network: only for a worker that runs nobody's engines but your own.
     #[arg(long)]
     no_sandbox: bool,
+    /// A Python with pyffish: verification jobs that compare the rules with
+    /// Fairy-Stockfish's can then come here (default: $XQ_PYTHON when it has pyffish).
+    #[arg(long)]
+    pyffish: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -357,7 +362,15 @@ fn run() -> anyhow::Result<()> {
                     std::fs::read_to_string("/etc/hostname").map_or("worker".to_owned(), |h| h.trim().to_owned())
                 }),
                 sandbox: if args.no_sandbox { None } else { Some(Sandbox::default()) },
+                pyffish: match args.pyffish {
+                    Some(python) if Pyffish::available(&python) => Some(python),
+                    Some(python) => anyhow::bail!("--pyffish {}: that Python cannot import pyffish", python.display()),
+                    None => std::env::var_os("XQ_PYTHON").map(PathBuf::from).filter(|p| Pyffish::available(p)),
+                },
             };
+            if let Some(python) = &settings.pyffish {
+                eprintln!("xq-worker: verification references: pyffish under {}", python.display());
+            }
             match &settings.sandbox {
                 Some(sandbox) => {
                     sandbox.probe()?;
@@ -366,7 +379,7 @@ fn run() -> anyhow::Result<()> {
                 None => eprintln!("xq-worker: engines run unconfined (--no-sandbox)"),
             }
             let runtime = tokio::runtime::Runtime::new()?;
-            let capabilities = runtime.block_on(capabilities(&settings.name, settings.concurrency));
+            let capabilities = runtime.block_on(capabilities(&settings));
             Ok(runtime.block_on(connect(settings, capabilities))?)
         }
         Command::Selfplay(args) => {
