@@ -38,6 +38,7 @@ fn data() -> &'static Path {
             max_plies: 160,
             variant: Variant::Xiangqi,
             network: None,
+            pgn_out: None,
         };
         let report = run_selfplay(&settings).unwrap();
         assert!(report.positions > 3_000, "{} positions", report.positions);

@@ -28,7 +28,7 @@ use xq_engine::xiangqi::data::{MAX_RECORDS, read_chunk, read_xiongqi_chunk, writ
 use xq_engine::xiangqi::fen::{FenFlavour, UnknownFenFlavour};
 use xq_engine::xiangqi::notation::{Dialect, UnknownDialect};
 use xq_engine::xiangqi::pgn::parse_pgn;
-use xq_engine::xiangqi::rules::verify::unit_report;
+use xq_engine::xiangqi::rules::verify::{Reference, unit_report};
 use xq_engine::xiangqi::rules::{Outcome, RuleSet};
 use xq_engine::xiongqi;
 use xq_proto::v1::worker_client::WorkerClient;
@@ -599,6 +599,7 @@ async fn self_play(
             max_plies: xq_proto::self_play_plies(&spec) as usize,
             variant,
             network: network.clone(),
+            pgn_out: None,
         };
         let report =
             tokio::task::spawn_blocking(move || run_selfplay(&run)).await.map_err(play_error)?.map_err(play_error)?;
@@ -620,7 +621,8 @@ async fn self_play(
 }
 
 /// Verifies a lease's units: each unit's games of the job's PGN under its rule sets, with
-/// the engine's verification (the judge's code path), reported unit by unit.
+/// the engine's verification (the judge's code path), as many units at once as the
+/// worker has cores (each with its own reference), reported unit by unit.
 async fn verify(
     client: &Client,
     settings: &ConnectSettings,
@@ -629,13 +631,15 @@ async fn verify(
     stop: Arc<AtomicBool>,
 ) -> Result<(), FleetError> {
     let rules: Vec<RuleSet> = spec.rules.iter().map(|r| r.parse()).collect::<Result<_, _>>().map_err(lease_error)?;
-    let mut reference = match (spec.reference.as_str(), &settings.pyffish) {
-        ("", _) => None,
-        (PYFFISH, Some(python)) => Some(Pyffish::start(python).map_err(FleetError::file("starting pyffish", python))?),
-        (other, _) => {
-            return Err(FleetError::Lease(format!("it asks for the reference '{other}', which this worker has not")));
+    let start_reference = || match (spec.reference.as_str(), &settings.pyffish) {
+        ("", _) => Ok(None),
+        (PYFFISH, Some(python)) => {
+            Pyffish::start(python).map(Some).map_err(FleetError::file("starting pyffish", python))
         }
+        (other, _) => Err(FleetError::Lease(format!("it asks for the reference '{other}', which this worker has not"))),
     };
+    let mut references: Vec<Option<Pyffish>> =
+        (0..settings.concurrency.max(1)).map(|_| start_reference()).collect::<Result<_, _>>()?;
     let pgn = spec.pgn.as_ref().ok_or_else(|| FleetError::Lease("it names no PGN".to_owned()))?;
     let path = fetch(client, &settings.cache, pgn, false).await?;
     let name = pgn.name.clone();
@@ -648,36 +652,46 @@ async fn verify(
     let games = Arc::new(games);
     let per_unit = spec.games_per_unit.max(1) as usize;
     let rules = Arc::new(rules);
-    for &unit in &lease.units {
+    for batch in lease.units.chunks(references.len()) {
         if stop.load(Ordering::Relaxed) {
             return Ok(());
         }
-        let first = (unit as usize).saturating_mul(per_unit).min(games.len());
-        let end = first.saturating_add(per_unit).min(games.len());
-        let (games, rules) = (games.clone(), rules.clone());
-        let (report, returned) = tokio::task::spawn_blocking(move || {
-            let report = unit_report(
-                &games[first..end],
-                first + 1,
-                &rules,
-                reference.as_mut().map(|r| r as &mut dyn xq_engine::xiangqi::rules::verify::Reference),
-            );
-            (report, reference)
+        let (games, rules, units) = (games.clone(), rules.clone(), batch.to_vec());
+        let (reports, returned) = tokio::task::spawn_blocking(move || {
+            let reports: Vec<Result<String, String>> = std::thread::scope(|scope| {
+                let running: Vec<_> = units
+                    .iter()
+                    .zip(references.iter_mut())
+                    .map(|(&unit, reference)| {
+                        let (games, rules) = (&games, &rules);
+                        scope.spawn(move || {
+                            let first = (unit as usize).saturating_mul(per_unit).min(games.len());
+                            let end = first.saturating_add(per_unit).min(games.len());
+                            let reference = reference.as_mut().map(|r| r as &mut dyn Reference);
+                            unit_report(&games[first..end], first + 1, rules, reference)
+                        })
+                    })
+                    .collect();
+                running.into_iter().map(|thread| thread.join().expect("a verification thread")).collect()
+            });
+            (reports, references)
         })
         .await
         .map_err(play_error)?;
-        reference = returned;
-        let report = report.map_err(play_error)?;
-        let request = v1::VerificationReport { lease_id: lease.lease_id, unit, report };
-        let reply = retry("report", || {
-            let mut client = client.clone();
-            let request = request.clone();
-            async move { client.report_verification(request).await }
-        })
-        .await
-        .map_err(|status| FleetError::refused("report", status))?;
-        if reply.into_inner().stop {
-            return Ok(());
+        references = returned;
+        for (&unit, report) in batch.iter().zip(reports) {
+            let request =
+                v1::VerificationReport { lease_id: lease.lease_id, unit, report: report.map_err(play_error)? };
+            let reply = retry("report", || {
+                let mut client = client.clone();
+                let request = request.clone();
+                async move { client.report_verification(request).await }
+            })
+            .await
+            .map_err(|status| FleetError::refused("report", status))?;
+            if reply.into_inner().stop {
+                return Ok(());
+            }
         }
     }
     Ok(())

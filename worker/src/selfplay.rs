@@ -3,6 +3,7 @@
 //! written with the search's score and move and the game's result, in the engine
 //! library's chunk format ([`xq_engine::xiangqi::data`]), for Xiangqi or Xiongqi.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -46,6 +47,9 @@ pub struct SelfPlaySettings {
     pub variant: Variant,
     /// The net the engine evaluates Xiangqi with; none: the handcrafted evaluation.
     pub network: Option<Arc<Network>>,
+    /// Where to write every Xiangqi game, random plies included, as PGN (games to
+    /// verify the rules on: `xq verify --pgn`); none: chunks only.
+    pub pgn_out: Option<PathBuf>,
 }
 
 /// Why a self-play net cannot be used.
@@ -132,8 +136,14 @@ fn play_xiongqi_game(settings: &SelfPlaySettings, index: usize) -> Vec<XiongqiRe
     records
 }
 
-/// Plays one Xiangqi game; returns its records with the result filled in.
-fn play_game(settings: &SelfPlaySettings, game: usize, shared: &Shared) -> Vec<Record> {
+/// Plays one Xiangqi game; returns its records with the result filled in, and writes
+/// the game to `pgn` if given.
+fn play_game(
+    settings: &SelfPlaySettings,
+    game: usize,
+    shared: &Shared,
+    pgn: Option<&Mutex<std::fs::File>>,
+) -> Result<Vec<Record>, std::io::Error> {
     let mut rng = StdRng::seed_from_u64(settings.seed.wrapping_add(game as u64));
     let start = Position::startpos();
     let mut referee = Referee::new(start.clone(), RefereeConfig::for_rules(settings.rules));
@@ -165,7 +175,18 @@ fn play_game(settings: &SelfPlaySettings, game: usize, shared: &Shared) -> Vec<R
     for record in &mut records {
         record.result = result;
     }
-    records
+    if let Some(file) = pgn {
+        let texts: Vec<String> = moves.iter().map(|mv| mv.to_string()).collect();
+        let text = format!(
+            "[Event \"self-play\"]\n[Round \"{}\"]\n[Result \"{}\"]\n\n{} {}\n\n",
+            game + 1,
+            result.pgn(),
+            texts.join(" "),
+            result.pgn()
+        );
+        file.lock().expect("the PGN file").write_all(text.as_bytes())?;
+    }
+    Ok(records)
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), SelfPlayError> {
@@ -179,10 +200,23 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), SelfPlayError> {
 pub fn run_selfplay(settings: &SelfPlaySettings) -> Result<SelfPlayReport, SelfPlayError> {
     match settings.variant {
         Variant::Xiangqi => {
-            run_games(settings, || Shared::new(8), |index, shared| play_game(settings, index, shared), write_chunk)
+            let pgn = match &settings.pgn_out {
+                Some(path) => Some(Mutex::new(
+                    std::fs::File::create(path)
+                        .map_err(|source| SelfPlayError { path: path.display().to_string(), source })?,
+                )),
+                None => None,
+            };
+            let play = |index, shared: &mut Shared| {
+                play_game(settings, index, shared, pgn.as_ref()).map_err(|source| SelfPlayError {
+                    path: settings.pgn_out.as_ref().map_or(String::new(), |p| p.display().to_string()),
+                    source,
+                })
+            };
+            run_games(settings, || Shared::new(8), play, write_chunk)
         }
         Variant::Xiongqi => {
-            run_games(settings, || (), |index, _| play_xiongqi_game(settings, index), write_xiongqi_chunk)
+            run_games(settings, || (), |index, _| Ok(play_xiongqi_game(settings, index)), write_xiongqi_chunk)
         }
     }
 }
@@ -192,7 +226,7 @@ pub fn run_selfplay(settings: &SelfPlaySettings) -> Result<SelfPlayReport, SelfP
 fn run_games<R: Send, S>(
     settings: &SelfPlaySettings,
     state: impl Fn() -> S + Sync,
-    play: impl Fn(usize, &mut S) -> Vec<R> + Sync,
+    play: impl Fn(usize, &mut S) -> Result<Vec<R>, SelfPlayError> + Sync,
     encode: fn(&[R]) -> Vec<u8>,
 ) -> Result<SelfPlayReport, SelfPlayError> {
     std::fs::create_dir_all(&settings.out)
@@ -220,7 +254,13 @@ fn run_games<R: Send, S>(
                     if game >= settings.games || failure.lock().expect("failure slot").is_some() {
                         return;
                     }
-                    let records = play(game, &mut state);
+                    let records = match play(game, &mut state) {
+                        Ok(records) => records,
+                        Err(error) => {
+                            *failure.lock().expect("failure slot") = Some(error);
+                            return;
+                        }
+                    };
                     positions.fetch_add(records.len(), Ordering::Relaxed);
                     let full = {
                         let mut pending = pending.lock().expect("pending records");

@@ -21,6 +21,7 @@ fn selfplay_chunks_reread_bit_for_bit() {
         max_plies: 200,
         variant: Variant::Xiangqi,
         network: None,
+        pgn_out: None,
     };
     let report = run_selfplay(&settings).expect("self-play runs");
     assert!(report.positions > 100);
@@ -51,6 +52,7 @@ fn xiongqi_selfplay_chunks_reread_bit_for_bit() {
         max_plies: 200,
         variant: Variant::Xiongqi,
         network: None,
+        pgn_out: None,
     };
     let report = run_selfplay(&settings).expect("self-play runs");
     assert!(report.positions > 50, "{report:?}");
@@ -88,6 +90,7 @@ fn selfplay_with_a_net_evaluates_with_it() {
             max_plies: 40,
             variant: Variant::Xiangqi,
             network,
+            pgn_out: None,
         };
         let report = run_selfplay(&settings).expect("self-play runs");
         let records: Vec<_> =

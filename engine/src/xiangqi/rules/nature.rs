@@ -209,7 +209,9 @@ pub fn threats(position: &Position, ids: &Identities, moved: Option<Square>) -> 
                 continue;
             }
         }
-        if wins_material(position, capture) {
+        // The mutation test's broken rule (feature mutant-protected-chase): any attack
+        // chases, protected target or not.
+        if cfg!(feature = "mutant-protected-chase") || wins_material(position, capture) {
             threats.push(Threat {
                 attacker: ids.at(capture.from()).expect("followed piece"),
                 attacker_kind: attacker.kind,

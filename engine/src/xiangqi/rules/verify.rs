@@ -82,23 +82,24 @@ pub fn reference_disagreement(ours: &Verdict, theirs: Option<(usize, Outcome)>) 
 /// too, which counts them differently).
 const PLAIN_MOVE_COUNT: usize = 100;
 
-/// The plies of a game where a ruling can fall: each whose position (board and side to
-/// move) occurred before in the game, each that makes [`PLAIN_MOVE_COUNT`] plies without
-/// a capture, the ply of `ruled`, and the last.
+/// The plies of a game where a reference ruling repetitions at the third occurrence (as
+/// Fairy-Stockfish does) or by a move count can rule: each whose position (board and
+/// side to move) occurs for the third time or more, each that makes
+/// [`PLAIN_MOVE_COUNT`] plies without a capture, the ply of `ruled`, and the last.
 pub fn ruling_candidates(start: &Position, moves: &[Move], ruled: Option<usize>) -> Vec<usize> {
     let mut position = start.clone();
-    let mut seen = vec![position.hash()];
+    let mut seen: std::collections::HashMap<u64, u32> = std::collections::HashMap::from([(position.hash(), 1)]);
     let mut quiet = 0;
     let mut candidates = Vec::new();
     for (index, &mv) in moves.iter().enumerate() {
         quiet = if position.piece_at(mv.to()).is_some() { 0 } else { quiet + 1 };
         position.make_move(mv);
-        let hash = position.hash();
+        let occurrences = seen.entry(position.hash()).or_default();
+        *occurrences += 1;
         let ply = index + 1;
-        if seen.contains(&hash) || quiet == PLAIN_MOVE_COUNT || ruled == Some(ply) || ply == moves.len() {
+        if *occurrences >= 3 || quiet == PLAIN_MOVE_COUNT || ruled == Some(ply) || ply == moves.len() {
             candidates.push(ply);
         }
-        seen.push(hash);
     }
     candidates
 }
@@ -519,7 +520,7 @@ mod tests {
         let mut told = Told(Some((8, Outcome::Draw)), Vec::new());
         let mut tally = Tally::default();
         let line = check_game(&shuffle, &[RuleSet::Wxf], "g", &mut tally, Some(&mut told)).unwrap().unwrap();
-        assert_eq!(told.1, [4, 5, 6, 7, 8], "the plies whose position occurred before (and the last)");
+        assert_eq!(told.1, [8], "the plies whose position occurs a third time (and the last)");
         assert_eq!(line["kinds"][0], "wxf vs told: only one rules");
         assert!(line["reference"]["why"].as_str().unwrap().contains("third occurrence"), "{line}");
         // A reference that rules the chariot's chase a draw at the same ply: no known

@@ -121,6 +121,10 @@ struct SelfplayArgs {
     /// A net (XQNN) to evaluate Xiangqi with; default: the handcrafted evaluation.
     #[arg(long)]
     net: Option<PathBuf>,
+    /// Also write every Xiangqi game (random plies included) to this PGN file: games
+    /// to verify the rules on (`xq verify --pgn`).
+    #[arg(long)]
+    pgnout: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -401,6 +405,7 @@ fn run() -> anyhow::Result<()> {
                 max_plies: args.maxplies,
                 variant: args.variant,
                 network,
+                pgn_out: args.pgnout,
             };
             let report = run_selfplay(&settings)?;
             let seconds = report.elapsed.as_secs_f64().max(1e-9);
