@@ -6,6 +6,7 @@
 //! tallies and serves the lines, and the parting games as PGN.
 
 use serde_json::Value;
+use xq_engine::xiangqi::pgn::Movetext;
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_engine::xiangqi::rules::verify::{Tally, report_tally};
 use xq_proto::v1;
@@ -171,27 +172,20 @@ pub fn parting_pgn(line: &str, job: u64) -> Option<String> {
             None => format!("{}: no ruling", v["rules"].as_str().unwrap_or("?")),
         })
         .collect();
-    text.push_str(&format!("{{{}}}", verdicts.join("; ").replace(['{', '}'], "")));
+    let mut movetext = Movetext::default();
+    movetext.push(&format!("{{{}}}", verdicts.join("; ").replace(['{', '}'], "")));
     let black_first = start.split_whitespace().nth(1) == Some("b");
-    let mut line = String::new();
     for (index, mv) in moves.iter().enumerate() {
         let ply = index + usize::from(black_first);
-        let token = match (ply % 2, index) {
-            (0, _) => format!("{}. {mv}", ply / 2 + 1),
-            (_, 0) => format!("{}... {mv}", ply / 2 + 1),
-            _ => (*mv).to_owned(),
-        };
-        if line.len() + token.len() > 79 {
-            text.push_str(line.trim_end());
-            text.push('\n');
-            line.clear();
+        match (ply % 2, index) {
+            (0, _) => movetext.push(&format!("{}. {mv}", ply / 2 + 1)),
+            (_, 0) => movetext.push(&format!("{}... {mv}", ply / 2 + 1)),
+            _ => movetext.push(mv),
         }
-        line.push_str(&token);
-        line.push(' ');
     }
-    text.push('\n');
-    text.push_str(&line);
-    text.push_str("*\n\n");
+    movetext.push("*");
+    text.push_str(&movetext.finish());
+    text.push_str("\n\n");
     Some(text)
 }
 

@@ -662,34 +662,20 @@
     };
 
     showJob(job);
-    if (isMatch) {
-      const refresh = throttled(() => {
-        loadHistory();
-        loadPairs();
-      }, 1000);
-      live.follow((jobs) => {
-        const changed = jobs.find((j) => j.job_id === job.job_id);
-        if (!changed) return;
-        showJob(changed);
-        refresh();
-      }, async () => {
-        showJob(await api(`/api/v1/jobs/${id}`));
-        refresh();
-      });
-      await Promise.all([loadHistory(), loadPairs()]);
-    } else {
-      const refresh = isVerification ? throttled(loadVerification, 1000) : () => {};
-      live.follow((jobs) => {
-        const changed = jobs.find((j) => j.job_id === job.job_id);
-        if (!changed) return;
-        showJob(changed);
-        refresh();
-      }, async () => {
-        showJob(await api(`/api/v1/jobs/${id}`));
-        refresh();
-      });
-      if (isVerification) await loadVerification();
-    }
+    // What besides the job's facts follows it live: a match's charts and pairs, a
+    // verification's counts.
+    const reload = isMatch ? () => Promise.all([loadHistory(), loadPairs()]) : isVerification ? loadVerification : null;
+    const refresh = reload ? throttled(reload, 1000) : () => {};
+    live.follow((jobs) => {
+      const changed = jobs.find((j) => j.job_id === job.job_id);
+      if (!changed) return;
+      showJob(changed);
+      refresh();
+    }, async () => {
+      showJob(await api(`/api/v1/jobs/${id}`));
+      refresh();
+    });
+    if (reload) await reload();
   }
 
   // ---- The board viewer -------------------------------------------------------------

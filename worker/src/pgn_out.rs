@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 
 use xq_engine::color::Color;
-use xq_engine::xiangqi::pgn::MoveNote;
+use xq_engine::xiangqi::pgn::{MoveNote, Movetext};
 
 use crate::game::GameRecord;
 
@@ -45,7 +45,7 @@ pub fn game_pgn(game: &GameRecord, event: &str, round: usize, time_control: &str
         tag("IllegalMove", illegal);
     }
     text.push('\n');
-    let mut line = String::new();
+    let mut movetext = Movetext::default();
     // Both games' FENs: side to move second, the move number sixth.
     let fields: Vec<&str> = game.start_fen.split_whitespace().collect();
     let mut side = if fields.get(1) == Some(&"b") { Color::Black } else { Color::Red };
@@ -63,27 +63,15 @@ pub fn game_pgn(game: &GameRecord, event: &str, round: usize, time_control: &str
             MoveNote::Engine { score: played.score, depth: played.depth, elapsed: played.elapsed }
         };
         write!(token, "{} {{{note}}}", played.mv).expect("writing to a string");
-        if line.len() + token.len() > 79 {
-            text.push_str(line.trim_end());
-            text.push('\n');
-            line.clear();
-        }
-        line.push_str(&token);
-        line.push(' ');
+        movetext.push(&token);
         if side == Color::Black {
             number += 1;
         }
         side = !side;
     }
     let reason = game.reason.replace('{', "(").replace('}', ")");
-    let closing = format!("{{{reason}}} {}", game.outcome.pgn());
-    if line.len() + closing.len() > 79 {
-        text.push_str(line.trim_end());
-        text.push('\n');
-        line.clear();
-    }
-    line.push_str(&closing);
-    text.push_str(&line);
+    movetext.push(&format!("{{{reason}}} {}", game.outcome.pgn()));
+    text.push_str(&movetext.finish());
     text.push_str("\n\n");
     text
 }

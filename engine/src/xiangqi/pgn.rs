@@ -168,6 +168,33 @@ impl MoveNote {
     }
 }
 
+/// Movetext as PGN writes it: tokens (move numbers, moves, comments, the result)
+/// separated by spaces, a line broken before it would pass 79 characters.
+#[derive(Debug, Default)]
+pub struct Movetext {
+    text: String,
+    line: String,
+}
+
+impl Movetext {
+    /// Adds a token.
+    pub fn push(&mut self, token: &str) {
+        if !self.line.is_empty() && self.line.len() + token.len() > 79 {
+            self.text.push_str(self.line.trim_end());
+            self.text.push('\n');
+            self.line.clear();
+        }
+        self.line.push_str(token);
+        self.line.push(' ');
+    }
+
+    /// The movetext, without a final newline.
+    pub fn finish(mut self) -> String {
+        self.text.push_str(self.line.trim_end());
+        self.text
+    }
+}
+
 /// `0.500s` -> 500 ms.
 fn parse_seconds(text: &str) -> Option<Duration> {
     let seconds: f64 = text.strip_suffix('s')?.parse().ok()?;
@@ -212,6 +239,24 @@ fn strip_move_number(token: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn movetext_wraps_before_79_characters_and_keeps_every_token() {
+        let mut movetext = Movetext::default();
+        let tokens: Vec<String> = (0..40).map(|i| format!("{}. h2e2 {{+0.{i:02}/7 0.100s}}", i + 1)).collect();
+        for token in &tokens {
+            movetext.push(token);
+        }
+        movetext.push("1-0");
+        let text = movetext.finish();
+        assert!(text.lines().all(|line| line.len() <= 79 && !line.ends_with(' ')), "{text}");
+        assert_eq!(text.split_whitespace().collect::<Vec<_>>().join(" "), format!("{} 1-0", tokens.join(" ")));
+        // A token longer than a line gets a line of its own, never an empty one before it.
+        let mut long = Movetext::default();
+        long.push(&"x".repeat(100));
+        assert_eq!(long.finish(), "x".repeat(100));
+    }
+
     use super::*;
 
     #[test]
