@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::judge::{JudgeRequest, judge};
 use super::{Outcome, Referee, RefereeConfig, RuleSet, Ruling};
+use crate::color::Color;
 use crate::variant::Variant;
 use crate::xiangqi::IllegalMove;
 use crate::xiangqi::notation::{Dialect, MoveTextError, parse_uci};
@@ -107,11 +108,15 @@ pub fn ruling_candidates(start: &Position, moves: &[Move], ruled: Option<usize>)
 /// Why a rule set's verdict and the reference's part, where the reference's rules are
 /// known to differ from the books' (the categories README's verification section
 /// documents, each with an example); `None` when no known difference explains it.
+///
+/// `cycle` is the cycle `ours` ruled on, as [`check_game`] reports it (each ply's
+/// `ply`, `nature` and `chases`).
 pub fn known_difference(
     start: &Position,
     moves: &[Move],
     ours: &Verdict,
     theirs: Option<(usize, Outcome)>,
+    cycle: &[Value],
 ) -> Option<&'static str> {
     let our_ply = ours.ended.map(|(ply, _)| ply);
     // After `ply` plies: the occurrences of that position, and the plies since the last
@@ -130,9 +135,43 @@ pub fn known_difference(
         (counts[&position.hash()], quiet, checks)
     };
     let their_ply = theirs.map(|(ply, _)| ply);
+    // The natures of the moves `side` made in the cycle, and the targets they chased.
+    let mover = |ply: u64| if ply % 2 == 1 { start.side_to_move() } else { !start.side_to_move() };
+    let natures_of = |side: Color| -> Vec<&str> {
+        cycle
+            .iter()
+            .filter(|p| mover(p["ply"].as_u64().unwrap_or(0)) == side)
+            .filter_map(|p| p["nature"].as_str())
+            .collect()
+    };
+    let targets: Vec<&str> = cycle
+        .iter()
+        .flat_map(|p| p["chases"].as_array().into_iter().flatten())
+        .filter_map(|chase| chase["target"].as_str())
+        .collect();
     match theirs {
         Some((ply, Outcome::Draw)) if our_ply.is_none_or(|ours| ours > ply) && after(ply).0 == 3 => {
             Some("the reference draws a repetition at its third occurrence (the books: the fourth, WXF 3.2.B)")
+        }
+        // The same ply: the arbiter's perpetual chase of pawns only, the reference's draw.
+        Some((ply, Outcome::Draw))
+            if ours.ended.is_some_and(|(at, r)| at == ply && r.reason == super::Reason::PerpetualChase)
+                && !targets.is_empty()
+                && targets.iter().all(|target| target.starts_with("pawn")) =>
+        {
+            Some(
+                "the reference does not count chasing a pawn that has crossed the river (WXF 20.3 spares only one that has not)",
+            )
+        }
+        // The reference rules first against a side whose moves in the cycle alternate
+        // check and chase; the books let that repetition stand (a draw).
+        Some((ply, Outcome::Win(winner)))
+            if our_ply.is_some_and(|ours| ours > ply)
+                && ours.ended.is_some_and(|(_, r)| r.outcome == Outcome::Draw)
+                && natures_of(!winner).contains(&"check")
+                && natures_of(!winner).contains(&"chase") =>
+        {
+            Some("the reference forbids alternating check and chase (WXF 20.2 allows it)")
         }
         _ if ours.ended.is_some_and(|(_, ruling)| ruling.reason == super::Reason::NaturalMoveCount)
             && their_ply.is_none_or(|theirs| theirs > our_ply.unwrap_or(0)) =>
@@ -340,7 +379,9 @@ pub fn check_game(
         if let Some(kind) = reference_disagreement(ours, theirs) {
             kinds.push(format!("{} vs {}: {}", ours.rules.name(), reference.name(), kind.name()));
             *tally.by_articles.entry(format!("{} / {}", article(ours), reference.name())).or_default() += 1;
-            known = Some(known_difference(&start, &moves, ours, theirs).unwrap_or("unexplained"));
+            let ours_json = verdict_json(ours, &fen::to_fen(&start), &game.moves);
+            let cycle = ours_json["cycle"].as_array().cloned().unwrap_or_default();
+            known = Some(known_difference(&start, &moves, ours, theirs, &cycle).unwrap_or("unexplained"));
             *tally
                 .by_kind
                 .entry(format!("{} vs {}, why: {}", ours.rules.name(), reference.name(), known.unwrap_or_default()))
@@ -535,6 +576,40 @@ mod tests {
         let mut told = Told(Some((8, Outcome::Win(crate::color::Color::Black))), Vec::new());
         assert_eq!(check_game(&chase, &[RuleSet::Wxf], "g", &mut tally, Some(&mut told)).unwrap(), None);
         assert_eq!(tally.by_kind["wxf vs told, why: unexplained"], 1);
+    }
+
+    /// Self-play games (from `scripts/mutation-verify`'s 100,000) where Fairy-Stockfish
+    /// parts from the books for its two simplifications of the chase rules.
+    const PAWN_CHASE: &str = "h2e2 e9e8 b2d2 e8f8 e2g2 h7i7 c3c4 c9a7 g2g6 b7b3 g3g4 h9g7 g6c6 b3c3 c6c3 a6a5 d0e1 \
+        a5a4 a3a4 i7h7 b0c2 h7h5 h0g2 h5h4 g2h4 i9h9 h4i6 h9h3 c3h3 g7i6 a4a5 b9c7 c0e2 c7b9 a5b5 b9c7 c4c5 i6g7 c5c6 \
+        c7e8 g4g5 e8c7 c6c7 f8e8 c7c8 e8e9 c8d8 a7c9 a0a9 e6e5 a9c9 f9e8 d8e8 g7e8 c9d9 e9d9 g5f5 d9d8 f5e5 d8d9 e5e6 \
+        e8g7 e6d6 d9e9 d6d7 g7f5 d7d8 f5e3 i3i4 e3c2 i4i5 c2d4 b5c5 g9e7 c5d5 d4f3 d5e5 f3g1 e0d0 g1i0 e5e6 i0g1 e6e7 \
+        g1h3 d8e8 e9f9 i5h5 h3f4 h5i5 f4h3 i5h5 h3f4 h5i5 f4h3";
+    const CHECK_AND_CHASE: &str = "h2i2 h7h8 c0a2 b7a7 e0e1 a7e7 i2c2 i9i7 g0e2 e7e3 e2g0 g6g5 c2c0 c6c5 b2h2 e3a3 \
+        c0c1 a3a0 h2h1 a0d0 h1h2 d0g0 a2c4 g0i0 h2b2 i0f0 g3g4 c5c4 h0f1 g5g4 b2c2 e9e8 c2e2 e8f8 e2c2 c4d4 c2g2 f8e8 \
+        g2a2 e8e9 a2c2 e9e8 c2e2 e8f8 e2c2 f8e8 c2e2 e8f8 e2c2 f8e8 c2e2 e8f8 e2c2 f8e8";
+
+    #[test]
+    fn the_reference_s_chase_simplifications_are_named_on_real_games() {
+        let start = crate::xiangqi::fen::START_FEN;
+        let mut tally = Tally::default();
+        // Black's horse chases Red's crossed pawn as it steps to and fro: the books'
+        // perpetual chase (Black loses at ply 94), the reference's draw.
+        let game = pgn_game(start, PAWN_CHASE);
+        let mut told = Told(Some((94, Outcome::Draw)), Vec::new());
+        let line = check_game(&game, &[RuleSet::Wxf], "g", &mut tally, Some(&mut told)).unwrap().unwrap();
+        assert_eq!(
+            (line["verdicts"][0]["ply"].as_u64(), line["verdicts"][0]["reason"].as_str()),
+            (Some(94), Some("perpetual chase"))
+        );
+        assert!(line["reference"]["why"].as_str().unwrap().contains("chasing a pawn that has crossed"), "{line}");
+        // Red checks and chases in turn: the books draw the repetition at its fourth
+        // occurrence (ply 54); the reference has Red lose at the third (ply 50).
+        let game = pgn_game(start, CHECK_AND_CHASE);
+        let mut told = Told(Some((50, Outcome::Win(Color::Black))), Vec::new());
+        let line = check_game(&game, &[RuleSet::Wxf], "g", &mut tally, Some(&mut told)).unwrap().unwrap();
+        assert_eq!(line["verdicts"][0]["ply"].as_u64(), Some(54));
+        assert!(line["reference"]["why"].as_str().unwrap().contains("alternating check and chase"), "{line}");
     }
 
     #[test]
