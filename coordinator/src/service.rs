@@ -27,7 +27,7 @@ use crate::jobs::{
 use crate::metrics::Metrics;
 use crate::nets::Nets;
 use crate::replay::{PairContext, check_pair};
-use crate::scheduler::{ScheduleError, Scheduler};
+use crate::scheduler::{LeaseContext, ScheduleError, Scheduler};
 use crate::spsa::check_spsa;
 use crate::storage::{Storage, UnitRow};
 use crate::tokens::{Principal, Role, bearer};
@@ -255,22 +255,37 @@ impl WorkerApi {
                 self_play_plies(&spec)
             )));
         }
-        let records = records as i64;
-        // Each distinct upload gets its own file, named by its content: a second
-        // upload of a unit never overwrites the file the index points to, and a unit
-        // already stored is not written again.
-        let relative =
-            format!("chunks/{}/{}-{}-{}.xqd", context.job_id, upload.unit, upload.lease_id, chunk_digest(&chunk));
-        let length = chunk.len() as i64;
-        if !self.0.scheduler.unit_done(context.job_id, upload.unit) {
+        let file = UnitFile { dir: "chunks", extension: "xqd", what: "chunk" };
+        self.store_unit(worker, &context, upload.unit, file, Arc::unwrap_or_clone(chunk), records as i64).await
+    }
+
+    /// Stores a checked unit counted by its `records` (a self-play chunk, a
+    /// verification report) in a file of its own, then counts the unit. Each distinct
+    /// upload gets its own file, named by its content: a second upload of a unit never
+    /// overwrites the file the index points to, and a unit already stored is not
+    /// written again.
+    async fn store_unit(
+        &self,
+        worker: u64,
+        context: &LeaseContext,
+        unit: u64,
+        file: UnitFile,
+        bytes: Vec<u8>,
+        records: i64,
+    ) -> Result<v1::ReportReply, Status> {
+        let UnitFile { dir, extension, what } = file;
+        let digest = chunk_digest(&bytes);
+        let relative = format!("{dir}/{}/{unit}-{}-{digest}.{extension}", context.job_id, context.lease_id);
+        let length = bytes.len() as i64;
+        if !self.0.scheduler.unit_done(context.job_id, unit) {
             let path = self.0.data_dir.join(&relative);
-            tokio::task::spawn_blocking(move || write_durably(&path, &chunk))
+            tokio::task::spawn_blocking(move || write_durably(&path, &bytes))
                 .await
                 .map_err(|e| Status::internal(e.to_string()))?
-                .map_err(|e| Status::unavailable(format!("storing the chunk: {e}")))?;
+                .map_err(|e| Status::unavailable(format!("storing the {what}: {e}")))?;
         }
         let row = UnitRow {
-            unit: upload.unit,
+            unit,
             points: [0, 0],
             reasons: [String::new(), String::new()],
             records,
@@ -280,7 +295,7 @@ impl WorkerApi {
             length,
             created_ms: 0,
         };
-        let stop = self.0.scheduler.record_units(worker, &context, vec![row], true).await?;
+        let stop = self.0.scheduler.record_units(worker, context, vec![row], true).await?;
         Ok(v1::ReportReply { stop })
     }
 
@@ -302,35 +317,9 @@ impl WorkerApi {
             .await
             .map_err(|e| Status::internal(e.to_string()))?
             .map_err(|problem| Status::invalid_argument(format!("report of unit {}: {problem}", report.unit)))?;
-        let bytes = text.as_bytes();
-        let relative = format!(
-            "verification/{}/{}-{}-{}.jsonl",
-            context.job_id,
-            report.unit,
-            report.lease_id,
-            chunk_digest(bytes)
-        );
-        if !self.0.scheduler.unit_done(context.job_id, report.unit) {
-            let path = self.0.data_dir.join(&relative);
-            let owned = bytes.to_vec();
-            tokio::task::spawn_blocking(move || write_durably(&path, &owned))
-                .await
-                .map_err(|e| Status::internal(e.to_string()))?
-                .map_err(|e| Status::unavailable(format!("storing the report: {e}")))?;
-        }
-        let row = UnitRow {
-            unit: report.unit,
-            points: [0, 0],
-            reasons: [String::new(), String::new()],
-            records: tally.games as i64,
-            pgn: String::new(),
-            file: relative,
-            offset: 0,
-            length: bytes.len() as i64,
-            created_ms: 0,
-        };
-        let stop = self.0.scheduler.record_units(worker, &context, vec![row], true).await?;
-        Ok(v1::ReportReply { stop })
+        let file = UnitFile { dir: "verification", extension: "jsonl", what: "report" };
+        let bytes = Arc::unwrap_or_clone(text).into_bytes();
+        self.store_unit(worker, &context, report.unit, file, bytes, tally.games as i64).await
     }
 }
 
@@ -594,13 +583,8 @@ impl v1::client_server::Client for ClientApi {
         request: Request<v1::JobId>,
     ) -> Result<Response<Self::DownloadVerificationStream>, Status> {
         client_of(&request)?;
-        let reports = self.0.unit_bytes(request.get_ref().job_id, Stored::Reports)?;
-        let lines = reports.map(|r| {
-            r.map(|(_, bytes)| v1::VerificationLines {
-                jsonl: crate::verification::report_games(&String::from_utf8_lossy(&bytes)),
-            })
-        });
-        Ok(Response::new(Box::pin(lines)))
+        let lines = self.0.verification_lines(request.get_ref().job_id)?;
+        Ok(Response::new(Box::pin(lines.map(|r| r.map(|jsonl| v1::VerificationLines { jsonl })))))
     }
 
     async fn create_spsa(&self, request: Request<v1::CreateSpsaRequest>) -> Result<Response<v1::Job>, Status> {
@@ -616,15 +600,7 @@ impl v1::client_server::Client for ClientApi {
         check_self_play(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
         crate::retention::check_quota(&self.0, &caller).await?;
         if let Some(net) = request.spec.as_ref().and_then(|s| s.net.as_ref()) {
-            match self.0.storage.artifact(&net.sha256).await.map_err(|e| Status::unavailable(e.to_string()))? {
-                Some((_, kind, _)) if kind == "net" => {}
-                Some((name, kind, _)) => {
-                    return Err(Status::invalid_argument(format!("spec.net: artifact {name} is a {kind}, not a net")));
-                }
-                None => {
-                    return Err(Status::failed_precondition(format!("artifact {} has not been uploaded", net.sha256)));
-                }
-            }
+            self.0.uploaded(("spec.net", "net", "a net"), &net.sha256).await?;
         }
         let (units, priority, description) = (request.units, request.priority, request.description.clone());
         let spec = JobSpec::SelfPlay(request);
@@ -853,6 +829,14 @@ impl v1::client_server::Client for ClientApi {
     }
 }
 
+/// Where a unit counted by records is stored: `dir/JOB/UNIT-LEASE-DIGEST.extension`;
+/// `what` names it in errors.
+struct UnitFile {
+    dir: &'static str,
+    extension: &'static str,
+    what: &'static str,
+}
+
 /// What a job's units store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stored {
@@ -914,20 +898,7 @@ impl Shared {
         crate::retention::check_quota(self, caller).await?;
         self.check_reserve()?;
         let pgn = match request.pgn {
-            Some(pgn) => {
-                match self.storage.artifact(&pgn.sha256).await.map_err(|e| Status::unavailable(e.to_string()))? {
-                    Some((name, kind, size)) if kind == "pgn" => v1::ArtifactRef { sha256: pgn.sha256, name, size },
-                    Some((name, kind, _)) => {
-                        return Err(Status::invalid_argument(format!("pgn: artifact {name} is a {kind}, not a PGN")));
-                    }
-                    None => {
-                        return Err(Status::failed_precondition(format!(
-                            "artifact {} has not been uploaded",
-                            pgn.sha256
-                        )));
-                    }
-                }
-            }
+            Some(pgn) => self.uploaded(("pgn", "pgn", "a PGN"), &pgn.sha256).await?,
             None if request.test_job_id != 0 => self.store_test_games(request.test_job_id).await?,
             None => {
                 return Err(Status::invalid_argument(
@@ -957,6 +928,24 @@ impl Shared {
         Ok(self.scheduler.create_job("verify", job, units, identity, self.origin(caller)).await?)
     }
 
+    /// The uploaded artifact `sha256`, which request field `field` names and which must
+    /// be of `kind` (`described` so in the error otherwise).
+    async fn uploaded(
+        &self,
+        (field, kind, described): (&str, &str, &str),
+        sha256: &str,
+    ) -> Result<v1::ArtifactRef, Status> {
+        match self.storage.artifact(sha256).await.map_err(|e| Status::unavailable(e.to_string()))? {
+            Some((name, stored, size)) if stored == kind => {
+                Ok(v1::ArtifactRef { sha256: sha256.to_owned(), name, size })
+            }
+            Some((name, stored, _)) => {
+                Err(Status::invalid_argument(format!("{field}: artifact {name} is a {stored}, not {described}")))
+            }
+            None => Err(Status::failed_precondition(format!("artifact {sha256} has not been uploaded"))),
+        }
+    }
+
     /// Copies test `id`'s stored games into a PGN artifact.
     async fn store_test_games(&self, id: u64) -> Result<v1::ArtifactRef, Status> {
         let mut units = self.unit_bytes(id, Stored::Games)?;
@@ -969,6 +958,13 @@ impl Shared {
         let name = format!("job-{id}.pgn");
         self.scheduler.index_artifact(&sha256, &name, "pgn", size).await?;
         Ok(v1::ArtifactRef { sha256, name, size })
+    }
+
+    /// A verification job's report lines (each parting or unplayable game), a unit's at
+    /// a time, without the units' tallies.
+    pub fn verification_lines(&self, id: u64) -> Result<impl Stream<Item = Result<String, Status>> + use<>, Status> {
+        let reports = self.unit_bytes(id, Stored::Reports)?;
+        Ok(reports.map(|r| r.map(|(_, bytes)| crate::verification::report_games(&String::from_utf8_lossy(&bytes)))))
     }
 
     /// A verification job's counts: the tallies of its stored reports, summed.

@@ -144,6 +144,11 @@ pub fn report_games(report: &str) -> String {
     lines.iter().map(|line| format!("{line}\n")).collect()
 }
 
+/// Report lines' parting games as PGN, one after the other ([`parting_pgn`]).
+pub fn parting_pgns(lines: &str, job: u64) -> String {
+    lines.lines().filter_map(|line| parting_pgn(line, job)).collect()
+}
+
 /// A parting game's report line as PGN: its start and moves, the verdicts in a comment
 /// before the moves; `None` for a line without moves (a game that could not be
 /// replayed).

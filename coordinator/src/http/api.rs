@@ -317,17 +317,10 @@ pub async fn verification_lines(
 ) -> Result<Response, ApiError> {
     may_read(&dashboard, &headers)?;
     let id = job_id(&id)?;
-    let reports = dashboard.shared.unit_bytes(id, crate::service::Stored::Reports)?;
-    let body = Body::from_stream(reports.map(move |item| {
-        item.map(|(_, bytes)| {
-            let lines = crate::verification::report_games(&String::from_utf8_lossy(&bytes));
-            if as_pgn {
-                lines.lines().filter_map(|line| crate::verification::parting_pgn(line, id)).collect::<String>()
-            } else {
-                lines
-            }
-        })
-        .map_err(std::io::Error::other)
+    let lines = dashboard.shared.verification_lines(id)?;
+    let body = Body::from_stream(lines.map(move |item| {
+        item.map(|lines| if as_pgn { crate::verification::parting_pgns(&lines, id) } else { lines })
+            .map_err(std::io::Error::other)
     }));
     if as_pgn {
         return Ok(pgn_download(body, &format!("verification-{id}.pgn")));

@@ -361,6 +361,7 @@ pub fn check_game(
         Err((ply, error)) => return refuse(format!("ply {ply}: {error}")),
     };
     let found = verdicts(&start, &moves, rule_sets);
+    let start_fen = fen::to_fen(&start);
     let article = |v: &Verdict| v.ended.map_or("none", |(_, r)| r.article);
     let mut kinds = Vec::new();
     for (i, a) in found.iter().enumerate() {
@@ -372,6 +373,8 @@ pub fn check_game(
         }
     }
     let mut reference_json = None;
+    // The first verdict's description, when comparing it with the reference needed it.
+    let mut first_json = None;
     if let (Some(reference), Some(ours)) = (reference, found.first()) {
         let candidates = ruling_candidates(&start, &moves, ours.ended.map(|(ply, _)| ply));
         let theirs = reference.verdict(&start, &moves, &candidates)?;
@@ -379,9 +382,10 @@ pub fn check_game(
         if let Some(kind) = reference_disagreement(ours, theirs) {
             kinds.push(format!("{} vs {}: {}", ours.rules.name(), reference.name(), kind.name()));
             *tally.by_articles.entry(format!("{} / {}", article(ours), reference.name())).or_default() += 1;
-            let ours_json = verdict_json(ours, &fen::to_fen(&start), &game.moves);
-            let cycle = ours_json["cycle"].as_array().cloned().unwrap_or_default();
-            known = Some(known_difference(&start, &moves, ours, theirs, &cycle).unwrap_or("unexplained"));
+            let ours_json = verdict_json(ours, &start_fen, &game.moves);
+            let cycle = ours_json["cycle"].as_array().map_or(&[][..], Vec::as_slice);
+            known = Some(known_difference(&start, &moves, ours, theirs, cycle).unwrap_or("unexplained"));
+            first_json = Some(ours_json);
             *tally
                 .by_kind
                 .entry(format!("{} vs {}, why: {}", ours.rules.name(), reference.name(), known.unwrap_or_default()))
@@ -406,8 +410,9 @@ pub fn check_game(
     for &mv in &moves[..first_end.saturating_sub(1)] {
         position.make_move(mv);
     }
-    let start_fen = fen::to_fen(&start);
-    let verdicts: Vec<Value> = found.iter().map(|verdict| verdict_json(verdict, &start_fen, &game.moves)).collect();
+    let mut verdicts = Vec::with_capacity(found.len());
+    verdicts.extend(first_json);
+    verdicts.extend(found[verdicts.len()..].iter().map(|verdict| verdict_json(verdict, &start_fen, &game.moves)));
     let mut line = json!({
         "game": label,
         "start": start_fen,
