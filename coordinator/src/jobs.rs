@@ -216,18 +216,10 @@ pub fn check_test(request: &v1::CreateTestRequest) -> Result<MatchJob, SpecError
 /// Checks a self-play request.
 pub fn check_self_play(request: &v1::CreateSelfPlayRequest) -> Result<(), SpecError> {
     let spec = request.spec.as_ref().ok_or_else(|| bad("spec", "missing"))?;
-    if !(1..=10_000_000).contains(&spec.nodes) {
-        return Err(bad("spec.nodes", "between 1 and 10,000,000"));
-    }
     if !(1..=10_000).contains(&spec.games_per_unit) {
         return Err(bad("spec.games_per_unit", "between 1 and 10,000"));
     }
-    if !spec.rules.is_empty() {
-        spec.rules.parse::<RuleSet>().map_err(|e| bad("spec.rules", e.to_string()))?;
-    }
-    if spec.max_plies > MAX_SELF_PLAY_PLIES {
-        return Err(bad("spec.max_plies", format!("at most {MAX_SELF_PLAY_PLIES} (0: {DEFAULT_SELF_PLAY_PLIES})")));
-    }
+    check_self_play_games(spec)?;
     // A unit is uploaded as one chunk: a unit that could not fit one would fail on
     // every worker, for ever.
     if self_play_unit_records(spec) > MAX_RECORDS as u64 {
@@ -240,6 +232,24 @@ pub fn check_self_play(request: &v1::CreateSelfPlayRequest) -> Result<(), SpecEr
             ),
         ));
     }
+    if !(1..=MAX_UNITS).contains(&request.units) {
+        return Err(bad("units", format!("between 1 and {MAX_UNITS}")));
+    }
+    check_name("description", &request.description, 200)
+}
+
+/// Checks how a self-play spec plays its games (nodes, rules, length, game, net),
+/// for self-play jobs and for the fresh games of verification jobs; the game it plays.
+pub fn check_self_play_games(spec: &v1::SelfPlaySpec) -> Result<Variant, SpecError> {
+    if !(1..=10_000_000).contains(&spec.nodes) {
+        return Err(bad("spec.nodes", "between 1 and 10,000,000"));
+    }
+    if !spec.rules.is_empty() {
+        spec.rules.parse::<RuleSet>().map_err(|e| bad("spec.rules", e.to_string()))?;
+    }
+    if spec.max_plies > MAX_SELF_PLAY_PLIES {
+        return Err(bad("spec.max_plies", format!("at most {MAX_SELF_PLAY_PLIES} (0: {DEFAULT_SELF_PLAY_PLIES})")));
+    }
     let variant = self_play_variant(spec)?;
     if let Some(net) = &spec.net {
         if variant != Variant::Xiangqi {
@@ -247,10 +257,7 @@ pub fn check_self_play(request: &v1::CreateSelfPlayRequest) -> Result<(), SpecEr
         }
         check_artifact("spec.net", net)?;
     }
-    if !(1..=MAX_UNITS).contains(&request.units) {
-        return Err(bad("units", format!("between 1 and {MAX_UNITS}")));
-    }
-    check_name("description", &request.description, 200)
+    Ok(variant)
 }
 
 /// The game a self-play spec plays (default Xiangqi).

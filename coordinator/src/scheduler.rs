@@ -1064,7 +1064,9 @@ impl Scheduler {
                         f64::from(spec.games_per_unit) * f64::from(ASSUMED_PLIES) * spec.nodes as f64 / nps as f64;
                     (seconds, v1::lease::Work::SelfPlay(spec))
                 }
-                JobSpec::Verify(v) => (v.unit_seconds(ASSUMED_PLIES), v1::lease::Work::Verification(v.spec.clone())),
+                JobSpec::Verify(v) => {
+                    (v.unit_seconds(ASSUMED_PLIES, nps), v1::lease::Work::Verification(v.spec.clone()))
+                }
             };
             let wanted = (self.config.lease_seconds * f64::from(concurrency) / unit_seconds.max(1e-3)).ceil() as usize;
             let wanted = wanted.clamp(1, self.config.max_units_per_lease);

@@ -13,7 +13,7 @@ use xq_engine::book::Book;
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::data::check_chunk;
 use xq_engine::xiangqi::nnue::Network;
-use xq_engine::xiangqi::pgn::parse_pgn;
+use xq_engine::xiangqi::pgn::{parse_pgn, parse_pgn_bytes};
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_engine::xiangqi::rules::judge::{JudgeRequest, judge};
 use xq_proto::v1;
@@ -490,10 +490,9 @@ impl v1::client_server::Client for ClientApi {
         }
         if first.kind == "pgn" {
             let bytes = tokio::fs::read(&path).await.map_err(|e| Status::unavailable(e.to_string()))?;
-            let parsed =
-                tokio::task::spawn_blocking(move || parse_pgn(&String::from_utf8_lossy(&bytes)).map(|g| g.len()))
-                    .await
-                    .map_err(|e| Status::internal(e.to_string()))?;
+            let parsed = tokio::task::spawn_blocking(move || parse_pgn_bytes(&bytes).map(|g| g.len()))
+                .await
+                .map_err(|e| Status::internal(e.to_string()))?;
             match parsed {
                 Ok(0) => return Err(Status::invalid_argument(format!("the PGN {} holds no games", first.name))),
                 Ok(_) => {}
@@ -884,9 +883,9 @@ impl Shared {
         crate::scheduler::Origin { submitter: &caller.token_id, pending }
     }
 
-    /// Creates a verification job over an uploaded PGN or a test's stored games (copied
+    /// Creates a verification job over an uploaded PGN, a test's stored games (copied
     /// into a PGN artifact, so that workers fetch them as any artifact), its games
-    /// counted here as workers will cut them.
+    /// counted here as workers will cut them, or fresh self-play games the workers play.
     pub async fn create_verification(
         &self,
         caller: &Caller,
@@ -897,30 +896,40 @@ impl Shared {
         let rules = crate::verification::rule_sets(&request.rules).map_err(invalid)?;
         crate::retention::check_quota(self, caller).await?;
         self.check_reserve()?;
-        let pgn = match request.pgn {
-            Some(pgn) => self.uploaded(("pgn", "pgn", "a PGN"), &pgn.sha256).await?,
-            None if request.test_job_id != 0 => self.store_test_games(request.test_job_id).await?,
-            None => {
+        if request.selfplay.is_some() && (request.pgn.is_some() || request.test_job_id != 0) {
+            return Err(Status::invalid_argument("selfplay: games from a PGN or a test, or self-play games, not both"));
+        }
+        let pgn = match (request.pgn, request.test_job_id, &request.selfplay) {
+            (Some(pgn), _, _) => Some(self.uploaded(("pgn", "pgn", "a PGN"), &pgn.sha256).await?),
+            (None, test, _) if test != 0 => Some(self.store_test_games(test).await?),
+            (None, _, Some(_)) => None,
+            (None, _, None) => {
                 return Err(Status::invalid_argument(
-                    "pgn: name an uploaded PGN, or test_job_id a test whose games to verify",
+                    "pgn: name an uploaded PGN, test_job_id a test whose games to verify, or selfplay games to play",
                 ));
             }
         };
-        let path = self.artifacts.path(&pgn.sha256).map_err(|e| Status::internal(e.to_string()))?;
-        let name = pgn.name.clone();
-        let games = tokio::task::spawn_blocking(move || -> Result<u64, String> {
-            let text = std::fs::read(&path).map_err(|e| e.to_string())?;
-            Ok(parse_pgn(&String::from_utf8_lossy(&text)).map_err(|e| e.to_string())?.len() as u64)
-        })
-        .await
-        .map_err(|e| Status::internal(e.to_string()))?
-        .map_err(|problem| Status::invalid_argument(format!("pgn {name}: {problem}")))?;
+        let (games, selfplay) = match &pgn {
+            Some(pgn) => {
+                let path = self.artifacts.path(&pgn.sha256).map_err(|e| Status::internal(e.to_string()))?;
+                let name = pgn.name.clone();
+                let games = tokio::task::spawn_blocking(move || -> Result<u64, String> {
+                    let text = std::fs::read(&path).map_err(|e| e.to_string())?;
+                    Ok(parse_pgn_bytes(&text).map_err(|e| e.to_string())?.len() as u64)
+                })
+                .await
+                .map_err(|e| Status::internal(e.to_string()))?
+                .map_err(|problem| Status::invalid_argument(format!("pgn {name}: {problem}")))?;
+                (games, None)
+            }
+            None => (request.games, request.selfplay),
+        };
         let games_per_unit = match request.games_per_unit {
             0 => crate::verification::DEFAULT_GAMES_PER_UNIT,
             n => n,
         };
         let rules = rules.iter().map(|r| r.name().to_owned()).collect();
-        let spec = v1::VerificationSpec { pgn: Some(pgn), rules, games_per_unit, games, reference: request.reference };
+        let spec = v1::VerificationSpec { pgn, rules, games_per_unit, games, reference: request.reference, selfplay };
         let job = crate::verification::check_spec(&spec).map_err(invalid)?;
         let units = job.units();
         let job = JobSpec::Verify(Box::new(job));

@@ -1,17 +1,19 @@
-//! Rule verification jobs: the games of a PGN (uploaded, or a test's stored games) cut
-//! into units of consecutive games, each verified by a worker under the job's rule sets
-//! with the engine's `rules::verify::check_game` (the judge's code path, as
-//! `xq-engine verify` runs it) and reported as JSON lines closed by the unit's tally.
+//! Rule verification jobs: the games of a PGN (uploaded, or a test's stored games), or
+//! fresh self-play games the workers play for the job, cut into units of consecutive
+//! games, each verified by a worker under the job's rule sets with the engine's
+//! `rules::verify::check_game` (the judge's code path, as `xq-engine verify` runs it)
+//! and reported as JSON lines closed by the unit's tally.
 //! The coordinator checks each report's shape and counts before storing it, sums the
 //! tallies and serves the lines, and the parting games as PGN.
 
 use serde_json::Value;
+use xq_engine::variant::Variant;
 use xq_engine::xiangqi::pgn::Movetext;
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_engine::xiangqi::rules::verify::{Tally, report_tally};
 use xq_proto::v1;
 
-use crate::jobs::{SpecError, bad, check_artifact};
+use crate::jobs::{SpecError, bad, check_artifact, check_self_play_games};
 
 /// The rule sets compared when a request names none: the three a tournament may play.
 pub const DEFAULT_RULES: [RuleSet; 3] = [RuleSet::Wxf, RuleSet::Asian, RuleSet::Cxq];
@@ -34,12 +36,15 @@ impl VerificationJob {
         self.spec.reference.is_empty() || capabilities.references.contains(&self.spec.reference)
     }
 
-    /// Seconds a unit takes a core: a million plies a second for each rule set, and
-    /// pyffish's replays from the start (a few milliseconds a game) for a reference.
-    pub fn unit_seconds(&self, plies_per_game: u32) -> f64 {
+    /// Seconds a unit takes a core of `nps` nodes a second: a million plies a second for
+    /// each rule set, pyffish's replays from the start (a few milliseconds a game) for a
+    /// reference, and the searches of fresh self-play games.
+    pub fn unit_seconds(&self, plies_per_game: u32, nps: u64) -> f64 {
         let games = f64::from(self.spec.games_per_unit);
+        let plies = f64::from(plies_per_game);
         let reference = if self.spec.reference.is_empty() { 0.0 } else { 0.02 };
-        games * (f64::from(plies_per_game) * self.rules.len() as f64 / 1e6 + reference)
+        let play = self.spec.selfplay.as_ref().map_or(0.0, |s| plies * s.nodes as f64 / nps.max(1) as f64);
+        games * (plies * self.rules.len() as f64 / 1e6 + reference + play)
     }
 
     /// Units to verify: the games cut into units, the last perhaps shorter.
@@ -56,10 +61,16 @@ impl VerificationJob {
     /// One line for lists.
     pub fn summary(&self) -> String {
         let names: Vec<&str> = self.rules.iter().map(|r| r.name()).collect();
-        let source = self.spec.pgn.as_ref().map_or("", |p| p.name.as_str());
+        let source = match (&self.spec.pgn, &self.spec.selfplay) {
+            (Some(pgn), _) => format!("games of {}", pgn.name),
+            (None, Some(selfplay)) => {
+                format!("self-play games ({} nodes, {} random plies)", selfplay.nodes, selfplay.random_plies)
+            }
+            (None, None) => "games".to_owned(),
+        };
         let reference =
             if self.spec.reference.is_empty() { String::new() } else { format!(" and {}", self.spec.reference) };
-        format!("verification of {} games of {source} under {}{reference}", self.spec.games, names.join(", "))
+        format!("verification of {} {source} under {}{reference}", self.spec.games, names.join(", "))
     }
 }
 
@@ -85,14 +96,23 @@ pub fn rule_sets(names: &[String]) -> Result<Vec<RuleSet>, SpecError> {
 
 /// Checks a stored or requested spec.
 pub fn check_spec(spec: &v1::VerificationSpec) -> Result<VerificationJob, SpecError> {
-    let pgn = spec.pgn.as_ref().ok_or_else(|| bad("pgn", "missing"))?;
-    check_artifact("pgn", pgn)?;
+    match (&spec.pgn, &spec.selfplay) {
+        (Some(pgn), None) => check_artifact("pgn", pgn)?,
+        (None, Some(selfplay)) => {
+            if check_self_play_games(selfplay)? != Variant::Xiangqi {
+                return Err(bad("selfplay.variant", "rule sets are Xiangqi's: verify Xiangqi games"));
+            }
+        }
+        (Some(_), Some(_)) => return Err(bad("selfplay", "a PGN or self-play games, not both")),
+        (None, None) => return Err(bad("pgn", "missing: a PGN, or self-play games")),
+    }
     let rules = rule_sets(&spec.rules)?;
     if !(1..=MAX_GAMES_PER_UNIT).contains(&spec.games_per_unit) {
         return Err(bad("games_per_unit", format!("between 1 and {MAX_GAMES_PER_UNIT}")));
     }
     if spec.games == 0 {
-        return Err(bad("pgn", "it holds no games"));
+        let field = if spec.pgn.is_some() { "pgn" } else { "games" };
+        return Err(bad(field, "no games to verify"));
     }
     if !matches!(spec.reference.as_str(), "" | REFERENCE_PYFFISH) {
         return Err(bad("reference", format!("'{}': pyffish, or none", spec.reference)));

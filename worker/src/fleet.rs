@@ -27,7 +27,7 @@ use xq_engine::xiangqi::Position;
 use xq_engine::xiangqi::data::{MAX_RECORDS, read_chunk, read_xiongqi_chunk, write_chunk, write_xiongqi_chunk};
 use xq_engine::xiangqi::fen::{FenFlavour, UnknownFenFlavour};
 use xq_engine::xiangqi::notation::{Dialect, UnknownDialect};
-use xq_engine::xiangqi::pgn::parse_pgn;
+use xq_engine::xiangqi::pgn::{PgnGame, parse_pgn_bytes};
 use xq_engine::xiangqi::rules::verify::{Reference, unit_report};
 use xq_engine::xiangqi::rules::{Outcome, RuleSet};
 use xq_engine::xiongqi;
@@ -40,7 +40,7 @@ use crate::match_runner::{FinishedGame, MatchSettings, run_match};
 use crate::pgn_out::game_pgn;
 use crate::reference::{PYFFISH, Pyffish};
 use crate::sandbox::{Sandbox, command_for};
-use crate::selfplay::{SelfPlaySettings, load_self_play_net, run_selfplay};
+use crate::selfplay::{SelfPlaySettings, fresh_games, load_self_play_net, run_selfplay};
 
 type Client = WorkerClient<InterceptedService<Channel, BearerToken>>;
 
@@ -563,13 +563,14 @@ fn merged_chunk(variant: Variant, paths: &[PathBuf]) -> Result<Vec<u8>, FleetErr
     })
 }
 
-async fn self_play(
+/// How a self-play spec plays its games (game g seeded `spec.seed + g`), its net
+/// fetched and loaded: the settings of a run of the spec's games_per_unit games from
+/// game 0, written to the worker's cache.
+async fn self_play_settings(
     client: &Client,
     settings: &ConnectSettings,
-    lease: &v1::Lease,
-    spec: v1::SelfPlaySpec,
-    stop: Arc<AtomicBool>,
-) -> Result<(), FleetError> {
+    spec: &v1::SelfPlaySpec,
+) -> Result<SelfPlaySettings, FleetError> {
     let rules: RuleSet = if spec.rules.is_empty() { RuleSet::Wxf } else { spec.rules.parse().map_err(lease_error)? };
     let variant: Variant =
         if spec.variant.is_empty() { Variant::Xiangqi } else { spec.variant.parse().map_err(lease_error)? };
@@ -582,24 +583,40 @@ async fn self_play(
         }
         None => None,
     };
+    Ok(SelfPlaySettings {
+        nodes: spec.nodes,
+        games: spec.games_per_unit as usize,
+        random_plies: spec.random_plies as usize,
+        seed: spec.seed,
+        threads: settings.concurrency,
+        chunk_records: MAX_RECORDS,
+        out: settings.cache.clone(),
+        rules,
+        max_plies: xq_proto::self_play_plies(spec) as usize,
+        variant,
+        network,
+        pgn_out: None,
+    })
+}
+
+async fn self_play(
+    client: &Client,
+    settings: &ConnectSettings,
+    lease: &v1::Lease,
+    spec: v1::SelfPlaySpec,
+    stop: Arc<AtomicBool>,
+) -> Result<(), FleetError> {
+    let base = self_play_settings(client, settings, &spec).await?;
+    let variant = base.variant;
     for &unit in &lease.units {
         if stop.load(Ordering::Relaxed) {
             return Ok(());
         }
         let out = settings.cache.join(format!("selfplay-{}-{unit}", lease.lease_id));
         let run = SelfPlaySettings {
-            nodes: spec.nodes,
-            games: spec.games_per_unit as usize,
-            random_plies: spec.random_plies as usize,
             seed: spec.seed.wrapping_add(unit.wrapping_mul(u64::from(spec.games_per_unit))),
-            threads: settings.concurrency,
-            chunk_records: MAX_RECORDS,
             out: out.clone(),
-            rules,
-            max_plies: xq_proto::self_play_plies(&spec) as usize,
-            variant,
-            network: network.clone(),
-            pgn_out: None,
+            ..base.clone()
         };
         let report =
             tokio::task::spawn_blocking(move || run_selfplay(&run)).await.map_err(play_error)?.map_err(play_error)?;
@@ -620,9 +637,16 @@ async fn self_play(
     Ok(())
 }
 
-/// Verifies a lease's units: each unit's games of the job's PGN under its rule sets, with
-/// the engine's verification (the judge's code path), as many units at once as the
-/// worker has cores (each with its own reference), reported unit by unit.
+/// A verification job's games: a PGN's, or fresh self-play games played unit by unit.
+enum Games {
+    Pgn(Vec<PgnGame>),
+    SelfPlay(SelfPlaySettings),
+}
+
+/// Verifies a lease's units: each unit's games (of the job's PGN, or played for it)
+/// under its rule sets, with the engine's verification (the judge's code path), as many
+/// units at once as the worker has cores (each with its own reference), reported unit
+/// by unit.
 async fn verify(
     client: &Client,
     settings: &ConnectSettings,
@@ -640,35 +664,55 @@ async fn verify(
     };
     let mut references: Vec<Option<Pyffish>> =
         (0..settings.concurrency.max(1)).map(|_| start_reference()).collect::<Result<_, _>>()?;
-    let pgn = spec.pgn.as_ref().ok_or_else(|| FleetError::Lease("it names no PGN".to_owned()))?;
-    let path = fetch(client, &settings.cache, pgn, false).await?;
-    let name = pgn.name.clone();
-    let games = tokio::task::spawn_blocking(move || {
-        let text = std::fs::read(&path).map_err(FleetError::file("reading the games", &path))?;
-        parse_pgn(&String::from_utf8_lossy(&text)).map_err(|e| FleetError::Lease(format!("the PGN {name}: {e}")))
-    })
-    .await
-    .map_err(play_error)??;
-    let games = Arc::new(games);
-    let per_unit = spec.games_per_unit.max(1) as usize;
+    let source = match (&spec.pgn, &spec.selfplay) {
+        (Some(pgn), _) => {
+            let path = fetch(client, &settings.cache, pgn, false).await?;
+            let name = pgn.name.clone();
+            let games = tokio::task::spawn_blocking(move || {
+                let text = std::fs::read(&path).map_err(FleetError::file("reading the games", &path))?;
+                parse_pgn_bytes(&text).map_err(|e| FleetError::Lease(format!("the PGN {name}: {e}")))
+            })
+            .await
+            .map_err(play_error)??;
+            Games::Pgn(games)
+        }
+        (None, Some(selfplay)) => {
+            let played = self_play_settings(client, settings, selfplay).await?;
+            if played.variant != Variant::Xiangqi {
+                return Err(FleetError::Lease("its self-play games are not Xiangqi".to_owned()));
+            }
+            Games::SelfPlay(played)
+        }
+        (None, None) => return Err(FleetError::Lease("it names no games: no PGN, no self-play".to_owned())),
+    };
+    let source = Arc::new(source);
+    let (total, per_unit) = (spec.games as usize, spec.games_per_unit.max(1) as usize);
     let rules = Arc::new(rules);
     for batch in lease.units.chunks(references.len()) {
         if stop.load(Ordering::Relaxed) {
             return Ok(());
         }
-        let (games, rules, units) = (games.clone(), rules.clone(), batch.to_vec());
+        let (source, rules, units) = (source.clone(), rules.clone(), batch.to_vec());
         let (reports, returned) = tokio::task::spawn_blocking(move || {
             let reports: Vec<Result<String, String>> = std::thread::scope(|scope| {
                 let running: Vec<_> = units
                     .iter()
                     .zip(references.iter_mut())
                     .map(|(&unit, reference)| {
-                        let (games, rules) = (&games, &rules);
+                        let (source, rules) = (&source, &rules);
                         scope.spawn(move || {
-                            let first = (unit as usize).saturating_mul(per_unit).min(games.len());
-                            let end = first.saturating_add(per_unit).min(games.len());
+                            let first = (unit as usize).saturating_mul(per_unit).min(total);
+                            let end = first.saturating_add(per_unit).min(total);
                             let reference = reference.as_mut().map(|r| r as &mut dyn Reference);
-                            unit_report(&games[first..end], first + 1, rules, reference)
+                            let fresh;
+                            let games = match &**source {
+                                Games::Pgn(games) => &games[first.min(games.len())..end.min(games.len())],
+                                Games::SelfPlay(played) => {
+                                    fresh = fresh_games(played, first..end);
+                                    &fresh[..]
+                                }
+                            };
+                            unit_report(games, first + 1, rules, reference)
                         })
                     })
                     .collect();

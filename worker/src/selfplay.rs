@@ -17,6 +17,7 @@ use xq_engine::variant::Variant;
 use xq_engine::xiangqi::data::{MATE_SCORE, Record, XiongqiRecord, write_chunk, write_xiongqi_chunk};
 use xq_engine::xiangqi::movegen::legal_moves;
 use xq_engine::xiangqi::nnue::Network;
+use xq_engine::xiangqi::pgn::PgnGame;
 use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet};
 use xq_engine::xiangqi::search::limits::Limits;
 use xq_engine::xiangqi::search::{Score, SearchOptions, Shared, search};
@@ -136,14 +137,25 @@ fn play_xiongqi_game(settings: &SelfPlaySettings, index: usize) -> Vec<XiongqiRe
     records
 }
 
-/// Plays one Xiangqi game; returns its records with the result filled in, and writes
-/// the game to `pgn` if given.
-fn play_game(
-    settings: &SelfPlaySettings,
-    game: usize,
-    shared: &Shared,
-    pgn: Option<&Mutex<std::fs::File>>,
-) -> Result<Vec<Record>, std::io::Error> {
+/// A Xiangqi game played: its moves and result, and the records of the positions the
+/// engine searched, the result filled in.
+struct PlayedGame {
+    moves: Vec<Move>,
+    result: Outcome,
+    records: Vec<Record>,
+}
+
+impl PlayedGame {
+    /// The game as PGN: every move, random plies included, in UCI coordinates.
+    fn pgn(&self, round: usize) -> String {
+        let texts: Vec<String> = self.moves.iter().map(|mv| mv.to_string()).collect();
+        let result = self.result.pgn();
+        format!("[Event \"self-play\"]\n[Round \"{round}\"]\n[Result \"{result}\"]\n\n{} {result}\n\n", texts.join(" "))
+    }
+}
+
+/// Plays Xiangqi game `game` of `settings` (its random plies seeded `seed + game`).
+fn play_xiangqi(settings: &SelfPlaySettings, game: usize, shared: &Shared) -> PlayedGame {
     let mut rng = StdRng::seed_from_u64(settings.seed.wrapping_add(game as u64));
     let start = Position::startpos();
     let mut referee = Referee::new(start.clone(), RefereeConfig::for_rules(settings.rules));
@@ -175,18 +187,39 @@ fn play_game(
     for record in &mut records {
         record.result = result;
     }
+    PlayedGame { moves, result, records }
+}
+
+/// Plays one Xiangqi game; returns its records and writes the game to `pgn` if given.
+fn play_game(
+    settings: &SelfPlaySettings,
+    game: usize,
+    shared: &Shared,
+    pgn: Option<&Mutex<std::fs::File>>,
+) -> Result<Vec<Record>, std::io::Error> {
+    let played = play_xiangqi(settings, game, shared);
     if let Some(file) = pgn {
-        let texts: Vec<String> = moves.iter().map(|mv| mv.to_string()).collect();
-        let text = format!(
-            "[Event \"self-play\"]\n[Round \"{}\"]\n[Result \"{}\"]\n\n{} {}\n\n",
-            game + 1,
-            result.pgn(),
-            texts.join(" "),
-            result.pgn()
-        );
-        file.lock().expect("the PGN file").write_all(text.as_bytes())?;
+        file.lock().expect("the PGN file").write_all(played.pgn(game + 1).as_bytes())?;
     }
-    Ok(records)
+    Ok(played.records)
+}
+
+/// Fresh Xiangqi games for a verification job: games `games` of `settings` (game g
+/// seeded `seed + g`, as [`run_selfplay`] plays them), each searched with a
+/// transposition table of its own, so that any worker plays the same games.
+pub fn fresh_games(settings: &SelfPlaySettings, games: std::ops::Range<usize>) -> Vec<PgnGame> {
+    games
+        .map(|game| {
+            let played = play_xiangqi(settings, game, &Shared::new(1));
+            let moves: Vec<String> = played.moves.iter().map(|mv| mv.to_string()).collect();
+            PgnGame {
+                tags: vec![("Round".to_owned(), (game + 1).to_string())],
+                notes: vec![None; moves.len()],
+                moves,
+                result: Some(played.result.pgn().to_owned()),
+            }
+        })
+        .collect()
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), SelfPlayError> {

@@ -1,7 +1,9 @@
-//! Reading game records in PGN as the product writes them (shared/reference/
-//! CONVENTIONS.md): tag pairs, then moves in UCI coordinates with optional move
-//! numbers, comments and a result. The comment right after a move is its note: what
-//! the engine said of it ([`MoveNote`]), which the coordinator checks clocks and
+//! Reading game records in PGN: as the product writes them (shared/reference/
+//! CONVENTIONS.md: tag pairs, then moves in UCI coordinates with optional move
+//! numbers, comments and a result), and as game collections do (moves kept as written,
+//! in any notation [`crate::xiangqi::notation::parse_any`] reads; files in UTF-8, GBK
+//! or Big5: [`parse_pgn_bytes`]). The comment right after a move is its note: what the
+//! engine said of it ([`MoveNote`]), which the coordinator checks clocks and
 //! adjudications against.
 
 use std::fmt;
@@ -42,6 +44,32 @@ pub enum PgnError {
         /// 1-based line number.
         line: usize,
     },
+    /// The bytes are not text in an encoding game collections use.
+    #[error("the file is not text in UTF-8, GBK or Big5 (byte {offset} is where UTF-8 fails)")]
+    Encoding {
+        /// The first byte that is not UTF-8.
+        offset: usize,
+    },
+}
+
+/// Reads every game of a PGN file's bytes: UTF-8 (a byte-order mark skipped), or the
+/// encodings of older Chinese collections, GBK (mainland) and Big5 (Taiwan, Hong Kong).
+/// Many byte strings decode without error in both of these, so the decoding that
+/// yields more of the notation's characters (進, 退, 平 in either script) is taken.
+pub fn parse_pgn_bytes(bytes: &[u8]) -> Result<Vec<PgnGame>, PgnError> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    match std::str::from_utf8(bytes) {
+        Ok(text) => parse_pgn(text),
+        Err(error) => {
+            let notation = |text: &str| text.chars().filter(|c| matches!(c, '進' | '进' | '退' | '平')).count();
+            let decoded = [encoding_rs::GBK, encoding_rs::BIG5]
+                .into_iter()
+                .filter_map(|encoding| encoding.decode_without_bom_handling_and_without_replacement(bytes))
+                .max_by_key(|text| notation(text))
+                .ok_or(PgnError::Encoding { offset: error.valid_up_to() })?;
+            parse_pgn(&decoded)
+        }
+    }
 }
 
 const RESULTS: [&str; 4] = ["1-0", "0-1", "1/2-1/2", "*"];
@@ -294,6 +322,28 @@ mod tests {
         for text in ["", "fast", "0.5", "+x/3 1s", "+1.0/x 1s", "1.0 1s", "+1e99 1s", "-1s", "NaNs", "+1 1s extra"] {
             assert_eq!(MoveNote::parse(text), None, "{text}");
         }
+    }
+
+    #[test]
+    fn chinese_collections_are_read_in_utf8_gbk_and_big5() {
+        // As a collection writes a game: inner quotes in a tag, a full move a line,
+        // Black's files in full-width digits, the result alone on the last line.
+        let simplified = "[Event \"1999年\"杯\"决赛\"]\n\n1. 炮二平五 马８进７\n2. 马二进三 车９平８\n1-0\n";
+        let traditional = "[Event \"1999年\"杯\"決賽\"]\n\n1. 炮二平五 馬８進７\n2. 馬二進三 車９平８\n1-0\n";
+        let expected = |text: &str| parse_pgn(text).unwrap();
+        assert_eq!(expected(simplified)[0].moves, ["炮二平五", "马８进７", "马二进三", "车９平８"]);
+        assert_eq!(expected(simplified)[0].tag("Event"), Some("1999年\"杯\"决赛"));
+        assert_eq!(expected(traditional)[0].result.as_deref(), Some("1-0"));
+        let (gbk, _, lossy) = encoding_rs::GBK.encode(simplified);
+        assert!(!lossy);
+        assert_eq!(parse_pgn_bytes(&gbk).unwrap(), expected(simplified));
+        let (big5, _, lossy) = encoding_rs::BIG5.encode(traditional);
+        assert!(!lossy);
+        assert_eq!(parse_pgn_bytes(&big5).unwrap(), expected(traditional));
+        let bom = [b"\xEF\xBB\xBF".as_slice(), simplified.as_bytes()].concat();
+        assert_eq!(parse_pgn_bytes(&bom).unwrap(), expected(simplified));
+        // 0xFF is a byte of none of the three.
+        assert_eq!(parse_pgn_bytes(b"1. h2e2 \xFF\xFF"), Err(PgnError::Encoding { offset: 8 }));
     }
 
     #[test]

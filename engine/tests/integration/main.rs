@@ -1,6 +1,7 @@
 //! Integration tests of the engine library and the `xq-engine` binary.
 
 mod asian_rules;
+mod collection;
 mod common;
 mod fairy_stockfish;
 mod judge;

@@ -420,13 +420,28 @@ struct SelfplayArgs {
 }
 
 #[derive(Args)]
+#[group(id = "source", required = true, multiple = false, args = ["pgn", "test", "selfplay"])]
 struct VerifyArgs {
-    /// The games: a PGN file, uploaded.
-    #[arg(long, required_unless_present = "test", conflicts_with = "test")]
+    /// The games: a PGN file, uploaded (UTF-8, GBK or Big5; moves in UCI, ICCS, WXF or
+    /// Chinese notation).
+    #[arg(long)]
     pgn: Option<PathBuf>,
     /// The games: a test's stored games.
     #[arg(long)]
     test: Option<u64>,
+    /// The games: this many fresh self-play games, played by the workers under the
+    /// first rule set (few nodes a move make repetitions frequent).
+    #[arg(long)]
+    selfplay: Option<u64>,
+    /// Self-play: search nodes a move.
+    #[arg(long, default_value_t = 20, requires = "selfplay")]
+    nodes: u64,
+    /// Self-play: random plies that open each game.
+    #[arg(long, default_value_t = 8, requires = "selfplay")]
+    random_plies: u32,
+    /// Self-play: game g of the job is seeded seed + g.
+    #[arg(long, default_value_t = 1, requires = "selfplay")]
+    seed: u64,
     /// The rule sets to compare, comma-separated (wxf, asian, cxq, computer).
     #[arg(long, default_value = "wxf,asian,cxq")]
     rules: String,
@@ -680,14 +695,25 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 Some(path) => Some(client::upload_file(&mut client, path, "pgn").await?),
                 None => None,
             };
+            let rules: Vec<String> =
+                args.rules.split(',').map(|r| r.trim().to_owned()).filter(|r| !r.is_empty()).collect();
+            let selfplay = args.selfplay.map(|_| v1::SelfPlaySpec {
+                nodes: args.nodes,
+                random_plies: args.random_plies,
+                seed: args.seed,
+                rules: rules.first().cloned().unwrap_or_default(),
+                ..v1::SelfPlaySpec::default()
+            });
             let request = v1::CreateVerificationRequest {
                 pgn,
                 test_job_id: args.test.unwrap_or(0),
-                rules: args.rules.split(',').map(|r| r.trim().to_owned()).filter(|r| !r.is_empty()).collect(),
+                rules,
                 games_per_unit: args.games_per_unit,
                 priority: args.priority,
                 description: args.description,
                 reference: args.reference,
+                selfplay,
+                games: args.selfplay.unwrap_or(0),
             };
             let job = client.create_verification(request).await?.into_inner();
             out!("job {}: {} ({} units)", job.job_id, job.summary, job.units_total);

@@ -4,7 +4,7 @@ use std::io::{BufRead, Write};
 
 use anyhow::Context;
 use serde_json::json;
-use xq_engine::xiangqi::pgn::parse_pgn;
+use xq_engine::xiangqi::pgn::parse_pgn_bytes;
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_engine::xiangqi::rules::judge::{JudgeRequest, judge};
 
@@ -20,8 +20,8 @@ pub fn judge_one(request: &JudgeRequest, out: &mut impl Write) -> anyhow::Result
 
 /// Rules every game of a PGN file.
 pub fn judge_pgn(path: &std::path::Path, rules: RuleSet, out: &mut impl Write) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let games = parse_pgn(&text).with_context(|| format!("in {}", path.display()))?;
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let games = parse_pgn_bytes(&bytes).with_context(|| format!("in {}", path.display()))?;
     for (index, game) in games.iter().enumerate() {
         judge_one(&JudgeRequest::from_pgn(game, rules), out).with_context(|| format!("game {}", index + 1))?;
     }

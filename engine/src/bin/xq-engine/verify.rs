@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use serde_json::json;
-use xq_engine::xiangqi::pgn::parse_pgn;
+use xq_engine::xiangqi::pgn::parse_pgn_bytes;
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_engine::xiangqi::rules::verify::{Tally, check_game};
 
@@ -15,8 +15,8 @@ pub fn verify_files(paths: &[std::path::PathBuf], rule_sets: &[RuleSet], out: &m
     let started = Instant::now();
     let mut tally = Tally::default();
     for path in paths {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let parsed = parse_pgn(&text).with_context(|| format!("in {}", path.display()))?;
+        let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let parsed = parse_pgn_bytes(&bytes).with_context(|| format!("in {}", path.display()))?;
         for (index, game) in parsed.iter().enumerate() {
             let label = format!("{} game {}", path.display(), index + 1);
             if let Some(line) = check_game(game, rule_sets, &label, &mut tally, None).map_err(anyhow::Error::msg)? {

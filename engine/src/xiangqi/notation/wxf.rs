@@ -13,7 +13,7 @@ use crate::color::Color;
 use crate::xiangqi::{Move, PieceKind, Position, Square};
 
 /// Red counts files from its right (file i is 1), Black from its own right (file a is 1).
-fn wxf_file(color: Color, file: u8) -> u8 {
+pub(super) fn wxf_file(color: Color, file: u8) -> u8 {
     match color {
         Color::Red => 9 - file,
         Color::Black => file + 1,
@@ -38,7 +38,7 @@ fn moves_in_lines(kind: PieceKind) -> bool {
 }
 
 /// `color`'s pieces of `kind` on `file`, front (most advanced) first.
-fn column(position: &Position, color: Color, kind: PieceKind, file: u8) -> Vec<Square> {
+pub(super) fn column(position: &Position, color: Color, kind: PieceKind, file: u8) -> Vec<Square> {
     let mut squares: Vec<Square> = position.pieces(color, kind).filter(|sq| sq.file() == file).collect();
     squares.sort_by_key(|sq| sq.rank());
     if color == Color::Red {

@@ -10,7 +10,7 @@ use super::verify::InPlay;
 use super::{Reason, RefereeConfig, RuleSet, UnknownRuleSet};
 use crate::variant::Variant;
 use crate::xiangqi::fen::{self, FenError, PositionError};
-use crate::xiangqi::notation::{Dialect, MoveTextError, parse_uci};
+use crate::xiangqi::notation::{MoveTextError, parse_any};
 use crate::xiangqi::pgn::PgnGame;
 use crate::xiangqi::{Move, Position};
 use crate::xiongqi::fen::XiongqiFenError;
@@ -21,7 +21,8 @@ use crate::xiongqi::game::XiongqiMoveError;
 pub struct JudgeRequest {
     /// The start position; the standard one when absent.
     pub fen: Option<String>,
-    /// The moves in UCI coordinates (ranks 0..9).
+    /// The moves: UCI coordinates (ranks 0..9), or any notation game collections
+    /// write (Xiangqi only: [`crate::xiangqi::notation::parse_any`]).
     pub moves: Vec<String>,
     /// The rule set (Xiangqi only: Xiongqi has its own rules).
     pub rules: RuleSet,
@@ -138,11 +139,8 @@ pub fn judge(request: &JudgeRequest) -> Result<(Value, Vec<PositionError>), Judg
     let mut plies = Vec::with_capacity(request.moves.len());
     for (index, text) in request.moves.iter().enumerate() {
         let before = game.referee().position().clone();
-        let mv = parse_uci(&before, text, Dialect::ZeroBased).map_err(|error| JudgeError::Move {
-            ply: index + 1,
-            text: text.clone(),
-            error,
-        })?;
+        let mv =
+            parse_any(&before, text).map_err(|error| JudgeError::Move { ply: index + 1, text: text.clone(), error })?;
         let mut ply = ply_json(&classify(&before, &ids, mv), &allowed_natures(&before, &ids, mv), mv);
         ids.apply(mv);
         game.play(mv).expect("a parsed move is legal");

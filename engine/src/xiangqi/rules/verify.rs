@@ -12,7 +12,7 @@ use super::{Outcome, Referee, RefereeConfig, RuleSet, Ruling};
 use crate::color::Color;
 use crate::variant::Variant;
 use crate::xiangqi::IllegalMove;
-use crate::xiangqi::notation::{Dialect, MoveTextError, parse_uci};
+use crate::xiangqi::notation::{MoveTextError, parse_any};
 use crate::xiangqi::pgn::PgnGame;
 use crate::xiangqi::{Move, Position, fen};
 
@@ -236,14 +236,15 @@ pub fn ruled_in_play(start: &Position, moves: &[Move], config: RefereeConfig) ->
     game.ended()
 }
 
-/// The moves of a game in UCI coordinates (ranks 0..9), checked against the rules of
+/// The moves of a game in any notation game collections write (UCI with ranks 0..9 as
+/// the product writes, ICCS, WXF, Chinese: [`parse_any`]), checked against the rules of
 /// movement from `start`; the ply (1-based) and the error of the first that is not
 /// legal.
 pub fn parse_moves(start: &Position, texts: &[String]) -> Result<Vec<Move>, (usize, MoveTextError)> {
     let mut position = start.clone();
     let mut moves = Vec::with_capacity(texts.len());
     for (index, text) in texts.iter().enumerate() {
-        let mv = parse_uci(&position, text, Dialect::ZeroBased).map_err(|error| (index + 1, error))?;
+        let mv = parse_any(&position, text).map_err(|error| (index + 1, error))?;
         position.make_move(mv);
         moves.push(mv);
     }
@@ -362,6 +363,8 @@ pub fn check_game(
     };
     let found = verdicts(&start, &moves, rule_sets);
     let start_fen = fen::to_fen(&start);
+    // A parting game's moves are reported in UCI coordinates whatever the file wrote.
+    let in_uci = || moves.iter().map(ToString::to_string).collect::<Vec<String>>();
     let article = |v: &Verdict| v.ended.map_or("none", |(_, r)| r.article);
     let mut kinds = Vec::new();
     for (i, a) in found.iter().enumerate() {
@@ -382,7 +385,7 @@ pub fn check_game(
         if let Some(kind) = reference_disagreement(ours, theirs) {
             kinds.push(format!("{} vs {}: {}", ours.rules.name(), reference.name(), kind.name()));
             *tally.by_articles.entry(format!("{} / {}", article(ours), reference.name())).or_default() += 1;
-            let ours_json = verdict_json(ours, &start_fen, &game.moves);
+            let ours_json = verdict_json(ours, &start_fen, &in_uci());
             let cycle = ours_json["cycle"].as_array().map_or(&[][..], Vec::as_slice);
             known = Some(known_difference(&start, &moves, ours, theirs, cycle).unwrap_or("unexplained"));
             first_json = Some(ours_json);
@@ -412,11 +415,12 @@ pub fn check_game(
     }
     let mut verdicts = Vec::with_capacity(found.len());
     verdicts.extend(first_json);
-    verdicts.extend(found[verdicts.len()..].iter().map(|verdict| verdict_json(verdict, &start_fen, &game.moves)));
+    let texts = in_uci();
+    verdicts.extend(found[verdicts.len()..].iter().map(|verdict| verdict_json(verdict, &start_fen, &texts)));
     let mut line = json!({
         "game": label,
         "start": start_fen,
-        "moves": game.moves,
+        "moves": texts,
         "before_first_ruling": fen::to_fen(&position),
         "verdicts": verdicts,
         "kinds": kinds,
