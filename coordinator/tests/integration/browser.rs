@@ -400,7 +400,7 @@ async fn a_verification_job_page_shows_where_the_rule_sets_part() {
     let request = v1::CreateVerificationRequest { pgn: Some(pgn), games_per_unit: 2, ..Default::default() };
     let job = admin.create_verification(request).await.unwrap().into_inner();
     let mut worker = registered_worker(&served, "w", &[]).await;
-    verify_all(&mut worker, None, GAMES).await;
+    verify_all(&mut worker, None, GAMES.as_bytes()).await;
     let summary = admin.get_verification(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
     for (label, width, height) in [("desktop", 1280, 900), ("phone", 390, 844)] {
         let session = session(width, height).await;

@@ -6,7 +6,7 @@
 
 use xq_coordinator::scheduler::SchedulerConfig;
 use xq_coordinator::verification::DEFAULT_RULES;
-use xq_engine::xiangqi::pgn::parse_pgn;
+use xq_engine::xiangqi::pgn::{parse_pgn, parse_pgn_bytes};
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_engine::xiangqi::rules::verify::{Tally, check_game, unit_report};
 use xq_proto::v1;
@@ -24,14 +24,19 @@ pub const GAMES: &str = "[FEN \"4k4/9/9/9/9/9/9/9/1R7/c2K5 w - - 0 1\"]\n\n\
     [FEN \"5k2C/1r7/9/9/9/9/9/9/9/4K4 b - - 0 1\"]\n\n\
     b8a8 i9h9 a8b8 h9i9 b8a8 i9h9 a8b8 h9i9 b8a8 i9h9 a8b8 h9i9 b8a8 i9h9 a8b8 h9i9 *\n";
 
+/// Self-play settings for a verification's fresh games.
+fn fresh(nodes: u64) -> v1::SelfPlaySpec {
+    v1::SelfPlaySpec { nodes, random_plies: 8, seed: 3, ..Default::default() }
+}
+
 fn config() -> SchedulerConfig {
     SchedulerConfig { lease_seconds: 1000.0, reference_nps: 0, ..SchedulerConfig::default() }
 }
 
 /// Plays a worker's part: verifies each unit of `text` as `xq-worker` does, for the
 /// lease it holds (if any) and then each it is given; returns the units reported.
-pub async fn verify_all(worker: &mut Worker, mut held: Option<v1::Lease>, text: &str) -> usize {
-    let games = parse_pgn(text).unwrap();
+pub async fn verify_all(worker: &mut Worker, mut held: Option<v1::Lease>, pgn: &[u8]) -> usize {
+    let games = parse_pgn_bytes(pgn).unwrap();
     let mut reported = 0;
     loop {
         let lease = match held.take() {
@@ -102,7 +107,7 @@ async fn a_verification_job_sums_its_units_to_one_pass_over_the_games_and_serves
             let label = format!("game {}", index + 1);
             check_game(game, &DEFAULT_RULES, &label, &mut all, None).unwrap();
         }
-        assert_eq!(verify_all(&mut worker, Some(lease), GAMES).await, 2);
+        assert_eq!(verify_all(&mut worker, Some(lease), GAMES.as_bytes()).await, 2);
         let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
         assert_eq!((state.state.as_str(), state.units_done, state.positions), ("finished", 2, 4), "{backend:?}");
         let summary = admin.get_verification(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
@@ -161,7 +166,7 @@ async fn a_verification_job_sums_its_units_to_one_pass_over_the_games_and_serves
                 .into_iter()
                 .map(|b| b.pgn)
                 .collect();
-        assert_eq!(verify_all(&mut worker, None, &stored).await, 1);
+        assert_eq!(verify_all(&mut worker, None, stored.as_bytes()).await, 1);
         let summary = admin.get_verification(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
         assert_eq!((summary.games, summary.refused), (2, 0), "{backend:?}");
 
@@ -172,6 +177,17 @@ async fn a_verification_job_sums_its_units_to_one_pass_over_the_games_and_serves
             (v1::CreateVerificationRequest::default(), "name an uploaded PGN"),
             (v1::CreateVerificationRequest { rules: vec!["wxf".to_owned()], ..request.clone() }, "two or more"),
             (v1::CreateVerificationRequest { test_job_id: job.job_id, ..Default::default() }, "a verification job"),
+            (v1::CreateVerificationRequest { selfplay: Some(fresh(20)), ..request.clone() }, "not both"),
+            (v1::CreateVerificationRequest { selfplay: Some(fresh(20)), ..Default::default() }, "games: no games"),
+            (v1::CreateVerificationRequest { games: 10, selfplay: Some(fresh(0)), ..Default::default() }, "spec.nodes"),
+            (
+                v1::CreateVerificationRequest {
+                    games: 10,
+                    selfplay: Some(v1::SelfPlaySpec { variant: "xiongqi".to_owned(), ..fresh(20) }),
+                    ..Default::default()
+                },
+                "rule sets are Xiangqi's",
+            ),
         ];
         for (request, message) in cases {
             let error = admin.create_verification(request).await.unwrap_err();
@@ -184,4 +200,62 @@ async fn a_verification_job_sums_its_units_to_one_pass_over_the_games_and_serves
         let test_summary = admin.get_verification(v1::JobId { job_id: test.job_id }).await.unwrap_err();
         assert!(test_summary.message().contains("not a verification job"));
     }
+}
+
+#[tokio::test]
+async fn a_real_collection_uploaded_as_stored_is_verified_and_fresh_self_play_games_are_leased() {
+    let backend = BACKENDS[0];
+    let dir = TempDir::new("verification-collection");
+    let url = fresh_database(backend, &dir.0).await;
+    let served = serve_on(&dir.0, &url, config(), 100).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    // 2,000 master games, Big5, moves in Chinese notation (engine/tests/data/collection).
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../engine/tests/data/collection/ccpd-2000.big5.pgn.zst");
+    let bytes = zstd::decode_all(std::fs::File::open(path).unwrap()).unwrap();
+    let pgn = upload(&mut admin, "ccpd.pgn", "pgn", &bytes).await.unwrap();
+    let request = v1::CreateVerificationRequest { pgn: Some(pgn), games_per_unit: 500, ..Default::default() };
+    let job = admin.create_verification(request).await.unwrap().into_inner();
+    assert_eq!(job.units_total, 4);
+    assert!(job.summary.contains("verification of 2000 games of ccpd.pgn"), "{}", job.summary);
+    let mut worker = registered_worker(&served, "w", &[]).await;
+    assert_eq!(verify_all(&mut worker, None, &bytes).await, 4);
+    let summary = admin.get_verification(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+    assert_eq!((summary.games, summary.refused), (2000, 0), "every move of every game read");
+    let mut all = Tally::default();
+    for (index, game) in parse_pgn_bytes(&bytes).unwrap().iter().enumerate() {
+        check_game(game, &DEFAULT_RULES, &format!("game {}", index + 1), &mut all, None).unwrap();
+    }
+    assert_eq!(summary.parting, all.parting);
+    assert!(summary.parting > 0);
+    // The parting games come back as PGN in the product's notation (UCI), still
+    // replaying to the same verdicts.
+    let lines: String =
+        collect(admin.download_verification(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner())
+            .await
+            .into_iter()
+            .map(|b| b.jsonl)
+            .collect();
+    let parting = parse_pgn(&xq_coordinator::verification::parting_pgns(&lines, job.job_id)).unwrap();
+    assert_eq!(parting.len() as u64, summary.parting);
+    let mut again = Tally::default();
+    for game in &parting {
+        assert!(game.moves.iter().all(|m| m.is_ascii() && m.len() == 4), "{:?}", game.moves);
+        check_game(game, &DEFAULT_RULES, "again", &mut again, None).unwrap();
+    }
+    assert_eq!((again.parting, again.by_kind), (summary.parting, all.by_kind));
+
+    // Fresh self-play games: the job counts them and leases the settings to play them by.
+    let request = v1::CreateVerificationRequest {
+        selfplay: Some(fresh(20)),
+        games: 1000,
+        games_per_unit: 100,
+        priority: 1,
+        ..Default::default()
+    };
+    let job = admin.create_verification(request).await.unwrap().into_inner();
+    assert_eq!(job.units_total, 10);
+    assert!(job.summary.contains("verification of 1000 self-play games (20 nodes, 8 random plies)"), "{}", job.summary);
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    let Some(v1::lease::Work::Verification(spec)) = &lease.work else { panic!("{lease:?}") };
+    assert_eq!((spec.selfplay.as_ref(), spec.pgn.as_ref(), spec.games), (Some(&fresh(20)), None, 1000));
 }

@@ -4,7 +4,8 @@
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::data::{read_chunk, read_xiongqi_chunk, write_chunk, write_xiongqi_chunk};
 use xq_engine::xiangqi::rules::RuleSet;
-use xq_worker::selfplay::{SelfPlaySettings, load_self_play_net, run_selfplay};
+use xq_engine::xiangqi::rules::verify::{Tally, check_game};
+use xq_worker::selfplay::{SelfPlaySettings, fresh_games, load_self_play_net, run_selfplay};
 
 #[test]
 fn selfplay_chunks_reread_bit_for_bit() {
@@ -120,4 +121,40 @@ fn a_self_play_net_must_be_a_xiangqi_net() {
     let unreadable = load_self_play_net(&junk, "junk.xqnn", Variant::Xiangqi).unwrap_err().to_string();
     assert!(unreadable.starts_with("the net junk.xqnn: "), "{unreadable}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn fresh_verification_games_are_the_same_whoever_plays_them() {
+    let settings = SelfPlaySettings {
+        nodes: 20,
+        games: 0,
+        random_plies: 8,
+        seed: 5,
+        threads: 1,
+        chunk_records: 1,
+        out: std::env::temp_dir(),
+        rules: RuleSet::Wxf,
+        max_plies: 400,
+        variant: Variant::Xiangqi,
+        network: None,
+        pgn_out: None,
+    };
+    let whole = fresh_games(&settings, 0..8);
+    // Two workers, each with a unit of the job, on threads of their own, the later unit
+    // first: the same games, numbered by their place in the job.
+    let (later, earlier) = std::thread::scope(|scope| {
+        let later = scope.spawn(|| fresh_games(&settings, 4..8));
+        let earlier = scope.spawn(|| fresh_games(&settings, 0..4));
+        (later.join().unwrap(), earlier.join().unwrap())
+    });
+    assert_eq!([earlier, later].concat(), whole);
+    assert_eq!(whole[5].tag("Round"), Some("6"));
+    // Each game seeded apart, each a legal game that ends where WXF rules or at 400 plies.
+    assert!(whole.windows(2).all(|pair| pair[0].moves[..8] != pair[1].moves[..8]));
+    let mut tally = Tally::default();
+    for game in &whole {
+        check_game(game, &[RuleSet::Wxf, RuleSet::Cxq], "g", &mut tally, None).unwrap();
+        assert!(game.moves.len() > 8, "{game:?}");
+    }
+    assert_eq!((tally.games, tally.refused), (8, 0));
 }

@@ -420,7 +420,7 @@ struct SelfplayArgs {
 }
 
 #[derive(Args)]
-#[group(id = "source", required = true, multiple = false, args = ["pgn", "test", "selfplay"])]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["pgn", "test", "selfplay"])))]
 struct VerifyArgs {
     /// The games: a PGN file, uploaded (UTF-8, GBK or Big5; moves in UCI, ICCS, WXF or
     /// Chinese notation).
