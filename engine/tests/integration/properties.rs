@@ -2,7 +2,9 @@
 
 use proptest::prelude::*;
 use xq_engine::xiangqi::movegen::{self, MoveList, Selection};
-use xq_engine::xiangqi::notation::{Dialect, format_iccs, format_uci, format_wxf, parse_iccs, parse_uci, parse_wxf};
+use xq_engine::xiangqi::notation::{
+    Dialect, format_iccs, format_uci, format_wxf, parse_any, parse_chinese, parse_iccs, parse_uci, parse_wxf,
+};
 use xq_engine::xiangqi::rules::identity::Identities;
 use xq_engine::xiangqi::rules::nature::{allowed_natures, classify};
 use xq_engine::xiangqi::{Position, fen, perft};
@@ -97,6 +99,13 @@ proptest! {
                 prop_assert_eq!(parse_iccs(&position, &format_iccs(mv)).unwrap(), mv);
                 let wxf = format_wxf(&position, mv).unwrap();
                 prop_assert_eq!(parse_wxf(&position, &wxf).unwrap(), mv, "{} {}", position, wxf);
+                for text in [format_uci(mv, Dialect::ZeroBased), format_iccs(mv), wxf.clone()] {
+                    prop_assert_eq!(parse_any(&position, &text).unwrap(), mv, "{} {}", position, text);
+                }
+                if let Some(chinese) = chinese_of(&wxf, position.side_to_move() == xq_engine::color::Color::Red) {
+                    prop_assert_eq!(parse_chinese(&position, &chinese).unwrap(), mv, "{} {}", position, chinese);
+                    prop_assert_eq!(parse_any(&position, &chinese).unwrap(), mv, "{} {}", position, chinese);
+                }
             }
         }
     }
@@ -118,7 +127,21 @@ proptest! {
         let _ = parse_uci(&position, &text, Dialect::OneBased);
         let _ = parse_iccs(&position, &text);
         let _ = parse_wxf(&position, &text);
+        let _ = parse_chinese(&position, &text);
+        let _ = parse_any(&position, &text);
         let _ = xq_engine::xiongqi::fen::parse(&text);
+    }
+
+    #[test]
+    fn chinese_notation_never_panics_on_notation_like_text(text in "[前中後后车車马馬相象仕士帅帥将將炮砲包兵卒一二三五九１５９15][一二五九１５９159兵炮車][進进退平][一二五九１５９159]") {
+        for fen in ["rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w", "5k3/9/4P4/4P4/4P4/9/9/9/9/3K5 w", "3k5/9/9/9/9/9/9/R8/R8/4K4 b"] {
+            let _ = parse_chinese(&Position::from_fen(fen).unwrap(), &text);
+        }
+    }
+
+    #[test]
+    fn pgn_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        let _ = xq_engine::xiangqi::pgn::parse_pgn_bytes(&bytes);
     }
 
     #[test]
@@ -133,4 +156,43 @@ proptest! {
             prop_assert_eq!(xq_engine::xiongqi::fen::parse(&printed).unwrap().to_string(), printed);
         }
     }
+}
+
+/// A WXF move as Chinese records write it, character for character (WXF Article 7):
+/// Red's numbers as Chinese numerals, Black's as full-width digits; `None` for a pawn's
+/// place form (`35=6`), which Chinese writes otherwise.
+fn chinese_of(wxf: &str, red: bool) -> Option<String> {
+    let chars: Vec<char> = wxf.chars().collect();
+    let piece = |c: char| {
+        let (red_name, black_name) = match c {
+            'R' => ('俥', '車'),
+            'H' => ('傌', '馬'),
+            'E' => ('相', '象'),
+            'A' => ('仕', '士'),
+            'K' => ('帥', '將'),
+            'C' => ('炮', '砲'),
+            'P' => ('兵', '卒'),
+            _ => return None,
+        };
+        Some(if red { red_name } else { black_name })
+    };
+    let number = |c: char| {
+        let digit = c.to_digit(10)? as usize;
+        Some(if red {
+            "一二三四五六七八九".chars().nth(digit - 1)?
+        } else {
+            "１２３４５６７８９".chars().nth(digit - 1)?
+        })
+    };
+    let movement = |c: char| match c {
+        '+' => Some('進'),
+        '-' => Some('退'),
+        _ => Some('平'),
+    };
+    let first_two = match (chars[0], chars[1]) {
+        ('+', p) => ['前', piece(p)?],
+        ('-', p) => ['後', piece(p)?],
+        (p, f) => [piece(p)?, number(f)?],
+    };
+    Some([first_two[0], first_two[1], movement(chars[2])?, number(chars[3])?].iter().collect())
 }

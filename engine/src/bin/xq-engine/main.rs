@@ -58,7 +58,8 @@ enum Command {
         /// The moves, in UCI coordinates, separated by spaces.
         #[arg(long, default_value = "")]
         moves: String,
-        /// Rule every game of a PGN file (moves in UCI coordinates, `[FEN]` tag).
+        /// Rule every game of a PGN file (UTF-8, GBK or Big5; moves in UCI, ICCS, WXF or
+        /// Chinese notation; `[FEN]` tag for other starts).
         #[arg(long, conflicts_with_all = ["fen", "moves"])]
         pgn: Option<std::path::PathBuf>,
         /// The game: xiangqi or xiongqi.
@@ -75,7 +76,8 @@ enum Command {
         /// The rule sets, comma-separated: wxf, asian, cxq, computer.
         #[arg(long, default_value = "wxf,asian,cxq", value_delimiter = ',')]
         rules: Vec<RuleSet>,
-        /// PGN files (moves in UCI coordinates, `[FEN]` tag for other starts).
+        /// PGN files (UTF-8, GBK or Big5; moves in UCI, ICCS, WXF or Chinese notation;
+        /// `[FEN]` tag for other starts).
         #[arg(required = true)]
         pgn: Vec<std::path::PathBuf>,
         /// Only parse and replay the moves (the benchmark's reference).
