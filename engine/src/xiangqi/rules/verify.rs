@@ -362,9 +362,6 @@ pub fn check_game(
         Err((ply, error)) => return refuse(format!("ply {ply}: {error}")),
     };
     let found = verdicts(&start, &moves, rule_sets);
-    let start_fen = fen::to_fen(&start);
-    // A parting game's moves are reported in UCI coordinates whatever the file wrote.
-    let in_uci = || moves.iter().map(ToString::to_string).collect::<Vec<String>>();
     let article = |v: &Verdict| v.ended.map_or("none", |(_, r)| r.article);
     let mut kinds = Vec::new();
     for (i, a) in found.iter().enumerate() {
@@ -385,7 +382,7 @@ pub fn check_game(
         if let Some(kind) = reference_disagreement(ours, theirs) {
             kinds.push(format!("{} vs {}: {}", ours.rules.name(), reference.name(), kind.name()));
             *tally.by_articles.entry(format!("{} / {}", article(ours), reference.name())).or_default() += 1;
-            let ours_json = verdict_json(ours, &start_fen, &in_uci());
+            let ours_json = verdict_json(ours, &start, &moves);
             let cycle = ours_json["cycle"].as_array().map_or(&[][..], Vec::as_slice);
             known = Some(known_difference(&start, &moves, ours, theirs, cycle).unwrap_or("unexplained"));
             first_json = Some(ours_json);
@@ -415,11 +412,12 @@ pub fn check_game(
     }
     let mut verdicts = Vec::with_capacity(found.len());
     verdicts.extend(first_json);
-    let texts = in_uci();
-    verdicts.extend(found[verdicts.len()..].iter().map(|verdict| verdict_json(verdict, &start_fen, &texts)));
+    verdicts.extend(found[verdicts.len()..].iter().map(|verdict| verdict_json(verdict, &start, &moves)));
+    // A parting game's moves are reported in UCI coordinates whatever the file wrote.
+    let texts: Vec<String> = moves.iter().map(ToString::to_string).collect();
     let mut line = json!({
         "game": label,
-        "start": start_fen,
+        "start": fen::to_fen(&start),
         "moves": texts,
         "before_first_ruling": fen::to_fen(&position),
         "verdicts": verdicts,
@@ -469,42 +467,51 @@ pub fn report_tally(report: &str) -> Option<Tally> {
 /// A verdict as reports give it: where and how its rule set ended the game, and the
 /// plies of the cycle that ruling closed (from the judge: each ply's nature and chases),
 /// empty when the ruling was not on a repetition.
-fn verdict_json(verdict: &Verdict, start_fen: &str, moves: &[String]) -> Value {
+fn verdict_json(verdict: &Verdict, start: &Position, moves: &[Move]) -> Value {
     let Some((ply, ruling)) = verdict.ended else {
         return json!({"rules": verdict.rules.name(), "ply": null, "result": "*"});
     };
-    let request = JudgeRequest {
-        fen: Some(start_fen.to_owned()),
-        moves: moves[..ply].to_vec(),
-        rules: verdict.rules,
-        variant: Variant::Xiangqi,
-    };
-    let plies = judge(&request).map(|(judged, _)| judged["plies"].as_array().cloned().unwrap_or_default());
-    let cycle = plies.map(|plies| cycle_plies(start_fen, &plies)).unwrap_or_default();
     json!({
         "rules": verdict.rules.name(),
         "ply": ply,
         "result": ruling.outcome.pgn(),
         "reason": ruling.reason.to_string(),
         "article": ruling.article,
-        "cycle": cycle,
+        "cycle": cycle_plies(start, &moves[..ply], verdict.rules),
     })
 }
 
 /// The judge's plies since the last position (board and side to move) last occurred,
-/// each numbered: the cycle the last move closed; empty when it had not occurred before.
-fn cycle_plies(start_fen: &str, plies: &[Value]) -> Vec<Value> {
-    let placement = |fen: &str| fen.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
-    let Some(last) = plies.last().and_then(|p| p["fen"].as_str()).map(placement) else { return Vec::new() };
-    let before: Vec<String> = std::iter::once(placement(start_fen))
-        .chain(plies.iter().map(|p| placement(p["fen"].as_str().unwrap_or_default())))
-        .collect();
-    let Some(first) = before[..before.len() - 1].iter().rposition(|fen| *fen == last) else { return Vec::new() };
-    plies[first..]
-        .iter()
+/// each numbered in the game: the cycle the last move closed; empty when it had not
+/// occurred before. Only the cycle is judged, from the position that opened it: a ply's
+/// nature depends on its position and move, not on the plies before, and classifying
+/// every ply of the game cost more than all the rest of a verification.
+fn cycle_plies(start: &Position, moves: &[Move], rules: RuleSet) -> Vec<Value> {
+    let mut position = start.clone();
+    let mut hashes = Vec::with_capacity(moves.len() + 1);
+    hashes.push(position.hash());
+    for &mv in moves {
+        position.make_move(mv);
+        hashes.push(position.hash());
+    }
+    let last = hashes[moves.len()];
+    let Some(first) = hashes[..moves.len()].iter().rposition(|&hash| hash == last) else { return Vec::new() };
+    let mut opening = start.clone();
+    for &mv in &moves[..first] {
+        opening.make_move(mv);
+    }
+    let request = JudgeRequest {
+        fen: Some(fen::to_fen(&opening)),
+        moves: moves[first..].iter().map(ToString::to_string).collect(),
+        rules,
+        variant: Variant::Xiangqi,
+    };
+    let Ok((judged, _)) = judge(&request) else { return Vec::new() };
+    let plies = judged["plies"].as_array().cloned().unwrap_or_default();
+    plies
+        .into_iter()
         .enumerate()
-        .map(|(i, ply)| {
-            let mut ply = ply.clone();
+        .map(|(i, mut ply)| {
             ply["ply"] = json!(first + i + 1);
             ply
         })
