@@ -70,6 +70,12 @@ impl std::fmt::Debug for MoveList {
 /// Receives legal moves grouped by origin.
 trait TargetSink {
     fn add(&mut self, from: Square, targets: Bitboard);
+
+    /// Whether the sink has what it wants: generation stops there.
+    #[inline]
+    fn satisfied(&self) -> bool {
+        false
+    }
 }
 
 impl TargetSink for MoveList {
@@ -82,6 +88,22 @@ impl TargetSink for MoveList {
 }
 
 struct Counter(u64);
+
+/// Whether any move was generated: the referee asks it after every move, and most
+/// positions answer with their first piece.
+struct AnyMove(bool);
+
+impl TargetSink for AnyMove {
+    #[inline]
+    fn add(&mut self, _from: Square, targets: Bitboard) {
+        self.0 |= targets.any();
+    }
+
+    #[inline]
+    fn satisfied(&self) -> bool {
+        self.0
+    }
+}
 
 impl TargetSink for Counter {
     #[inline]
@@ -124,6 +146,9 @@ fn generate(position: &Position, selection: Selection, sink: &mut impl TargetSin
             } else {
                 sink.add(from, safe_targets(position, from, targets));
             }
+            if sink.satisfied() {
+                return;
+            }
         }
     }
     let king = position.king(us);
@@ -158,5 +183,7 @@ pub fn count_legal(position: &Position) -> u64 {
 /// Whether the side to move has a legal move (no: it is checkmated or stalemated,
 /// and loses either way, WXF 2.11 and 3.1).
 pub fn has_legal_move(position: &Position) -> bool {
-    count_legal(position) > 0
+    let mut any = AnyMove(false);
+    generate(position, Selection::All, &mut any);
+    any.0
 }

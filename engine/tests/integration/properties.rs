@@ -58,6 +58,7 @@ proptest! {
             whole.sort();
             prop_assert_eq!(split, whole);
             prop_assert_eq!(movegen::count_legal(&position), all.len() as u64);
+            prop_assert_eq!(movegen::has_legal_move(&position), !all.is_empty());
         }
     }
 
