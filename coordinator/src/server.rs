@@ -73,6 +73,7 @@ impl Coordinator {
             artifacts: artifacts.clone(),
             data_dir: data_dir.to_owned(),
             metrics: metrics.clone(),
+            pgn_files: Default::default(),
         };
         for spec in specs.values_mut() {
             if let JobSpec::Match(job) = spec
@@ -89,8 +90,9 @@ impl Coordinator {
             let token = scheduler.create_client_token().await?;
             write_secret(&data_dir.join(CLIENT_TOKEN_FILE), &token)?;
         }
-        let shared =
-            Shared { scheduler, nets, tournaments, storage, artifacts, data_dir: data_dir.to_owned(), metrics };
+        let data_dir = data_dir.to_owned();
+        let pgn_files = Default::default();
+        let shared = Shared { scheduler, nets, tournaments, storage, artifacts, data_dir, metrics, pgn_files };
         Ok(Coordinator { shared, accept_stats: Arc::new(AcceptStats::default()), dashboard_read: ReadAccess::Open })
     }
 

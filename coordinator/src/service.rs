@@ -13,7 +13,7 @@ use xq_engine::book::Book;
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::data::check_chunk;
 use xq_engine::xiangqi::nnue::Network;
-use xq_engine::xiangqi::pgn::{parse_pgn, parse_pgn_bytes};
+use xq_engine::xiangqi::pgn::{PgnFile, parse_pgn};
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_engine::xiangqi::rules::judge::{JudgeRequest, judge};
 use xq_proto::v1;
@@ -61,6 +61,8 @@ pub struct Shared {
     pub artifacts: ArtifactStore,
     pub data_dir: PathBuf,
     pub metrics: Arc<Metrics>,
+    /// Verification jobs' PGN files, read for the spot checks of their reports.
+    pub pgn_files: Arc<crate::verification::PgnFiles>,
 }
 
 /// Checks the bearer token and records who sent the request: its principal, and for a
@@ -317,6 +319,26 @@ impl WorkerApi {
             .await
             .map_err(|e| Status::internal(e.to_string()))?
             .map_err(|problem| Status::invalid_argument(format!("report of unit {}: {problem}", report.unit)))?;
+        let first = job.unit_first_game(report.unit);
+        let unit_games = match &job.spec.pgn {
+            Some(pgn) => self.0.pgn_file(pgn).await?.games(first..first + games as usize),
+            None => Vec::new(),
+        };
+        let (checked, rules) = (text.clone(), job.rules.clone());
+        let spot = tokio::task::spawn_blocking(move || {
+            crate::verification::spot_check(&checked, &rules, &unit_games, first + 1, &mut rand::rng())
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))?;
+        if let Err(problem) = spot {
+            let problem: String = problem.chars().filter(|c| !c.is_control()).take(300).collect();
+            let reason = format!("its report of unit {} of job {} misstates {problem}", report.unit, context.job_id);
+            self.0.scheduler.set_standing(worker, crate::scheduler::QUARANTINED, &reason).await?;
+            return Err(Status::invalid_argument(format!(
+                "report of unit {}: a spot check finds {problem}; the worker is quarantined",
+                report.unit
+            )));
+        }
         let file = UnitFile { dir: "verification", extension: "jsonl", what: "report" };
         let bytes = Arc::unwrap_or_clone(text).into_bytes();
         self.store_unit(worker, &context, report.unit, file, bytes, tally.games as i64).await
@@ -490,7 +512,7 @@ impl v1::client_server::Client for ClientApi {
         }
         if first.kind == "pgn" {
             let bytes = tokio::fs::read(&path).await.map_err(|e| Status::unavailable(e.to_string()))?;
-            let parsed = tokio::task::spawn_blocking(move || parse_pgn_bytes(&bytes).map(|g| g.len()))
+            let parsed = tokio::task::spawn_blocking(move || PgnFile::read(&bytes).map(|file| file.len()))
                 .await
                 .map_err(|e| Status::internal(e.to_string()))?;
             match parsed {
@@ -910,18 +932,7 @@ impl Shared {
             }
         };
         let (games, selfplay) = match &pgn {
-            Some(pgn) => {
-                let path = self.artifacts.path(&pgn.sha256).map_err(|e| Status::internal(e.to_string()))?;
-                let name = pgn.name.clone();
-                let games = tokio::task::spawn_blocking(move || -> Result<u64, String> {
-                    let text = std::fs::read(&path).map_err(|e| e.to_string())?;
-                    Ok(parse_pgn_bytes(&text).map_err(|e| e.to_string())?.len() as u64)
-                })
-                .await
-                .map_err(|e| Status::internal(e.to_string()))?
-                .map_err(|problem| Status::invalid_argument(format!("pgn {name}: {problem}")))?;
-                (games, None)
-            }
+            Some(pgn) => (self.pgn_file(pgn).await?.len() as u64, None),
             None => (request.games, request.selfplay),
         };
         let games_per_unit = match request.games_per_unit {
@@ -974,6 +985,26 @@ impl Shared {
     pub fn verification_lines(&self, id: u64) -> Result<impl Stream<Item = Result<String, Status>> + use<>, Status> {
         let reports = self.unit_bytes(id, Stored::Reports)?;
         Ok(reports.map(|r| r.map(|(_, bytes)| crate::verification::report_games(&String::from_utf8_lossy(&bytes)))))
+    }
+
+    /// A verification PGN, decoded and cut into games (kept for the spot checks of the
+    /// job's reports).
+    pub async fn pgn_file(&self, pgn: &v1::ArtifactRef) -> Result<Arc<PgnFile>, Status> {
+        if let Some(file) = self.pgn_files.get(&pgn.sha256) {
+            return Ok(file);
+        }
+        let path = self.artifacts.path(&pgn.sha256).map_err(|e| Status::internal(e.to_string()))?;
+        let name = pgn.name.clone();
+        let file = tokio::task::spawn_blocking(move || -> Result<PgnFile, String> {
+            let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
+            PgnFile::read(&bytes).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))?
+        .map_err(|problem| Status::invalid_argument(format!("pgn {name}: {problem}")))?;
+        let file = Arc::new(file);
+        self.pgn_files.keep(&pgn.sha256, file.clone());
+        Ok(file)
     }
 
     /// A verification job's counts: the tallies of its stored reports, summed.

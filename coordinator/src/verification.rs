@@ -6,11 +6,14 @@
 //! The coordinator checks each report's shape and counts before storing it, sums the
 //! tallies and serves the lines, and the parting games as PGN.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use serde_json::Value;
 use xq_engine::variant::Variant;
-use xq_engine::xiangqi::pgn::Movetext;
+use xq_engine::xiangqi::pgn::{Movetext, PgnFile, PgnGame};
 use xq_engine::xiangqi::rules::RuleSet;
-use xq_engine::xiangqi::rules::verify::{Tally, report_tally};
+use xq_engine::xiangqi::rules::verify::{Tally, check_game, report_tally};
 use xq_proto::v1;
 
 use crate::jobs::{SpecError, bad, check_artifact, check_self_play_games};
@@ -50,6 +53,11 @@ impl VerificationJob {
     /// Units to verify: the games cut into units, the last perhaps shorter.
     pub fn units(&self) -> u64 {
         self.spec.games.div_ceil(u64::from(self.spec.games_per_unit))
+    }
+
+    /// The index in the job of unit `unit`'s first game.
+    pub fn unit_first_game(&self, unit: u64) -> usize {
+        unit.saturating_mul(u64::from(self.spec.games_per_unit)).min(self.spec.games) as usize
     }
 
     /// Games in unit `unit`.
@@ -157,6 +165,139 @@ pub fn check_report(report: &str, games: u64) -> Result<Tally, String> {
     Ok(tally)
 }
 
+/// Games of a unit the coordinator verifies again itself, drawn at random when the
+/// report comes, so that a worker cannot know which: a report that leaves out or
+/// misstates a parting game is caught on that unit with the odds of drawing it, and a
+/// worker that does so on many units is caught for certain.
+pub const SPOT_CHECKED_GAMES: usize = 8;
+/// Reported lines verified again from their own moves (whatever the source, the
+/// coordinator holding no self-play games): a made-up verdict is caught the same way.
+pub const SPOT_CHECKED_LINES: usize = 8;
+
+/// Checks a report (already through [`check_report`]) by verifying a sample of its
+/// unit's games again with the engine's `check_game`: [`SPOT_CHECKED_GAMES`] drawn from
+/// `games` (the unit's games, numbered from `first_number`, when the coordinator holds
+/// them: a PGN source) and the games of [`SPOT_CHECKED_LINES`] drawn from the report's
+/// lines. Names the first game the report misstates. A reference's own partings are
+/// not checked (the coordinator has no reference): only the rule sets' verdicts.
+pub fn spot_check(
+    report: &str,
+    rules: &[RuleSet],
+    games: &[PgnGame],
+    first_number: usize,
+    rng: &mut impl rand::Rng,
+) -> Result<(), String> {
+    let mut lines: HashMap<String, Value> = HashMap::new();
+    for line in report.lines() {
+        let value: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        if let Some(game) = value.get("game").and_then(Value::as_str) {
+            lines.insert(game.to_owned(), value);
+        }
+    }
+    let label = |index: usize| format!("game {}", first_number + index);
+    let mut checked: Vec<(String, PgnGame)> =
+        rand::seq::index::sample(rng, games.len(), SPOT_CHECKED_GAMES.min(games.len()))
+            .into_iter()
+            .map(|index| (label(index), games[index].clone()))
+            .collect();
+    let mut reported: Vec<&String> = lines.keys().collect();
+    reported.sort();
+    for index in rand::seq::index::sample(rng, reported.len(), SPOT_CHECKED_LINES.min(reported.len())) {
+        let name = reported[index];
+        let game = if games.is_empty() {
+            if lines[name].get("error").is_some() {
+                // A self-play game the worker could not replay: no moves to check.
+                continue;
+            }
+            game_of_line(&lines[name]).ok_or_else(|| format!("{name}: the line has no start and moves"))?
+        } else {
+            let number: usize = name.strip_prefix("game ").and_then(|n| n.parse().ok()).unwrap_or(0);
+            let index = number.checked_sub(first_number).filter(|&i| i < games.len());
+            games[index.ok_or_else(|| format!("{name}: not a game of this unit"))?].clone()
+        };
+        checked.push((name.clone(), game));
+    }
+    for (name, game) in checked {
+        let ours = check_game(&game, rules, &name, &mut Tally::default(), None)?;
+        compare(&name, ours.as_ref(), lines.get(&name), rules)?;
+    }
+    Ok(())
+}
+
+/// A parting line's game: its start and moves.
+fn game_of_line(line: &Value) -> Option<PgnGame> {
+    let moves: Vec<String> =
+        line.get("moves")?.as_array()?.iter().map(|m| m.as_str().map(str::to_owned)).collect::<Option<_>>()?;
+    let start = line.get("start")?.as_str()?.to_owned();
+    Some(PgnGame { tags: vec![("FEN".to_owned(), start)], notes: vec![None; moves.len()], moves, result: None })
+}
+
+/// The kinds of parting between two of `rules` a line gives ("wxf vs cxq: ..."), not
+/// those with a reference.
+fn rule_kinds<'a>(line: &'a Value, rules: &[RuleSet]) -> Vec<&'a str> {
+    let names: Vec<&str> = rules.iter().map(|r| r.name()).collect();
+    let kinds = line.get("kinds").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    kinds
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|kind| {
+            let pair = kind.split(':').next().unwrap_or_default();
+            pair.split(" vs ").all(|name| names.contains(&name))
+        })
+        .collect()
+}
+
+/// Whether a worker's line for game `name` says what the coordinator's check found.
+fn compare(name: &str, ours: Option<&Value>, theirs: Option<&Value>, rules: &[RuleSet]) -> Result<(), String> {
+    match (ours, theirs) {
+        (None, None) => Ok(()),
+        (None, Some(theirs)) if theirs.get("error").is_none() && rule_kinds(theirs, rules).is_empty() => Ok(()),
+        (None, Some(_)) => Err(format!("{name}: reported as parting or unplayable, where the rule sets agree")),
+        (Some(ours), None) => match ours.get("error") {
+            Some(error) => Err(format!("{name}: left out, where it cannot be replayed ({error})")),
+            None => Err(format!("{name}: left out, where the rule sets part ({})", rule_kinds(ours, rules).join("; "))),
+        },
+        (Some(ours), Some(theirs)) => {
+            if ours.get("error") != theirs.get("error") {
+                return Err(format!("{name}: its error is not the arbiter's"));
+            }
+            if ours.get("moves") != theirs.get("moves") || ours.get("start") != theirs.get("start") {
+                return Err(format!("{name}: not the game's start and moves"));
+            }
+            if ours.get("verdicts") != theirs.get("verdicts") || rule_kinds(ours, rules) != rule_kinds(theirs, rules) {
+                return Err(format!("{name}: verdicts other than the arbiter's"));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The PGN files of running verification jobs, read once each for spot checks (the
+/// last few, by hash).
+#[derive(Default)]
+pub struct PgnFiles(Mutex<Vec<(String, Arc<PgnFile>)>>);
+
+impl PgnFiles {
+    /// Files kept: one for each verification job running at once, in practice.
+    const KEPT: usize = 4;
+
+    /// The file of hash `sha256`, if kept.
+    pub fn get(&self, sha256: &str) -> Option<Arc<PgnFile>> {
+        let files = self.0.lock().expect("PGN files");
+        files.iter().find(|(kept, _)| kept == sha256).map(|(_, file)| file.clone())
+    }
+
+    /// Keeps `file`, the oldest one going when more than [`Self::KEPT`] are kept.
+    pub fn keep(&self, sha256: &str, file: Arc<PgnFile>) {
+        let mut files = self.0.lock().expect("PGN files");
+        files.retain(|(kept, _)| kept != sha256);
+        files.push((sha256.to_owned(), file));
+        if files.len() > Self::KEPT {
+            files.remove(0);
+        }
+    }
+}
+
 /// A stored report's game lines, without its tally.
 pub fn report_games(report: &str) -> String {
     let mut lines: Vec<&str> = report.lines().collect();
@@ -246,6 +387,55 @@ mod tests {
         let garbage = format!("{{\"game\": 1}}\n{}\n", lines[2]);
         assert!(check_report(&garbage, 3).is_err());
         assert_eq!(report_games(&report).lines().count(), 2);
+    }
+
+    /// A report whose tally is made to agree with its lines, as a forger would.
+    fn with_tally(lines: &[String], games: u64) -> String {
+        let mut tally = Tally { games, ..Tally::default() };
+        for line in lines {
+            let value: Value = serde_json::from_str(line).unwrap();
+            if value.get("error").is_some() {
+                tally.refused += 1;
+            } else {
+                tally.parting += 1;
+            }
+        }
+        let mut report: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        report.push_str(&serde_json::json!({ "tally": tally.to_json() }).to_string());
+        report.push('\n');
+        assert!(check_report(&report, games).is_ok(), "{report}");
+        report
+    }
+
+    #[test]
+    fn spot_checks_pass_honest_reports_and_name_the_game_a_forged_one_misstates() {
+        let games = games();
+        let mut rng = rand::rng();
+        let report = unit_report(&games, 5, &DEFAULT_RULES, None).unwrap();
+        assert_eq!(spot_check(&report, &DEFAULT_RULES, &games, 5, &mut rng), Ok(()));
+        // With no games to draw from (fresh self-play), the lines are checked alone.
+        assert_eq!(spot_check(&report, &DEFAULT_RULES, &[], 5, &mut rng), Ok(()));
+        let lines: Vec<String> = report.lines().take(2).map(str::to_owned).collect();
+        // Units of fewer games than are drawn: every game and line is checked.
+        let left_out = with_tally(&lines[1..], 3);
+        let found = spot_check(&left_out, &DEFAULT_RULES, &games, 5, &mut rng).unwrap_err();
+        assert!(found.starts_with("game 5: left out, where the rule sets part (wxf vs cxq"), "{found}");
+        let mut moved: Value = serde_json::from_str(&lines[0]).unwrap();
+        moved["verdicts"][0]["ply"] = serde_json::json!(12);
+        let misstated = with_tally(&[moved.to_string(), lines[1].clone()], 3);
+        for games in [&games[..], &[]] {
+            let found = spot_check(&misstated, &DEFAULT_RULES, games, 5, &mut rng).unwrap_err();
+            assert_eq!(found, "game 5: verdicts other than the arbiter's");
+        }
+        // The quiet game reported as parting, with the chase's line renamed.
+        let mut renamed: Value = serde_json::from_str(&lines[0]).unwrap();
+        renamed["game"] = serde_json::json!("game 6");
+        let made_up = with_tally(&[lines[0].clone(), renamed.to_string(), lines[1].clone()], 3);
+        let found = spot_check(&made_up, &DEFAULT_RULES, &games, 5, &mut rng).unwrap_err();
+        assert!(found.starts_with("game 6: "), "{found}");
+        let foreign = with_tally(&[renamed.to_string().replace("game 6", "game 9"), lines[1].clone()], 3);
+        let found = spot_check(&foreign, &DEFAULT_RULES, &games, 5, &mut rng).unwrap_err();
+        assert!(found.contains("game 9: not a game of this unit") || found.starts_with("game 5: left out"), "{found}");
     }
 
     #[test]

@@ -27,7 +27,7 @@ use xq_engine::xiangqi::Position;
 use xq_engine::xiangqi::data::{MAX_RECORDS, read_chunk, read_xiongqi_chunk, write_chunk, write_xiongqi_chunk};
 use xq_engine::xiangqi::fen::{FenFlavour, UnknownFenFlavour};
 use xq_engine::xiangqi::notation::{Dialect, UnknownDialect};
-use xq_engine::xiangqi::pgn::{PgnGame, parse_pgn_bytes};
+use xq_engine::xiangqi::pgn::PgnFile;
 use xq_engine::xiangqi::rules::verify::{Reference, unit_report};
 use xq_engine::xiangqi::rules::{Outcome, RuleSet};
 use xq_engine::xiongqi;
@@ -225,6 +225,7 @@ pub async fn connect(settings: ConnectSettings, capabilities: v1::Capabilities) 
     eprintln!("xq-worker: {} cores, bench {} nodes/s", capabilities.cores, capabilities.bench_nps);
     let mut heartbeat = register(&client, &capabilities).await?;
     let mut idle = Duration::from_millis(500);
+    let mut last_pgn = LastPgn::default();
     loop {
         let concurrency = settings.concurrency as u32;
         let lease = match retry("lease", || {
@@ -252,7 +253,7 @@ pub async fn connect(settings: ConnectSettings, capabilities: v1::Capabilities) 
         idle = Duration::from_millis(500);
         let id = lease.lease_id;
         eprintln!("xq-worker: lease {id} of job {}: {} units", lease.job_id, lease.units.len());
-        if let Err(error) = work(&client, &settings, lease, heartbeat).await {
+        if let Err(error) = work(&client, &settings, lease, heartbeat, &mut last_pgn).await {
             // The lease expires at the coordinator and its units go to another worker.
             eprintln!("xq-worker: lease {id} abandoned: {error}");
             tokio::time::sleep(Duration::from_secs(2)).await;
@@ -288,6 +289,7 @@ async fn work(
     settings: &ConnectSettings,
     lease: v1::Lease,
     heartbeat: Duration,
+    last_pgn: &mut LastPgn,
 ) -> Result<(), FleetError> {
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicBool::new(false));
@@ -295,7 +297,7 @@ async fn work(
     let result = match lease.work.clone() {
         Some(v1::lease::Work::MatchSpec(spec)) => play_pairs(client, settings, &lease, spec, stop).await,
         Some(v1::lease::Work::SelfPlay(spec)) => self_play(client, settings, &lease, spec, stop).await,
-        Some(v1::lease::Work::Verification(spec)) => verify(client, settings, &lease, spec, stop).await,
+        Some(v1::lease::Work::Verification(spec)) => verify(client, settings, &lease, spec, stop, last_pgn).await,
         None => Err(FleetError::Lease("it names no work".to_owned())),
     };
     done.store(true, Ordering::Relaxed);
@@ -639,9 +641,14 @@ async fn self_play(
 
 /// A verification job's games: a PGN's, or fresh self-play games played unit by unit.
 enum Games {
-    Pgn(Vec<PgnGame>),
+    Pgn(Arc<PgnFile>),
     SelfPlay(SelfPlaySettings),
 }
+
+/// The last verification PGN read, by its hash: a job's leases read the same file, and
+/// reading a large one again for each lease cost more than verifying the lease's games.
+#[derive(Default)]
+struct LastPgn(Option<(String, Arc<PgnFile>)>);
 
 /// Verifies a lease's units: each unit's games (of the job's PGN, or played for it)
 /// under its rule sets, with the engine's verification (the judge's code path), as many
@@ -653,6 +660,7 @@ async fn verify(
     lease: &v1::Lease,
     spec: v1::VerificationSpec,
     stop: Arc<AtomicBool>,
+    last_pgn: &mut LastPgn,
 ) -> Result<(), FleetError> {
     let rules: Vec<RuleSet> = spec.rules.iter().map(|r| r.parse()).collect::<Result<_, _>>().map_err(lease_error)?;
     let start_reference = || match (spec.reference.as_str(), &settings.pyffish) {
@@ -666,15 +674,23 @@ async fn verify(
         (0..settings.concurrency.max(1)).map(|_| start_reference()).collect::<Result<_, _>>()?;
     let source = match (&spec.pgn, &spec.selfplay) {
         (Some(pgn), _) => {
-            let path = fetch(client, &settings.cache, pgn, false).await?;
-            let name = pgn.name.clone();
-            let games = tokio::task::spawn_blocking(move || {
-                let text = std::fs::read(&path).map_err(FleetError::file("reading the games", &path))?;
-                parse_pgn_bytes(&text).map_err(|e| FleetError::Lease(format!("the PGN {name}: {e}")))
-            })
-            .await
-            .map_err(play_error)??;
-            Games::Pgn(games)
+            let file = match &last_pgn.0 {
+                Some((sha256, file)) if *sha256 == pgn.sha256 => file.clone(),
+                _ => {
+                    let path = fetch(client, &settings.cache, pgn, false).await?;
+                    let name = pgn.name.clone();
+                    let file = tokio::task::spawn_blocking(move || {
+                        let bytes = std::fs::read(&path).map_err(FleetError::file("reading the games", &path))?;
+                        PgnFile::read(&bytes).map_err(|e| FleetError::Lease(format!("the PGN {name}: {e}")))
+                    })
+                    .await
+                    .map_err(play_error)??;
+                    let file = Arc::new(file);
+                    last_pgn.0 = Some((pgn.sha256.clone(), file.clone()));
+                    file
+                }
+            };
+            Games::Pgn(file)
         }
         (None, Some(selfplay)) => {
             let played = self_play_settings(client, settings, selfplay).await?;
@@ -704,15 +720,11 @@ async fn verify(
                             let first = (unit as usize).saturating_mul(per_unit).min(total);
                             let end = first.saturating_add(per_unit).min(total);
                             let reference = reference.as_mut().map(|r| r as &mut dyn Reference);
-                            let fresh;
                             let games = match &**source {
-                                Games::Pgn(games) => &games[first.min(games.len())..end.min(games.len())],
-                                Games::SelfPlay(played) => {
-                                    fresh = fresh_games(played, first..end);
-                                    &fresh[..]
-                                }
+                                Games::Pgn(file) => file.games(first..end),
+                                Games::SelfPlay(played) => fresh_games(played, first..end),
                             };
-                            unit_report(games, first + 1, rules, reference)
+                            unit_report(&games, first + 1, rules, reference)
                         })
                     })
                     .collect();

@@ -8,7 +8,7 @@ use xq_coordinator::scheduler::SchedulerConfig;
 use xq_coordinator::verification::DEFAULT_RULES;
 use xq_engine::xiangqi::pgn::{parse_pgn, parse_pgn_bytes};
 use xq_engine::xiangqi::rules::RuleSet;
-use xq_engine::xiangqi::rules::verify::{Tally, check_game, unit_report};
+use xq_engine::xiangqi::rules::verify::{Tally, check_game, report_tally, unit_report};
 use xq_proto::v1;
 
 use crate::common::*;
@@ -80,12 +80,34 @@ async fn a_verification_job_sums_its_units_to_one_pass_over_the_games_and_serves
         assert_eq!((job.kind.as_str(), job.units_total, job.rules.as_str()), ("verify", 2, "wxf,asian,cxq"));
         assert!(job.summary.contains("verification of 4 games of chases.pgn"), "{}", job.summary);
 
+        // A report that leaves out a parting game with its tally made to agree passes
+        // the shape checks; the coordinator's spot check verifies the unit's games
+        // again, refuses it naming the game, and quarantines the worker, whose lease
+        // goes back to the queue.
+        let mut forger = registered_worker(&served, "forger", &[]).await;
+        let lease = forger.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        let games = parse_pgn(GAMES).unwrap();
+        let honest = unit_report(&games[..3], 1, &DEFAULT_RULES, None).unwrap();
+        let mut lines: Vec<&str> = honest.lines().collect();
+        let mut tally = report_tally(lines.pop().unwrap()).unwrap();
+        tally.parting -= 1;
+        let forged = format!("{}\n{}\n", lines[1], serde_json::json!({ "tally": tally.to_json() }));
+        let forged = v1::VerificationReport { lease_id: lease.lease_id, unit: lease.units[0], report: forged };
+        let refused = forger.report_verification(forged).await.unwrap_err();
+        assert!(
+            refused.message().contains("a spot check finds game 1: left out, where the rule sets part"),
+            "{backend:?}: {}",
+            refused.message()
+        );
+        let workers = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
+        let listed = workers.iter().find(|w| w.capabilities.as_ref().unwrap().name == "forger").unwrap();
+        assert_eq!(listed.standing, "quarantined", "{backend:?}");
+        assert!(listed.standing_reason.contains("report of unit 0 of job"), "{}", listed.standing_reason);
+
         // A report that leaves out a parting game, or covers the wrong games, is refused
         // and counts nothing.
         let mut worker = registered_worker(&served, "w", &[]).await;
         let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
-        let games = parse_pgn(GAMES).unwrap();
-        let honest = unit_report(&games[..3], 1, &DEFAULT_RULES, None).unwrap();
         let short = honest.lines().skip(1).map(|l| format!("{l}\n")).collect::<String>();
         let forged = v1::VerificationReport { lease_id: lease.lease_id, unit: lease.units[0], report: short };
         let refused = worker.report_verification(forged).await.unwrap_err();

@@ -6,6 +6,7 @@
 //! engine said of it ([`MoveNote`]), which the coordinator checks clocks and
 //! adjudications against.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
@@ -52,22 +53,26 @@ pub enum PgnError {
     },
 }
 
-/// Reads every game of a PGN file's bytes: UTF-8 (a byte-order mark skipped), or the
-/// encodings of older Chinese collections, GBK (mainland) and Big5 (Taiwan, Hong Kong).
-/// Many byte strings decode without error in both of these, so the decoding that
-/// yields more of the notation's characters (進, 退, 平 in either script) is taken.
+/// Reads every game of a PGN file's bytes ([`decode_pgn`], then [`parse_pgn`]).
 pub fn parse_pgn_bytes(bytes: &[u8]) -> Result<Vec<PgnGame>, PgnError> {
+    parse_pgn(&decode_pgn(bytes)?)
+}
+
+/// A PGN file's text: UTF-8 (a byte-order mark skipped), or the encodings of older
+/// Chinese collections, GBK (mainland) and Big5 (Taiwan, Hong Kong). Many byte strings
+/// decode without error in both of these, so the decoding that yields more of the
+/// notation's characters (進, 退, 平 in either script) is taken.
+pub fn decode_pgn(bytes: &[u8]) -> Result<Cow<'_, str>, PgnError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     match std::str::from_utf8(bytes) {
-        Ok(text) => parse_pgn(text),
+        Ok(text) => Ok(Cow::Borrowed(text)),
         Err(error) => {
             let notation = |text: &str| text.chars().filter(|c| matches!(c, '進' | '进' | '退' | '平')).count();
-            let decoded = [encoding_rs::GBK, encoding_rs::BIG5]
+            [encoding_rs::GBK, encoding_rs::BIG5]
                 .into_iter()
                 .filter_map(|encoding| encoding.decode_without_bom_handling_and_without_replacement(bytes))
                 .max_by_key(|text| notation(text))
-                .ok_or(PgnError::Encoding { offset: error.valid_up_to() })?;
-            parse_pgn(&decoded)
+                .ok_or(PgnError::Encoding { offset: error.valid_up_to() })
         }
     }
 }
@@ -77,18 +82,72 @@ const RESULTS: [&str; 4] = ["1-0", "0-1", "1/2-1/2", "*"];
 /// Reads every game of a PGN text.
 pub fn parse_pgn(text: &str) -> Result<Vec<PgnGame>, PgnError> {
     let mut games = Vec::new();
+    read_games(text, |_, game| games.push(game))?;
+    Ok(games)
+}
+
+/// A PGN file decoded and cut into games without holding them parsed: a verification's
+/// coordinator and workers read a unit's games from it as they need them (a parsed game
+/// takes several times the bytes of its text).
+#[derive(Clone, Debug)]
+pub struct PgnFile {
+    text: String,
+    /// Where each game begins in `text`; game i runs to where game i + 1 begins.
+    starts: Vec<usize>,
+}
+
+impl PgnFile {
+    /// Decodes a PGN file's bytes ([`decode_pgn`]) and finds its games, checking that
+    /// the whole file reads.
+    pub fn read(bytes: &[u8]) -> Result<PgnFile, PgnError> {
+        let text = decode_pgn(bytes)?.into_owned();
+        let mut starts = Vec::new();
+        read_games(&text, |start, _| starts.push(start))?;
+        Ok(PgnFile { text, starts })
+    }
+
+    /// Games in the file.
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// Whether the file holds no game.
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
+    }
+
+    /// Games `range` (clipped to the file), parsed.
+    pub fn games(&self, range: std::ops::Range<usize>) -> Vec<PgnGame> {
+        let end = range.end.min(self.len());
+        let start = range.start.min(end);
+        let byte = |game: usize| self.starts.get(game).copied().unwrap_or(self.text.len());
+        let mut games = Vec::with_capacity(end - start);
+        read_games(&self.text[byte(start)..byte(end)], |_, game| games.push(game))
+            .expect("each game of a file that read whole reads alone");
+        games
+    }
+}
+
+/// Reads the games of a PGN text in order, giving each with the byte offset of the line
+/// it begins on.
+fn read_games(text: &str, mut each: impl FnMut(usize, PgnGame)) -> Result<(), PgnError> {
     let mut game = PgnGame::default();
+    let mut game_start = 0;
     let mut in_movetext = false;
     let mut comment_from: Option<usize> = None;
     let mut comment = String::new();
     // Whether the last token read was a move whose note may follow.
     let mut after_move = false;
-    for (index, raw) in text.lines().enumerate() {
+    let mut line_start = 0;
+    for (index, raw) in text.split_inclusive('\n').enumerate() {
         let line = raw.trim();
         let number = index + 1;
+        let offset = line_start;
+        line_start += raw.len();
         if comment_from.is_none() && line.starts_with('[') {
             if in_movetext {
-                games.push(std::mem::take(&mut game));
+                each(game_start, std::mem::take(&mut game));
+                game_start = offset;
                 in_movetext = false;
             }
             game.tags.push(parse_tag(line).ok_or(PgnError::BadTag { line: number })?);
@@ -145,9 +204,9 @@ pub fn parse_pgn(text: &str) -> Result<Vec<PgnGame>, PgnError> {
         return Err(PgnError::UnclosedComment { line });
     }
     if in_movetext || !game.tags.is_empty() {
-        games.push(game);
+        each(game_start, game);
     }
-    Ok(games)
+    Ok(())
 }
 
 /// What a move's note says: a book move, or an engine's move with its score (from the
@@ -297,6 +356,11 @@ mod tests {
         assert_eq!(games[0].result.as_deref(), Some("1/2-1/2"));
         assert_eq!(games[1].moves, ["h2e2"]);
         assert_eq!(games[0].notes, [Some("score 0".to_owned()), None, None, None]);
+        // Each game read again alone from where it begins.
+        let file = PgnFile::read(text.as_bytes()).unwrap();
+        assert_eq!(file.starts, [0, text.find("[Event \"two\"]").unwrap()]);
+        assert_eq!((file.games(0..1), file.games(1..2)), (games[..1].to_vec(), games[1..].to_vec()));
+        assert_eq!((file.games(0..9), file.games(2..3)), (games.clone(), Vec::new()));
     }
 
     #[test]

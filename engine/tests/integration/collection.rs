@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::Value;
 use xq_engine::xiangqi::Position;
-use xq_engine::xiangqi::pgn::parse_pgn_bytes;
+use xq_engine::xiangqi::pgn::{PgnFile, parse_pgn_bytes};
 use xq_engine::xiangqi::rules::verify::parse_moves;
 
 use crate::common::engine_binary;
@@ -26,6 +26,12 @@ fn every_move_of_a_real_big5_collection_in_chinese_notation_is_read_and_replayed
     let tagged = bytes.windows(7).filter(|w| w == b"[Game \"").count();
     assert_eq!((games.len(), tagged), (2000, 2000));
     assert_eq!(games[0].tag("Site"), Some("北京"));
+    // Any games read again alone, from where they begin in the decoded text.
+    let file = PgnFile::read(&bytes).unwrap();
+    assert_eq!(file.len(), 2000);
+    for range in [0..1, 1..2, 777..1000, 1998..2000] {
+        assert_eq!(file.games(range.clone()), games[range]);
+    }
     // The first game's opening, transcribed by hand with WXF Article 7 (files from each
     // side's right): 炮二平五 馬８進７ 馬二進三 車９平８ 車一平二 卒３進１.
     let start = Position::startpos();

@@ -94,8 +94,9 @@ enum Command {
     },
     /// Creates a self-play job.
     Selfplay(SelfplayArgs),
-    /// Creates a rule verification job: a PGN's games (or a test's) replayed under
-    /// several rule sets by the fleet, every game where they part reported.
+    /// Creates a rule verification job: a PGN's games (or a test's, or fresh self-play
+    /// games) replayed under several rule sets by the fleet, every game where they part
+    /// reported.
     Verify(VerifyArgs),
     /// A verification job's counts (games, partings by kind and by articles), or with
     /// --jsonl / --pgn its games where the rule sets part.
