@@ -213,14 +213,13 @@ fn section_4_rule_8_two_checks_one_check_back_the_checker_loses() {
     // then by leaving Black's pawn the only one. Black's pawn blocks the first check as a
     // second screen, which uncovers its cannon's check through the advisor on f2, and
     // steps back from the second. Red checked throughout, Black one move in two: Red
-    // loses, under the perpetual check rule the arbiter cites (rule 6, "under any
-    // circumstance").
+    // loses, under rule 8 itself.
     let cycle = asian("5c3/9/4k4/9/5P3/9/5p3/5A3/4CK3/9 w", "f5e5 f3e3 e5f5 e3f3");
     assert_eq!(cycle.natures[0][0], "check");
     assert_eq!(cycle.natures[1][0], "check");
     assert_eq!(cycle.natures[2][0], "check");
     assert!(!cycle.natures[3].contains(&"check"));
-    assert_eq!(cycle.outcome(), (BLACK_WINS, Reason::PerpetualCheck, "Asian Section 4 rule 6"));
+    assert_eq!(cycle.outcome(), (BLACK_WINS, Reason::PerpetualCheck, "Asian Section 4 rule 8"));
 }
 
 #[test]

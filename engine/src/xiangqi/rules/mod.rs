@@ -284,7 +284,12 @@ pub fn rule_cycle(start: &Position, moves: &[Move], rules: RuleSet) -> (Ruling, 
             checker_loses(rules.article("WXF 3.1.H", "Asian Section 2 principle 3"))
         }
         (Conduct::PerpetualCheck, _) | (_, Conduct::PerpetualCheck) => {
-            checker_loses(rules.article("WXF 20.1", "Asian Section 4 rule 6"))
+            // The Asian text gives "two checks, one check back" (the other side checks
+            // too, not on every move) a rule of its own.
+            let other = if red == Conduct::PerpetualCheck { Color::Black } else { Color::Red };
+            let checked_back = of_side(other).iter().any(|nature| nature.check);
+            let asian = if checked_back { "Asian Section 4 rule 8" } else { "Asian Section 4 rule 6" };
+            checker_loses(rules.article("WXF 20.1", asian))
         }
         (Conduct::ForbiddenChase, Conduct::ForbiddenChase) => Ruling {
             outcome: Outcome::Draw,
