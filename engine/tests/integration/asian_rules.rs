@@ -15,7 +15,7 @@
 //! - 7: `section_4_rule_7_check_and_check_back_is_a_draw`;
 //! - 8: `section_4_rule_8_two_checks_one_check_back_the_checker_loses`;
 //! - 9: `section_4_rule_9_perpetual_threat_to_mate_is_a_draw`;
-//! - 10: not tested, see the note below;
+//! - 10: `section_4_rule_10_mutual_threats_to_mate_are_a_draw`;
 //! - 11: `section_4_rule_11_one_check_one_threat_to_mate_is_a_draw`;
 //! - 12: `section_4_rule_12_checks_and_one_chase_are_a_draw`;
 //! - 13: `section_4_rule_13_one_check_and_one_idle_or_threat_to_check_and_capture_draw`;
@@ -62,11 +62,6 @@
 //! Chapter 4 Section 1 defines the terms (check, threat to mate, chase, protected, real
 //! and false protector, two checks and one check back, ...); they are exercised by the
 //! rules that use them, and each test asserts the natures its cycle is built of.
-//!
-//! Section 4 rule 10 ("resolve threatening to checkmate and threatening to checkmate
-//! back" is a draw) has no test: no small position was found whose every move, on both
-//! sides, parries the other side's mate and threatens one (with no check or chase); the
-//! arbiter would draw it, as it draws any cycle without a check or chase.
 //!
 //! # Out of scope
 //! What the arbiter does not decide:
@@ -220,6 +215,19 @@ fn section_4_rule_8_two_checks_one_check_back_the_checker_loses() {
     assert_eq!(cycle.natures[2][0], "check");
     assert!(!cycle.natures[3].contains(&"check"));
     assert_eq!(cycle.outcome(), (BLACK_WINS, Reason::PerpetualCheck, "Asian Section 4 rule 8"));
+}
+
+#[test]
+fn section_4_rule_10_mutual_threats_to_mate_are_a_draw() {
+    // "Resolve threatening to checkmate and threatening to checkmate back should be ruled
+    // as a draw": the position realising WXF Diagram 10's second example (Chapter 5,
+    // Section 5, tests/data/wxf-chapter5-examples.json). Each side's pawn, on the other's
+    // back ranks, and king step between the e- and f-files; every move parries the mate
+    // the last one threatened and threatens one in turn, with no check and no chase.
+    let cycle = asian("4P4/8R/1r3k3/6R2/9/2B6/9/4p4/9/4K4 w", "e9f9 f7e7 e0f0 e2f2 f9e9 e7f7 f0e0 f2e2");
+    assert_eq!(cycle.heaviest(), ["kill"; 8]);
+    assert!(cycle.natures.iter().all(|n| !n.contains(&"check") && !n.contains(&"chase")), "{:?}", cycle.natures);
+    assert_eq!(cycle.outcome(), (Outcome::Draw, Reason::Repetition, DRAW));
 }
 
 #[test]
