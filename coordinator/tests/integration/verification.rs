@@ -62,6 +62,12 @@ pub async fn verify_all(worker: &mut Worker, mut held: Option<v1::Lease>, pgn: &
     }
 }
 
+/// A verification job's report lines, downloaded.
+async fn report_lines(admin: &mut Client, job_id: u64) -> String {
+    let stream = admin.download_verification(v1::JobId { job_id }).await.unwrap().into_inner();
+    collect(stream).await.into_iter().map(|b| b.jsonl).collect()
+}
+
 #[tokio::test]
 async fn a_verification_job_sums_its_units_to_one_pass_over_the_games_and_serves_the_parting_ones() {
     for backend in BACKENDS {
@@ -146,12 +152,7 @@ async fn a_verification_job_sums_its_units_to_one_pass_over_the_games_and_serves
         assert_eq!(summary.by_kind["wxf vs cxq: different ply"], 1, "{:?}", summary.by_kind);
 
         // The report's lines: both chases (games 1 and 4) and the unplayable game 3.
-        let lines: String =
-            collect(admin.download_verification(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner())
-                .await
-                .into_iter()
-                .map(|b| b.jsonl)
-                .collect();
+        let lines = report_lines(&mut admin, job.job_id).await;
         let named: Vec<String> = lines
             .lines()
             .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["game"].as_str().unwrap().to_owned())
@@ -251,12 +252,7 @@ async fn a_real_collection_uploaded_as_stored_is_verified_and_fresh_self_play_ga
     assert!(summary.parting > 0);
     // The parting games come back as PGN in the product's notation (UCI), still
     // replaying to the same verdicts.
-    let lines: String =
-        collect(admin.download_verification(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner())
-            .await
-            .into_iter()
-            .map(|b| b.jsonl)
-            .collect();
+    let lines = report_lines(&mut admin, job.job_id).await;
     let parting = parse_pgn(&xq_coordinator::verification::parting_pgns(&lines, job.job_id)).unwrap();
     assert_eq!(parting.len() as u64, summary.parting);
     let mut again = Tally::default();
