@@ -512,12 +512,15 @@ impl v1::client_server::Client for ClientApi {
         }
         if first.kind == "pgn" {
             let bytes = tokio::fs::read(&path).await.map_err(|e| Status::unavailable(e.to_string()))?;
-            let parsed = tokio::task::spawn_blocking(move || PgnFile::read(&bytes).map(|file| file.len()))
+            let parsed = tokio::task::spawn_blocking(move || PgnFile::read(&bytes))
                 .await
                 .map_err(|e| Status::internal(e.to_string()))?;
             match parsed {
-                Ok(0) => return Err(Status::invalid_argument(format!("the PGN {} holds no games", first.name))),
-                Ok(_) => {}
+                Ok(file) if file.is_empty() => {
+                    return Err(Status::invalid_argument(format!("the PGN {} holds no games", first.name)));
+                }
+                // Kept: a verification job over it is likely to follow.
+                Ok(file) => self.0.pgn_files.keep(&sha256, Arc::new(file)),
                 Err(problem) => {
                     return Err(Status::invalid_argument(format!("the PGN {} cannot be read: {problem}", first.name)));
                 }
