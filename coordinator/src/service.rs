@@ -320,13 +320,19 @@ impl WorkerApi {
             .map_err(|e| Status::internal(e.to_string()))?
             .map_err(|problem| Status::invalid_argument(format!("report of unit {}: {problem}", report.unit)))?;
         let first = job.unit_first_game(report.unit);
-        let unit_games = match &job.spec.pgn {
-            Some(pgn) => self.0.pgn_file(pgn).await?.games(first..first + games as usize),
-            None => Vec::new(),
+        let file = match &job.spec.pgn {
+            Some(pgn) => Some(self.0.pgn_file(pgn).await?),
+            None => None,
         };
+        let max_plies = job.spec.selfplay.as_ref().map_or(0, |s| xq_proto::self_play_plies(s) as usize);
         let (checked, rules) = (text.clone(), job.rules.clone());
         let spot = tokio::task::spawn_blocking(move || {
-            crate::verification::spot_check(&checked, &rules, &unit_games, first + 1, &mut rand::rng())
+            let held = file.map(|file| file.games(first..first + games as usize));
+            let unit_games = match &held {
+                Some(games) => crate::verification::UnitGames::Pgn(games),
+                None => crate::verification::UnitGames::SelfPlay { max_plies },
+            };
+            crate::verification::spot_check(&checked, &rules, unit_games, first + 1, &mut rand::rng())
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))?;

@@ -134,8 +134,8 @@ pub fn check_spec(spec: &v1::VerificationSpec) -> Result<VerificationJob, SpecEr
 
 /// Checks a unit's report against the `games` it should cover and returns its tally:
 /// a JSON object naming its game on each line but the last, which is `{"tally": ...}`
-/// with that many games, as many refused games as lines with an error, and as many
-/// parting games as the other lines.
+/// with that many games and exactly the counts its lines give (`Tally::count`: refused,
+/// parting, by kind, by articles), so that no count can be made up.
 pub fn check_report(report: &str, games: u64) -> Result<Tally, String> {
     let mut lines: Vec<&str> = report.lines().collect();
     let last = lines.pop().ok_or("an empty report: it needs the unit's tally")?;
@@ -143,47 +143,73 @@ pub fn check_report(report: &str, games: u64) -> Result<Tally, String> {
     if tally.games != games {
         return Err(format!("a tally of {} games for a unit of {games}", tally.games));
     }
-    let mut refused = 0;
+    if lines.len() as u64 > games {
+        return Err(format!("{} lines for a unit of {games} games", lines.len()));
+    }
+    let mut recount = Tally::default();
     for (index, line) in lines.iter().enumerate() {
         let value: Value = serde_json::from_str(line).map_err(|e| format!("line {}: not JSON ({e})", index + 1))?;
         if !value.get("game").is_some_and(Value::is_string) {
             return Err(format!("line {}: no game named", index + 1));
         }
-        if value.get("error").is_some() {
-            refused += 1;
-        } else if !value.get("verdicts").is_some_and(Value::is_array) {
+        if value.get("error").is_none() && !value.get("verdicts").is_some_and(Value::is_array) {
             return Err(format!("line {}: neither an error nor verdicts", index + 1));
         }
+        recount.count(Some(&value));
     }
-    let lines = lines.len() as u64;
-    if refused != tally.refused || lines - refused != tally.parting || tally.parting + tally.refused > tally.games {
+    recount.games = games;
+    if recount != tally {
         return Err(format!(
-            "a tally of {} refused and {} parting games over {lines} lines ({refused} with an error)",
-            tally.refused, tally.parting
+            "a tally other than its lines give: {} refused and {} parting games over {} lines, {} refused and {} parting \
+             counted, by kind and by articles {}",
+            tally.refused,
+            tally.parting,
+            lines.len(),
+            recount.refused,
+            recount.parting,
+            if (&recount.by_kind, &recount.by_articles) == (&tally.by_kind, &tally.by_articles) {
+                "the same"
+            } else {
+                "not the same"
+            }
         ));
     }
     Ok(tally)
 }
 
 /// Games of a unit the coordinator verifies again itself, drawn at random when the
-/// report comes, so that a worker cannot know which: a report that leaves out or
-/// misstates a parting game is caught on that unit with the odds of drawing it, and a
-/// worker that does so on many units is caught for certain.
+/// report comes, so that a worker cannot know which: with a PGN source, a report that
+/// leaves out or misstates a parting game is caught on that unit with the odds of
+/// drawing it, and a worker that does so on many units is caught for certain.
 pub const SPOT_CHECKED_GAMES: usize = 8;
-/// Reported lines verified again from their own moves (whatever the source, the
-/// coordinator holding no self-play games): a made-up verdict is caught the same way.
+/// Reported lines whose games are verified again: the file's game (a PGN source), or
+/// the line's own start and moves (fresh self-play games, which the coordinator does
+/// not hold). A made-up verdict is caught the same way.
 pub const SPOT_CHECKED_LINES: usize = 8;
+
+/// What a spot check verifies a unit's report against.
+pub enum UnitGames<'a> {
+    /// The unit's games as the job's PGN holds them.
+    Pgn(&'a [PgnGame]),
+    /// Fresh self-play games: only the lines' own games, which must start from the start
+    /// position, be no longer than the job's games may be and replay (the worker played
+    /// them: an unplayable one would hide a game).
+    SelfPlay {
+        /// The most plies a game of the job has.
+        max_plies: usize,
+    },
+}
 
 /// Checks a report (already through [`check_report`]) by verifying a sample of its
 /// unit's games again with the engine's `check_game`: [`SPOT_CHECKED_GAMES`] drawn from
-/// `games` (the unit's games, numbered from `first_number`, when the coordinator holds
-/// them: a PGN source) and the games of [`SPOT_CHECKED_LINES`] drawn from the report's
-/// lines. Names the first game the report misstates. A reference's own partings are
-/// not checked (the coordinator has no reference): only the rule sets' verdicts.
+/// the unit's games when the coordinator holds them (numbered from `first_number`) and
+/// those of [`SPOT_CHECKED_LINES`] drawn from the report's lines. Names the first game
+/// the report misstates. A reference's own partings are not checked (the coordinator
+/// has no reference): only the rule sets' verdicts.
 pub fn spot_check(
     report: &str,
     rules: &[RuleSet],
-    games: &[PgnGame],
+    games: UnitGames,
     first_number: usize,
     rng: &mut impl rand::Rng,
 ) -> Result<(), String> {
@@ -194,26 +220,32 @@ pub fn spot_check(
             lines.insert(game.to_owned(), value);
         }
     }
-    let label = |index: usize| format!("game {}", first_number + index);
+    let held = match games {
+        UnitGames::Pgn(games) => games,
+        UnitGames::SelfPlay { .. } => &[],
+    };
     let mut checked: Vec<(String, PgnGame)> =
-        rand::seq::index::sample(rng, games.len(), SPOT_CHECKED_GAMES.min(games.len()))
+        rand::seq::index::sample(rng, held.len(), SPOT_CHECKED_GAMES.min(held.len()))
             .into_iter()
-            .map(|index| (label(index), games[index].clone()))
+            .map(|index| (format!("game {}", first_number + index), held[index].clone()))
             .collect();
     let mut reported: Vec<&String> = lines.keys().collect();
     reported.sort();
+    if let UnitGames::SelfPlay { .. } = games
+        && let Some(name) = reported.iter().find(|name| lines[**name].get("error").is_some())
+    {
+        return Err(format!("{name}: a fresh self-play game reported as one that cannot be replayed"));
+    }
     for index in rand::seq::index::sample(rng, reported.len(), SPOT_CHECKED_LINES.min(reported.len())) {
         let name = reported[index];
-        let game = if games.is_empty() {
-            if lines[name].get("error").is_some() {
-                // A self-play game the worker could not replay: no moves to check.
-                continue;
+        let game = match games {
+            UnitGames::Pgn(games) => {
+                let number: usize = name.strip_prefix("game ").and_then(|n| n.parse().ok()).unwrap_or(0);
+                let index = number.checked_sub(first_number).filter(|&i| i < games.len());
+                games[index.ok_or_else(|| format!("{name}: not a game of this unit"))?].clone()
             }
-            game_of_line(&lines[name]).ok_or_else(|| format!("{name}: the line has no start and moves"))?
-        } else {
-            let number: usize = name.strip_prefix("game ").and_then(|n| n.parse().ok()).unwrap_or(0);
-            let index = number.checked_sub(first_number).filter(|&i| i < games.len());
-            games[index.ok_or_else(|| format!("{name}: not a game of this unit"))?].clone()
+            UnitGames::SelfPlay { max_plies } => fresh_game_of_line(&lines[name], max_plies)
+                .ok_or_else(|| format!("{name}: not a fresh self-play game of this job"))?,
         };
         checked.push((name.clone(), game));
     }
@@ -224,12 +256,15 @@ pub fn spot_check(
     Ok(())
 }
 
-/// A parting line's game: its start and moves.
-fn game_of_line(line: &Value) -> Option<PgnGame> {
-    let moves: Vec<String> =
-        line.get("moves")?.as_array()?.iter().map(|m| m.as_str().map(str::to_owned)).collect::<Option<_>>()?;
-    let start = line.get("start")?.as_str()?.to_owned();
-    Some(PgnGame { tags: vec![("FEN".to_owned(), start)], notes: vec![None; moves.len()], moves, result: None })
+/// A parting line's game, if it may be one of a self-play job's: from the start
+/// position, at most `max_plies` long.
+fn fresh_game_of_line(line: &Value, max_plies: usize) -> Option<PgnGame> {
+    let moves = line.get("moves")?.as_array()?;
+    if moves.len() > max_plies || line.get("start")?.as_str()? != xq_engine::xiangqi::fen::START_FEN {
+        return None;
+    }
+    let moves: Vec<String> = moves.iter().map(|m| m.as_str().map(str::to_owned)).collect::<Option<_>>()?;
+    Some(PgnGame { notes: vec![None; moves.len()], moves, ..PgnGame::default() })
 }
 
 /// The kinds of parting between two of `rules` a line gives ("wxf vs cxq: ..."), not
@@ -382,6 +417,12 @@ mod tests {
         let lines: Vec<&str> = report.lines().collect();
         let dropped = format!("{}\n{}\n", lines[1], lines[2]);
         assert!(check_report(&dropped, 3).unwrap_err().contains("1 parting"), "{dropped}");
+        // Counts by kind or article that its lines do not give.
+        let mut inflated = report_tally(&report).unwrap();
+        *inflated.by_kind.entry("wxf vs cxq: different ply".to_owned()).or_default() += 5;
+        let forged = format!("{}\n{}\n{}\n", lines[0], lines[1], serde_json::json!({ "tally": inflated.to_json() }));
+        let found = check_report(&forged, 3).unwrap_err();
+        assert!(found.ends_with("by kind and by articles not the same"), "{found}");
         assert!(check_report("", 3).unwrap_err().contains("empty"));
         assert!(check_report("not json\n", 3).unwrap_err().contains("tally"));
         let garbage = format!("{{\"game\": 1}}\n{}\n", lines[2]);
@@ -391,15 +432,11 @@ mod tests {
 
     /// A report whose tally is made to agree with its lines, as a forger would.
     fn with_tally(lines: &[String], games: u64) -> String {
-        let mut tally = Tally { games, ..Tally::default() };
+        let mut tally = Tally::default();
         for line in lines {
-            let value: Value = serde_json::from_str(line).unwrap();
-            if value.get("error").is_some() {
-                tally.refused += 1;
-            } else {
-                tally.parting += 1;
-            }
+            tally.count(Some(&serde_json::from_str(line).unwrap()));
         }
+        tally.games = games;
         let mut report: String = lines.iter().map(|l| format!("{l}\n")).collect();
         report.push_str(&serde_json::json!({ "tally": tally.to_json() }).to_string());
         report.push('\n');
@@ -409,33 +446,63 @@ mod tests {
 
     #[test]
     fn spot_checks_pass_honest_reports_and_name_the_game_a_forged_one_misstates() {
+        use rand::SeedableRng;
         let games = games();
-        let mut rng = rand::rng();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let report = unit_report(&games, 5, &DEFAULT_RULES, None).unwrap();
-        assert_eq!(spot_check(&report, &DEFAULT_RULES, &games, 5, &mut rng), Ok(()));
-        // With no games to draw from (fresh self-play), the lines are checked alone.
-        assert_eq!(spot_check(&report, &DEFAULT_RULES, &[], 5, &mut rng), Ok(()));
+        let pgn = |games| UnitGames::Pgn(games);
+        assert_eq!(spot_check(&report, &DEFAULT_RULES, pgn(&games), 5, &mut rng), Ok(()));
         let lines: Vec<String> = report.lines().take(2).map(str::to_owned).collect();
         // Units of fewer games than are drawn: every game and line is checked.
         let left_out = with_tally(&lines[1..], 3);
-        let found = spot_check(&left_out, &DEFAULT_RULES, &games, 5, &mut rng).unwrap_err();
+        let found = spot_check(&left_out, &DEFAULT_RULES, pgn(&games), 5, &mut rng).unwrap_err();
         assert!(found.starts_with("game 5: left out, where the rule sets part (wxf vs cxq"), "{found}");
         let mut moved: Value = serde_json::from_str(&lines[0]).unwrap();
         moved["verdicts"][0]["ply"] = serde_json::json!(12);
         let misstated = with_tally(&[moved.to_string(), lines[1].clone()], 3);
-        for games in [&games[..], &[]] {
-            let found = spot_check(&misstated, &DEFAULT_RULES, games, 5, &mut rng).unwrap_err();
-            assert_eq!(found, "game 5: verdicts other than the arbiter's");
-        }
+        let found = spot_check(&misstated, &DEFAULT_RULES, pgn(&games), 5, &mut rng).unwrap_err();
+        assert_eq!(found, "game 5: verdicts other than the arbiter's");
         // The quiet game reported as parting, with the chase's line renamed.
         let mut renamed: Value = serde_json::from_str(&lines[0]).unwrap();
         renamed["game"] = serde_json::json!("game 6");
         let made_up = with_tally(&[lines[0].clone(), renamed.to_string(), lines[1].clone()], 3);
-        let found = spot_check(&made_up, &DEFAULT_RULES, &games, 5, &mut rng).unwrap_err();
+        let found = spot_check(&made_up, &DEFAULT_RULES, pgn(&games), 5, &mut rng).unwrap_err();
         assert!(found.starts_with("game 6: "), "{found}");
-        let foreign = with_tally(&[renamed.to_string().replace("game 6", "game 9"), lines[1].clone()], 3);
-        let found = spot_check(&foreign, &DEFAULT_RULES, &games, 5, &mut rng).unwrap_err();
-        assert!(found.contains("game 9: not a game of this unit") || found.starts_with("game 5: left out"), "{found}");
+        let foreign = with_tally(&[renamed.to_string().replace("game 6", "game 9")], 3);
+        let found = spot_check(&foreign, &DEFAULT_RULES, pgn(&games), 5, &mut rng).unwrap_err();
+        assert_eq!(found, "game 9: not a game of this unit");
+    }
+
+    #[test]
+    fn spot_checks_of_fresh_self_play_games_check_the_lines_alone() {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let fresh = UnitGames::SelfPlay { max_plies: 400 };
+        // A quiet game from the start and a repetition the rule sets part on.
+        let shuffle = ["h2e2 h9g7 ", &"b0c2 b9c7 c2b0 c7b9 ".repeat(4)].concat();
+        let text = format!("1. h2e2 h9g7 *\n\n[Event \"b\"]\n\n{shuffle} *\n");
+        let games = parse_pgn(&text).unwrap();
+        let report = unit_report(&games, 1, &DEFAULT_RULES, None).unwrap();
+        let lines: Vec<String> = report.lines().take_while(|l| !l.starts_with("{\"tally")).map(str::to_owned).collect();
+        assert_eq!(lines.len(), 1, "{report}");
+        assert_eq!(spot_check(&report, &DEFAULT_RULES, UnitGames::SelfPlay { max_plies: 400 }, 1, &mut rng), Ok(()));
+        let mut moved: Value = serde_json::from_str(&lines[0]).unwrap();
+        moved["verdicts"][0]["ply"] = serde_json::json!(3);
+        let misstated = with_tally(&[moved.to_string()], 2);
+        assert_eq!(
+            spot_check(&misstated, &DEFAULT_RULES, fresh, 1, &mut rng).unwrap_err(),
+            "game 2: verdicts other than the arbiter's"
+        );
+        let too_long = UnitGames::SelfPlay { max_plies: 10 };
+        assert_eq!(
+            spot_check(&report, &DEFAULT_RULES, too_long, 1, &mut rng).unwrap_err(),
+            "game 2: not a fresh self-play game of this job"
+        );
+        let hidden = with_tally(&[r#"{"game":"game 1","error":"ply 3: made up"}"#.to_owned()], 2);
+        assert_eq!(
+            spot_check(&hidden, &DEFAULT_RULES, UnitGames::SelfPlay { max_plies: 400 }, 1, &mut rng).unwrap_err(),
+            "game 1: a fresh self-play game reported as one that cannot be replayed"
+        );
     }
 
     #[test]

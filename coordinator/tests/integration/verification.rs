@@ -8,7 +8,7 @@ use xq_coordinator::scheduler::SchedulerConfig;
 use xq_coordinator::verification::DEFAULT_RULES;
 use xq_engine::xiangqi::pgn::{parse_pgn, parse_pgn_bytes};
 use xq_engine::xiangqi::rules::RuleSet;
-use xq_engine::xiangqi::rules::verify::{Tally, check_game, report_tally, unit_report};
+use xq_engine::xiangqi::rules::verify::{Tally, check_game, unit_report};
 use xq_proto::v1;
 
 use crate::common::*;
@@ -94,10 +94,11 @@ async fn a_verification_job_sums_its_units_to_one_pass_over_the_games_and_serves
         let lease = forger.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
         let games = parse_pgn(GAMES).unwrap();
         let honest = unit_report(&games[..3], 1, &DEFAULT_RULES, None).unwrap();
-        let mut lines: Vec<&str> = honest.lines().collect();
-        let mut tally = report_tally(lines.pop().unwrap()).unwrap();
-        tally.parting -= 1;
-        let forged = format!("{}\n{}\n", lines[1], serde_json::json!({ "tally": tally.to_json() }));
+        let kept = honest.lines().nth(1).unwrap();
+        let mut tally = Tally::default();
+        tally.count(Some(&serde_json::from_str(kept).unwrap()));
+        tally.games = 3;
+        let forged = format!("{kept}\n{}\n", serde_json::json!({ "tally": tally.to_json() }));
         let forged = v1::VerificationReport { lease_id: lease.lease_id, unit: lease.units[0], report: forged };
         let refused = forger.report_verification(forged).await.unwrap_err();
         assert!(
@@ -119,7 +120,7 @@ async fn a_verification_job_sums_its_units_to_one_pass_over_the_games_and_serves
         let refused = worker.report_verification(forged).await.unwrap_err();
         assert_eq!(refused.code(), tonic::Code::InvalidArgument, "{backend:?}");
         assert!(
-            refused.message().contains("report of unit 0: a tally of 1 refused and 1 parting"),
+            refused.message().contains("report of unit 0: a tally other than its lines give: 1 refused and 1 parting"),
             "{}",
             refused.message()
         );

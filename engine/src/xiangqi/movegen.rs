@@ -89,6 +89,13 @@ impl TargetSink for MoveList {
 
 struct Counter(u64);
 
+impl TargetSink for Counter {
+    #[inline]
+    fn add(&mut self, _from: Square, targets: Bitboard) {
+        self.0 += u64::from(targets.count());
+    }
+}
+
 /// Whether any move was generated: the referee asks it after every move, and most
 /// positions answer with their first piece.
 struct AnyMove(bool);
@@ -102,13 +109,6 @@ impl TargetSink for AnyMove {
     #[inline]
     fn satisfied(&self) -> bool {
         self.0
-    }
-}
-
-impl TargetSink for Counter {
-    #[inline]
-    fn add(&mut self, _from: Square, targets: Bitboard) {
-        self.0 += u64::from(targets.count());
     }
 }
 

@@ -61,20 +61,33 @@ pub fn parse_pgn_bytes(bytes: &[u8]) -> Result<Vec<PgnGame>, PgnError> {
 /// A PGN file's text: UTF-8 (a byte-order mark skipped), or the encodings of older
 /// Chinese collections, GBK (mainland) and Big5 (Taiwan, Hong Kong). Many byte strings
 /// decode without error in both of these, so the decoding that yields more of the
-/// notation's characters (進, 退, 平 in either script) is taken.
+/// notation's characters (進, 退, 平 in either script) is taken, GBK on a tie. A file
+/// whose UTF-8 holds the notation's characters up to a bad byte, where neither GBK nor
+/// Big5 yields any, is UTF-8 with a damaged byte: refused, naming it, rather than
+/// read as garbage.
 pub fn decode_pgn(bytes: &[u8]) -> Result<Cow<'_, str>, PgnError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    match std::str::from_utf8(bytes) {
-        Ok(text) => Ok(Cow::Borrowed(text)),
-        Err(error) => {
-            let notation = |text: &str| text.chars().filter(|c| matches!(c, '進' | '进' | '退' | '平')).count();
-            [encoding_rs::GBK, encoding_rs::BIG5]
-                .into_iter()
-                .filter_map(|encoding| encoding.decode_without_bom_handling_and_without_replacement(bytes))
-                .max_by_key(|text| notation(text))
-                .ok_or(PgnError::Encoding { offset: error.valid_up_to() })
-        }
+    let error = match std::str::from_utf8(bytes) {
+        Ok(text) => return Ok(Cow::Borrowed(text)),
+        Err(error) => error,
+    };
+    let notation = |text: &str| text.chars().filter(|c| matches!(c, '進' | '进' | '退' | '平')).count();
+    let damaged = PgnError::Encoding { offset: error.valid_up_to() };
+    // max_by_key takes the last of equals: GBK last, so that it wins ties.
+    let (text, found) = [encoding_rs::BIG5, encoding_rs::GBK]
+        .into_iter()
+        .filter_map(|encoding| encoding.decode_without_bom_handling_and_without_replacement(bytes))
+        .map(|text| {
+            let found = notation(&text);
+            (text, found)
+        })
+        .max_by_key(|(_, found)| *found)
+        .ok_or(damaged.clone())?;
+    let utf8_prefix = std::str::from_utf8(&bytes[..error.valid_up_to()]).unwrap_or_default();
+    if found == 0 && notation(utf8_prefix) > 0 {
+        return Err(damaged);
     }
+    Ok(text)
 }
 
 const RESULTS: [&str; 4] = ["1-0", "0-1", "1/2-1/2", "*"];
@@ -150,6 +163,8 @@ fn read_games(text: &str, mut each: impl FnMut(usize, PgnGame)) -> Result<(), Pg
                 game_start = offset;
                 in_movetext = false;
             }
+            // A comment after the new game's tags is no note of the last game's move.
+            after_move = false;
             game.tags.push(parse_tag(line).ok_or(PgnError::BadTag { line: number })?);
             continue;
         }
@@ -315,9 +330,14 @@ fn parse_tag(line: &str) -> Option<(String, String)> {
 }
 
 /// `12.h2e2` -> `h2e2`; `12.` or `12...` -> nothing.
+/// A token that is all digits is a move number too; digits not followed by a dot begin
+/// a move (a WXF pawn's place, `35=6`).
 fn strip_move_number(token: &str) -> Option<&str> {
     let without_digits = token.trim_start_matches(|c: char| c.is_ascii_digit());
-    if without_digits.len() == token.len() {
+    if without_digits.is_empty() {
+        return None;
+    }
+    if without_digits.len() == token.len() || !without_digits.starts_with('.') {
         return Some(token);
     }
     let mv = without_digits.trim_start_matches('.');
@@ -408,6 +428,21 @@ mod tests {
         assert_eq!(parse_pgn_bytes(&bom).unwrap(), expected(simplified));
         // 0xFF is a byte of none of the three.
         assert_eq!(parse_pgn_bytes(b"1. h2e2 \xFF\xFF"), Err(PgnError::Encoding { offset: 8 }));
+        // UTF-8 with one damaged byte is not taken for GBK or Big5.
+        let mut damaged = simplified.as_bytes().to_vec();
+        let at = damaged.len() - 4; // the "1" of the result
+        damaged[at] = 0xFF;
+        assert_eq!(parse_pgn_bytes(&damaged), Err(PgnError::Encoding { offset: at }));
+    }
+
+    #[test]
+    fn move_numbers_are_told_from_moves_that_begin_with_digits() {
+        let game = &parse_pgn("1. 35=6 1... C2.5 2.+P+1 12 *\n").unwrap()[0];
+        assert_eq!(game.moves, ["35=6", "C2.5", "+P+1"]);
+        // A game whose last token is a move, then a game opening with a comment.
+        let games = parse_pgn("[Event \"a\"]\n1. h2e2\n[Event \"b\"]\n{opening} 1. h2e2\n").unwrap();
+        assert_eq!(games.len(), 2);
+        assert_eq!((games[0].notes.clone(), games[1].notes.clone()), (vec![None], vec![None]));
     }
 
     #[test]

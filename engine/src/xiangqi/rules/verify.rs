@@ -301,6 +301,42 @@ impl Tally {
         }
     }
 
+    /// Counts a game by its report line ([`check_game`]'s; none: the rule sets agree).
+    /// The counts come from the line alone, so that whoever holds a report's lines can
+    /// count them again: a game that could not be replayed is refused; one with a line
+    /// parts, counted under each of its kinds and each pair of articles applied (the
+    /// reference's name standing for its article), a parting from the reference also
+    /// under its kind with the difference that explains it ("why").
+    pub fn count(&mut self, line: Option<&Value>) {
+        self.games += 1;
+        let Some(line) = line else { return };
+        if line.get("error").is_some() {
+            self.refused += 1;
+            return;
+        }
+        self.parting += 1;
+        let verdicts = line.get("verdicts").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+        let article = |rules: &str| {
+            let verdict = verdicts.iter().find(|v| v.get("rules").and_then(Value::as_str) == Some(rules));
+            verdict.and_then(|v| v.get("article")).and_then(Value::as_str).unwrap_or("none")
+        };
+        let reference = line.get("reference");
+        let reference_name = reference.and_then(|r| r.get("name")).and_then(Value::as_str);
+        let kinds = line.get("kinds").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+        for kind in kinds.iter().filter_map(Value::as_str) {
+            *self.by_kind.entry(kind.to_owned()).or_default() += 1;
+            let pair = kind.split(": ").next().unwrap_or_default();
+            let (a, b) = pair.split_once(" vs ").unwrap_or((pair, ""));
+            if Some(b) == reference_name {
+                let why = reference.and_then(|r| r.get("why")).and_then(Value::as_str).unwrap_or_default();
+                *self.by_kind.entry(format!("{a} vs {b}, why: {why}")).or_default() += 1;
+                *self.by_articles.entry(format!("{} / {b}", article(a))).or_default() += 1;
+            } else {
+                *self.by_articles.entry(format!("{} / {}", article(a), article(b))).or_default() += 1;
+            }
+        }
+    }
+
     /// The counts as JSON, as reports carry them.
     pub fn to_json(&self) -> Value {
         json!({
@@ -344,11 +380,19 @@ pub fn check_game(
     tally: &mut Tally,
     reference: Option<&mut dyn Reference>,
 ) -> Result<Option<Value>, String> {
-    tally.games += 1;
-    let mut refuse = |error: String| {
-        tally.refused += 1;
-        Ok(Some(json!({"game": label, "error": error})))
-    };
+    let line = game_line(game, rule_sets, label, reference)?;
+    tally.count(line.as_ref());
+    Ok(line)
+}
+
+/// [`check_game`]'s line for a game, if it has one.
+fn game_line(
+    game: &PgnGame,
+    rule_sets: &[RuleSet],
+    label: &str,
+    reference: Option<&mut dyn Reference>,
+) -> Result<Option<Value>, String> {
+    let refuse = |error: String| Ok(Some(json!({"game": label, "error": error})));
     if game.tag("Variant").is_some_and(|v| v.parse::<Variant>().is_ok_and(|v| v == Variant::Xiongqi)) {
         return refuse("a Xiongqi game: its rules are its own, not a rule set's".to_owned());
     }
@@ -362,13 +406,11 @@ pub fn check_game(
         Err((ply, error)) => return refuse(format!("ply {ply}: {error}")),
     };
     let found = verdicts(&start, &moves, rule_sets);
-    let article = |v: &Verdict| v.ended.map_or("none", |(_, r)| r.article);
     let mut kinds = Vec::new();
     for (i, a) in found.iter().enumerate() {
         for b in &found[i + 1..] {
             if let Some(kind) = disagreement(a, b) {
                 kinds.push(format!("{} vs {}: {}", a.rules.name(), b.rules.name(), kind.name()));
-                *tally.by_articles.entry(format!("{} / {}", article(a), article(b))).or_default() += 1;
             }
         }
     }
@@ -381,15 +423,10 @@ pub fn check_game(
         let mut known = None;
         if let Some(kind) = reference_disagreement(ours, theirs) {
             kinds.push(format!("{} vs {}: {}", ours.rules.name(), reference.name(), kind.name()));
-            *tally.by_articles.entry(format!("{} / {}", article(ours), reference.name())).or_default() += 1;
             let ours_json = verdict_json(ours, &start, &moves);
             let cycle = ours_json["cycle"].as_array().map_or(&[][..], Vec::as_slice);
             known = Some(known_difference(&start, &moves, ours, theirs, cycle).unwrap_or("unexplained"));
             first_json = Some(ours_json);
-            *tally
-                .by_kind
-                .entry(format!("{} vs {}, why: {}", ours.rules.name(), reference.name(), known.unwrap_or_default()))
-                .or_default() += 1;
         }
         reference_json = Some(match theirs {
             Some((ply, outcome)) => {
@@ -400,10 +437,6 @@ pub fn check_game(
     }
     if kinds.is_empty() {
         return Ok(None);
-    }
-    tally.parting += 1;
-    for kind in &kinds {
-        *tally.by_kind.entry(kind.clone()).or_default() += 1;
     }
     let first_end = found.iter().filter_map(|v| v.ended.map(|(ply, _)| ply)).min().unwrap_or(0);
     let mut position = start.clone();
