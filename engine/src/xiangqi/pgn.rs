@@ -124,6 +124,11 @@ impl PgnFile {
         self.starts.len()
     }
 
+    /// Bytes of decoded text held.
+    pub fn text_len(&self) -> usize {
+        self.text.len()
+    }
+
     /// Whether the file holds no game.
     pub fn is_empty(&self) -> bool {
         self.starts.is_empty()
