@@ -324,18 +324,34 @@ impl WorkerApi {
             Some(pgn) => Some(self.0.pgn_file(pgn).await?),
             None => None,
         };
-        let max_plies = job.spec.selfplay.as_ref().map_or(0, |s| xq_proto::self_play_plies(s) as usize);
-        let (checked, rules) = (text.clone(), job.rules.clone());
-        let spot = tokio::task::spawn_blocking(move || {
-            let held = file.map(|file| file.games(first..first + games as usize));
-            let unit_games = match &held {
-                Some(games) => crate::verification::UnitGames::Pgn(games),
-                None => crate::verification::UnitGames::SelfPlay { max_plies },
+        let net = match job.spec.selfplay.as_ref().and_then(|s| s.net.as_ref()) {
+            Some(net) => Some(self.0.artifacts.path(&net.sha256).map_err(|e| Status::internal(e.to_string()))?),
+            None => None,
+        };
+        let (checked, job) = (text.clone(), job.clone());
+        let spot = tokio::task::spawn_blocking(move || -> Result<Result<(), String>, Status> {
+            use crate::verification::{UnitGames, spot_check};
+            let (count, mut rng) = (games as usize, rand::rng());
+            if let Some(file) = file {
+                let held = file.games(first..first + count);
+                return Ok(spot_check(&checked, &job.rules, UnitGames::Pgn(&held), first + 1, &mut rng));
+            }
+            let spec = job.spec.selfplay.as_ref().ok_or_else(|| Status::internal("a verification without games"))?;
+            let network = match net {
+                Some(path) => Some(Arc::new(Network::load(&path).map_err(|e| Status::internal(e.to_string()))?)),
+                None => None,
             };
-            crate::verification::spot_check(&checked, &rules, unit_games, first + 1, &mut rand::rng())
+            let settings = xq_proto::self_play_games(spec, network).map_err(|e| Status::internal(e.to_string()))?;
+            Ok(spot_check(
+                &checked,
+                &job.rules,
+                UnitGames::SelfPlay { settings: &settings, count },
+                first + 1,
+                &mut rng,
+            ))
         })
         .await
-        .map_err(|e| Status::internal(e.to_string()))?;
+        .map_err(|e| Status::internal(e.to_string()))??;
         if let Err(problem) = spot {
             let problem: String = problem.chars().filter(|c| !c.is_control()).take(300).collect();
             let reason = format!("its report of unit {} of job {} misstates {problem}", report.unit, context.job_id);

@@ -14,6 +14,7 @@ use xq_engine::variant::Variant;
 use xq_engine::xiangqi::pgn::{Movetext, PgnFile, PgnGame};
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_engine::xiangqi::rules::verify::{Tally, check_game, report_tally};
+use xq_engine::xiangqi::selfplay::{PlaySettings, fresh_game};
 use xq_proto::v1;
 
 use crate::jobs::{SpecError, bad, check_artifact, check_self_play_games};
@@ -178,34 +179,65 @@ pub fn check_report(report: &str, games: u64) -> Result<Tally, String> {
 }
 
 /// Games of a unit the coordinator verifies again itself, drawn at random when the
-/// report comes, so that a worker cannot know which: with a PGN source, a report that
-/// leaves out or misstates a parting game is caught on that unit with the odds of
-/// drawing it, and a worker that does so on many units is caught for certain.
+/// report comes, so that a worker cannot know which: a report that leaves out or
+/// misstates a parting game is caught on that unit with the odds of drawing it, and a
+/// worker that does so on many units is caught for certain.
 pub const SPOT_CHECKED_GAMES: usize = 8;
-/// Reported lines whose games are verified again: the file's game (a PGN source), or
-/// the line's own start and moves (fresh self-play games, which the coordinator does
-/// not hold). A made-up verdict is caught the same way.
+/// Reported lines whose games are verified again, the same way: a made-up verdict is
+/// caught with the odds of drawing its line.
 pub const SPOT_CHECKED_LINES: usize = 8;
+/// Search nodes the coordinator spends playing a report's fresh self-play games again
+/// (fewer games are drawn when they are searched deeper, at least one of each sample).
+const SPOT_CHECK_NODES: u64 = 500_000;
 
-/// What a spot check verifies a unit's report against.
+/// A unit's games, as a spot check verifies them again.
 pub enum UnitGames<'a> {
-    /// The unit's games as the job's PGN holds them.
+    /// As the job's PGN holds them.
     Pgn(&'a [PgnGame]),
-    /// Fresh self-play games: only the lines' own games, which must start from the start
-    /// position, be no longer than the job's games may be and replay (the worker played
-    /// them: an unplayable one would hide a game).
+    /// Fresh self-play games, played again here as every worker plays them (the unit's
+    /// `count` games, from its first).
     SelfPlay {
-        /// The most plies a game of the job has.
-        max_plies: usize,
+        /// How the job's games are played.
+        settings: &'a PlaySettings,
+        /// Games in the unit.
+        count: usize,
     },
 }
 
+impl UnitGames<'_> {
+    fn len(&self) -> usize {
+        match self {
+            UnitGames::Pgn(games) => games.len(),
+            UnitGames::SelfPlay { count, .. } => *count,
+        }
+    }
+
+    /// How many games and how many lines to draw.
+    fn drawn(&self) -> (usize, usize) {
+        match self {
+            UnitGames::Pgn(_) => (SPOT_CHECKED_GAMES, SPOT_CHECKED_LINES),
+            UnitGames::SelfPlay { settings, .. } => {
+                let per_game = settings.nodes.saturating_mul(settings.max_plies.min(150) as u64).max(1);
+                let games = (SPOT_CHECK_NODES / per_game / 2).clamp(1, SPOT_CHECKED_GAMES as u64) as usize;
+                (games, games.min(SPOT_CHECKED_LINES))
+            }
+        }
+    }
+
+    /// The unit's game `index`, the job's game `first_index + index`.
+    fn game(&self, index: usize, first_index: usize) -> PgnGame {
+        match self {
+            UnitGames::Pgn(games) => games[index].clone(),
+            UnitGames::SelfPlay { settings, .. } => fresh_game(settings, first_index + index),
+        }
+    }
+}
+
 /// Checks a report (already through [`check_report`]) by verifying a sample of its
-/// unit's games again with the engine's `check_game`: [`SPOT_CHECKED_GAMES`] drawn from
-/// the unit's games when the coordinator holds them (numbered from `first_number`) and
-/// those of [`SPOT_CHECKED_LINES`] drawn from the report's lines. Names the first game
-/// the report misstates. A reference's own partings are not checked (the coordinator
-/// has no reference): only the rule sets' verdicts.
+/// unit's games again with the engine's `check_game`: games drawn from the unit (numbered
+/// from `first_number`) and the games of lines drawn from the report ([`UnitGames`] says
+/// how many). Names the first game the report misstates. A reference's own partings are
+/// not checked (the coordinator has no reference): only the rule sets' verdicts.
 pub fn spot_check(
     report: &str,
     rules: &[RuleSet],
@@ -220,51 +252,25 @@ pub fn spot_check(
             lines.insert(game.to_owned(), value);
         }
     }
-    let held = match games {
-        UnitGames::Pgn(games) => games,
-        UnitGames::SelfPlay { .. } => &[],
-    };
-    let mut checked: Vec<(String, PgnGame)> =
-        rand::seq::index::sample(rng, held.len(), SPOT_CHECKED_GAMES.min(held.len()))
-            .into_iter()
-            .map(|index| (format!("game {}", first_number + index), held[index].clone()))
-            .collect();
+    let (game_draws, line_draws) = games.drawn();
+    let first_index = first_number.saturating_sub(1);
+    let mut checked: Vec<usize> = rand::seq::index::sample(rng, games.len(), game_draws.min(games.len())).into_vec();
     let mut reported: Vec<&String> = lines.keys().collect();
     reported.sort();
-    if let UnitGames::SelfPlay { .. } = games
-        && let Some(name) = reported.iter().find(|name| lines[**name].get("error").is_some())
-    {
-        return Err(format!("{name}: a fresh self-play game reported as one that cannot be replayed"));
-    }
-    for index in rand::seq::index::sample(rng, reported.len(), SPOT_CHECKED_LINES.min(reported.len())) {
+    for index in rand::seq::index::sample(rng, reported.len(), line_draws.min(reported.len())) {
         let name = reported[index];
-        let game = match games {
-            UnitGames::Pgn(games) => {
-                let number: usize = name.strip_prefix("game ").and_then(|n| n.parse().ok()).unwrap_or(0);
-                let index = number.checked_sub(first_number).filter(|&i| i < games.len());
-                games[index.ok_or_else(|| format!("{name}: not a game of this unit"))?].clone()
-            }
-            UnitGames::SelfPlay { max_plies } => fresh_game_of_line(&lines[name], max_plies)
-                .ok_or_else(|| format!("{name}: not a fresh self-play game of this job"))?,
-        };
-        checked.push((name.clone(), game));
+        let number: usize = name.strip_prefix("game ").and_then(|n| n.parse().ok()).unwrap_or(0);
+        let index = number.checked_sub(first_number).filter(|&i| i < games.len());
+        checked.push(index.ok_or_else(|| format!("{name}: not a game of this unit"))?);
     }
-    for (name, game) in checked {
-        let ours = check_game(&game, rules, &name, &mut Tally::default(), None)?;
+    checked.sort_unstable();
+    checked.dedup();
+    for index in checked {
+        let name = format!("game {}", first_number + index);
+        let ours = check_game(&games.game(index, first_index), rules, &name, &mut Tally::default(), None)?;
         compare(&name, ours.as_ref(), lines.get(&name), rules)?;
     }
     Ok(())
-}
-
-/// A parting line's game, if it may be one of a self-play job's: from the start
-/// position, at most `max_plies` long.
-fn fresh_game_of_line(line: &Value, max_plies: usize) -> Option<PgnGame> {
-    let moves = line.get("moves")?.as_array()?;
-    if moves.len() > max_plies || line.get("start")?.as_str()? != xq_engine::xiangqi::fen::START_FEN {
-        return None;
-    }
-    let moves: Vec<String> = moves.iter().map(|m| m.as_str().map(str::to_owned)).collect::<Option<_>>()?;
-    Some(PgnGame { notes: vec![None; moves.len()], moves, ..PgnGame::default() })
 }
 
 /// The kinds of parting between two of `rules` a line gives ("wxf vs cxq: ..."), not
@@ -484,35 +490,31 @@ mod tests {
     }
 
     #[test]
-    fn spot_checks_of_fresh_self_play_games_check_the_lines_alone() {
+    fn spot_checks_of_fresh_self_play_games_play_them_again() {
         use rand::SeedableRng;
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-        let fresh = UnitGames::SelfPlay { max_plies: 400 };
-        // A quiet game from the start and a repetition the rule sets part on.
-        let shuffle = ["h2e2 h9g7 ", &"b0c2 b9c7 c2b0 c7b9 ".repeat(4)].concat();
-        let text = format!("1. h2e2 h9g7 *\n\n[Event \"b\"]\n\n{shuffle} *\n");
-        let games = parse_pgn(&text).unwrap();
-        let report = unit_report(&games, 1, &DEFAULT_RULES, None).unwrap();
-        let lines: Vec<String> = report.lines().take_while(|l| !l.starts_with("{\"tally")).map(str::to_owned).collect();
-        assert_eq!(lines.len(), 1, "{report}");
-        assert_eq!(spot_check(&report, &DEFAULT_RULES, UnitGames::SelfPlay { max_plies: 400 }, 1, &mut rng), Ok(()));
+        let settings =
+            PlaySettings { nodes: 20, random_plies: 8, seed: 1, rules: RuleSet::Wxf, max_plies: 400, network: None };
+        // A unit of the job's games 31 to 70 (as a worker plays them), which holds
+        // games the rule sets part on (the seed is fixed: so does every run).
+        let games: Vec<PgnGame> = (30..70).map(|g| fresh_game(&settings, g)).collect();
+        let report = unit_report(&games, 31, &DEFAULT_RULES, None).unwrap();
+        let lines: Vec<String> = report.lines().filter(|l| !l.starts_with("{\"tally")).map(str::to_owned).collect();
+        assert!((1..=SPOT_CHECKED_LINES).contains(&lines.len()), "{report}");
+        let fresh = || UnitGames::SelfPlay { settings: &settings, count: 40 };
+        assert_eq!(spot_check(&report, &DEFAULT_RULES, fresh(), 31, &mut rng), Ok(()));
+        // A verdict misstated: every line is drawn when a unit has 8 or fewer.
         let mut moved: Value = serde_json::from_str(&lines[0]).unwrap();
+        let name = moved["game"].as_str().unwrap().to_owned();
         moved["verdicts"][0]["ply"] = serde_json::json!(3);
-        let misstated = with_tally(&[moved.to_string()], 2);
-        assert_eq!(
-            spot_check(&misstated, &DEFAULT_RULES, fresh, 1, &mut rng).unwrap_err(),
-            "game 2: verdicts other than the arbiter's"
-        );
-        let too_long = UnitGames::SelfPlay { max_plies: 10 };
-        assert_eq!(
-            spot_check(&report, &DEFAULT_RULES, too_long, 1, &mut rng).unwrap_err(),
-            "game 2: not a fresh self-play game of this job"
-        );
-        let hidden = with_tally(&[r#"{"game":"game 1","error":"ply 3: made up"}"#.to_owned()], 2);
-        assert_eq!(
-            spot_check(&hidden, &DEFAULT_RULES, UnitGames::SelfPlay { max_plies: 400 }, 1, &mut rng).unwrap_err(),
-            "game 1: a fresh self-play game reported as one that cannot be replayed"
-        );
+        let misstated = with_tally(&[[moved.to_string()].as_slice(), &lines[1..]].concat(), 40);
+        let found = spot_check(&misstated, &DEFAULT_RULES, fresh(), 31, &mut rng).unwrap_err();
+        assert_eq!(found, format!("{name}: verdicts other than the arbiter's"));
+        // A game marked unplayable in place of its parting line, to hide it.
+        let hidden = format!(r#"{{"game":"{name}","error":"ply 3: made up"}}"#);
+        let hiding = with_tally(&[[hidden].as_slice(), &lines[1..]].concat(), 40);
+        let found = spot_check(&hiding, &DEFAULT_RULES, fresh(), 31, &mut rng).unwrap_err();
+        assert_eq!(found, format!("{name}: its error is not the arbiter's"));
     }
 
     #[test]

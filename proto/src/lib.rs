@@ -27,6 +27,30 @@ pub fn self_play_plies(spec: &v1::SelfPlaySpec) -> u32 {
     if spec.max_plies == 0 { DEFAULT_SELF_PLAY_PLIES } else { spec.max_plies }
 }
 
+/// The rule set refereeing a self-play spec's games (default WXF).
+pub fn self_play_rules(
+    spec: &v1::SelfPlaySpec,
+) -> Result<xq_engine::xiangqi::rules::RuleSet, xq_engine::xiangqi::rules::UnknownRuleSet> {
+    if spec.rules.is_empty() { Ok(xq_engine::xiangqi::rules::RuleSet::Wxf) } else { spec.rules.parse() }
+}
+
+/// How a self-play spec's Xiangqi games are played, with `network` its net loaded (if
+/// it names one): what a worker plays for a verification job and what the coordinator
+/// plays again to check the worker's report.
+pub fn self_play_games(
+    spec: &v1::SelfPlaySpec,
+    network: Option<std::sync::Arc<xq_engine::xiangqi::nnue::Network>>,
+) -> Result<xq_engine::xiangqi::selfplay::PlaySettings, xq_engine::xiangqi::rules::UnknownRuleSet> {
+    Ok(xq_engine::xiangqi::selfplay::PlaySettings {
+        nodes: spec.nodes,
+        random_plies: spec.random_plies as usize,
+        seed: spec.seed,
+        rules: self_play_rules(spec)?,
+        max_plies: self_play_plies(spec) as usize,
+        network,
+    })
+}
+
 /// The most records a unit of `spec` can hold: each game records at most one
 /// position per ply.
 pub fn self_play_unit_records(spec: &v1::SelfPlaySpec) -> u64 {

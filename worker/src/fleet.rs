@@ -40,7 +40,8 @@ use crate::match_runner::{FinishedGame, MatchSettings, run_match};
 use crate::pgn_out::game_pgn;
 use crate::reference::{PYFFISH, Pyffish};
 use crate::sandbox::{Sandbox, command_for};
-use crate::selfplay::{SelfPlaySettings, fresh_games, load_self_play_net, run_selfplay};
+use crate::selfplay::{SelfPlaySettings, load_self_play_net, run_selfplay};
+use xq_engine::xiangqi::selfplay::{PlaySettings, fresh_game};
 
 type Client = WorkerClient<InterceptedService<Channel, BearerToken>>;
 
@@ -573,7 +574,7 @@ async fn self_play_settings(
     settings: &ConnectSettings,
     spec: &v1::SelfPlaySpec,
 ) -> Result<SelfPlaySettings, FleetError> {
-    let rules: RuleSet = if spec.rules.is_empty() { RuleSet::Wxf } else { spec.rules.parse().map_err(lease_error)? };
+    let rules = xq_proto::self_play_rules(spec).map_err(lease_error)?;
     let variant: Variant =
         if spec.variant.is_empty() { Variant::Xiangqi } else { spec.variant.parse().map_err(lease_error)? };
     let network = match &spec.net {
@@ -642,7 +643,7 @@ async fn self_play(
 /// A verification job's games: a PGN's, or fresh self-play games played unit by unit.
 enum Games {
     Pgn(Arc<PgnFile>),
-    SelfPlay(SelfPlaySettings),
+    SelfPlay(PlaySettings),
 }
 
 /// The last verification PGN read, by its hash: a job's leases read the same file, and
@@ -697,7 +698,7 @@ async fn verify(
             if played.variant != Variant::Xiangqi {
                 return Err(FleetError::Lease("its self-play games are not Xiangqi".to_owned()));
             }
-            Games::SelfPlay(played)
+            Games::SelfPlay(played.game_settings())
         }
         (None, None) => return Err(FleetError::Lease("it names no games: no PGN, no self-play".to_owned())),
     };
@@ -722,7 +723,7 @@ async fn verify(
                             let reference = reference.as_mut().map(|r| r as &mut dyn Reference);
                             let games = match &**source {
                                 Games::Pgn(file) => file.games(first..end),
-                                Games::SelfPlay(played) => fresh_games(played, first..end),
+                                Games::SelfPlay(played) => (first..end).map(|g| fresh_game(played, g)).collect(),
                             };
                             unit_report(&games, first + 1, rules, reference)
                         })

@@ -1,6 +1,7 @@
 //! Self-play data generation: our engine plays itself in-process (no pipes) at a node
-//! budget per move, from a few random opening plies, and every position after them is
-//! written with the search's score and move and the game's result, in the engine
+//! budget per move, from a few random opening plies (a Xiangqi game as the engine
+//! library defines it, [`xq_engine::xiangqi::selfplay`]), and every position after them
+//! is written with the search's score and move and the game's result, in the engine
 //! library's chunk format ([`xq_engine::xiangqi::data`]), for Xiangqi or Xiongqi.
 
 use std::io::Write;
@@ -14,14 +15,12 @@ use rand::{Rng, SeedableRng};
 use std::sync::atomic::AtomicBool;
 
 use xq_engine::variant::Variant;
-use xq_engine::xiangqi::data::{MATE_SCORE, Record, XiongqiRecord, write_chunk, write_xiongqi_chunk};
-use xq_engine::xiangqi::movegen::legal_moves;
+use xq_engine::xiangqi::data::{Record, XiongqiRecord, write_chunk, write_xiongqi_chunk};
 use xq_engine::xiangqi::nnue::Network;
-use xq_engine::xiangqi::pgn::PgnGame;
-use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet};
+use xq_engine::xiangqi::rules::{Outcome, RuleSet};
+use xq_engine::xiangqi::search::Shared;
 use xq_engine::xiangqi::search::limits::Limits;
-use xq_engine::xiangqi::search::{Score, SearchOptions, Shared, search};
-use xq_engine::xiangqi::{Move, Position};
+use xq_engine::xiangqi::selfplay::{self, PlaySettings};
 
 /// What to generate.
 #[derive(Clone, Debug)]
@@ -51,6 +50,20 @@ pub struct SelfPlaySettings {
     /// Where to write every Xiangqi game, random plies included, as PGN (games to
     /// verify the rules on: `xq verify --pgn`); none: chunks only.
     pub pgn_out: Option<PathBuf>,
+}
+
+impl SelfPlaySettings {
+    /// How each Xiangqi game is played.
+    pub fn game_settings(&self) -> PlaySettings {
+        PlaySettings {
+            nodes: self.nodes,
+            random_plies: self.random_plies,
+            seed: self.seed,
+            rules: self.rules,
+            max_plies: self.max_plies,
+            network: self.network.clone(),
+        }
+    }
 }
 
 /// Why a self-play net cannot be used.
@@ -93,15 +106,6 @@ pub struct SelfPlayError {
     source: std::io::Error,
 }
 
-fn score_to_i16(score: Score) -> i16 {
-    let value = match score {
-        Score::Centipawns(cp) => cp,
-        Score::Mate(moves) if moves > 0 => i32::from(MATE_SCORE) - moves,
-        Score::Mate(moves) => -i32::from(MATE_SCORE) - moves,
-    };
-    value.clamp(i16::MIN as i32 + 1, i16::MAX as i32) as i16
-}
-
 /// Plays one Xiongqi game; returns its records with the result filled in.
 fn play_xiongqi_game(settings: &SelfPlaySettings, index: usize) -> Vec<XiongqiRecord> {
     use xq_engine::xiongqi;
@@ -137,59 +141,6 @@ fn play_xiongqi_game(settings: &SelfPlaySettings, index: usize) -> Vec<XiongqiRe
     records
 }
 
-/// A Xiangqi game played: its moves and result, and the records of the positions the
-/// engine searched, the result filled in.
-struct PlayedGame {
-    moves: Vec<Move>,
-    result: Outcome,
-    records: Vec<Record>,
-}
-
-impl PlayedGame {
-    /// The game as PGN: every move, random plies included, in UCI coordinates.
-    fn pgn(&self, round: usize) -> String {
-        let texts: Vec<String> = self.moves.iter().map(|mv| mv.to_string()).collect();
-        let result = self.result.pgn();
-        format!("[Event \"self-play\"]\n[Round \"{round}\"]\n[Result \"{result}\"]\n\n{} {result}\n\n", texts.join(" "))
-    }
-}
-
-/// Plays Xiangqi game `game` of `settings` (its random plies seeded `seed + game`).
-fn play_xiangqi(settings: &SelfPlaySettings, game: usize, shared: &Shared) -> PlayedGame {
-    let mut rng = StdRng::seed_from_u64(settings.seed.wrapping_add(game as u64));
-    let start = Position::startpos();
-    let mut referee = Referee::new(start.clone(), RefereeConfig::for_rules(settings.rules));
-    let mut moves: Vec<Move> = Vec::new();
-    let mut records = Vec::new();
-    let limits = Limits { nodes: Some(settings.nodes), ..Limits::default() };
-    let options =
-        SearchOptions { rules: settings.rules, network: settings.network.clone(), ..SearchOptions::default() };
-    while referee.ruling().is_none() && moves.len() < settings.max_plies {
-        let mv = if moves.len() < settings.random_plies {
-            let legal = legal_moves(referee.position());
-            legal[rng.random_range(0..legal.len())]
-        } else {
-            let result = search(shared, &start, &moves, &limits, &options, |_| {});
-            let best = result.best.expect("a game not yet ruled has a legal move");
-            records.push(Record {
-                position: referee.position().clone(),
-                score: score_to_i16(result.score),
-                best_move: best,
-                ply: moves.len() as u16,
-                result: Outcome::Draw,
-            });
-            best
-        };
-        referee.play(mv).expect("generated and searched moves are legal");
-        moves.push(mv);
-    }
-    let result = referee.ruling().map_or(Outcome::Draw, |r| r.outcome);
-    for record in &mut records {
-        record.result = result;
-    }
-    PlayedGame { moves, result, records }
-}
-
 /// Plays one Xiangqi game; returns its records and writes the game to `pgn` if given.
 fn play_game(
     settings: &SelfPlaySettings,
@@ -197,29 +148,11 @@ fn play_game(
     shared: &Shared,
     pgn: Option<&Mutex<std::fs::File>>,
 ) -> Result<Vec<Record>, std::io::Error> {
-    let played = play_xiangqi(settings, game, shared);
+    let played = selfplay::play_game(&settings.game_settings(), game, shared);
     if let Some(file) = pgn {
         file.lock().expect("the PGN file").write_all(played.pgn(game + 1).as_bytes())?;
     }
     Ok(played.records)
-}
-
-/// Fresh Xiangqi games for a verification job: games `games` of `settings` (game g
-/// seeded `seed + g`, as [`run_selfplay`] plays them), each searched with a
-/// transposition table of its own, so that any worker plays the same games.
-pub fn fresh_games(settings: &SelfPlaySettings, games: std::ops::Range<usize>) -> Vec<PgnGame> {
-    games
-        .map(|game| {
-            let played = play_xiangqi(settings, game, &Shared::new(1));
-            let moves: Vec<String> = played.moves.iter().map(|mv| mv.to_string()).collect();
-            PgnGame {
-                tags: vec![("Round".to_owned(), (game + 1).to_string())],
-                notes: vec![None; moves.len()],
-                moves,
-                result: Some(played.result.pgn().to_owned()),
-            }
-        })
-        .collect()
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), SelfPlayError> {

@@ -14,6 +14,7 @@ mod piece;
 mod position;
 pub mod rules;
 pub mod search;
+pub mod selfplay;
 mod zobrist;
 
 use crate::geometry::XiangqiBoard;

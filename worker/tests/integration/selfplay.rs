@@ -3,9 +3,11 @@
 
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::data::{read_chunk, read_xiongqi_chunk, write_chunk, write_xiongqi_chunk};
+use xq_engine::xiangqi::pgn::{PgnGame, parse_pgn};
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_engine::xiangqi::rules::verify::{Tally, check_game};
-use xq_worker::selfplay::{SelfPlaySettings, fresh_games, load_self_play_net, run_selfplay};
+use xq_engine::xiangqi::selfplay::{PlaySettings, fresh_game};
+use xq_worker::selfplay::{SelfPlaySettings, load_self_play_net, run_selfplay};
 
 #[test]
 fn selfplay_chunks_reread_bit_for_bit() {
@@ -125,30 +127,43 @@ fn a_self_play_net_must_be_a_xiangqi_net() {
 
 #[test]
 fn fresh_verification_games_are_the_same_whoever_plays_them() {
-    let settings = SelfPlaySettings {
-        nodes: 20,
-        games: 0,
-        random_plies: 8,
-        seed: 5,
-        threads: 1,
-        chunk_records: 1,
-        out: std::env::temp_dir(),
-        rules: RuleSet::Wxf,
-        max_plies: 400,
-        variant: Variant::Xiangqi,
-        network: None,
-        pgn_out: None,
-    };
-    let whole = fresh_games(&settings, 0..8);
+    let settings =
+        PlaySettings { nodes: 20, random_plies: 8, seed: 5, rules: RuleSet::Wxf, max_plies: 400, network: None };
+    let whole: Vec<PgnGame> = (0..8).map(|g| fresh_game(&settings, g)).collect();
     // Two workers, each with a unit of the job, on threads of their own, the later unit
-    // first: the same games, numbered by their place in the job.
+    // first, after other games: the same games, numbered by their place in the job.
     let (later, earlier) = std::thread::scope(|scope| {
-        let later = scope.spawn(|| fresh_games(&settings, 4..8));
-        let earlier = scope.spawn(|| fresh_games(&settings, 0..4));
+        let later = scope.spawn(|| (4..8).map(|g| fresh_game(&settings, g)).collect::<Vec<_>>());
+        let earlier = scope.spawn(|| {
+            fresh_game(&PlaySettings { seed: 99, ..settings.clone() }, 0);
+            (0..4).map(|g| fresh_game(&settings, g)).collect::<Vec<_>>()
+        });
         (later.join().unwrap(), earlier.join().unwrap())
     });
     assert_eq!([earlier, later].concat(), whole);
     assert_eq!(whole[5].tag("Round"), Some("6"));
+    // The worker's self-play run plays the same game from the same seed when its table
+    // starts empty: one game, one thread.
+    let dir = std::env::temp_dir().join(format!("xq-fresh-{}", std::process::id()));
+    let run = SelfPlaySettings {
+        nodes: 20,
+        games: 1,
+        random_plies: 8,
+        seed: 5,
+        threads: 1,
+        chunk_records: 1000,
+        out: dir.join("chunks"),
+        rules: RuleSet::Wxf,
+        max_plies: 400,
+        variant: Variant::Xiangqi,
+        network: None,
+        pgn_out: Some(dir.join("games.pgn")),
+    };
+    std::fs::create_dir_all(&dir).unwrap();
+    run_selfplay(&run).unwrap();
+    let written = parse_pgn(&std::fs::read_to_string(dir.join("games.pgn")).unwrap()).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(written[0].moves, whole[0].moves);
     // Each game seeded apart, each a legal game that ends where WXF rules or at 400 plies.
     assert!(whole.windows(2).all(|pair| pair[0].moves[..8] != pair[1].moves[..8]));
     let mut tally = Tally::default();
