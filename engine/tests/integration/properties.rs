@@ -146,6 +146,20 @@ proptest! {
     }
 
     #[test]
+    fn each_game_of_a_pgn_file_reads_alone_as_it_reads_in_the_file(
+        lines in proptest::collection::vec(proptest::sample::select(PGN_LINES.to_vec()), 0..40)
+    ) {
+        let text = lines.join("\n");
+        if let Ok(file) = xq_engine::xiangqi::pgn::PgnFile::read(text.as_bytes()) {
+            let games = xq_engine::xiangqi::pgn::parse_pgn(&text).unwrap();
+            prop_assert_eq!(file.len(), games.len());
+            for (index, game) in games.iter().enumerate() {
+                prop_assert_eq!(&file.games(index..index + 1), std::slice::from_ref(game), "{}", text);
+            }
+        }
+    }
+
+    #[test]
     fn fen_parser_never_panics_on_fen_like_text(text in "[rnbakcpRNBAKCPHEhe1-9/]{0,70} [wbrx] (- - )?[0-9]{0,3} ?[0-9]{0,3}") {
         let _ = fen::parse_composed(&text);
     }
@@ -158,6 +172,26 @@ proptest! {
         }
     }
 }
+
+/// Lines PGN files hold, well and badly formed, for files made of them at random.
+const PGN_LINES: [&str; 16] = [
+    "[Event \"a\"]",
+    "[Result \"1-0\"]",
+    "[FEN \"4k4/9/9/9/9/9/9/9/9/3K5 w - - 0 1\"]",
+    "",
+    "1. h2e2 h9g7",
+    "2. 炮二平五 {a note}",
+    "h0g2",
+    "{ a comment",
+    "that closes } 1-0",
+    "{[Event \"not a tag\"]}",
+    "; a rest of line",
+    "35=6 +C.5 *",
+    "1/2-1/2",
+    "   [Site \"indented\"]   ",
+    "{",
+    "}",
+];
 
 /// A WXF move as Chinese records write it, character for character (WXF Article 7):
 /// Red's numbers as Chinese numerals, Black's as full-width digits; `None` for a pawn's
