@@ -24,6 +24,8 @@ pub const DEFAULT_RULES: [RuleSet; 3] = [RuleSet::Wxf, RuleSet::Asian, RuleSet::
 /// Games a unit when a request does not say: a second or so of a worker's core.
 pub const DEFAULT_GAMES_PER_UNIT: u32 = 1_000;
 const MAX_GAMES_PER_UNIT: u32 = 100_000;
+/// The deepest a verification's fresh self-play games are searched, in nodes a move.
+pub const MAX_FRESH_NODES: u64 = 10_000;
 /// Fairy-Stockfish's rules through pyffish, the one reference workers offer.
 pub const REFERENCE_PYFFISH: &str = "pyffish";
 
@@ -110,6 +112,15 @@ pub fn check_spec(spec: &v1::VerificationSpec) -> Result<VerificationJob, SpecEr
         (None, Some(selfplay)) => {
             if check_self_play_games(selfplay)? != Variant::Xiangqi {
                 return Err(bad("selfplay.variant", "rule sets are Xiangqi's: verify Xiangqi games"));
+            }
+            if selfplay.nodes > MAX_FRESH_NODES {
+                return Err(bad(
+                    "selfplay.nodes",
+                    format!(
+                        "at most {MAX_FRESH_NODES}: the coordinator plays some games of each report again, and \
+                         repetitions are frequent at few nodes"
+                    ),
+                ));
             }
         }
         (Some(_), Some(_)) => return Err(bad("selfplay", "a PGN or self-play games, not both")),

@@ -205,6 +205,10 @@ async fn a_verification_job_sums_its_units_to_one_pass_over_the_games_and_serves
             (v1::CreateVerificationRequest { selfplay: Some(fresh(20)), ..Default::default() }, "games: no games"),
             (v1::CreateVerificationRequest { games: 10, selfplay: Some(fresh(0)), ..Default::default() }, "spec.nodes"),
             (
+                v1::CreateVerificationRequest { games: 10, selfplay: Some(fresh(10_001)), ..Default::default() },
+                "selfplay.nodes: at most 10000",
+            ),
+            (
                 v1::CreateVerificationRequest {
                     games: 10,
                     selfplay: Some(v1::SelfPlaySpec { variant: "xiongqi".to_owned(), ..fresh(20) }),
