@@ -108,9 +108,9 @@ fn rulings_do_not_change_when_the_board_is_mirrored_or_the_colours_swapped() {
 /// The text prints the headings of Diagrams 23 and 24 together, followed by two move
 /// lists: the first (a cannon chasing a chariot, "1. C5=7 R3=4 ... 7. C6=7") is read
 /// as Diagram 23's, the second (two cannons) as Diagram 24's (rule case #37).
-/// Left out: Diagram 13, whose printed moves never bring a position back (the Black
-/// cannon retreats 5 and 2 ranks and advances 4, ending 3 ranks from where it began),
-/// so they hold no cycle to rule.
+/// Diagram 13's printed moves never bring a position back (the Black cannon retreats 5
+/// and 2 ranks and advances 4, ending 3 ranks from where it began): its entry continues
+/// them by their own pattern until a cycle closes, as Diagram 81's does.
 #[test]
 fn chapter_5_examples_are_ruled_as_the_book_rules_them() {
     for example in chapter_5_examples() {
