@@ -7,7 +7,7 @@ use std::time::Duration;
 use xq_engine::color::{ByColor, Color};
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::Position;
-use xq_engine::xiangqi::notation::{Dialect, format_uci, parse_uci};
+use xq_engine::xiangqi::notation::{Dialect, MoveTextError, format_uci, parse_uci};
 use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet, Ruling};
 use xq_engine::xiongqi;
 
@@ -210,7 +210,8 @@ impl Arbiter {
     fn play_text(&mut self, text: &str, dialect: Dialect) -> Result<String, String> {
         match self {
             Arbiter::Xiangqi { referee } => {
-                let mv = parse_uci(referee.position(), text, dialect).map_err(|e| e.to_string())?;
+                let refused = |e: MoveTextError| referee.rules().cite_move_rules(&e.to_string());
+                let mv = parse_uci(referee.position(), text, dialect).map_err(refused)?;
                 referee.play(mv).expect("a parsed move is legal");
                 Ok(format_uci(mv, Dialect::ZeroBased))
             }

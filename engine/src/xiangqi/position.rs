@@ -50,6 +50,12 @@ impl Undo {
     }
 }
 
+/// The article a move that lets the kings face each other breaks, as messages cite it
+/// (the rules module cites another rule set's).
+pub const KINGS_FACE_ARTICLE: &str = "WXF 2.9";
+/// The article a move that leaves the mover's king attacked breaks.
+pub const KING_IN_CHECK_ARTICLE: &str = "WXF 2.10";
+
 /// Why a move cannot be played in a position.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum IllegalMove {
@@ -75,10 +81,10 @@ pub enum IllegalMove {
         to: Square,
     },
     /// After the move the kings would face each other on an open file (WXF 2.9).
-    #[error("the kings would face each other on an open file (WXF 2.9)")]
+    #[error("the kings would face each other on an open file ({KINGS_FACE_ARTICLE})")]
     KingsFace,
     /// After the move the mover's king would be attacked (WXF 2.10).
-    #[error("it leaves the king in check (WXF 2.10)")]
+    #[error("it leaves the king in check ({KING_IN_CHECK_ARTICLE})")]
     LeavesKingInCheck,
 }
 

@@ -68,7 +68,9 @@
 //! - Chapter 1 Section 1 (board and pieces): equipment; the board is the move
 //!   generator's (perft tests).
 //! - Chapter 1 Section 2 (movements, 1-10): move legality, decided by the move generator
-//!   (perft tests); the referee only refuses illegal moves.
+//!   (perft tests); the referee only refuses illegal moves, citing rules 9 and 10 for
+//!   the kings facing and the king left in check
+//!   (`chapter_1_section_2_rules_9_and_10_are_cited_for_the_moves_they_forbid`).
 //! - Chapter 1 Section 3 rule 1 (coin toss, colours alternating over a match): the match
 //!   runner's scheduling.
 //! - Chapter 1 Section 3 rule 2 (touch-move, technicals, adjusting pieces) and rule 3 (no
@@ -215,6 +217,25 @@ fn section_4_rule_8_two_checks_one_check_back_the_checker_loses() {
     assert_eq!(cycle.natures[2][0], "check");
     assert!(!cycle.natures[3].contains(&"check"));
     assert_eq!(cycle.outcome(), (BLACK_WINS, Reason::PerpetualCheck, "Asian Section 4 rule 8"));
+}
+
+#[test]
+fn chapter_1_section_2_rules_9_and_10_are_cited_for_the_moves_they_forbid() {
+    // "Kings are not allowed to face each other directly" (rule 9); "the side being
+    // checked should resolve the check" (rule 10). The judge refuses a move breaking
+    // either citing the rule set's own article: Red's king stepping onto the open d-file
+    // below Black's king, or onto e1, which Black's chariot on f1 attacks.
+    use xq_engine::variant::Variant;
+    use xq_engine::xiangqi::rules::judge::{JudgeRequest, judge};
+    let refused = |rules, mv: &str| {
+        let fen = Some("3k5/9/9/9/9/9/9/9/5r3/4K4 w - - 0 1".to_owned());
+        let request = JudgeRequest { fen, moves: vec![mv.to_owned()], rules, variant: Variant::Xiangqi };
+        judge(&request).unwrap_err().to_string()
+    };
+    assert!(refused(RuleSet::Asian, "e0d0").ends_with("(Asian Chapter 1 Section 2 rule 9)"));
+    assert!(refused(RuleSet::Asian, "e0e1").ends_with("leaves the king in check (Asian Chapter 1 Section 2 rule 10)"));
+    assert!(refused(RuleSet::Wxf, "e0d0").ends_with("(WXF 2.9)"));
+    assert!(refused(RuleSet::Wxf, "e0e1").ends_with("(WXF 2.10)"));
 }
 
 #[test]

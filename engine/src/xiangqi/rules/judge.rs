@@ -56,7 +56,7 @@ pub enum JudgeError {
     #[error("ply {0}: the game was already over")]
     AfterTheEnd(usize),
     /// A move cannot be played.
-    #[error("ply {ply} ({text}): {error}")]
+    #[error("ply {ply} ({text}): {}", .rules.cite_move_rules(&.error.to_string()))]
     Move {
         /// 1-based ply number.
         ply: usize,
@@ -64,6 +64,8 @@ pub enum JudgeError {
         text: String,
         /// Why it cannot be played.
         error: MoveTextError,
+        /// The rule set judging, whose articles the message cites.
+        rules: RuleSet,
     },
 }
 
@@ -139,8 +141,12 @@ pub fn judge(request: &JudgeRequest) -> Result<(Value, Vec<PositionError>), Judg
     let mut plies = Vec::with_capacity(request.moves.len());
     for (index, text) in request.moves.iter().enumerate() {
         let before = game.referee().position().clone();
-        let mv =
-            parse_any(&before, text).map_err(|error| JudgeError::Move { ply: index + 1, text: text.clone(), error })?;
+        let mv = parse_any(&before, text).map_err(|error| JudgeError::Move {
+            ply: index + 1,
+            text: text.clone(),
+            error,
+            rules: request.rules,
+        })?;
         let mut ply = ply_json(&classify(&before, &ids, mv), &allowed_natures(&before, &ids, mv), mv);
         ids.apply(mv);
         game.play(mv).expect("a parsed move is legal");

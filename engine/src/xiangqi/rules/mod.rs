@@ -65,7 +65,7 @@ use identity::{Identities, PieceId};
 use nature::{Nature, classify};
 
 use super::movegen::has_legal_move;
-use super::position::IllegalMove;
+use super::position::{IllegalMove, KING_IN_CHECK_ARTICLE, KINGS_FACE_ARTICLE};
 use super::{Move, PieceKind, Position, Undo};
 use crate::color::Color;
 
@@ -91,6 +91,20 @@ impl RuleSet {
             RuleSet::Asian => "asian",
             RuleSet::Cxq => "cxq",
             RuleSet::Computer => "computer",
+        }
+    }
+
+    /// `message`, about a move the rules of movement refuse, citing this rule set's
+    /// articles: those messages cite WXF Article 2, which the Asian text numbers
+    /// Chapter 1 Section 2 (rule 9, the kings facing; rule 10, leaving the king in
+    /// check).
+    pub fn cite_move_rules(self, message: &str) -> String {
+        let cited = |wxf: &str| format!("({wxf})");
+        match self {
+            RuleSet::Asian => message
+                .replace(&cited(KINGS_FACE_ARTICLE), "(Asian Chapter 1 Section 2 rule 9)")
+                .replace(&cited(KING_IN_CHECK_ARTICLE), "(Asian Chapter 1 Section 2 rule 10)"),
+            _ => message.to_owned(),
         }
     }
 
@@ -413,6 +427,11 @@ impl Referee {
     /// The current position.
     pub fn position(&self) -> &Position {
         &self.position
+    }
+
+    /// The rule set refereeing.
+    pub fn rules(&self) -> RuleSet {
+        self.config.rules
     }
 
     /// The ruling, once the game has ended.
