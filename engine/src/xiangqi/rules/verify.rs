@@ -415,6 +415,7 @@ fn game_line(
         }
     }
     let mut reference_json = None;
+    let mut cycles = Cycles::default();
     // The first verdict's description, when comparing it with the reference needed it.
     let mut first_json = None;
     if let (Some(reference), Some(ours)) = (reference, found.first()) {
@@ -423,7 +424,7 @@ fn game_line(
         let mut known = None;
         if let Some(kind) = reference_disagreement(ours, theirs) {
             kinds.push(format!("{} vs {}: {}", ours.rules.name(), reference.name(), kind.name()));
-            let ours_json = verdict_json(ours, &start, &moves);
+            let ours_json = verdict_json(ours, &start, &moves, &mut cycles);
             let cycle = ours_json["cycle"].as_array().map_or(&[][..], Vec::as_slice);
             known = Some(known_difference(&start, &moves, ours, theirs, cycle).unwrap_or("unexplained"));
             first_json = Some(ours_json);
@@ -445,7 +446,7 @@ fn game_line(
     }
     let mut verdicts = Vec::with_capacity(found.len());
     verdicts.extend(first_json);
-    verdicts.extend(found[verdicts.len()..].iter().map(|verdict| verdict_json(verdict, &start, &moves)));
+    verdicts.extend(found[verdicts.len()..].iter().map(|verdict| verdict_json(verdict, &start, &moves, &mut cycles)));
     // A parting game's moves are reported in UCI coordinates whatever the file wrote.
     let texts: Vec<String> = moves.iter().map(ToString::to_string).collect();
     let mut line = json!({
@@ -500,7 +501,7 @@ pub fn report_tally(report: &str) -> Option<Tally> {
 /// A verdict as reports give it: where and how its rule set ended the game, and the
 /// plies of the cycle that ruling closed (from the judge: each ply's nature and chases),
 /// empty when the ruling was not on a repetition.
-fn verdict_json(verdict: &Verdict, start: &Position, moves: &[Move]) -> Value {
+fn verdict_json(verdict: &Verdict, start: &Position, moves: &[Move], cycles: &mut Cycles) -> Value {
     let Some((ply, ruling)) = verdict.ended else {
         return json!({"rules": verdict.rules.name(), "ply": null, "result": "*"});
     };
@@ -510,8 +511,26 @@ fn verdict_json(verdict: &Verdict, start: &Position, moves: &[Move]) -> Value {
         "result": ruling.outcome.pgn(),
         "reason": ruling.reason.to_string(),
         "article": ruling.article,
-        "cycle": cycle_plies(start, &moves[..ply], verdict.rules),
+        "cycle": cycles.at(start, moves, ply),
     })
+}
+
+/// The cycles a game's verdicts closed, by the ply that closed them: rule sets that
+/// rule at the same ply report the same cycle (a ply's nature does not depend on the
+/// rule set), and judging it once for all halved what reporting cost.
+#[derive(Default)]
+struct Cycles(Vec<(usize, Vec<Value>)>);
+
+impl Cycles {
+    /// The cycle the game's ply `ply` closed ([`cycle_plies`]).
+    fn at(&mut self, start: &Position, moves: &[Move], ply: usize) -> Vec<Value> {
+        if let Some((_, cycle)) = self.0.iter().find(|(closed, _)| *closed == ply) {
+            return cycle.clone();
+        }
+        let cycle = cycle_plies(start, &moves[..ply]);
+        self.0.push((ply, cycle.clone()));
+        cycle
+    }
 }
 
 /// The judge's plies since the last position (board and side to move) last occurred,
@@ -519,7 +538,7 @@ fn verdict_json(verdict: &Verdict, start: &Position, moves: &[Move]) -> Value {
 /// occurred before. Only the cycle is judged, from the position that opened it: a ply's
 /// nature depends on its position and move, not on the plies before, and classifying
 /// every ply of the game cost more than all the rest of a verification.
-fn cycle_plies(start: &Position, moves: &[Move], rules: RuleSet) -> Vec<Value> {
+fn cycle_plies(start: &Position, moves: &[Move]) -> Vec<Value> {
     let mut position = start.clone();
     let mut hashes = Vec::with_capacity(moves.len() + 1);
     hashes.push(position.hash());
@@ -536,7 +555,8 @@ fn cycle_plies(start: &Position, moves: &[Move], rules: RuleSet) -> Vec<Value> {
     let request = JudgeRequest {
         fen: Some(fen::to_fen(&opening)),
         moves: moves[first..].iter().map(ToString::to_string).collect(),
-        rules,
+        // The plies' natures are the same under every rule set.
+        rules: RuleSet::Wxf,
         variant: Variant::Xiangqi,
     };
     let Ok((judged, _)) = judge(&request) else { return Vec::new() };
