@@ -236,8 +236,15 @@ pub fn classify(before: &Position, ids: &Identities, mv: Move) -> Nature {
     ids_after.apply(mv);
     let safety = before.king_safety();
     let stepped_into_a_pin = !safety.blockers.has(mv.from());
-    let mut captures_before = MoveList::new();
-    generate_into(before, Selection::Captures, &mut captures_before);
+    // Generated only for a move that threatens something (most threaten nothing).
+    let captures_before = std::cell::OnceCell::new();
+    let captures_before = || {
+        captures_before.get_or_init(|| {
+            let mut captures = MoveList::new();
+            generate_into(before, Selection::Captures, &mut captures);
+            captures
+        })
+    };
     // A side in check can capture only what resolves the check; its other attacks stand
     // all the same, and resolving the check does not renew them (Diagram 5: the pawn
     // that blocks a check and steps back is idle).
@@ -259,7 +266,7 @@ pub fn classify(before: &Position, ids: &Identities, mv: Move) -> Nature {
     let could_capture_before = |threat: &Threat| {
         let from = if threat.attacker_square == mv.to() { mv.from() } else { threat.attacker_square };
         let to = threat.target_square;
-        captures_before
+        captures_before()
             .iter()
             .any(|&c| c.from() == from && c.to() == to && (wins_material(before, c) || answers_a_threat()))
             || (in_check
