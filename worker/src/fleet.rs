@@ -698,7 +698,9 @@ async fn verify(
             if played.variant != Variant::Xiangqi {
                 return Err(FleetError::Lease("its self-play games are not Xiangqi".to_owned()));
             }
-            Games::SelfPlay(played.game_settings())
+            // The coordinator plays some of these games again to check the reports: both
+            // take the games' settings from the spec through one function.
+            Games::SelfPlay(xq_proto::self_play_games(selfplay, played.network).map_err(lease_error)?)
         }
         (None, None) => return Err(FleetError::Lease("it names no games: no PGN, no self-play".to_owned())),
     };

@@ -54,7 +54,7 @@ pub struct SelfPlaySettings {
 
 impl SelfPlaySettings {
     /// How each Xiangqi game is played.
-    pub fn game_settings(&self) -> PlaySettings {
+    fn game_settings(&self) -> PlaySettings {
         PlaySettings {
             nodes: self.nodes,
             random_plies: self.random_plies,
