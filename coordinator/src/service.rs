@@ -315,7 +315,7 @@ impl WorkerApi {
         let games = job.unit_games(report.unit);
         let text = Arc::new(report.report);
         let checked = text.clone();
-        let tally = tokio::task::spawn_blocking(move || crate::verification::check_report(&checked, games))
+        let checked = tokio::task::spawn_blocking(move || crate::verification::check_report(&checked, games))
             .await
             .map_err(|e| Status::internal(e.to_string()))?
             .map_err(|problem| Status::invalid_argument(format!("report of unit {}: {problem}", report.unit)))?;
@@ -328,7 +328,8 @@ impl WorkerApi {
             Some(net) => Some(self.0.artifacts.path(&net.sha256).map_err(|e| Status::internal(e.to_string()))?),
             None => None,
         };
-        let (checked, job) = (text.clone(), job.clone());
+        let (tally, job) = (checked.tally, job.clone());
+        let checked = checked.lines;
         let spot = tokio::task::spawn_blocking(move || -> Result<Result<(), String>, Status> {
             use crate::verification::{UnitGames, spot_check};
             let (count, mut rng) = (games as usize, rand::rng());

@@ -13,7 +13,7 @@ use serde_json::Value;
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::pgn::{Movetext, PgnFile, PgnGame};
 use xq_engine::xiangqi::rules::RuleSet;
-use xq_engine::xiangqi::rules::verify::{Tally, check_game, report_tally};
+use xq_engine::xiangqi::rules::verify::{Tally, check_game, kind_pair, report_tally};
 use xq_engine::xiangqi::selfplay::{PlaySettings, fresh_game};
 use xq_proto::v1;
 
@@ -144,11 +144,18 @@ pub fn check_spec(spec: &v1::VerificationSpec) -> Result<VerificationJob, SpecEr
     Ok(job)
 }
 
-/// Checks a unit's report against the `games` it should cover and returns its tally:
-/// a JSON object naming its game on each line but the last, which is `{"tally": ...}`
-/// with that many games and exactly the counts its lines give (`Tally::count`: refused,
-/// parting, by kind, by articles), so that no count can be made up.
-pub fn check_report(report: &str, games: u64) -> Result<Tally, String> {
+/// A unit's report that has passed [`check_report`]: its tally and its game lines.
+#[derive(Debug)]
+pub struct CheckedReport {
+    pub tally: Tally,
+    pub lines: Vec<Value>,
+}
+
+/// Checks a unit's report against the `games` it should cover: a JSON object naming
+/// its game on each line but the last, which is `{"tally": ...}` with that many games
+/// and exactly the counts its lines give (`Tally::count`: refused, parting, by kind, by
+/// articles), so that no count can be made up.
+pub fn check_report(report: &str, games: u64) -> Result<CheckedReport, String> {
     let mut lines: Vec<&str> = report.lines().collect();
     let last = lines.pop().ok_or("an empty report: it needs the unit's tally")?;
     let tally = report_tally(last).ok_or("the last line is not the unit's {\"tally\": ...}")?;
@@ -159,6 +166,7 @@ pub fn check_report(report: &str, games: u64) -> Result<Tally, String> {
         return Err(format!("{} lines for a unit of {games} games", lines.len()));
     }
     let mut recount = Tally::default();
+    let mut values = Vec::with_capacity(lines.len());
     for (index, line) in lines.iter().enumerate() {
         let value: Value = serde_json::from_str(line).map_err(|e| format!("line {}: not JSON ({e})", index + 1))?;
         if !value.get("game").is_some_and(Value::is_string) {
@@ -168,6 +176,7 @@ pub fn check_report(report: &str, games: u64) -> Result<Tally, String> {
             return Err(format!("line {}: neither an error nor verdicts", index + 1));
         }
         recount.count(Some(&value));
+        values.push(value);
     }
     recount.games = games;
     if recount != tally {
@@ -186,7 +195,7 @@ pub fn check_report(report: &str, games: u64) -> Result<Tally, String> {
             }
         ));
     }
-    Ok(tally)
+    Ok(CheckedReport { tally, lines: values })
 }
 
 /// Games of a unit the coordinator verifies again itself, drawn at random when the
@@ -244,29 +253,25 @@ impl UnitGames<'_> {
     }
 }
 
-/// Checks a report (already through [`check_report`]) by verifying a sample of its
-/// unit's games again with the engine's `check_game`: games drawn from the unit (numbered
-/// from `first_number`) and the games of lines drawn from the report ([`UnitGames`] says
-/// how many). Names the first game the report misstates. A reference's own partings are
-/// not checked (the coordinator has no reference): only the rule sets' verdicts.
+/// Checks a report's game lines (those [`check_report`] passed) by verifying a sample of
+/// its unit's games again with the engine's `check_game`: games drawn from the unit
+/// (numbered from `first_number`) and the games of lines drawn from the report
+/// ([`UnitGames`] says how many). Names the first game the report misstates. A
+/// reference's own partings are not checked (the coordinator has no reference): only
+/// the rule sets' verdicts.
 pub fn spot_check(
-    report: &str,
+    report: &[Value],
     rules: &[RuleSet],
     games: UnitGames,
     first_number: usize,
     rng: &mut impl rand::Rng,
 ) -> Result<(), String> {
-    let mut lines: HashMap<String, Value> = HashMap::new();
-    for line in report.lines() {
-        let value: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
-        if let Some(game) = value.get("game").and_then(Value::as_str) {
-            lines.insert(game.to_owned(), value);
-        }
-    }
+    let lines: HashMap<&str, &Value> =
+        report.iter().filter_map(|line| Some((line.get("game")?.as_str()?, line))).collect();
     let (game_draws, line_draws) = games.drawn();
     let first_index = first_number.saturating_sub(1);
     let mut checked: Vec<usize> = rand::seq::index::sample(rng, games.len(), game_draws.min(games.len())).into_vec();
-    let mut reported: Vec<&String> = lines.keys().collect();
+    let mut reported: Vec<&str> = lines.keys().copied().collect();
     reported.sort();
     for index in rand::seq::index::sample(rng, reported.len(), line_draws.min(reported.len())) {
         let name = reported[index];
@@ -279,7 +284,7 @@ pub fn spot_check(
     for index in checked {
         let name = format!("game {}", first_number + index);
         let ours = check_game(&games.game(index, first_index), rules, &name, &mut Tally::default(), None)?;
-        compare(&name, ours.as_ref(), lines.get(&name), rules)?;
+        compare(&name, ours.as_ref(), lines.get(name.as_str()).copied(), rules)?;
     }
     Ok(())
 }
@@ -293,8 +298,8 @@ fn rule_kinds<'a>(line: &'a Value, rules: &[RuleSet]) -> Vec<&'a str> {
         .iter()
         .filter_map(Value::as_str)
         .filter(|kind| {
-            let pair = kind.split(':').next().unwrap_or_default();
-            pair.split(" vs ").all(|name| names.contains(&name))
+            let (a, b) = kind_pair(kind);
+            names.contains(&a) && (b.is_empty() || names.contains(&b))
         })
         .collect()
 }
@@ -437,7 +442,7 @@ mod tests {
     #[test]
     fn a_worker_s_report_passes_and_forged_ones_are_refused_naming_the_fault() {
         let report = unit_report(&games(), 1, &DEFAULT_RULES, None).unwrap();
-        let tally = check_report(&report, 3).unwrap();
+        let tally = check_report(&report, 3).unwrap().tally;
         assert_eq!((tally.games, tally.parting, tally.refused), (3, 1, 1));
         assert!(check_report(&report, 4).unwrap_err().contains("a tally of 3 games for a unit of 4"));
         // A parting game left out, the tally kept.
@@ -455,6 +460,12 @@ mod tests {
         let garbage = format!("{{\"game\": 1}}\n{}\n", lines[2]);
         assert!(check_report(&garbage, 3).is_err());
         assert_eq!(report_games(&report).lines().count(), 2);
+    }
+
+    /// A report's game lines, as `check_report` passes them.
+    fn lines_of(report: &str) -> Vec<Value> {
+        let games = report_tally(report).unwrap().games;
+        check_report(report, games).unwrap().lines
     }
 
     /// A report whose tally is made to agree with its lines, as a forger would.
@@ -478,25 +489,25 @@ mod tests {
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let report = unit_report(&games, 5, &DEFAULT_RULES, None).unwrap();
         let pgn = |games| UnitGames::Pgn(games);
-        assert_eq!(spot_check(&report, &DEFAULT_RULES, pgn(&games), 5, &mut rng), Ok(()));
+        assert_eq!(spot_check(&lines_of(&report), &DEFAULT_RULES, pgn(&games), 5, &mut rng), Ok(()));
         let lines: Vec<String> = report.lines().take(2).map(str::to_owned).collect();
         // Units of fewer games than are drawn: every game and line is checked.
         let left_out = with_tally(&lines[1..], 3);
-        let found = spot_check(&left_out, &DEFAULT_RULES, pgn(&games), 5, &mut rng).unwrap_err();
+        let found = spot_check(&lines_of(&left_out), &DEFAULT_RULES, pgn(&games), 5, &mut rng).unwrap_err();
         assert!(found.starts_with("game 5: left out, where the rule sets part (wxf vs cxq"), "{found}");
         let mut moved: Value = serde_json::from_str(&lines[0]).unwrap();
         moved["verdicts"][0]["ply"] = serde_json::json!(12);
         let misstated = with_tally(&[moved.to_string(), lines[1].clone()], 3);
-        let found = spot_check(&misstated, &DEFAULT_RULES, pgn(&games), 5, &mut rng).unwrap_err();
+        let found = spot_check(&lines_of(&misstated), &DEFAULT_RULES, pgn(&games), 5, &mut rng).unwrap_err();
         assert_eq!(found, "game 5: verdicts other than the arbiter's");
         // The quiet game reported as parting, with the chase's line renamed.
         let mut renamed: Value = serde_json::from_str(&lines[0]).unwrap();
         renamed["game"] = serde_json::json!("game 6");
         let made_up = with_tally(&[lines[0].clone(), renamed.to_string(), lines[1].clone()], 3);
-        let found = spot_check(&made_up, &DEFAULT_RULES, pgn(&games), 5, &mut rng).unwrap_err();
+        let found = spot_check(&lines_of(&made_up), &DEFAULT_RULES, pgn(&games), 5, &mut rng).unwrap_err();
         assert!(found.starts_with("game 6: "), "{found}");
         let foreign = with_tally(&[renamed.to_string().replace("game 6", "game 9")], 3);
-        let found = spot_check(&foreign, &DEFAULT_RULES, pgn(&games), 5, &mut rng).unwrap_err();
+        let found = spot_check(&lines_of(&foreign), &DEFAULT_RULES, pgn(&games), 5, &mut rng).unwrap_err();
         assert_eq!(found, "game 9: not a game of this unit");
     }
 
@@ -513,18 +524,18 @@ mod tests {
         let lines: Vec<String> = report.lines().filter(|l| !l.starts_with("{\"tally")).map(str::to_owned).collect();
         assert!((1..=SPOT_CHECKED_LINES).contains(&lines.len()), "{report}");
         let fresh = || UnitGames::SelfPlay { settings: &settings, count: 40 };
-        assert_eq!(spot_check(&report, &DEFAULT_RULES, fresh(), 31, &mut rng), Ok(()));
+        assert_eq!(spot_check(&lines_of(&report), &DEFAULT_RULES, fresh(), 31, &mut rng), Ok(()));
         // A verdict misstated: every line is drawn when a unit has 8 or fewer.
         let mut moved: Value = serde_json::from_str(&lines[0]).unwrap();
         let name = moved["game"].as_str().unwrap().to_owned();
         moved["verdicts"][0]["ply"] = serde_json::json!(3);
         let misstated = with_tally(&[[moved.to_string()].as_slice(), &lines[1..]].concat(), 40);
-        let found = spot_check(&misstated, &DEFAULT_RULES, fresh(), 31, &mut rng).unwrap_err();
+        let found = spot_check(&lines_of(&misstated), &DEFAULT_RULES, fresh(), 31, &mut rng).unwrap_err();
         assert_eq!(found, format!("{name}: verdicts other than the arbiter's"));
         // A game marked unplayable in place of its parting line, to hide it.
         let hidden = format!(r#"{{"game":"{name}","error":"ply 3: made up"}}"#);
         let hiding = with_tally(&[[hidden].as_slice(), &lines[1..]].concat(), 40);
-        let found = spot_check(&hiding, &DEFAULT_RULES, fresh(), 31, &mut rng).unwrap_err();
+        let found = spot_check(&lines_of(&hiding), &DEFAULT_RULES, fresh(), 31, &mut rng).unwrap_err();
         assert_eq!(found, format!("{name}: its error is not the arbiter's"));
     }
 

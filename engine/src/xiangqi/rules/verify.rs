@@ -50,6 +50,18 @@ impl Disagreement {
     }
 }
 
+/// A kind of parting as report lines give it: "wxf vs cxq: different ply".
+fn kind_text(a: &str, b: &str, kind: Disagreement) -> String {
+    format!("{a} vs {b}: {}", kind.name())
+}
+
+/// The two rule sets (or the rule set and the reference) a kind of parting names
+/// ([`kind_text`]'s form); the second is empty when `kind` is not of that form.
+pub fn kind_pair(kind: &str) -> (&str, &str) {
+    let pair = kind.split(": ").next().unwrap_or_default();
+    pair.split_once(" vs ").unwrap_or((pair, ""))
+}
+
 /// A second opinion on where games end, from outside the arbiter: Fairy-Stockfish's
 /// rules through pyffish, on workers that have it.
 pub trait Reference {
@@ -325,8 +337,7 @@ impl Tally {
         let kinds = line.get("kinds").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
         for kind in kinds.iter().filter_map(Value::as_str) {
             *self.by_kind.entry(kind.to_owned()).or_default() += 1;
-            let pair = kind.split(": ").next().unwrap_or_default();
-            let (a, b) = pair.split_once(" vs ").unwrap_or((pair, ""));
+            let (a, b) = kind_pair(kind);
             if Some(b) == reference_name {
                 let why = reference.and_then(|r| r.get("why")).and_then(Value::as_str).unwrap_or_default();
                 *self.by_kind.entry(format!("{a} vs {b}, why: {why}")).or_default() += 1;
@@ -410,7 +421,7 @@ fn game_line(
     for (i, a) in found.iter().enumerate() {
         for b in &found[i + 1..] {
             if let Some(kind) = disagreement(a, b) {
-                kinds.push(format!("{} vs {}: {}", a.rules.name(), b.rules.name(), kind.name()));
+                kinds.push(kind_text(a.rules.name(), b.rules.name(), kind));
             }
         }
     }
@@ -423,7 +434,7 @@ fn game_line(
         let theirs = reference.verdict(&start, &moves, &candidates)?;
         let mut known = None;
         if let Some(kind) = reference_disagreement(ours, theirs) {
-            kinds.push(format!("{} vs {}: {}", ours.rules.name(), reference.name(), kind.name()));
+            kinds.push(kind_text(ours.rules.name(), reference.name(), kind));
             let ours_json = verdict_json(ours, &start, &moves, &mut cycles);
             let cycle = ours_json["cycle"].as_array().map_or(&[][..], Vec::as_slice);
             known = Some(known_difference(&start, &moves, ours, theirs, cycle).unwrap_or("unexplained"));
