@@ -115,6 +115,24 @@ pub struct ConnectSettings {
     pub pyffish: Option<PathBuf>,
 }
 
+/// Sends a unit's result (a self-play chunk, a verification report) with `call`,
+/// retried while the coordinator is away; whether the coordinator says to stop.
+async fn send_unit<R, Fut>(
+    what: &'static str,
+    client: &Client,
+    request: R,
+    call: impl Fn(Client, R) -> Fut,
+) -> Result<bool, FleetError>
+where
+    R: Clone,
+    Fut: std::future::Future<Output = Result<tonic::Response<v1::ReportReply>, tonic::Status>>,
+{
+    let reply = retry(what, || call(client.clone(), request.clone()))
+        .await
+        .map_err(|status| FleetError::refused(what, status))?;
+    Ok(reply.into_inner().stop)
+}
+
 /// A call's status that says the coordinator is away or busy: retry later.
 fn transient(status: &tonic::Status) -> bool {
     matches!(
@@ -626,14 +644,7 @@ async fn self_play(
         let chunk = merged_chunk(variant, &report.chunks)?;
         let _ = std::fs::remove_dir_all(&out);
         let request = v1::UploadChunkRequest { lease_id: lease.lease_id, unit, chunk, games: spec.games_per_unit };
-        let reply = retry("upload", || {
-            let mut client = client.clone();
-            let request = request.clone();
-            async move { client.upload_chunk(request).await }
-        })
-        .await
-        .map_err(|status| FleetError::refused("upload", status))?;
-        if reply.into_inner().stop {
+        if send_unit("upload", client, request, |mut client, r| async move { client.upload_chunk(r).await }).await? {
             return Ok(());
         }
     }
@@ -741,14 +752,8 @@ async fn verify(
         for (&unit, report) in batch.iter().zip(reports) {
             let request =
                 v1::VerificationReport { lease_id: lease.lease_id, unit, report: report.map_err(play_error)? };
-            let reply = retry("report", || {
-                let mut client = client.clone();
-                let request = request.clone();
-                async move { client.report_verification(request).await }
-            })
-            .await
-            .map_err(|status| FleetError::refused("report", status))?;
-            if reply.into_inner().stop {
+            let report = |mut client: Client, r| async move { client.report_verification(r).await };
+            if send_unit("report", client, request, report).await? {
                 return Ok(());
             }
         }
