@@ -1,13 +1,12 @@
 //! The judge: rules a game given as a start position and moves, and describes the
 //! ruling, each ply's nature and where a referee would have ended the game in play
-//! ([`super::verify::ruled_in_play`]) as JSON, for people and scripts (`xq-engine judge`).
+//! ([`Referee::ended`]) as JSON, for people and scripts (`xq-engine judge`).
 
 use serde_json::{Value, json};
 
 use super::identity::Identities;
 use super::nature::{AllowedNatures, Nature, allowed_natures, classify, nature_names};
-use super::verify::InPlay;
-use super::{Reason, RefereeConfig, RuleSet, UnknownRuleSet};
+use super::{Reason, Referee, RefereeConfig, RuleSet, UnknownRuleSet};
 use crate::variant::Variant;
 use crate::xiangqi::fen::{self, FenError, PositionError};
 use crate::xiangqi::notation::{MoveTextError, parse_any};
@@ -136,11 +135,11 @@ pub fn judge(request: &JudgeRequest) -> Result<(Value, Vec<PositionError>), Judg
         None => (Position::startpos(), Vec::new()),
     };
     // Where a referee would have ended the game in play, as a verification job sees it.
-    let mut game = InPlay::new(start.clone(), RefereeConfig::for_rules(request.rules));
+    let mut referee = Referee::new(start.clone(), RefereeConfig::for_rules(request.rules));
     let mut ids = Identities::new(&start);
     let mut plies = Vec::with_capacity(request.moves.len());
     for (index, text) in request.moves.iter().enumerate() {
-        let before = game.referee().position().clone();
+        let before = referee.position().clone();
         let mv = parse_any(&before, text).map_err(|error| JudgeError::Move {
             ply: index + 1,
             text: text.clone(),
@@ -149,13 +148,12 @@ pub fn judge(request: &JudgeRequest) -> Result<(Value, Vec<PositionError>), Judg
         })?;
         let mut ply = ply_json(&classify(&before, &ids, mv), &allowed_natures(&before, &ids, mv), mv);
         ids.apply(mv);
-        game.play(mv).expect("a parsed move is legal");
-        ply["fen"] = json!(fen::to_fen(game.referee().position()));
+        referee.play(mv).expect("a parsed move is legal");
+        ply["fen"] = json!(fen::to_fen(referee.position()));
         plies.push(ply);
     }
-    let referee = game.referee();
     let ruling = referee.rule_last_cycle().or(referee.ruling());
-    let ended = game.ended().map(|(ply, ruling)| {
+    let ended = referee.ended().map(|(ply, ruling)| {
         json!({"ply": ply, "result": ruling.outcome.pgn(), "reason": ruling.reason.to_string(), "article": ruling.article})
     });
     let verdict = json!({

@@ -54,19 +54,18 @@ pub mod cxq;
 pub mod identity;
 pub mod judge;
 pub mod nature;
+pub mod referee;
 pub mod verify;
 
-use std::collections::HashMap;
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::str::FromStr;
 
 use identity::{Identities, PieceId};
 use nature::{Nature, classify};
+pub use referee::{Panel, Referee, RefereeConfig};
 
-use super::movegen::has_legal_move;
-use super::position::{IllegalMove, KING_IN_CHECK_ARTICLE, KINGS_FACE_ARTICLE};
-use super::{Move, PieceKind, Position, Undo};
+use super::position::{KING_IN_CHECK_ARTICLE, KINGS_FACE_ARTICLE};
+use super::{Move, PieceKind, Position};
 use crate::color::Color;
 
 /// A named set of tournament rules.
@@ -268,6 +267,13 @@ fn conduct(natures: &[&Nature], rules: RuleSet) -> Conduct {
 /// Rules the cycle of `moves` from `start`, which must lead back to `start`'s
 /// position; returns the ruling and each move's nature.
 pub fn rule_cycle(start: &Position, moves: &[Move], rules: RuleSet) -> (Ruling, Vec<Nature>) {
+    let natures = cycle_natures(start, moves);
+    (rule_natures(start.side_to_move(), &natures, rules), natures)
+}
+
+/// Each move's nature over the cycle of `moves` from `start`: what the rule sets rule
+/// on, the same for all of them.
+pub fn cycle_natures(start: &Position, moves: &[Move]) -> Vec<Nature> {
     let mut ids = Identities::new(start);
     let mut position = start.clone();
     let mut natures = Vec::with_capacity(moves.len());
@@ -276,7 +282,11 @@ pub fn rule_cycle(start: &Position, moves: &[Move], rules: RuleSet) -> (Ruling, 
         ids.apply(mv);
         position.make_move(mv);
     }
-    let first = start.side_to_move();
+    natures
+}
+
+/// Rules a cycle whose first move `first` made, by its moves' natures.
+pub fn rule_natures(first: Color, natures: &[Nature], rules: RuleSet) -> Ruling {
     let of_side = |side: Color| -> Vec<&Nature> {
         let offset = usize::from(side != first);
         natures.iter().skip(offset).step_by(2).collect()
@@ -288,7 +298,7 @@ pub fn rule_cycle(start: &Position, moves: &[Move], rules: RuleSet) -> (Ruling, 
         reason: Reason::PerpetualCheck,
         article,
     };
-    let ruling = match (red, black) {
+    match (red, black) {
         (Conduct::PerpetualCheck, Conduct::PerpetualCheck) => Ruling {
             outcome: Outcome::Draw,
             reason: Reason::MutualPerpetualCheck,
@@ -321,230 +331,5 @@ pub fn rule_cycle(start: &Position, moves: &[Move], rules: RuleSet) -> (Ruling, 
             reason: Reason::Repetition,
             article: rules.article("WXF 3.2.B", "Asian Section 4 rule 5"),
         },
-    };
-    (ruling, natures)
-}
-
-/// When the referee rules.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RefereeConfig {
-    /// The rule set.
-    pub rules: RuleSet,
-    /// Occurrences of a position at which a forbidden perpetual is ruled (default 3).
-    pub violation_occurrences: u32,
-    /// Occurrences at which a repetition without violation is drawn (default 4).
-    pub draw_occurrences: u32,
-    /// Plies without capture that draw the game (default 100); `None` for no limit.
-    pub natural_move_plies: Option<u32>,
-    /// Checks per side that count towards the natural move count (default 10).
-    pub counted_checks: u32,
-}
-
-impl RefereeConfig {
-    /// The defaults under `rules`: the Asian text has no natural move count.
-    pub fn for_rules(rules: RuleSet) -> Self {
-        let natural_move_plies = if rules == RuleSet::Asian { None } else { Some(100) };
-        RefereeConfig { rules, natural_move_plies, ..RefereeConfig::default() }
-    }
-}
-
-impl Default for RefereeConfig {
-    fn default() -> Self {
-        RefereeConfig {
-            rules: RuleSet::Wxf,
-            violation_occurrences: 3,
-            draw_occurrences: 4,
-            natural_move_plies: Some(100),
-            counted_checks: 10,
-        }
-    }
-}
-
-/// Rules a whole game, fed one move at a time. Its bookkeeping per ply is constant:
-/// a hash-count update and the natural move counter; the cycle is classified only when
-/// a position recurs.
-#[derive(Clone, Debug)]
-pub struct Referee {
-    config: RefereeConfig,
-    position: Position,
-    undos: Vec<Undo>,
-    /// Hash of the position before each ply, then the current one last.
-    hashes: Vec<u64>,
-    occurrences: HashMap<u64, u32, BuildHasherDefault<KeyHasher>>,
-    natural: NaturalMoveCount,
-    /// Pieces followed from the start, and the CXQ counters, for the `cxq` rule set.
-    cxq: Option<(Identities, cxq::CxqCounters)>,
-    ruling: Option<Ruling>,
-}
-
-/// Hashes a position's Zobrist key as itself: the keys are uniformly random already,
-/// and hashing them again cost a verification's referees a twentieth of their time.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
-        }
-    }
-
-    fn write_u64(&mut self, key: u64) {
-        self.0 = key;
-    }
-}
-
-/// The natural move count: plies since the last capture, not counting each side's
-/// checks beyond the allowed number.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct NaturalMoveCount {
-    counted_plies: u32,
-    checks: [u32; 2],
-}
-
-impl Referee {
-    /// A referee for the game starting at `start`.
-    pub fn new(start: Position, config: RefereeConfig) -> Self {
-        let hash = start.hash();
-        let mut referee = Referee {
-            config,
-            position: start.clone(),
-            undos: Vec::new(),
-            hashes: vec![hash],
-            occurrences: [(hash, 1)].into_iter().collect(),
-            natural: NaturalMoveCount::default(),
-            cxq: (config.rules == RuleSet::Cxq).then(|| (Identities::new(&start), cxq::CxqCounters::new(&start))),
-            ruling: None,
-        };
-        referee.ruling = referee.terminal_ruling();
-        referee
-    }
-
-    /// The current position.
-    pub fn position(&self) -> &Position {
-        &self.position
-    }
-
-    /// The rule set refereeing.
-    pub fn rules(&self) -> RuleSet {
-        self.config.rules
-    }
-
-    /// The ruling, once the game has ended.
-    pub fn ruling(&self) -> Option<Ruling> {
-        self.ruling
-    }
-
-    /// The moves played.
-    pub fn moves(&self) -> impl Iterator<Item = Move> + '_ {
-        self.undos.iter().map(|u| u.mv())
-    }
-
-    /// Plays `mv` and returns the ruling if the game has now ended. Moves after the
-    /// end are refused as illegal only if they are; the first ruling stands.
-    pub fn play(&mut self, mv: Move) -> Result<Option<Ruling>, IllegalMove> {
-        self.position.check_move(mv)?;
-        let mover = self.position.side_to_move();
-        let before = self.cxq.is_some().then(|| self.position.clone());
-        let undo = self.position.make_move(mv);
-        let hash = self.position.hash();
-        self.undos.push(undo);
-        self.hashes.push(hash);
-        let count = self.occurrences.entry(hash).or_insert(0);
-        *count += 1;
-        let count = *count;
-        self.count_natural_move(mover, undo.captured().is_some());
-        let cxq_ruling = match (&mut self.cxq, before) {
-            (Some((ids, counters)), Some(before)) => {
-                let nature = classify(&before, ids, mv);
-                ids.apply(mv);
-                counters.record(&before, &self.position, mv, &nature, ids)
-            }
-            _ => None,
-        };
-        if self.ruling.is_none() {
-            let by_repetition_or_count = |referee: &Self| {
-                if referee.cxq.is_some() {
-                    return None;
-                }
-                referee.repetition_ruling(count).or_else(|| referee.natural_move_ruling())
-            };
-            self.ruling = self.terminal_ruling().or(cxq_ruling).or_else(|| by_repetition_or_count(self));
-        }
-        Ok(self.ruling)
-    }
-
-    fn count_natural_move(&mut self, mover: Color, capture: bool) {
-        if capture {
-            self.natural = NaturalMoveCount::default();
-            return;
-        }
-        if self.position.in_check() {
-            self.natural.checks[mover.index()] += 1;
-            if self.natural.checks[mover.index()] > self.config.counted_checks {
-                return;
-            }
-        }
-        self.natural.counted_plies += 1;
-    }
-
-    fn terminal_ruling(&self) -> Option<Ruling> {
-        if has_legal_move(&self.position) {
-            return None;
-        }
-        let loser = self.position.side_to_move();
-        let reason = if self.position.in_check() { Reason::Checkmate } else { Reason::Stalemate };
-        let article = match reason {
-            Reason::Checkmate => self.config.rules.article("WXF 3.1.A", "Asian Section 4 rule 1"),
-            _ => self.config.rules.article("WXF 3.1.A", "Asian Section 4 rule 2"),
-        };
-        Some(Ruling { outcome: Outcome::loss_of(loser), reason, article })
-    }
-
-    fn repetition_ruling(&self, occurrences: u32) -> Option<Ruling> {
-        if occurrences < self.config.violation_occurrences.min(self.config.draw_occurrences) {
-            return None;
-        }
-        let ruling = self.rule_last_cycle()?;
-        let violation = matches!(ruling.reason, Reason::PerpetualCheck | Reason::PerpetualChase);
-        let threshold = if violation { self.config.violation_occurrences } else { self.config.draw_occurrences };
-        (occurrences >= threshold).then_some(ruling)
-    }
-
-    fn natural_move_ruling(&self) -> Option<Ruling> {
-        let limit = self.config.natural_move_plies?;
-        (self.natural.counted_plies >= limit).then_some(Ruling {
-            outcome: Outcome::Draw,
-            reason: Reason::NaturalMoveCount,
-            article: "WXF 8",
-        })
-    }
-
-    /// The moves since the current position first occurred, if it occurred before:
-    /// their start position and the moves.
-    pub fn last_cycle(&self) -> Option<(Position, Vec<Move>)> {
-        let current = *self.hashes.last()?;
-        let plies = self.undos.len();
-        let earlier = (0..plies).step_by(2).map(|i| i + plies % 2).find(|&i| i < plies && self.hashes[i] == current)?;
-        let mut start = self.position.clone();
-        for undo in self.undos[earlier..].iter().rev() {
-            start.unmake_move(*undo);
-        }
-        let moves = self.undos[earlier..].iter().map(|u| u.mv()).collect();
-        Some((start, moves))
-    }
-
-    /// Rules the cycle the last move closed, whatever the number of occurrences. The
-    /// CXQ rules rule no repetitions (their counters rule as the game goes): `None`.
-    pub fn rule_last_cycle(&self) -> Option<Ruling> {
-        if self.cxq.is_some() {
-            return None;
-        }
-        let (start, moves) = self.last_cycle()?;
-        Some(rule_cycle(&start, &moves, self.config.rules).0)
     }
 }

@@ -1,17 +1,19 @@
 //! Rule verification: a game replayed under several rule sets, each ending it where a
-//! referee under that set would (the first ruling of play, [`ruled_in_play`], which
-//! the judge reports too), and the ways the rule sets part. `xq-engine verify` runs it
+//! referee under that set would (the first ruling of play, [`Referee::ended`], which
+//! the judge reports too; the rule sets follow the game together, as a [`Panel`]),
+//! and the ways the rule sets part. `xq-engine verify` runs it
 //! over PGN files; a verification job runs the same function on each of its games.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+#[cfg(doc)]
+use super::Referee;
 use super::judge::{JudgeRequest, judge};
-use super::{Outcome, Referee, RefereeConfig, RuleSet, Ruling};
+use super::{Outcome, Panel, RefereeConfig, RuleSet, Ruling};
 use crate::color::Color;
 use crate::variant::Variant;
-use crate::xiangqi::IllegalMove;
 use crate::xiangqi::notation::{MoveTextError, parse_any};
 use crate::xiangqi::pgn::PgnGame;
 use crate::xiangqi::{Move, Position, fen};
@@ -197,57 +199,6 @@ pub fn known_difference(
     }
 }
 
-/// A referee following a game in play, remembering the first ruling it made: where a
-/// referee would have ended the game. The judge plays every move through one (and
-/// reports what it remembers as `ended`); [`ruled_in_play`] stops at the ruling.
-pub struct InPlay {
-    referee: Referee,
-    plies: usize,
-    ended: Option<(usize, Ruling)>,
-}
-
-impl InPlay {
-    /// A game from `start` under `config`; a start position that is already over is
-    /// ruled at ply 0.
-    pub fn new(start: Position, config: RefereeConfig) -> InPlay {
-        let referee = Referee::new(start, config);
-        let ended = referee.ruling().map(|ruling| (0, ruling));
-        InPlay { referee, plies: 0, ended }
-    }
-
-    /// Plays `mv`, remembering the ruling it brings if it is the first.
-    pub fn play(&mut self, mv: Move) -> Result<(), IllegalMove> {
-        let ruling = self.referee.play(mv)?;
-        self.plies += 1;
-        if self.ended.is_none() {
-            self.ended = ruling.map(|ruling| (self.plies, ruling));
-        }
-        Ok(())
-    }
-
-    /// The first ruling: its ply (1-based; 0 for the start) and the ruling.
-    pub fn ended(&self) -> Option<(usize, Ruling)> {
-        self.ended
-    }
-
-    /// The referee, after the moves played.
-    pub fn referee(&self) -> &Referee {
-        &self.referee
-    }
-}
-
-/// The verdict of a referee under `config` as play proceeds: the first ply after which
-/// it rules, and its ruling. Moves after that are not played.
-pub fn ruled_in_play(start: &Position, moves: &[Move], config: RefereeConfig) -> Option<(usize, Ruling)> {
-    let mut game = InPlay::new(start.clone(), config);
-    for &mv in moves {
-        if game.ended().is_some() || game.play(mv).is_err() {
-            break;
-        }
-    }
-    game.ended()
-}
-
 /// The moves of a game in any notation game collections write (UCI with ranks 0..9 as
 /// the product writes, ICCS, WXF, Chinese: [`parse_any`]), checked against the rules of
 /// movement from `start`; the ply (1-based) and the error of the first that is not
@@ -263,12 +214,17 @@ pub fn parse_moves(start: &Position, texts: &[String]) -> Result<Vec<Move>, (usi
     Ok(moves)
 }
 
-/// Each rule set's verdict on the game.
+/// Each rule set's verdict on the game: where a referee under it ends the game in
+/// play. Moves after the last rule set's ruling are not played.
 pub fn verdicts(start: &Position, moves: &[Move], rule_sets: &[RuleSet]) -> Vec<Verdict> {
-    rule_sets
-        .iter()
-        .map(|&rules| Verdict { rules, ended: ruled_in_play(start, moves, RefereeConfig::for_rules(rules)) })
-        .collect()
+    let configs: Vec<RefereeConfig> = rule_sets.iter().map(|&rules| RefereeConfig::for_rules(rules)).collect();
+    let mut panel = Panel::new(start.clone(), &configs);
+    for &mv in moves {
+        if panel.all_ended() || panel.play(mv).is_err() {
+            break;
+        }
+    }
+    rule_sets.iter().zip(panel.ended()).map(|(&rules, ended)| Verdict { rules, ended }).collect()
 }
 
 /// How verdicts `a` and `b` differ, if they do.

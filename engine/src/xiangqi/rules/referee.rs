@@ -1,0 +1,421 @@
+//! Referees following a game move by move: [`Referee`] under one rule set (matches,
+//! self-play, the judge) and [`Panel`] under several at once (rule verification).
+//!
+//! A panel replays the game once for all its rule sets: the move's legality, the
+//! position, the repetition count, whether the side to move has a legal move, and a
+//! repeated cycle's natures are the same under every rule set; only the rulings, the
+//! natural move count and the CXQ counters are each rule set's own. Three referees
+//! replaying a game apart repeated all of that three times, which was most of what a
+//! verification under three rule sets cost.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use super::identity::Identities;
+use super::nature::{Nature, classify};
+use super::{Outcome, Reason, RuleSet, Ruling, cxq, cycle_natures, rule_natures};
+use crate::color::Color;
+use crate::xiangqi::movegen::has_legal_move;
+use crate::xiangqi::{IllegalMove, Move, Position, Undo};
+
+/// When the referee rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefereeConfig {
+    /// The rule set.
+    pub rules: RuleSet,
+    /// Occurrences of a position at which a forbidden perpetual is ruled (default 3).
+    pub violation_occurrences: u32,
+    /// Occurrences at which a repetition without violation is drawn (default 4).
+    pub draw_occurrences: u32,
+    /// Plies without capture that draw the game (default 100); `None` for no limit.
+    pub natural_move_plies: Option<u32>,
+    /// Checks per side that count towards the natural move count (default 10).
+    pub counted_checks: u32,
+}
+
+impl RefereeConfig {
+    /// The defaults under `rules`: the Asian text has no natural move count.
+    pub fn for_rules(rules: RuleSet) -> Self {
+        let natural_move_plies = if rules == RuleSet::Asian { None } else { Some(100) };
+        RefereeConfig { rules, natural_move_plies, ..RefereeConfig::default() }
+    }
+}
+
+impl Default for RefereeConfig {
+    fn default() -> Self {
+        RefereeConfig {
+            rules: RuleSet::Wxf,
+            violation_occurrences: 3,
+            draw_occurrences: 4,
+            natural_move_plies: Some(100),
+            counted_checks: 10,
+        }
+    }
+}
+
+/// Rules a whole game under one rule set, fed one move at a time: a [`Panel`] of one.
+/// Its bookkeeping per ply is constant: a hash-count update and the natural move
+/// counter; the cycle is classified only when a position recurs.
+#[derive(Clone, Debug)]
+pub struct Referee(Panel);
+
+impl Referee {
+    /// A referee for the game starting at `start`.
+    pub fn new(start: Position, config: RefereeConfig) -> Self {
+        Referee(Panel::new(start, &[config]))
+    }
+
+    /// The current position.
+    pub fn position(&self) -> &Position {
+        self.0.position()
+    }
+
+    /// The rule set refereeing.
+    pub fn rules(&self) -> RuleSet {
+        self.0.officials[0].config.rules
+    }
+
+    /// The ruling, once the game has ended.
+    pub fn ruling(&self) -> Option<Ruling> {
+        self.ended().map(|(_, ruling)| ruling)
+    }
+
+    /// The first ruling and the ply after which it fell (1-based; 0 for a start
+    /// position already over): where a referee ends the game in play.
+    pub fn ended(&self) -> Option<(usize, Ruling)> {
+        self.0.officials[0].ended
+    }
+
+    /// The moves played.
+    pub fn moves(&self) -> impl Iterator<Item = Move> + '_ {
+        self.0.undos.iter().map(|u| u.mv())
+    }
+
+    /// Plays `mv` and returns the ruling if the game has now ended. Moves after the
+    /// end are refused as illegal only if they are; the first ruling stands.
+    pub fn play(&mut self, mv: Move) -> Result<Option<Ruling>, IllegalMove> {
+        self.0.play(mv)?;
+        Ok(self.ruling())
+    }
+
+    /// The moves since the current position first occurred, if it occurred before:
+    /// their start position and the moves.
+    pub fn last_cycle(&self) -> Option<(Position, Vec<Move>)> {
+        last_cycle(&self.0.position, &self.0.undos, &self.0.hashes)
+    }
+
+    /// Rules the cycle the last move closed, whatever the number of occurrences. The
+    /// CXQ rules rule no repetitions (their counters rule as the game goes): `None`.
+    pub fn rule_last_cycle(&self) -> Option<Ruling> {
+        if self.rules() == RuleSet::Cxq {
+            return None;
+        }
+        let (start, moves) = self.last_cycle()?;
+        Some(super::rule_cycle(&start, &moves, self.rules()).0)
+    }
+}
+
+/// Referees under several rule sets following one game, replayed once (see the module
+/// docs); each remembers its first ruling.
+#[derive(Clone, Debug)]
+pub struct Panel {
+    position: Position,
+    undos: Vec<Undo>,
+    /// Hash of the position before each ply, then the current one last.
+    hashes: Vec<u64>,
+    occurrences: HashMap<u64, u32, BuildHasherDefault<KeyHasher>>,
+    officials: Vec<Official>,
+}
+
+/// What one rule set's referee keeps beyond the game itself.
+#[derive(Clone, Debug)]
+struct Official {
+    config: RefereeConfig,
+    natural: NaturalMoveCount,
+    /// Pieces followed from the start, and the CXQ counters, for the `cxq` rule set.
+    cxq: Option<(Identities, cxq::CxqCounters)>,
+    ended: Option<(usize, Ruling)>,
+}
+
+/// Hashes a position's Zobrist key as itself: the keys are uniformly random already,
+/// and hashing them again cost a verification's referees a twentieth of their time.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
+        }
+    }
+
+    fn write_u64(&mut self, key: u64) {
+        self.0 = key;
+    }
+}
+
+/// The natural move count: plies since the last capture, not counting each side's
+/// checks beyond the allowed number.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct NaturalMoveCount {
+    counted_plies: u32,
+    checks: [u32; 2],
+}
+
+impl NaturalMoveCount {
+    /// Counts a ply of `mover`: a capture starts the count again; a check beyond the
+    /// `counted_checks` of its side is not counted.
+    fn count(&mut self, mover: Color, capture: bool, check: bool, counted_checks: u32) {
+        if capture {
+            *self = NaturalMoveCount::default();
+            return;
+        }
+        if check {
+            self.checks[mover.index()] += 1;
+            if self.checks[mover.index()] > counted_checks {
+                return;
+            }
+        }
+        self.counted_plies += 1;
+    }
+}
+
+impl Panel {
+    /// Referees under `configs` for the game starting at `start`; a start position
+    /// that is already over is ruled at ply 0.
+    pub fn new(start: Position, configs: &[RefereeConfig]) -> Self {
+        let hash = start.hash();
+        let terminal = terminal_reason(&start);
+        let officials = configs
+            .iter()
+            .map(|&config| Official {
+                config,
+                natural: NaturalMoveCount::default(),
+                cxq: (config.rules == RuleSet::Cxq).then(|| (Identities::new(&start), cxq::CxqCounters::new(&start))),
+                ended: terminal.map(|reason| (0, terminal_ruling(&start, reason, config.rules))),
+            })
+            .collect();
+        Panel {
+            position: start,
+            undos: Vec::new(),
+            hashes: vec![hash],
+            occurrences: [(hash, 1)].into_iter().collect(),
+            officials,
+        }
+    }
+
+    /// The current position.
+    pub fn position(&self) -> &Position {
+        &self.position
+    }
+
+    /// Each rule set's first ruling with the ply after which it fell, in the order of
+    /// the configurations given.
+    pub fn ended(&self) -> impl Iterator<Item = Option<(usize, Ruling)>> + '_ {
+        self.officials.iter().map(|official| official.ended)
+    }
+
+    /// Whether every rule set has ruled.
+    pub fn all_ended(&self) -> bool {
+        self.officials.iter().all(|official| official.ended.is_some())
+    }
+
+    /// Plays `mv`; a rule set that rules for the first time remembers the ruling.
+    pub fn play(&mut self, mv: Move) -> Result<(), IllegalMove> {
+        self.position.check_move(mv)?;
+        let mover = self.position.side_to_move();
+        let before = self.officials.iter().any(|o| o.cxq.is_some()).then(|| self.position.clone());
+        let undo = self.position.make_move(mv);
+        let hash = self.position.hash();
+        self.undos.push(undo);
+        self.hashes.push(hash);
+        let count = self.occurrences.entry(hash).or_insert(0);
+        *count += 1;
+        let occurrences = *count;
+        let ply = self.undos.len();
+        let capture = undo.captured().is_some();
+        let check = !capture && self.position.in_check();
+        let pending = self.officials.iter().any(|o| o.ended.is_none());
+        let terminal = if pending { terminal_reason(&self.position) } else { None };
+        let Panel { position, undos, hashes, officials, .. } = self;
+        // The cycle's natures, classified once for every rule set that needs them.
+        let mut natures: Option<Option<Vec<Nature>>> = None;
+        for official in officials.iter_mut() {
+            let config = official.config;
+            official.natural.count(mover, capture, check, config.counted_checks);
+            let cxq_ruling = match (&mut official.cxq, &before) {
+                (Some((ids, counters)), Some(before)) => {
+                    let nature = classify(before, ids, mv);
+                    ids.apply(mv);
+                    counters.record(before, position, mv, &nature, ids)
+                }
+                _ => None,
+            };
+            if official.ended.is_some() {
+                continue;
+            }
+            let ruling = match terminal {
+                Some(reason) => Some(terminal_ruling(position, reason, config.rules)),
+                None if official.cxq.is_some() => cxq_ruling,
+                None => {
+                    let repeated = occurrences >= config.violation_occurrences.min(config.draw_occurrences);
+                    let cycle_ruling = if repeated {
+                        let natures = natures.get_or_insert_with(|| {
+                            last_cycle(position, undos, hashes).map(|(start, moves)| cycle_natures(&start, &moves))
+                        });
+                        // A cycle leads back to its first position: its first mover is
+                        // the side to move now.
+                        natures.as_deref().map(|natures| rule_natures(position.side_to_move(), natures, config.rules))
+                    } else {
+                        None
+                    };
+                    let violation =
+                        |ruling: &Ruling| matches!(ruling.reason, Reason::PerpetualCheck | Reason::PerpetualChase);
+                    cycle_ruling
+                        .filter(|ruling| {
+                            let threshold =
+                                if violation(ruling) { config.violation_occurrences } else { config.draw_occurrences };
+                            occurrences >= threshold
+                        })
+                        .or_else(|| official.natural_move_ruling())
+                }
+            };
+            official.ended = ruling.map(|ruling| (ply, ruling));
+        }
+        Ok(())
+    }
+}
+
+impl Official {
+    fn natural_move_ruling(&self) -> Option<Ruling> {
+        let limit = self.config.natural_move_plies?;
+        (self.natural.counted_plies >= limit).then_some(Ruling {
+            outcome: Outcome::Draw,
+            reason: Reason::NaturalMoveCount,
+            article: "WXF 8",
+        })
+    }
+}
+
+/// The moves since the current position first occurred, if it occurred before: their
+/// start position and the moves. `hashes` holds the position's before each ply of
+/// `undos`, then the current one's; positions recur only with the same side to move,
+/// so every other ply is looked at.
+fn last_cycle(position: &Position, undos: &[Undo], hashes: &[u64]) -> Option<(Position, Vec<Move>)> {
+    let current = *hashes.last()?;
+    let plies = undos.len();
+    let earlier = (plies % 2..plies).step_by(2).find(|&i| hashes[i] == current)?;
+    let mut start = position.clone();
+    for undo in undos[earlier..].iter().rev() {
+        start.unmake_move(*undo);
+    }
+    Some((start, undos[earlier..].iter().map(|u| u.mv()).collect()))
+}
+
+/// Why the side to move in `position` has lost, if it has no legal move.
+fn terminal_reason(position: &Position) -> Option<Reason> {
+    if has_legal_move(position) {
+        return None;
+    }
+    Some(if position.in_check() { Reason::Checkmate } else { Reason::Stalemate })
+}
+
+/// The ruling for a side to move in `position` left without a legal move, for `reason`.
+fn terminal_ruling(position: &Position, reason: Reason, rules: RuleSet) -> Ruling {
+    let article = match reason {
+        Reason::Checkmate => rules.article("WXF 3.1.A", "Asian Section 4 rule 1"),
+        _ => rules.article("WXF 3.1.A", "Asian Section 4 rule 2"),
+    };
+    Ruling { outcome: Outcome::loss_of(position.side_to_move()), reason, article }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+    use crate::xiangqi::movegen::legal_moves;
+
+    /// A random game that repeats itself: after a random opening, most moves take back
+    /// the mover's previous move when they can, so cycles of checks, chases and idle
+    /// moves close often.
+    fn repeating_game(rng: &mut StdRng, plies: usize) -> (Position, Vec<Move>) {
+        let start = Position::startpos();
+        let opening = rng.random_range(0..100);
+        let mut ids = Identities::new(&start);
+        let mut position = start.clone();
+        let mut moves: Vec<Move> = Vec::new();
+        for ply in 0..plies {
+            let legal = legal_moves(&position);
+            if legal.is_empty() {
+                break;
+            }
+            let back = (ply >= 2).then(|| moves[ply - 2]).map(|mv| Move::new(mv.to(), mv.from()));
+            let mv = match back {
+                Some(back) if ply >= opening && rng.random_bool(0.7) && legal.contains(&back) => back,
+                // Checks, chases and captures, often: the natures of perpetuals, and
+                // fewer pieces leave more of them unprotected.
+                _ => {
+                    let forcing: Vec<Move> = legal
+                        .iter()
+                        .copied()
+                        .filter(|&mv| {
+                            position.piece_at(mv.to()).is_some() || {
+                                let nature = classify(&position, &ids, mv);
+                                nature.check || !nature.chases.is_empty()
+                            }
+                        })
+                        .collect();
+                    match forcing.is_empty() || rng.random_bool(0.5) {
+                        true => legal[rng.random_range(0..legal.len())],
+                        false => forcing[rng.random_range(0..forcing.len())],
+                    }
+                }
+            };
+            ids.apply(mv);
+            position.make_move(mv);
+            moves.push(mv);
+        }
+        (start, moves)
+    }
+
+    #[test]
+    fn a_panel_rules_each_rule_set_where_its_referee_alone_would() {
+        let rule_sets = [RuleSet::Wxf, RuleSet::Asian, RuleSet::Cxq, RuleSet::Computer];
+        let configs: Vec<RefereeConfig> = rule_sets.iter().map(|&rules| RefereeConfig::for_rules(rules)).collect();
+        let mut rng = StdRng::seed_from_u64(18);
+        let mut reasons = std::collections::BTreeMap::new();
+        for _ in 0..1000 {
+            let (start, moves) = repeating_game(&mut rng, 240);
+            let mut panel = Panel::new(start.clone(), &configs);
+            let mut alone: Vec<Referee> = configs.iter().map(|&config| Referee::new(start.clone(), config)).collect();
+            for &mv in &moves {
+                panel.play(mv).unwrap();
+                for referee in &mut alone {
+                    referee.play(mv).unwrap();
+                }
+                let apart: Vec<_> = alone.iter().map(Referee::ended).collect();
+                assert_eq!(panel.ended().collect::<Vec<_>>(), apart, "after {mv} in {moves:?}");
+            }
+            for referee in &alone {
+                let reason = referee.ruling().map(|r| r.reason.to_string());
+                *reasons.entry((referee.rules().name(), reason)).or_insert(0) += 1;
+            }
+        }
+        // The games reach the rulings a panel could get wrong by sharing its work.
+        for (rules, reasons_wanted) in [
+            ("wxf", &[Reason::PerpetualChase, Reason::PerpetualCheck, Reason::Repetition, Reason::Checkmate][..]),
+            ("asian", &[Reason::PerpetualChase, Reason::PerpetualCheck, Reason::Repetition][..]),
+            ("cxq", &[Reason::PerpetualChase, Reason::PerpetualCheck, Reason::CxqNoProgress][..]),
+        ] {
+            for reason in reasons_wanted {
+                assert!(reasons.contains_key(&(rules, Some(reason.to_string()))), "{rules}, {reason}: {reasons:?}");
+            }
+        }
+    }
+}
