@@ -236,6 +236,20 @@ fn chapter_1_section_2_rules_9_and_10_are_cited_for_the_moves_they_forbid() {
     assert!(refused(RuleSet::Asian, "e0e1").ends_with("leaves the king in check (Asian Chapter 1 Section 2 rule 10)"));
     assert!(refused(RuleSet::Wxf, "e0d0").ends_with("(WXF 2.9)"));
     assert!(refused(RuleSet::Wxf, "e0e1").ends_with("(WXF 2.10)"));
+    // A verification judging under several rule sets refuses the game citing each.
+    use xq_engine::xiangqi::pgn::parse_pgn;
+    use xq_engine::xiangqi::rules::verify::{Tally, check_game};
+    let refusal = |rule_sets: &[RuleSet]| {
+        let game = parse_pgn("[FEN \"3k5/9/9/9/9/9/9/9/5r3/4K4 w - - 0 1\"]\n\ne0e1 *\n").unwrap().remove(0);
+        let line = check_game(&game, rule_sets, "game 1", &mut Tally::default(), None).unwrap().unwrap();
+        line["error"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(
+        refusal(&[RuleSet::Wxf, RuleSet::Asian, RuleSet::Cxq]),
+        "ply 1: 'e0e1' cannot be played: it leaves the king in check (WXF 2.10; Asian Chapter 1 Section 2 rule 10)"
+    );
+    assert!(refusal(&[RuleSet::Asian]).ends_with("(Asian Chapter 1 Section 2 rule 10)"));
+    assert!(refusal(&[RuleSet::Wxf, RuleSet::Cxq]).ends_with("(WXF 2.10)"));
 }
 
 #[test]

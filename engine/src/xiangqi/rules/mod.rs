@@ -94,17 +94,9 @@ impl RuleSet {
     }
 
     /// `message`, about a move the rules of movement refuse, citing this rule set's
-    /// articles: those messages cite WXF Article 2, which the Asian text numbers
-    /// Chapter 1 Section 2 (rule 9, the kings facing; rule 10, leaving the king in
-    /// check).
+    /// articles ([`cite_move_rules`]).
     pub fn cite_move_rules(self, message: &str) -> String {
-        let cited = |wxf: &str| format!("({wxf})");
-        match self {
-            RuleSet::Asian => message
-                .replace(&cited(KINGS_FACE_ARTICLE), "(Asian Chapter 1 Section 2 rule 9)")
-                .replace(&cited(KING_IN_CHECK_ARTICLE), "(Asian Chapter 1 Section 2 rule 10)"),
-            _ => message.to_owned(),
-        }
+        cite_move_rules(&[self], message)
     }
 
     fn article(self, wxf: &'static str, asian: &'static str) -> &'static str {
@@ -113,6 +105,25 @@ impl RuleSet {
             _ => wxf,
         }
     }
+}
+
+/// `message`, about a move the rules of movement refuse, citing the articles of each
+/// of `rule_sets` (a verification judges under several): those messages cite WXF
+/// Article 2, which the Asian text numbers Chapter 1 Section 2 (rule 9, the kings
+/// facing; rule 10, leaving the king in check). The CXQ and computer rules take the
+/// rules of movement as WXF writes them.
+pub fn cite_move_rules(rule_sets: &[RuleSet], message: &str) -> String {
+    if !rule_sets.contains(&RuleSet::Asian) {
+        return message.to_owned();
+    }
+    let also_wxf = rule_sets.iter().any(|&rules| rules != RuleSet::Asian);
+    let cite = |wxf: &str, rule: u8| {
+        let asian = format!("Asian Chapter 1 Section 2 rule {rule}");
+        (format!("({wxf})"), if also_wxf { format!("({wxf}; {asian})") } else { format!("({asian})") })
+    };
+    let (kings_face, kings_face_cited) = cite(KINGS_FACE_ARTICLE, 9);
+    let (in_check, in_check_cited) = cite(KING_IN_CHECK_ARTICLE, 10);
+    message.replace(&kings_face, &kings_face_cited).replace(&in_check, &in_check_cited)
 }
 
 /// The rule set name was not recognised.

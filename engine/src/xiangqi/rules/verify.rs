@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 #[cfg(doc)]
 use super::Referee;
 use super::judge::{JudgeRequest, judge};
-use super::{Outcome, Panel, RefereeConfig, RuleSet, Ruling};
+use super::{Outcome, Panel, RefereeConfig, RuleSet, Ruling, cite_move_rules};
 use crate::color::Color;
 use crate::variant::Variant;
 use crate::xiangqi::notation::{MoveTextError, parse_any};
@@ -370,7 +370,7 @@ fn game_line(
     };
     let moves = match parse_moves(&start, &game.moves) {
         Ok(moves) => moves,
-        Err((ply, error)) => return refuse(format!("ply {ply}: {error}")),
+        Err((ply, error)) => return refuse(format!("ply {ply}: {}", cite_move_rules(rule_sets, &error.to_string()))),
     };
     let found = verdicts(&start, &moves, rule_sets);
     let mut kinds = Vec::new();
