@@ -236,6 +236,40 @@ mod tests {
         assert!(!alternating.is_violation(), "chasing two pieces in turn is allowed");
     }
 
+    /// Counters where Black has chased one piece `chases` times running with one piece,
+    /// and Red has checked `checks` times running with `checkers` pieces in turn.
+    fn chaser_against_checker(chases: u32, checks: u32, checkers: u8) -> CxqCounters {
+        let mut counters = CxqCounters::new(&Position::startpos());
+        for _ in 0..chases {
+            counters.streaks[Color::Black].extend(StreakKind::Chase, vec![(PieceId::new(20), Some(PieceId::new(3)))]);
+        }
+        for check in 0..checks {
+            let checker = PieceId::new((check % u32::from(checkers)) as u8);
+            counters.streaks[Color::Red].extend(StreakKind::Check, vec![(checker, None)]);
+        }
+        counters
+    }
+
+    #[test]
+    fn a_chaser_breaking_its_allowance_against_a_perpetual_checker_wins() {
+        // "If one side perpetual checks and the other side perpetual chases, the one who
+        // perpetual checks loses" (CXQ Advanced Rules), also when the chase is the
+        // streak that runs over first: Black's 7th chase of one piece with one piece,
+        // against Red's 6 checks with one piece, the whole of its allowance. (No game
+        // is asserted for this order: each of the chaser's last six moves would have to
+        // answer a check and chase the same piece, and no position found does both.)
+        let ruling = chaser_against_checker(7, 6, 1).violation_ruling(Color::Black).unwrap();
+        assert_eq!((ruling.outcome, ruling.reason), (Outcome::Win(Color::Black), Reason::PerpetualCheck));
+        // Red's checks short of their allowance (5 of 6, or 6 of 12 with two pieces):
+        // the chase alone is the violation, and the chaser loses.
+        for (checks, checkers) in [(5, 1), (6, 2)] {
+            let ruling = chaser_against_checker(7, checks, checkers).violation_ruling(Color::Black).unwrap();
+            assert_eq!((ruling.outcome, ruling.reason), (Outcome::Win(Color::Red), Reason::PerpetualChase));
+        }
+        // Within the allowance, nothing to rule.
+        assert_eq!(chaser_against_checker(6, 6, 1).violation_ruling(Color::Black), None);
+    }
+
     #[test]
     fn a_piece_chasing_another_target_does_not_raise_the_allowance() {
         let (target, other) = (PieceId::new(1), PieceId::new(2));
