@@ -11,6 +11,7 @@ use xq_engine::variant::Variant;
 use xq_engine::xiangqi::data::{XiongqiRecord, write_xiongqi_chunk};
 use xq_engine::xiangqi::nnue::Network;
 use xq_engine::xiangqi::rules::{Outcome, RuleSet};
+use xq_engine::xiangqi::selfplay::PlaySettings;
 use xq_trainer::checkpoint;
 use xq_trainer::data::{Batch, Filter, LoaderSettings, Part, Pass, find_chunks, read_chunk_file};
 use xq_trainer::export::network;
@@ -27,17 +28,19 @@ fn data() -> &'static Path {
     DATA.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
         let settings = SelfPlaySettings {
-            nodes: 400,
+            play: PlaySettings {
+                nodes: 400,
+                random_plies: 8,
+                seed: 11,
+                rules: RuleSet::Wxf,
+                max_plies: 160,
+                network: None,
+            },
             games: 48,
-            random_plies: 8,
-            seed: 11,
             threads: 1,
             chunk_records: 1_000,
             out: dir.path().to_path_buf(),
-            rules: RuleSet::Wxf,
-            max_plies: 160,
             variant: Variant::Xiangqi,
-            network: None,
             pgn_out: None,
         };
         let report = run_selfplay(&settings).unwrap();

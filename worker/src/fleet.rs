@@ -592,7 +592,6 @@ async fn self_play_settings(
     settings: &ConnectSettings,
     spec: &v1::SelfPlaySpec,
 ) -> Result<SelfPlaySettings, FleetError> {
-    let rules = xq_proto::self_play_rules(spec).map_err(lease_error)?;
     let variant: Variant =
         if spec.variant.is_empty() { Variant::Xiangqi } else { spec.variant.parse().map_err(lease_error)? };
     let network = match &spec.net {
@@ -605,17 +604,12 @@ async fn self_play_settings(
         None => None,
     };
     Ok(SelfPlaySettings {
-        nodes: spec.nodes,
+        play: xq_proto::self_play_games(spec, network).map_err(lease_error)?,
         games: spec.games_per_unit as usize,
-        random_plies: spec.random_plies as usize,
-        seed: spec.seed,
         threads: settings.concurrency,
         chunk_records: MAX_RECORDS,
         out: settings.cache.clone(),
-        rules,
-        max_plies: xq_proto::self_play_plies(spec) as usize,
         variant,
-        network,
         pgn_out: None,
     })
 }
@@ -634,11 +628,8 @@ async fn self_play(
             return Ok(());
         }
         let out = settings.cache.join(format!("selfplay-{}-{unit}", lease.lease_id));
-        let run = SelfPlaySettings {
-            seed: spec.seed.wrapping_add(unit.wrapping_mul(u64::from(spec.games_per_unit))),
-            out: out.clone(),
-            ..base.clone()
-        };
+        let mut run = SelfPlaySettings { out: out.clone(), ..base.clone() };
+        run.play.seed = spec.seed.wrapping_add(unit.wrapping_mul(u64::from(spec.games_per_unit)));
         let report =
             tokio::task::spawn_blocking(move || run_selfplay(&run)).await.map_err(play_error)?.map_err(play_error)?;
         let chunk = merged_chunk(variant, &report.chunks)?;
@@ -711,7 +702,7 @@ async fn verify(
             }
             // The coordinator plays some of these games again to check the reports: both
             // take the games' settings from the spec through one function.
-            Games::SelfPlay(xq_proto::self_play_games(selfplay, played.network).map_err(lease_error)?)
+            Games::SelfPlay(played.play)
         }
         (None, None) => return Err(FleetError::Lease("it names no games: no PGN, no self-play".to_owned())),
     };

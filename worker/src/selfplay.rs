@@ -17,7 +17,7 @@ use std::sync::atomic::AtomicBool;
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::data::{Record, XiongqiRecord, write_chunk, write_xiongqi_chunk};
 use xq_engine::xiangqi::nnue::Network;
-use xq_engine::xiangqi::rules::{Outcome, RuleSet};
+use xq_engine::xiangqi::rules::Outcome;
 use xq_engine::xiangqi::search::Shared;
 use xq_engine::xiangqi::search::limits::Limits;
 use xq_engine::xiangqi::selfplay::{self, PlaySettings};
@@ -25,45 +25,23 @@ use xq_engine::xiangqi::selfplay::{self, PlaySettings};
 /// What to generate.
 #[derive(Clone, Debug)]
 pub struct SelfPlaySettings {
-    /// Search nodes per move.
-    pub nodes: u64,
+    /// How each game is played: the engine library's definition of a self-play game
+    /// (its rule set and net apply to Xiangqi only). Game `i` of the run has its
+    /// random plies seeded `play.seed + i`, so runs are reproducible.
+    pub play: PlaySettings,
     /// Games to play.
     pub games: usize,
-    /// Random legal plies before the engine takes over (not recorded).
-    pub random_plies: usize,
-    /// Seed of the random plies; game `i` uses `seed + i`, so runs are reproducible.
-    pub seed: u64,
     /// Games at once.
     pub threads: usize,
     /// Records per chunk file.
     pub chunk_records: usize,
     /// Where chunk files go.
     pub out: PathBuf,
-    /// The rule set refereeing the games.
-    pub rules: RuleSet,
-    /// Plies after which a game is drawn.
-    pub max_plies: usize,
-    /// The game played (the rule set applies to Xiangqi only).
+    /// The game played.
     pub variant: Variant,
-    /// The net the engine evaluates Xiangqi with; none: the handcrafted evaluation.
-    pub network: Option<Arc<Network>>,
     /// Where to write every Xiangqi game, random plies included, as PGN (games to
     /// verify the rules on: `xq verify --pgn`); none: chunks only.
     pub pgn_out: Option<PathBuf>,
-}
-
-impl SelfPlaySettings {
-    /// How each Xiangqi game is played.
-    fn game_settings(&self) -> PlaySettings {
-        PlaySettings {
-            nodes: self.nodes,
-            random_plies: self.random_plies,
-            seed: self.seed,
-            rules: self.rules,
-            max_plies: self.max_plies,
-            network: self.network.clone(),
-        }
-    }
 }
 
 /// Why a self-play net cannot be used.
@@ -109,14 +87,14 @@ pub struct SelfPlayError {
 /// Plays one Xiongqi game; returns its records with the result filled in.
 fn play_xiongqi_game(settings: &SelfPlaySettings, index: usize) -> Vec<XiongqiRecord> {
     use xq_engine::xiongqi;
-    let mut rng = StdRng::seed_from_u64(settings.seed.wrapping_add(index as u64));
+    let mut rng = StdRng::seed_from_u64(settings.play.seed.wrapping_add(index as u64));
     let mut game = xiongqi::Game::new(xiongqi::Position::startpos());
-    let limits = Limits { nodes: Some(settings.nodes), ..Limits::default() };
+    let limits = Limits { nodes: Some(settings.play.nodes), ..Limits::default() };
     let never = AtomicBool::new(false);
     let mut records = Vec::new();
     let mut plies = 0;
-    while game.ruling().is_none() && plies < settings.max_plies {
-        let mv = if plies < settings.random_plies {
+    while game.ruling().is_none() && plies < settings.play.max_plies {
+        let mv = if plies < settings.play.random_plies {
             let legal = game.legal_moves();
             legal[rng.random_range(0..legal.len())]
         } else {
@@ -148,7 +126,7 @@ fn play_game(
     shared: &Shared,
     pgn: Option<&Mutex<std::fs::File>>,
 ) -> Result<Vec<Record>, std::io::Error> {
-    let played = selfplay::play_game(&settings.game_settings(), game, shared);
+    let played = selfplay::play_game(&settings.play, game, shared);
     if let Some(file) = pgn {
         file.lock().expect("the PGN file").write_all(played.pgn(game + 1).as_bytes())?;
     }
@@ -205,7 +183,7 @@ fn run_games<R: Send, S>(
     let failure: Mutex<Option<SelfPlayError>> = Mutex::new(None);
     let flush = |records: Vec<R>| {
         let mut chunks = chunks.lock().expect("chunk list");
-        let path = settings.out.join(format!("selfplay-s{}-{:05}.xqc", settings.seed, chunks.len()));
+        let path = settings.out.join(format!("selfplay-s{}-{:05}.xqc", settings.play.seed, chunks.len()));
         match write_file(&path, &encode(&records)) {
             Ok(()) => chunks.push(path),
             Err(error) => *failure.lock().expect("failure slot") = Some(error),

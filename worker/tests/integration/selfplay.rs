@@ -13,17 +13,19 @@ use xq_worker::selfplay::{SelfPlaySettings, load_self_play_net, run_selfplay};
 fn selfplay_chunks_reread_bit_for_bit() {
     let out = std::env::temp_dir().join(format!("xq-selfplay-{}", std::process::id()));
     let settings = SelfPlaySettings {
-        nodes: 300,
+        play: PlaySettings {
+            nodes: 300,
+            random_plies: 6,
+            seed: 11,
+            rules: RuleSet::Wxf,
+            max_plies: 200,
+            network: None,
+        },
         games: 6,
-        random_plies: 6,
-        seed: 11,
         threads: 2,
         chunk_records: 200,
         out: out.clone(),
-        rules: RuleSet::Wxf,
-        max_plies: 200,
         variant: Variant::Xiangqi,
-        network: None,
         pgn_out: None,
     };
     let report = run_selfplay(&settings).expect("self-play runs");
@@ -44,17 +46,12 @@ fn selfplay_chunks_reread_bit_for_bit() {
 fn xiongqi_selfplay_chunks_reread_bit_for_bit() {
     let out = std::env::temp_dir().join(format!("xq-selfplay-xiongqi-{}", std::process::id()));
     let settings = SelfPlaySettings {
-        nodes: 300,
+        play: PlaySettings { nodes: 300, random_plies: 4, seed: 5, rules: RuleSet::Wxf, max_plies: 200, network: None },
         games: 6,
-        random_plies: 4,
-        seed: 5,
         threads: 2,
         chunk_records: 150,
         out: out.clone(),
-        rules: RuleSet::Wxf,
-        max_plies: 200,
         variant: Variant::Xiongqi,
-        network: None,
         pgn_out: None,
     };
     let report = run_selfplay(&settings).expect("self-play runs");
@@ -82,17 +79,12 @@ fn selfplay_with_a_net_evaluates_with_it() {
     let run = |label: &str, network: Option<std::sync::Arc<xq_engine::xiangqi::nnue::Network>>| {
         let out = std::env::temp_dir().join(format!("xq-selfplay-net-{label}-{}", std::process::id()));
         let settings = SelfPlaySettings {
-            nodes: 200,
+            play: PlaySettings { nodes: 200, random_plies: 6, seed: 3, rules: RuleSet::Wxf, max_plies: 40, network },
             games: 2,
-            random_plies: 6,
-            seed: 3,
             threads: 1,
             chunk_records: 10_000,
             out: out.clone(),
-            rules: RuleSet::Wxf,
-            max_plies: 40,
             variant: Variant::Xiangqi,
-            network,
             pgn_out: None,
         };
         let report = run_selfplay(&settings).expect("self-play runs");
@@ -146,17 +138,12 @@ fn fresh_verification_games_are_the_same_whoever_plays_them() {
     // starts empty: one game, one thread.
     let dir = std::env::temp_dir().join(format!("xq-fresh-{}", std::process::id()));
     let run = SelfPlaySettings {
-        nodes: 20,
+        play: PlaySettings { nodes: 20, random_plies: 8, seed: 5, rules: RuleSet::Wxf, max_plies: 400, network: None },
         games: 1,
-        random_plies: 8,
-        seed: 5,
         threads: 1,
         chunk_records: 1000,
         out: dir.join("chunks"),
-        rules: RuleSet::Wxf,
-        max_plies: 400,
         variant: Variant::Xiangqi,
-        network: None,
         pgn_out: Some(dir.join("games.pgn")),
     };
     std::fs::create_dir_all(&dir).unwrap();

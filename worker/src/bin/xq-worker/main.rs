@@ -13,6 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::Position;
 use xq_engine::xiangqi::rules::RuleSet;
+use xq_engine::xiangqi::selfplay::PlaySettings;
 use xq_stats::spsa::{Parameter, Schedule, Tuner, format_parameters, option_value, parse_parameters, tuned_options};
 use xq_stats::{Model, Sprt};
 use xq_tournament::scoring::Points;
@@ -391,20 +392,23 @@ fn run() -> anyhow::Result<()> {
                 Some(path) => Some(load_self_play_net(path, &path.display().to_string(), args.variant)?),
                 None => None,
             };
-            let settings = SelfPlaySettings {
+            let play = PlaySettings {
                 nodes: args.nodes,
-                games: args.games,
                 random_plies: args.random_plies,
                 seed: args.seed,
+                rules: args.rules,
+                max_plies: args.maxplies,
+                network,
+            };
+            let settings = SelfPlaySettings {
+                play,
+                games: args.games,
                 threads: args
                     .concurrency
                     .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
                 chunk_records: args.chunk_records.max(1),
                 out: args.out,
-                rules: args.rules,
-                max_plies: args.maxplies,
                 variant: args.variant,
-                network,
                 pgn_out: args.pgnout,
             };
             let report = run_selfplay(&settings)?;
