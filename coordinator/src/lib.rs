@@ -18,6 +18,7 @@ pub mod endings;
 pub mod fail_point;
 pub mod http;
 pub mod jobs;
+pub mod kept;
 pub mod listener;
 pub mod metrics;
 pub mod nets;

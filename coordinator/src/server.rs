@@ -73,7 +73,8 @@ impl Coordinator {
             artifacts: artifacts.clone(),
             data_dir: data_dir.to_owned(),
             metrics: metrics.clone(),
-            pgn_files: Default::default(),
+            pgn_files: Arc::new(crate::kept::pgn_files()),
+            verification_nets: Arc::new(crate::kept::nets()),
         };
         for spec in specs.values_mut() {
             if let JobSpec::Match(job) = spec
@@ -91,8 +92,18 @@ impl Coordinator {
             write_secret(&data_dir.join(CLIENT_TOKEN_FILE), &token)?;
         }
         let data_dir = data_dir.to_owned();
-        let pgn_files = Default::default();
-        let shared = Shared { scheduler, nets, tournaments, storage, artifacts, data_dir, metrics, pgn_files };
+        let (pgn_files, verification_nets) = (Arc::new(crate::kept::pgn_files()), Arc::new(crate::kept::nets()));
+        let shared = Shared {
+            scheduler,
+            nets,
+            tournaments,
+            storage,
+            artifacts,
+            data_dir,
+            metrics,
+            pgn_files,
+            verification_nets,
+        };
         Ok(Coordinator { shared, accept_stats: Arc::new(AcceptStats::default()), dashboard_read: ReadAccess::Open })
     }
 

@@ -24,6 +24,7 @@ use crate::endings::Conditions;
 use crate::jobs::{
     Course, DEFAULT_SPRT_PAIRS, JobSpec, MatchJob, add_points, check_self_play, check_test, self_play_variant,
 };
+use crate::kept::Kept;
 use crate::metrics::Metrics;
 use crate::nets::Nets;
 use crate::replay::{PairContext, check_pair};
@@ -62,7 +63,9 @@ pub struct Shared {
     pub data_dir: PathBuf,
     pub metrics: Arc<Metrics>,
     /// Verification jobs' PGN files, read for the spot checks of their reports.
-    pub pgn_files: Arc<crate::verification::PgnFiles>,
+    pub pgn_files: Arc<Kept<PgnFile>>,
+    /// The nets of verification jobs' fresh self-play games, for the same.
+    pub verification_nets: Arc<Kept<Network>>,
 }
 
 /// Checks the bearer token and records who sent the request: its principal, and for a
@@ -324,8 +327,8 @@ impl WorkerApi {
             Some(pgn) => Some(self.0.pgn_file(pgn).await?),
             None => None,
         };
-        let net = match job.spec.selfplay.as_ref().and_then(|s| s.net.as_ref()) {
-            Some(net) => Some(self.0.artifacts.path(&net.sha256).map_err(|e| Status::internal(e.to_string()))?),
+        let network = match job.spec.selfplay.as_ref().and_then(|s| s.net.as_ref()) {
+            Some(net) => Some(self.0.verification_net(net).await?),
             None => None,
         };
         let (tally, job) = (checked.tally, job.clone());
@@ -338,10 +341,6 @@ impl WorkerApi {
                 return Ok(spot_check(&checked, &job.rules, UnitGames::Pgn(&held), first + 1, &mut rng));
             }
             let spec = job.spec.selfplay.as_ref().ok_or_else(|| Status::internal("a verification without games"))?;
-            let network = match net {
-                Some(path) => Some(Arc::new(Network::load(&path).map_err(|e| Status::internal(e.to_string()))?)),
-                None => None,
-            };
             let settings = xq_proto::self_play_games(spec, network).map_err(|e| Status::internal(e.to_string()))?;
             Ok(spot_check(
                 &checked,
@@ -1016,21 +1015,22 @@ impl Shared {
     /// A verification PGN, decoded and cut into games (kept for the spot checks of the
     /// job's reports).
     pub async fn pgn_file(&self, pgn: &v1::ArtifactRef) -> Result<Arc<PgnFile>, Status> {
-        if let Some(file) = self.pgn_files.get(&pgn.sha256) {
-            return Ok(file);
-        }
         let path = self.artifacts.path(&pgn.sha256).map_err(|e| Status::internal(e.to_string()))?;
-        let name = pgn.name.clone();
-        let file = tokio::task::spawn_blocking(move || -> Result<PgnFile, String> {
+        let read = move || {
             let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
             PgnFile::read(&bytes).map_err(|e| e.to_string())
-        })
-        .await
-        .map_err(|e| Status::internal(e.to_string()))?
-        .map_err(|problem| Status::invalid_argument(format!("pgn {name}: {problem}")))?;
-        let file = Arc::new(file);
-        self.pgn_files.keep(&pgn.sha256, file.clone());
-        Ok(file)
+        };
+        let file = self.pgn_files.get_or_read(&pgn.sha256, read).await;
+        file.map_err(|problem| Status::invalid_argument(format!("pgn {}: {problem}", pgn.name)))
+    }
+
+    /// A verification job's net for its fresh self-play games, loaded (and kept for
+    /// the spot checks of the job's reports).
+    pub async fn verification_net(&self, net: &v1::ArtifactRef) -> Result<Arc<Network>, Status> {
+        let path = self.artifacts.path(&net.sha256).map_err(|e| Status::internal(e.to_string()))?;
+        let read = move || Network::load(&path).map_err(|e| e.to_string());
+        let loaded = self.verification_nets.get_or_read(&net.sha256, read).await;
+        loaded.map_err(|problem| Status::internal(format!("net {}: {problem}", net.name)))
     }
 
     /// A verification job's counts: the tallies of its stored reports, summed.

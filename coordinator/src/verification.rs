@@ -7,11 +7,10 @@
 //! tallies and serves the lines, and the parting games as PGN.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use xq_engine::variant::Variant;
-use xq_engine::xiangqi::pgn::{Movetext, PgnFile, PgnGame};
+use xq_engine::xiangqi::pgn::{Movetext, PgnGame};
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_engine::xiangqi::rules::verify::{Tally, check_game, kind_pair, report_tally};
 use xq_engine::xiangqi::selfplay::{PlaySettings, fresh_game};
@@ -329,42 +328,6 @@ fn compare(name: &str, ours: Option<&Value>, theirs: Option<&Value>, rules: &[Ru
     }
 }
 
-/// The PGN files of verification jobs, read once each for spot checks: the most
-/// recently used, up to [`Self::KEPT`] files and [`Self::KEPT_BYTES`] bytes of text (a
-/// file missing here is read again from the artifact store).
-#[derive(Default)]
-pub struct PgnFiles(Mutex<Vec<(String, Arc<PgnFile>)>>);
-
-impl PgnFiles {
-    /// Files kept: more than the verification jobs that run at once, in practice.
-    const KEPT: usize = 16;
-    /// Bytes of decoded text kept.
-    const KEPT_BYTES: usize = 1 << 30;
-
-    /// The file of hash `sha256`, if kept (it becomes the most recently used).
-    pub fn get(&self, sha256: &str) -> Option<Arc<PgnFile>> {
-        let mut files = self.0.lock().expect("PGN files");
-        let index = files.iter().position(|(kept, _)| kept == sha256)?;
-        let entry = files.remove(index);
-        let file = entry.1.clone();
-        files.push(entry);
-        Some(file)
-    }
-
-    /// Keeps `file` as the most recently used, the least recently used going first
-    /// when more are kept than the limits allow.
-    pub fn keep(&self, sha256: &str, file: Arc<PgnFile>) {
-        let mut files = self.0.lock().expect("PGN files");
-        files.retain(|(kept, _)| kept != sha256);
-        files.push((sha256.to_owned(), file));
-        while files.len() > 1
-            && (files.len() > Self::KEPT || files.iter().map(|(_, f)| f.text_len()).sum::<usize>() > Self::KEPT_BYTES)
-        {
-            files.remove(0);
-        }
-    }
-}
-
 /// A stored report's game lines, without its tally.
 pub fn report_games(report: &str) -> String {
     let mut lines: Vec<&str> = report.lines().collect();
@@ -537,19 +500,6 @@ mod tests {
         let hiding = with_tally(&[[hidden].as_slice(), &lines[1..]].concat(), 40);
         let found = spot_check(&lines_of(&hiding), &DEFAULT_RULES, fresh(), 31, &mut rng).unwrap_err();
         assert_eq!(found, format!("{name}: its error is not the arbiter's"));
-    }
-
-    #[test]
-    fn pgn_files_keep_the_most_recently_used() {
-        let files = PgnFiles::default();
-        let file = Arc::new(PgnFile::read(b"1. h2e2 *\n").unwrap());
-        for i in 0..PgnFiles::KEPT {
-            files.keep(&i.to_string(), file.clone());
-        }
-        assert!(files.get("0").is_some(), "used again: now the most recent");
-        files.keep("new", file);
-        assert!(files.get("1").is_none(), "the least recently used went");
-        assert!(files.get("0").is_some() && files.get("new").is_some());
     }
 
     #[test]

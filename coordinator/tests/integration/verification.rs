@@ -9,6 +9,7 @@ use xq_coordinator::verification::DEFAULT_RULES;
 use xq_engine::xiangqi::pgn::{parse_pgn, parse_pgn_bytes};
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_engine::xiangqi::rules::verify::{Tally, check_game, unit_report};
+use xq_engine::xiangqi::selfplay::fresh_game;
 use xq_proto::v1;
 
 use crate::common::*;
@@ -281,4 +282,45 @@ async fn a_real_collection_uploaded_as_stored_is_verified_and_fresh_self_play_ga
     let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
     let Some(v1::lease::Work::Verification(spec)) = &lease.work else { panic!("{lease:?}") };
     assert_eq!((spec.selfplay.as_ref(), spec.pgn.as_ref(), spec.games), (Some(&fresh(20)), None, 1000));
+    admin.stop_job(v1::JobId { job_id: job.job_id }).await.unwrap();
+
+    // Played with a net: the worker plays the unit's games with it, and the
+    // coordinator, loading it once, plays some of them again to check the report.
+    let net_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../engine/nets/default.xqnn.zst");
+    let net_bytes = zstd::decode_all(std::fs::File::open(net_path).unwrap()).unwrap();
+    let net = upload(&mut admin, "default.xqnn", "net", &net_bytes).await.unwrap();
+    let with_net = v1::SelfPlaySpec { net: Some(net), ..fresh(20) };
+    let request = v1::CreateVerificationRequest {
+        selfplay: Some(with_net),
+        games: 40,
+        games_per_unit: 20,
+        priority: 2,
+        ..Default::default()
+    };
+    let job = admin.create_verification(request).await.unwrap().into_inner();
+    let network = xq_engine::xiangqi::nnue::Network::from_bytes(&net_bytes).map(std::sync::Arc::new).unwrap();
+    let mut worker = registered_worker(&served, "w2", &[]).await;
+    let mut reported = 0;
+    while reported < 2 {
+        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        assert_eq!(lease.job_id, job.job_id);
+        let Some(v1::lease::Work::Verification(spec)) = &lease.work else { panic!("{lease:?}") };
+        let settings = xq_proto::self_play_games(spec.selfplay.as_ref().unwrap(), Some(network.clone())).unwrap();
+        for &unit in &lease.units {
+            let first = unit as usize * 20;
+            let games: Vec<_> = (first..first + 20).map(|g| fresh_game(&settings, g)).collect();
+            let report = unit_report(&games, first + 1, &DEFAULT_RULES, None).unwrap();
+            worker
+                .report_verification(v1::VerificationReport { lease_id: lease.lease_id, unit, report })
+                .await
+                .unwrap();
+            reported += 1;
+        }
+    }
+    let summary = admin.get_verification(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+    assert_eq!((summary.games, summary.refused), (40, 0));
+    // The same games on the handcrafted evaluation differ: the net decided them.
+    let handcrafted = xq_proto::self_play_games(&fresh(20), None).unwrap();
+    let with = xq_proto::self_play_games(&fresh(20), Some(network)).unwrap();
+    assert!((0..40).any(|g| fresh_game(&handcrafted, g).moves != fresh_game(&with, g).moves));
 }
