@@ -74,7 +74,8 @@ impl VerificationJob {
         let source = match (&self.spec.pgn, &self.spec.selfplay) {
             (Some(pgn), _) => format!("games of {}", pgn.name),
             (None, Some(selfplay)) => {
-                format!("self-play games ({} nodes, {} random plies)", selfplay.nodes, selfplay.random_plies)
+                let net = selfplay.net.as_ref().map_or(String::new(), |net| format!(", net {}", net.name));
+                format!("self-play games ({} nodes, {} random plies{net})", selfplay.nodes, selfplay.random_plies)
             }
             (None, None) => "games".to_owned(),
         };

@@ -851,6 +851,18 @@ async fn a_verification_job_across_two_workers_counts_what_one_pass_over_the_gam
         summaries.push((summary.parting, summary.by_kind, summary.by_articles));
     }
     assert_eq!(summaries[0], summaries[1]);
+    // Played with a net (`--net`): the workers fetch it and play with it; the
+    // coordinator's spot checks play some games again with it and accept every report.
+    let net = dir.0.join("default.xqnn");
+    let net_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../engine/nets/default.xqnn.zst");
+    std::fs::write(&net, zstd::decode_all(std::fs::File::open(net_path).unwrap()).unwrap()).unwrap();
+    let args = ["verify", "--selfplay", "100", "--games-per-unit", "25", "--net", net.to_str().unwrap()];
+    let created = xq_at(address, &dir.0, &args);
+    assert!(created.contains("(20 nodes, 8 random plies, net default.xqnn)"), "{created}");
+    let id: u64 = created.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap();
+    let state =
+        wait_for(&mut admin, id, Duration::from_secs(300), "a verification with a net", |j| j.state != "running").await;
+    assert_eq!((state.state.as_str(), state.units_done, state.refused_reports), ("finished", 4, 0));
     for mut worker in workers {
         worker.start_kill().unwrap();
         worker.wait().await.unwrap();

@@ -443,6 +443,10 @@ struct VerifyArgs {
     /// Self-play: game g of the job is seeded seed + g.
     #[arg(long, default_value_t = 1, requires = "selfplay")]
     seed: u64,
+    /// Self-play: the net the engine plays with (uploaded); default: the handcrafted
+    /// evaluation.
+    #[arg(long, requires = "selfplay")]
+    net: Option<PathBuf>,
     /// The rule sets to compare, comma-separated (wxf, asian, cxq, computer).
     #[arg(long, default_value = "wxf,asian,cxq")]
     rules: String,
@@ -698,11 +702,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let rules: Vec<String> =
                 args.rules.split(',').map(|r| r.trim().to_owned()).filter(|r| !r.is_empty()).collect();
+            let net = match &args.net {
+                Some(path) => Some(client::upload_file(&mut client, path, "net").await?),
+                None => None,
+            };
             let selfplay = args.selfplay.map(|_| v1::SelfPlaySpec {
                 nodes: args.nodes,
                 random_plies: args.random_plies,
                 seed: args.seed,
                 rules: rules.first().cloned().unwrap_or_default(),
+                net,
                 ..v1::SelfPlaySpec::default()
             });
             let request = v1::CreateVerificationRequest {
