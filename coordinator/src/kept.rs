@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use xq_engine::xiangqi::nnue::Network;
 use xq_engine::xiangqi::pgn::PgnFile;
 
-/// Decoded artifacts by content hash, the most recently used first to stay: at most
-/// `most` of them and `most_bytes` bytes by `weigh` (one is kept whatever its size).
+/// Decoded artifacts by content hash, at most `most` of them and `most_bytes` bytes by
+/// `weigh`, the least recently used going first (one is kept whatever its size).
 pub struct Kept<T> {
     entries: Mutex<Vec<(String, Arc<T>)>>,
     most: usize,
@@ -26,6 +26,17 @@ pub fn pgn_files() -> Kept<PgnFile> {
 /// Nets of verification jobs' fresh self-play games (a few MB each).
 pub fn nets() -> Kept<Network> {
     Kept::new(4, usize::MAX, |_| 0)
+}
+
+/// Why [`Kept::get_or_read`] has no value.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    /// The reader refused the artifact (its reason).
+    #[error("{0}")]
+    Refused(String),
+    /// The reading task itself failed (it panicked or was cancelled).
+    #[error("reading it failed: {0}")]
+    Failed(String),
 }
 
 impl<T: Send + Sync + 'static> Kept<T> {
@@ -57,16 +68,17 @@ impl<T: Send + Sync + 'static> Kept<T> {
     }
 
     /// The value of hash `sha256`: kept, or made by `read` off the async runtime and
-    /// kept. `read`'s error is returned as it is.
+    /// kept.
     pub async fn get_or_read(
         &self,
         sha256: &str,
         read: impl FnOnce() -> Result<T, String> + Send + 'static,
-    ) -> Result<Arc<T>, String> {
+    ) -> Result<Arc<T>, ReadError> {
         if let Some(value) = self.get(sha256) {
             return Ok(value);
         }
-        let value = tokio::task::spawn_blocking(read).await.map_err(|e| format!("reading it failed: {e}"))??;
+        let read = tokio::task::spawn_blocking(read).await.map_err(|e| ReadError::Failed(e.to_string()))?;
+        let value = read.map_err(ReadError::Refused)?;
         let value = Arc::new(value);
         self.keep(sha256, value.clone());
         Ok(value)
@@ -108,7 +120,8 @@ mod tests {
         let read = kept.get_or_read("x", || Ok("read".to_owned())).await.unwrap();
         let again = kept.get_or_read("x", || Err("not read again".to_owned())).await.unwrap();
         assert!(Arc::ptr_eq(&read, &again));
-        assert_eq!(kept.get_or_read("y", || Err("damaged".to_owned())).await.unwrap_err(), "damaged");
+        let refused = kept.get_or_read("y", || Err("damaged".to_owned())).await.unwrap_err();
+        assert_eq!(refused, ReadError::Refused("damaged".to_owned()));
         assert!(kept.get("y").is_none());
     }
 }

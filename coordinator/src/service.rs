@@ -24,7 +24,7 @@ use crate::endings::Conditions;
 use crate::jobs::{
     Course, DEFAULT_SPRT_PAIRS, JobSpec, MatchJob, add_points, check_self_play, check_test, self_play_variant,
 };
-use crate::kept::Kept;
+use crate::kept::{Kept, ReadError};
 use crate::metrics::Metrics;
 use crate::nets::Nets;
 use crate::replay::{PairContext, check_pair};
@@ -528,8 +528,12 @@ impl v1::client_server::Client for ClientApi {
         let path = self.0.artifacts.path(&sha256).map_err(|e| Status::internal(e.to_string()))?;
         if first.kind == "net" {
             let bytes = tokio::fs::read(&path).await.map_err(|e| Status::unavailable(e.to_string()))?;
-            if let Err(problem) = Network::from_bytes(&bytes) {
-                return Err(Status::invalid_argument(format!("the net {} cannot be read: {problem}", first.name)));
+            match Network::from_bytes(&bytes) {
+                // Kept: a verification job playing with it may follow.
+                Ok(net) => self.0.verification_nets.keep(&sha256, Arc::new(net)),
+                Err(problem) => {
+                    return Err(Status::invalid_argument(format!("the net {} cannot be read: {problem}", first.name)));
+                }
             }
         }
         if first.kind == "pgn" {
@@ -1020,8 +1024,10 @@ impl Shared {
             let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
             PgnFile::read(&bytes).map_err(|e| e.to_string())
         };
-        let file = self.pgn_files.get_or_read(&pgn.sha256, read).await;
-        file.map_err(|problem| Status::invalid_argument(format!("pgn {}: {problem}", pgn.name)))
+        self.pgn_files.get_or_read(&pgn.sha256, read).await.map_err(|error| match error {
+            ReadError::Refused(problem) => Status::invalid_argument(format!("pgn {}: {problem}", pgn.name)),
+            ReadError::Failed(problem) => Status::internal(format!("pgn {}: {problem}", pgn.name)),
+        })
     }
 
     /// A verification job's net for its fresh self-play games, loaded (and kept for

@@ -296,7 +296,7 @@ pub fn cycle_natures(start: &Position, moves: &[Move]) -> Vec<Nature> {
     natures
 }
 
-/// Rules a cycle whose first move `first` made, by its moves' natures.
+/// Rules a cycle, whose first move the side `first` made, by its moves' natures.
 pub fn rule_natures(first: Color, natures: &[Nature], rules: RuleSet) -> Ruling {
     let of_side = |side: Color| -> Vec<&Nature> {
         let offset = usize::from(side != first);

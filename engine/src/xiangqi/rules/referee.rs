@@ -54,8 +54,6 @@ impl Default for RefereeConfig {
 }
 
 /// Rules a whole game under one rule set, fed one move at a time: a [`Panel`] of one.
-/// Its bookkeeping per ply is constant: a hash-count update and the natural move
-/// counter; the cycle is classified only when a position recurs.
 #[derive(Clone, Debug)]
 pub struct Referee(Panel);
 
@@ -116,7 +114,9 @@ impl Referee {
 }
 
 /// Referees under several rule sets following one game, replayed once (see the module
-/// docs); each remembers its first ruling.
+/// docs); each remembers its first ruling. The bookkeeping per ply is constant (a
+/// hash-count update, the natural move counters, and for CXQ the move's nature); a
+/// cycle is classified only when a position recurs.
 #[derive(Clone, Debug)]
 pub struct Panel {
     position: Position,
@@ -228,7 +228,7 @@ impl Panel {
     pub fn play(&mut self, mv: Move) -> Result<(), IllegalMove> {
         self.position.check_move(mv)?;
         let mover = self.position.side_to_move();
-        let before = self.officials.iter().any(|o| o.cxq.is_some()).then(|| self.position.clone());
+        let before = self.officials.iter().any(|o| o.cxq.is_some() && o.ended.is_none()).then(|| self.position.clone());
         let undo = self.position.make_move(mv);
         let hash = self.position.hash();
         self.undos.push(undo);
@@ -244,7 +244,8 @@ impl Panel {
         let Panel { position, undos, hashes, officials, .. } = self;
         // The cycle's natures, classified once for every rule set that needs them.
         let mut natures: Option<Option<Vec<Nature>>> = None;
-        for official in officials.iter_mut() {
+        // A rule set that has ruled counts nothing more: its first ruling stands.
+        for official in officials.iter_mut().filter(|official| official.ended.is_none()) {
             let config = official.config;
             official.natural.count(mover, capture, check, config.counted_checks);
             let cxq_ruling = match (&mut official.cxq, &before) {
@@ -255,9 +256,6 @@ impl Panel {
                 }
                 _ => None,
             };
-            if official.ended.is_some() {
-                continue;
-            }
             let ruling = match terminal {
                 Some(reason) => Some(terminal_ruling(position, reason, config.rules)),
                 None if official.cxq.is_some() => cxq_ruling,
@@ -302,8 +300,8 @@ impl Official {
 }
 
 /// The moves since the current position first occurred, if it occurred before: their
-/// start position and the moves. `hashes` holds the position's before each ply of
-/// `undos`, then the current one's; positions recur only with the same side to move,
+/// start position and the moves. `hashes` holds the hash of the position before each
+/// ply of `undos`, then the current position's; positions recur only with the same side to move,
 /// so every other ply is looked at.
 fn last_cycle(position: &Position, undos: &[Undo], hashes: &[u64]) -> Option<(Position, Vec<Move>)> {
     let current = *hashes.last()?;

@@ -1,5 +1,5 @@
 //! Rule verification: a game replayed under several rule sets, each ending it where a
-//! referee under that set would (the first ruling of play, [`Referee::ended`], which
+//! referee under that set would (the first ruling of play, [`super::Referee::ended`], which
 //! the judge reports too; the rule sets follow the game together, as a [`Panel`]),
 //! and the ways the rule sets part. `xq-engine verify` runs it
 //! over PGN files; a verification job runs the same function on each of its games.
