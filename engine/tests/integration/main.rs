@@ -9,6 +9,7 @@ mod nnue;
 mod perft;
 mod properties;
 mod pyffish;
+mod repetition_window;
 mod rules;
 mod self_play;
 mod uci;

@@ -3,11 +3,14 @@
 //! natural move count.
 //!
 //! # Reading of the rule books
-//! - A repetition is a position recurring with the same side to move. The moves since
-//!   its first occurrence are judged, so that a sequence mixing several shorter cycles
-//!   (two chariots chasing two cannons in turn, Diagram 80) is judged whole; each
-//!   side's moves in it are judged
-//!   (WXF 19.8-19.10, Article 20):
+//! - A repetition is a position recurring with the same side to move. The moves of its
+//!   threefold repetition are judged (17.3.G: the position "repeated consecutively for
+//!   three or more times"): those since the earliest of the position's last three
+//!   occurrences (its last two when it has occurred twice). So a perpetual check or
+//!   chase that follows an earlier, allowed visit to the position is judged on its own
+//!   cycles, and two cycles alternating from one position (two chariots chasing two
+//!   cannons in turn, Diagram 80) are judged together. Each side's moves in the window
+//!   are judged (WXF 19.8-19.10, Article 20):
 //!   - every move a check: perpetual check, which loses under all circumstances (20.1),
 //!     also against a perpetual chase (3.1.H); both sides checking perpetually draw;
 //!   - every move chasing one and the same enemy piece (see [`nature`]): a perpetual

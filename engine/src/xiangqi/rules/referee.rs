@@ -96,8 +96,8 @@ impl Referee {
         Ok(self.ruling())
     }
 
-    /// The moves since the current position first occurred, if it occurred before:
-    /// their start position and the moves.
+    /// The repetition the current position closed, if it occurred before: the moves
+    /// since the earliest of its last three occurrences, and their start position.
     pub fn last_cycle(&self) -> Option<(Position, Vec<Move>)> {
         last_cycle(&self.0.position, &self.0.undos, &self.0.hashes)
     }
@@ -299,19 +299,31 @@ impl Official {
     }
 }
 
-/// The moves since the current position first occurred, if it occurred before: their
-/// start position and the moves. `hashes` holds the hash of the position before each
-/// ply of `undos`, then the current position's; positions recur only with the same side to move,
-/// so every other ply is looked at.
+/// Occurrences of a position a window spans: the threefold repetition of WXF 17.3.G,
+/// whose moves the arbiter judges.
+const WINDOW_OCCURRENCES: usize = 3;
+
+/// The repetition the current position closed, if it occurred before: the moves since
+/// the earliest of its last three occurrences (of its last two if it occurred only
+/// twice), with their start position. `hashes` holds the hash of the position before
+/// each ply of `undos`, then the current one's; positions recur only with the same side
+/// to move, so every other ply is looked at.
+///
+/// The window is the repetition being made, not the game's whole history of the
+/// position: a perpetual check or chase that follows an earlier, allowed visit to the
+/// position is judged on its own cycles (17.3.G: "repeated consecutively"), while two
+/// cycles alternating from one position (Diagram 80, two chariots chasing two cannons
+/// in turn) are judged together.
 fn last_cycle(position: &Position, undos: &[Undo], hashes: &[u64]) -> Option<(Position, Vec<Move>)> {
     let current = *hashes.last()?;
     let plies = undos.len();
-    let earlier = (plies % 2..plies).step_by(2).find(|&i| hashes[i] == current)?;
+    let spanned = if cfg!(feature = "mutant-first-occurrence-window") { usize::MAX } else { WINDOW_OCCURRENCES - 1 };
+    let start_ply = (plies % 2..plies).step_by(2).rev().filter(|&i| hashes[i] == current).take(spanned).last()?;
     let mut start = position.clone();
-    for undo in undos[earlier..].iter().rev() {
+    for undo in undos[start_ply..].iter().rev() {
         start.unmake_move(*undo);
     }
-    Some((start, undos[earlier..].iter().map(|u| u.mv()).collect()))
+    Some((start, undos[start_ply..].iter().map(|u| u.mv()).collect()))
 }
 
 /// Why the side to move in `position` has lost, if it has no legal move.
