@@ -152,8 +152,12 @@ fn the_allowed_natures_of_article_19_are_reported_as_the_book_names_them() {
     assert!(every(&red, "capture-after-check"), "{red:?}");
     assert!(black.iter().all(|n| n == &["idle"]), "{black:?}");
 
-    // Diagram 99 (rule case #142): the chariot threatens to win material after checks,
-    // the cannon keeps blocking its file (Section 34, perpetual block). A draw.
+    // Diagram 98 (rule case #142; Section 33): the chariot threatens to win material
+    // after checks, the cannon keeps blocking its file. A draw. The text prints these
+    // moves under Diagram 99's heading, but their caption ("in the above two examples,
+    // Red has tried to ... threaten to capture material after delivering a check")
+    // makes them Diagram 98's; Diagram 99's own moves (C2=1 C9=8 ...) are a perpetual
+    // mating threat against a perpetual block (Section 34).
     let (result, [red, black]) = natures_by_side(
         "5k3/1n7/9/3P5/P1r5c/2B5R/6P2/4B4/4A4/3AK4 w - - 0 1",
         "i4h4 i5h5 h4g4 h5g5 g4i4 g5i5 i4h4 i5h5",

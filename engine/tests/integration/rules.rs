@@ -504,6 +504,18 @@ fn wxf_20_6_a_protected_piece_is_chased_only_by_a_horse_or_cannon_and_only_if_a_
     assert_eq!(chases_of("2rk5/9/9/9/9/2r6/9/9/3N5/4K4 w", "d1b2"), ["b2c4"]);
 }
 
+#[test]
+fn wxf_36_1_a_cut_cover_is_a_chase_even_when_the_move_answers_another_threat() {
+    // The pawn c6-c7 becomes a second screen between the cannon on a7 and the horse on
+    // h7: the cannon no longer covers the horse, which the chariot on h0 attacked
+    // already and now attacks with profit: a chase (36.1, Diagram 105). Leaving c6 also
+    // opens the chariot i6's line to the horse on a6, which the chariot on a3 was
+    // attacking: an answer to another threat, by another piece than the cut defender,
+    // which changes nothing (the review's F2 game).
+    assert_eq!(chases_of("4k4/9/c3b2n1/N1P5R/9/9/r8/9/9/4K2R1 w", "c6c7"), ["h0h7"]);
+    assert_eq!(chases_of("4k4/9/c3b2n1/N1P5R/9/9/9/9/9/4K2R1 w", "c6c7"), ["h0h7"]);
+}
+
 /// Plays `cycle` until the referee rules; the ruling and the plies it took.
 fn ruled(fen_text: &str, config: RefereeConfig, cycle: &str) -> (xq_engine::xiangqi::rules::Ruling, usize) {
     let mut referee = Referee::new(Position::from_fen(fen_text).unwrap(), config);

@@ -32,13 +32,14 @@
 //! that was there before and becomes profitable because the move cut the target's
 //! cover is a new threat: in 36.1 (Diagram 105, rule case #152) each pawn move leaves
 //! the cannon that protects a horse without a mount, or with two, and the book has the
-//! chariot behind the pawn chase the horse. Not so when the move answered a threat
-//! against the mover and the answer is what cut the cover: in Diagram 61 (rule cases
-//! #86 and #87) Black's horse, shuttling in and out of the line of the Red cannon that
-//! chases its chariot, cuts that cannon's cover of another Red cannon standing beside
-//! the Black chariot on every move, and the book rules Red alone the chaser; with two
-//! chariots taking turns against two cannons (rule cases #106 and #155) the cover each
-//! chariot gives the other decides nothing either. A move that checks is a check,
+//! chariot behind the pawn chase the horse. Not so when the cover cut and a threat
+//! answered are one event, the defender that stops covering being the piece whose
+//! threat against the mover the move ended: in Diagram 61 (rule cases #86 and #87)
+//! Black's horse, shuttling in and out of the line of the Red cannon that chases its
+//! chariot, cuts that same cannon's cover of another Red cannon standing beside the
+//! Black chariot on every move, and the book rules Red alone the chaser. A move that
+//! answers one threat and cuts the cover of another piece's target is a chase like any
+//! other (36.1; 19.12 calls resolving a chase and counter-chasing a chase). A move that checks is a check,
 //! whatever else it threatens (36.2: the heavier nature counts).
 //!
 //! The rulings weigh only checks and chases. The other natures of Article 19 are
@@ -166,6 +167,17 @@ fn recapture_exists(position: &Position, capture: Move) -> bool {
     replies.iter().any(|reply| reply.to() == capture.to())
 }
 
+/// The pieces of the side not to move that could legally take back on the square of
+/// `capture`, played by the side to move.
+fn recapturers(position: &Position, ids: &Identities, capture: Move) -> Vec<PieceId> {
+    let mut after = position.clone();
+    after.make_move(capture);
+    let mut replies = MoveList::new();
+    generate_into(&after, Selection::Captures, &mut replies);
+    // The recapturing pieces have not moved: they are where `ids` has them.
+    replies.iter().filter(|reply| reply.to() == capture.to()).filter_map(|reply| ids.at(reply.from())).collect()
+}
+
 /// Whether `capture` by the side to move would win material: a horse or cannon takes a
 /// chariot, or nothing can take back.
 fn wins_material(position: &Position, capture: Move) -> bool {
@@ -252,26 +264,47 @@ pub fn classify(before: &Position, ids: &Identities, mv: Move) -> Nature {
     // A capture the mover had before, unprofitable then and profitable now because the
     // move cut the target's cover, is a new threat (36.1, Diagram 105: the pawn that
     // takes away a cannon's mount makes the chariot behind it chase the horse the
-    // cannon protected) unless the move answered a threat against the mover, whose
-    // answer is what cut the cover (Diagram 61; Section 14).
-    let opponent_threats =
-        || -> Vec<PieceId> { threats(&before.with_other_side_to_move(), ids, None).iter().map(|t| t.target).collect() };
-    let resolves = std::cell::OnceCell::new();
-    let answers_a_threat = || {
-        *resolves.get_or_init(|| {
-            let remaining: Vec<PieceId> = threats(&after, &ids_after, None).iter().map(|t| t.target).collect();
-            opponent_threats().iter().any(|target| !remaining.contains(target))
+    // cannon protected), unless the cover cut and a threat answered are one event: a
+    // defender of the target was attacking the mover, and the move ended both (Diagram
+    // 61: the horse that blocks the cannon's attack on its chariot also blocks that
+    // cannon's cover of the other cannon). A move answering some other threat cuts a
+    // cover like any other move.
+    let answered_attackers = std::cell::OnceCell::new();
+    let answered_attackers = || {
+        answered_attackers.get_or_init(|| {
+            let pairs = |threats: Vec<Threat>| -> Vec<(PieceId, PieceId)> {
+                threats.iter().map(|t| (t.attacker, t.target)).collect()
+            };
+            let remaining = pairs(threats(&after, &ids_after, None));
+            pairs(threats(&before.with_other_side_to_move(), ids, None))
+                .into_iter()
+                .filter(|pair| !remaining.contains(pair))
+                .map(|(attacker, _)| attacker)
+                .collect::<Vec<PieceId>>()
         })
+    };
+    let cover_cut_by_an_answer = |before_capture: Move, threat: &Threat| {
+        let answered = answered_attackers();
+        if answered.is_empty() {
+            return false;
+        }
+        let now = recapturers(
+            &after.with_other_side_to_move(),
+            &ids_after,
+            Move::new(threat.attacker_square, threat.target_square),
+        );
+        recapturers(before, ids, before_capture)
+            .iter()
+            .any(|defender| !now.contains(defender) && answered.contains(defender))
     };
     let could_capture_before = |threat: &Threat| {
         let from = if threat.attacker_square == mv.to() { mv.from() } else { threat.attacker_square };
         let to = threat.target_square;
-        captures_before()
-            .iter()
-            .any(|&c| c.from() == from && c.to() == to && (wins_material(before, c) || answers_a_threat()))
-            || (in_check
-                && !safety.blockers.has(from)
-                && before.piece_at(from).is_some_and(|piece| before.pseudo_targets(piece, from).has(to)))
+        captures_before().iter().any(|&c| {
+            c.from() == from && c.to() == to && (wins_material(before, c) || cover_cut_by_an_answer(c, threat))
+        }) || (in_check
+            && !safety.blockers.has(from)
+            && before.piece_at(from).is_some_and(|piece| before.pseudo_targets(piece, from).has(to)))
     };
     let exempt = stepped_into_a_pin.then_some(mv.to());
     let chases: Vec<Threat> = threats(&after.with_other_side_to_move(), &ids_after, exempt)
