@@ -82,6 +82,21 @@ impl MatchJob {
             adjudication: self.request.adjudication,
         }
     }
+
+    /// The most characters `lease_spec`'s time control takes, whatever the slowness:
+    /// a clock scaled for a slower or faster worker is written with other digits.
+    pub fn longest_time_control(&self) -> usize {
+        // A time or increment scaled into 1 ns..=10^7 s is written as an f64, in full:
+        // at most 17 significant digits, a point and, below a second, "0." and up to 8
+        // zeros.
+        const NUMBER: usize = 27;
+        match &self.time_control {
+            // "moves/" (a u32), the time, "+" and the increment, and a ":" after each.
+            TimeControl::Clock(periods) => periods.len() * (11 + 2 * NUMBER + 2),
+            TimeControl::MoveTime(_) => "st=".len() + NUMBER,
+            unscaled => unscaled.to_string().len(),
+        }
+    }
 }
 
 pub(crate) fn check_name(field: &'static str, text: &str, max: usize) -> Result<(), SpecError> {
@@ -300,6 +315,16 @@ impl JobSpec {
                 let request = v1::CreateTestRequest::decode(bytes.as_slice()).map_err(|e| e.to_string())?;
                 Ok(JobSpec::Match(Box::new(check_test(&request).map_err(|e| e.to_string())?)))
             }
+        }
+    }
+
+    /// What a lease of this job gives a worker `slowness` times slower than the
+    /// reference to play (an SPSA lease's probe is added to its engines' options).
+    pub fn lease_work(&self, slowness: f64) -> v1::lease::Work {
+        match self {
+            JobSpec::Match(m) => v1::lease::Work::MatchSpec(m.lease_spec(slowness)),
+            JobSpec::SelfPlay(r) => v1::lease::Work::SelfPlay(r.spec.clone().unwrap_or_default()),
+            JobSpec::Verify(v) => v1::lease::Work::Verification(v.spec.clone()),
         }
     }
 
@@ -731,5 +756,32 @@ mod tests {
         assert!(check_self_play(&sized(524, 2_000)).is_ok());
         assert_eq!(check_self_play(&sized(525, 2_000)).unwrap_err().field, "spec.games_per_unit");
         assert_eq!(check_self_play(&sized(1, 2_001)).unwrap_err().field, "spec.max_plies");
+    }
+
+    /// The bound a lease's size is checked with holds at every slowness a worker can
+    /// have, for awkward numbers too.
+    #[test]
+    fn a_lease_s_time_control_is_never_longer_than_its_bound() {
+        for text in
+            ["10+0.1", "40/60+0.5:0.3+0.07", "0.123456789+0.000000001", "9999999+9999999", "st=0.7", "nodes=5000"]
+        {
+            let job = MatchJob {
+                request: v1::CreateTestRequest::default(),
+                time_control: text.parse().unwrap(),
+                rules: RuleSet::Wxf,
+                variant: Variant::Xiangqi,
+                sprt: None,
+                openings: None,
+                spsa: None,
+            };
+            let bound = job.longest_time_control();
+            for step in 0..=20_000 {
+                let slowness = 0.25 + 3.75 * f64::from(step) / 20_000.0;
+                for slowness in [slowness, slowness / 3.0, slowness * 1.1, 1.0 / slowness] {
+                    let written = job.lease_spec(slowness).time_control;
+                    assert!(written.len() <= bound, "{text} at {slowness}: '{written}' over {bound}");
+                }
+            }
+        }
     }
 }

@@ -18,8 +18,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use prost::Message;
 use tokio::sync::watch;
-use xq_proto::v1;
+use xq_proto::{MAX_MESSAGE_BYTES, v1};
 
 use crate::jobs::{Course, JobSpec, add_points, job_view, listed};
 use crate::metrics::{KindLabel, Metrics};
@@ -340,7 +341,6 @@ pub struct Scheduler {
 }
 
 fn decode_capabilities(text: &str) -> v1::Capabilities {
-    use prost::Message;
     hex::decode(text).ok().and_then(|b| v1::Capabilities::decode(b.as_slice()).ok()).unwrap_or_default()
 }
 
@@ -574,7 +574,6 @@ impl Scheduler {
 
     /// Records a worker's capabilities.
     pub async fn register(&self, worker: u64, capabilities: v1::Capabilities) -> Result<(), ScheduleError> {
-        use prost::Message;
         let row = {
             let mut state = self.lock();
             let entry =
@@ -613,6 +612,29 @@ impl Scheduler {
             .collect()
     }
 
+    /// The most bytes a reply carrying a lease of `spec`'s job (of `units_total` units)
+    /// can take: as many units as a lease holds, each numbered as high as the job goes,
+    /// the other numbers as long as they can be written, the time control at its longest
+    /// and an SPSA probe's values too.
+    fn largest_lease_reply(&self, spec: &JobSpec, units_total: u64) -> usize {
+        let mut work = spec.lease_work(1.0);
+        if let (JobSpec::Match(job), v1::lease::Work::MatchSpec(played)) = (spec, &mut work) {
+            played.time_control = "9".repeat(job.longest_time_control());
+            if let Some(spsa) = &job.spsa {
+                crate::spsa::set_probe(played, spsa.longest_probe());
+            }
+        }
+        let units = units_total.min(self.config.max_units_per_lease as u64);
+        let lease = v1::Lease {
+            lease_id: u64::MAX,
+            job_id: u64::MAX,
+            units: vec![units_total.saturating_sub(1); units as usize],
+            lease_seconds: u32::MAX,
+            work: Some(work),
+        };
+        v1::LeaseReply { lease: Some(lease) }.encoded_len()
+    }
+
     /// Creates a job.
     pub async fn create_job(
         &self,
@@ -622,6 +644,15 @@ impl Scheduler {
         (priority, description): (i32, &str),
         origin: Origin<'_>,
     ) -> Result<v1::Job, ScheduleError> {
+        // A lease over the limit would never reach a worker: refused now, not by each
+        // worker that leases the job.
+        let largest = self.largest_lease_reply(&spec, units_total);
+        if largest > MAX_MESSAGE_BYTES {
+            return Err(ScheduleError::Invalid(format!(
+                "a lease of this job could take {largest} bytes, over the {MAX_MESSAGE_BYTES}-byte limit of a reply: \
+                 fewer or shorter options, parameters or time control periods"
+            )));
+        }
         let id = {
             let mut state = self.lock();
             state.next_job += 1;
@@ -1052,21 +1083,13 @@ impl Scheduler {
             let concurrency = concurrency.clamp(1, cores);
             let nps = capabilities.bench_nps.max(1);
             let job = state.jobs.get_mut(&job_id).expect("chosen from the map");
-            let (unit_seconds, mut work) = match &*job.spec {
-                JobSpec::Match(m) => {
-                    let seconds = 2.0 * m.time_control.scaled(slowness).game_seconds(ASSUMED_PLIES, nps);
-                    let spec = m.lease_spec(slowness);
-                    (seconds, v1::lease::Work::MatchSpec(spec))
-                }
-                JobSpec::SelfPlay(r) => {
-                    let spec = r.spec.clone().unwrap_or_default();
-                    let seconds =
-                        f64::from(spec.games_per_unit) * f64::from(ASSUMED_PLIES) * spec.nodes as f64 / nps as f64;
-                    (seconds, v1::lease::Work::SelfPlay(spec))
-                }
-                JobSpec::Verify(v) => {
-                    (v.unit_seconds(ASSUMED_PLIES, nps), v1::lease::Work::Verification(v.spec.clone()))
-                }
+            let mut work = job.spec.lease_work(slowness);
+            let unit_seconds = match &*job.spec {
+                JobSpec::Match(m) => 2.0 * m.time_control.scaled(slowness).game_seconds(ASSUMED_PLIES, nps),
+                JobSpec::SelfPlay(r) => r.spec.as_ref().map_or(0.0, |spec| {
+                    f64::from(spec.games_per_unit) * f64::from(ASSUMED_PLIES) * spec.nodes as f64 / nps as f64
+                }),
+                JobSpec::Verify(v) => v.unit_seconds(ASSUMED_PLIES, nps),
             };
             let wanted = (self.config.lease_seconds * f64::from(concurrency) / unit_seconds.max(1e-3)).ceil() as usize;
             let wanted = wanted.clamp(1, self.config.max_units_per_lease);
@@ -1092,12 +1115,7 @@ impl Scheduler {
                 (state.jobs.get_mut(&job_id).and_then(|j| j.spsa.as_mut()), &mut work)
             {
                 let (options, text) = run.probe_for(id, &mut rand::rng());
-                let [plus, minus] = options;
-                for (engine, values) in [(&mut spec.new_engine, plus), (&mut spec.base_engine, minus)] {
-                    if let Some(engine) = engine {
-                        engine.options.extend(values);
-                    }
-                }
+                crate::spsa::set_probe(spec, options);
                 probe = text;
             }
             let row = LeaseRow {

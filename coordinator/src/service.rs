@@ -29,7 +29,7 @@ use crate::metrics::Metrics;
 use crate::nets::Nets;
 use crate::replay::{PairContext, check_pair};
 use crate::scheduler::{LeaseContext, ScheduleError, Scheduler};
-use crate::spsa::check_spsa;
+use crate::spsa::{check_spsa, check_spsa_bounds};
 use crate::storage::{Storage, UnitRow};
 use crate::tokens::{Principal, Role, bearer};
 use crate::tournaments::{PairingResults, Tournaments};
@@ -119,6 +119,22 @@ fn admin_of<T>(request: &Request<T>) -> Result<Caller, Status> {
         return Err(Status::permission_denied("this call needs an admin token"));
     }
     Ok(caller)
+}
+
+/// The priority of a job whose request names none (protobuf's 0).
+pub const DEFAULT_PRIORITY: i32 = 0;
+
+/// Refuses `caller` a priority of `priority` for a job whose priority is `current` (a
+/// new job's: the default). Workers lease by priority first, so a job above the default
+/// runs before everyone's at the default: an admin's decision. A submitter may still
+/// lower its own job's, or give it back up to the default.
+fn may_prioritise(caller: &Caller, priority: i32, current: i32) -> Result<(), Status> {
+    if caller.role == Role::Admin || priority <= current.max(DEFAULT_PRIORITY) {
+        return Ok(());
+    }
+    Err(Status::permission_denied(format!(
+        "priority {priority}: only an admin may raise a job's priority above the default ({DEFAULT_PRIORITY})"
+    )))
 }
 
 /// Reads a book artifact's openings as a `variant` book.
@@ -639,7 +655,9 @@ impl v1::client_server::Client for ClientApi {
 
     async fn create_spsa(&self, request: Request<v1::CreateSpsaRequest>) -> Result<Response<v1::Job>, Status> {
         let caller = client_of(&request)?;
-        let job = check_spsa(request.get_ref()).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let invalid = |e: crate::jobs::SpecError| Status::invalid_argument(e.to_string());
+        let job = check_spsa(request.get_ref()).map_err(invalid)?;
+        check_spsa_bounds(request.get_ref()).map_err(invalid)?;
         let pairs = job.request.pairs;
         Ok(Response::new(self.0.create_match(&caller, "spsa", job, pairs).await?))
     }
@@ -648,6 +666,7 @@ impl v1::client_server::Client for ClientApi {
         let caller = client_of(&request)?;
         let request = request.into_inner();
         check_self_play(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        may_prioritise(&caller, request.priority, DEFAULT_PRIORITY)?;
         crate::retention::check_quota(&self.0, &caller).await?;
         if let Some(net) = request.spec.as_ref().and_then(|s| s.net.as_ref()) {
             self.0.uploaded(("spec.net", "net", "a net"), &net.sha256).await?;
@@ -945,6 +964,7 @@ impl Shared {
         let invalid = |e: crate::jobs::SpecError| Status::invalid_argument(e.to_string());
         crate::jobs::check_name("description", &request.description, 200).map_err(invalid)?;
         let rules = crate::verification::rule_sets(&request.rules).map_err(invalid)?;
+        may_prioritise(caller, request.priority, DEFAULT_PRIORITY)?;
         crate::retention::check_quota(self, caller).await?;
         self.check_reserve()?;
         if request.selfplay.is_some() && (request.pgn.is_some() || request.test_job_id != 0) {
@@ -1077,7 +1097,6 @@ impl Shared {
         }
     }
 
-    /// Stops job `id` for `caller`.
     /// Creates a match job (a test or an SPSA run) once its artifacts are known and
     /// its book reads, within the caller's quota.
     async fn create_match(
@@ -1087,6 +1106,7 @@ impl Shared {
         mut job: MatchJob,
         units: u64,
     ) -> Result<v1::Job, Status> {
+        may_prioritise(caller, job.request.priority, DEFAULT_PRIORITY)?;
         crate::retention::check_quota(self, caller).await?;
         let request = job.request.clone();
         let mut hashes = Vec::new();
@@ -1201,6 +1221,7 @@ impl Shared {
         }
     }
 
+    /// Stops job `id` for `caller`.
     pub async fn stop_job(&self, caller: &Caller, id: u64) -> Result<v1::Job, Status> {
         self.may_change(caller, id)?;
         let job = self.scheduler.end_job(id, "stopped", "").await?;
@@ -1211,6 +1232,8 @@ impl Shared {
     /// Changes job `id`'s priority for `caller`.
     pub async fn set_priority(&self, caller: &Caller, id: u64, priority: i32) -> Result<v1::Job, Status> {
         self.may_change(caller, id)?;
+        let current = self.scheduler.job(id).ok_or_else(|| Status::not_found(format!("job {id}")))?.priority;
+        may_prioritise(caller, priority, current)?;
         let job = self.scheduler.set_priority(id, priority).await?;
         self.scheduler.audit(&caller.token_id, "job.priority", &format!("{id} {priority}")).await?;
         Ok(job)

@@ -27,6 +27,17 @@ use crate::jobs::{MatchJob, SpecError, check_test};
 pub const PLUS: &str = "plus";
 pub const MINUS: &str = "minus";
 
+/// The most parameters an SPSA job tunes. Every lease carries each parameter twice
+/// (plus's value and minus's) and a worker sets each on its engines before every game:
+/// fishtest's runs tune tens to a few hundred, and a thousand of the longest names make
+/// a lease of about 180 kB, far below the 8 MiB reply limit that 20,000 passed (every
+/// worker that leased that job exited).
+pub const MAX_PARAMETERS: usize = 1_000;
+
+/// The longest parameter name, in characters: a parameter is a UCI spin option of the
+/// engine (ours are at most 26 long), and its name goes into every lease twice.
+pub const MAX_NAME_CHARS: usize = 64;
+
 /// An SPSA job as it was asked for, and its run's start.
 #[derive(Clone, Debug)]
 pub struct SpsaSetup {
@@ -79,6 +90,63 @@ pub fn check_spsa(request: &v1::CreateSpsaRequest) -> Result<MatchJob, SpecError
     let mut job = check_test(&played)?;
     job.spsa = Some(Box::new(SpsaSetup { request: request.clone(), start }));
     Ok(job)
+}
+
+/// Refuses a new SPSA run whose parameters pass the bounds of [`MAX_PARAMETERS`] and
+/// [`MAX_NAME_CHARS`] or whose names an engine's `setoption` would misread. Applied when
+/// a run is created, not when a stored one is read back at start: a run an older
+/// version accepted keeps running after an upgrade.
+pub fn check_spsa_bounds(request: &v1::CreateSpsaRequest) -> Result<(), SpecError> {
+    let spec = request.spsa.as_ref().ok_or_else(|| bad("spsa", "missing".to_owned()))?;
+    let parameters = parse_parameters(&spec.params).map_err(|e| bad("spsa.params", e.to_string()))?;
+    if parameters.len() > MAX_PARAMETERS {
+        return Err(bad("spsa.params", format!("{} parameters: at most {MAX_PARAMETERS}", parameters.len())));
+    }
+    if let Some(p) = parameters.iter().find(|p| !is_option_name(&p.name)) {
+        return Err(bad(
+            "spsa.params",
+            format!(
+                "parameter '{}': a name is at most {MAX_NAME_CHARS} characters, letters, digits and '_', \
+                 words parted by one space, neither 'name' nor 'value' among them",
+                p.name.chars().take(MAX_NAME_CHARS).collect::<String>().escape_default()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `name` can be a tuned option's name. The worker sends it to the engine as
+/// `setoption name <name> value <v>`: UCI names may hold spaces (ours do: "LMR Base"),
+/// but a control character, a run of spaces or the word `name` or `value` would change
+/// the command the engine reads.
+fn is_option_name(name: &str) -> bool {
+    name.len() <= MAX_NAME_CHARS
+        && name.split(' ').all(|word| {
+            !word.is_empty()
+                && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !word.eq_ignore_ascii_case("name")
+                && !word.eq_ignore_ascii_case("value")
+        })
+}
+
+/// Sets a probe's values (plus's, minus's: `[name, value]` pairs) on the engines of
+/// an SPSA lease.
+pub fn set_probe(spec: &mut v1::MatchSpec, [plus, minus]: [Vec<(String, String)>; 2]) {
+    for (engine, values) in [(&mut spec.new_engine, plus), (&mut spec.base_engine, minus)] {
+        if let Some(engine) = engine {
+            engine.options.extend(values);
+        }
+    }
+}
+
+impl SpsaSetup {
+    /// A probe whose values are as long as any probe's can be written: what a lease's
+    /// size is bounded with.
+    pub fn longest_probe(&self) -> [Vec<(String, String)>; 2] {
+        let longest = option_value(f64::MIN);
+        let values: Vec<_> = self.start.parameters().iter().map(|p| (p.name.clone(), longest.clone())).collect();
+        [values.clone(), values]
+    }
 }
 
 /// A probe as a lease stores it: the iteration, a colon, a `+` or `-` a parameter.
@@ -242,6 +310,19 @@ mod tests {
         let request = v1::CreateSpsaRequest { test: Some(test), spsa: Some(spsa) };
         let job = check_spsa(&request).unwrap();
         *job.spsa.unwrap()
+    }
+
+    /// A tuned option's name reaches the engine in `setoption name <name> value <v>`:
+    /// only names that command reads back whole are taken.
+    #[test]
+    fn option_names_are_what_a_setoption_command_reads_back() {
+        for good in ["A", "LMR Base", "Search_Param_9", "Null Move Eval Divisor", &"x".repeat(MAX_NAME_CHARS)] {
+            assert!(is_option_name(good), "{good}");
+        }
+        let too_long = "x".repeat(MAX_NAME_CHARS + 1);
+        for bad in ["", "A  B", " A", "A ", "A\tB", "A\rB", "Élan", "A-B", "A value B", "Name", "VALUE", &too_long] {
+            assert!(!is_option_name(bad), "{bad:?}");
+        }
     }
 
     #[test]

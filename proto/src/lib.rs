@@ -10,6 +10,11 @@ pub mod v1 {
     tonic::include_proto!("xq.v1");
 }
 
+/// Every gRPC method of the contract, by the path it is called at
+/// (`/xq.v1.Worker/Lease`): read from the contract by the build script, so that a new
+/// method is listed the day it is added.
+pub const GRPC_METHODS: &[&str] = include!(concat!(env!("OUT_DIR"), "/grpc_methods.rs"));
+
 /// The largest message either side accepts, in bytes: big enough for an artifact
 /// piece or a report of many game pairs, small enough that one request cannot
 /// exhaust memory.

@@ -98,16 +98,31 @@ pub fn with_grpc(dashboard: Router, grpc: tonic::service::Routes, shared: &Share
         .layer(axum::middleware::from_fn_with_state(shared.metrics.clone(), observe))
 }
 
+/// The label of requests that name no gRPC method and no route of the dashboard.
+pub const UNMATCHED: &str = "unmatched";
+
+/// The label a request is timed under: its gRPC method, its dashboard route (`{id}`
+/// left as such), or [`UNMATCHED`]. Only names fixed in advance become labels: anyone
+/// may send any path before authentication, and a label per path grew the metrics
+/// without bound (3,000 made-up `/xq.v1.Worker/...` paths added 17 MB).
+fn label(request: &Request) -> &str {
+    let path = request.uri().path();
+    if let Some(method) = xq_proto::GRPC_METHODS.iter().find(|&&method| method == path) {
+        return method;
+    }
+    match request.extensions().get::<MatchedPath>() {
+        // A route with a wildcard (a gRPC service's `/xq.v1.Worker/{*rest}`) matches
+        // made-up paths too.
+        Some(route) if !route.as_str().contains("{*") => route.as_str(),
+        _ => UNMATCHED,
+    }
+}
+
 /// Times a request into the metrics under its gRPC method or HTTP route, and counts
 /// it as refused when it fails: by its gRPC status (sent in the headers of an error
 /// reply) or its HTTP status.
 async fn observe(State(metrics): State<Arc<crate::metrics::Metrics>>, request: Request, next: Next) -> Response {
-    let path = request.uri().path();
-    let method = if path.starts_with("/xq.v1.") {
-        path.to_owned()
-    } else {
-        request.extensions().get::<MatchedPath>().map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned())
-    };
+    let method = label(&request).to_owned();
     let start = Instant::now();
     let response = next.run(request).await;
     let grpc_status = response.headers().get("grpc-status").and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());

@@ -8,8 +8,8 @@ use xq_coordinator::scheduler::SchedulerConfig;
 use xq_proto::v1;
 
 use crate::common::{
-    BACKENDS, Client, TempDir, client, fresh_database, game, pair, registered_worker, registered_worker_token, serve,
-    serve_on, serve_with, test_request, totals, upload, worker,
+    BACKENDS, Client, Random, TempDir, client, fresh_database, game, pair, registered_worker, registered_worker_token,
+    serve, serve_on, serve_with, test_request, totals, upload, worker,
 };
 
 fn config() -> SchedulerConfig {
@@ -473,8 +473,8 @@ async fn roles_keep_submitters_to_their_own_jobs_and_tokens_expire_and_are_revok
         }
         assert_eq!(admin.approve_job(id).await.unwrap().into_inner().state, "running");
         assert!(player.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.is_some());
-        let priority = v1::SetPriorityRequest { job_id: job.job_id, priority: 5 };
-        assert_eq!(as_alice.set_priority(priority).await.unwrap().into_inner().priority, 5, "her own job");
+        let priority = v1::SetPriorityRequest { job_id: job.job_id, priority: -5 };
+        assert_eq!(as_alice.set_priority(priority).await.unwrap().into_inner().priority, -5, "her own job");
         // An admin's test runs at once.
         let request = test_request(&mut admin, 4, None).await;
         assert_eq!(admin.create_test(request).await.unwrap().into_inner().state, "running");
@@ -578,4 +578,205 @@ async fn http2_connections_are_told_their_stream_limit() {
     .await
     .expect("the server's settings within 5 s");
     assert_eq!(settings, xq_coordinator::server::MAX_STREAMS as usize);
+}
+
+/// The value of the metric line `name` (0 when absent).
+fn metric(text: &str, name: &str) -> u64 {
+    text.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok()).unwrap_or(0)
+}
+
+/// Attack: every request path under `/xq.v1.` became a metric label, before any token
+/// was checked, so 3,000 GETs of made-up paths added 17 MB to `/metrics`. Now only the
+/// contract's methods and the dashboard's routes are labels; the rest count as one.
+#[tokio::test]
+async fn made_up_grpc_paths_count_under_one_label_and_do_not_grow_the_metrics() {
+    use http_body_util::{BodyExt, Empty};
+    use hyper_util::client::legacy::Client as HttpClient;
+    use xq_coordinator::http::UNMATCHED;
+
+    let served = serve(BACKENDS[0], config()).await;
+    let http = HttpClient::builder(hyper_util::rt::TokioExecutor::new()).build_http::<Empty<bytes::Bytes>>();
+    let get = |path: String| {
+        let uri: http::Uri = format!("http://{}{path}", served.address).parse().unwrap();
+        let http = http.clone();
+        async move { http.get(uri).await.unwrap().into_body().collect().await.unwrap().to_bytes() }
+    };
+    let unmatched = format!("xq_request_seconds_count{{method=\"{UNMATCHED}\"}}");
+    let before = String::from_utf8(get("/metrics".to_owned()).await.to_vec()).unwrap();
+
+    const SENT: u64 = 3_000;
+    let mut random = Random(0x5eed_1abe1);
+    let mut made_up = Vec::new();
+    for i in 0..SENT {
+        let service = ["Worker", "Client", "Nothing"][i as usize % 3];
+        let path = format!("/xq.v1.{service}/M{:016x}", random.next());
+        get(path.clone()).await;
+        made_up.push(path);
+    }
+    let after = String::from_utf8(get("/metrics".to_owned()).await.to_vec()).unwrap();
+    assert_eq!(metric(&after, &unmatched), metric(&before, &unmatched) + SENT, "of {} bytes", after.len());
+    // One label's lines (a histogram, the refusals by status) and longer counts: a
+    // few kilobytes, where a label per path added 17 MB.
+    let grown = after.len().saturating_sub(before.len());
+    assert!(grown < 16 * 1024, "/metrics grew by {grown} bytes, from {} to {}", before.len(), after.len());
+    assert!(made_up.iter().all(|path| !after.contains(path.as_str())), "a made-up path became a label");
+
+    // A method of the contract still has its own label.
+    let mut admin = client(served.address, &served.client_token).await;
+    admin.list_jobs(v1::ListJobsRequest::default()).await.unwrap();
+    let metrics = String::from_utf8(get("/metrics".to_owned()).await.to_vec()).unwrap();
+    assert_eq!(metric(&metrics, "xq_request_seconds_count{method=\"/xq.v1.Client/ListJobs\"}"), 1, "{metrics}");
+    assert!(xq_proto::GRPC_METHODS.contains(&"/xq.v1.Worker/Lease"), "{:?}", xq_proto::GRPC_METHODS);
+}
+
+/// A new submitter's client of `served`, and its token.
+async fn submitter(served: &crate::common::Served, name: &str) -> (Client, String) {
+    let mut admin = client(served.address, &served.client_token).await;
+    let request = v1::CreateTokenRequest { role: "submitter".to_owned(), name: name.to_owned(), expires_seconds: 0 };
+    let token = admin.create_token(request).await.unwrap().into_inner().token;
+    (client(served.address, &token).await, token)
+}
+
+async fn job_ids(client: &mut Client) -> Vec<u64> {
+    let jobs = client.list_jobs(v1::ListJobsRequest::default()).await.unwrap().into_inner().jobs;
+    jobs.iter().map(|job| job.job_id).collect()
+}
+
+/// Attack: a submitter's SPSA run of 20,000 parameters was taken, and every lease of it
+/// (each carrying every parameter twice) was over the 8 MiB reply limit, so each
+/// worker that leased it exited. Now the parameters are bounded, and any job whose
+/// leases could pass the limit is refused when it is created.
+#[tokio::test]
+async fn an_spsa_run_or_test_whose_leases_would_not_fit_a_reply_is_refused_and_nothing_stored() {
+    use xq_coordinator::spsa::{MAX_NAME_CHARS, MAX_PARAMETERS};
+
+    // Leases of up to 3,000,000 units, so that a test of as many pairs makes one too big.
+    let config = SchedulerConfig { max_units_per_lease: 3_000_000, ..config() };
+    let served = serve(BACKENDS[0], config).await;
+    let (mut mallory, _) = submitter(&served, "mallory").await;
+    let mut test = test_request(&mut mallory, 10, None).await;
+    test.base_engine = None;
+    let spsa = |params: String| v1::CreateSpsaRequest {
+        test: Some(test.clone()),
+        spsa: Some(v1::SpsaSpec { params, ..Default::default() }),
+    };
+    let jobs = job_ids(&mut mallory).await;
+
+    let many: String = (0..20_000).map(|i| format!("P{i}, 100, 0, 200, 10, 0.002\n")).collect();
+    let long = format!("{}, 100, 0, 200, 10, 0.002", "P".repeat(MAX_NAME_CHARS + 1));
+    let cases = [
+        (many, format!("20000 parameters: at most {MAX_PARAMETERS}")),
+        (long, format!("a name is at most {MAX_NAME_CHARS} characters")),
+        ("A\tB, 100, 0, 200, 10, 0.002".to_owned(), "letters, digits and '_'".to_owned()),
+        ("Margin value 3, 100, 0, 200, 10, 0.002".to_owned(), "neither 'name' nor 'value'".to_owned()),
+    ];
+    for (params, bound) in cases {
+        let status = mallory.create_spsa(spsa(params)).await.unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+        assert!(status.message().starts_with("spsa.params: "), "{}", status.message());
+        assert!(status.message().contains(&bound), "{bound}: {}", status.message());
+    }
+    // A test whose leases could hold 3,000,000 unit numbers of 3 bytes each.
+    let mut huge = test_request(&mut mallory, 3_000_000, None).await;
+    let status = mallory.create_test(huge.clone()).await.unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    let limit = format!("over the {}-byte limit of a reply", xq_proto::MAX_MESSAGE_BYTES);
+    assert!(status.message().contains(&limit), "{}", status.message());
+    assert_eq!(job_ids(&mut mallory).await, jobs, "nothing stored");
+
+    // A run of sensible size, and a test of fewer pairs, are taken.
+    let params = (0..MAX_PARAMETERS).map(|i| format!("Search Param_{i}, 100, 0, 200, 10, 0.002\n")).collect();
+    let job = mallory.create_spsa(spsa(params)).await.unwrap().into_inner();
+    assert_eq!(job.spsa.as_ref().unwrap().parameters.len(), MAX_PARAMETERS);
+    huge.pairs = 1_000;
+    mallory.create_test(huge).await.unwrap();
+    // The run's leases reach a worker, every parameter in them.
+    let mut worker = registered_worker(&served, "w", &[]).await;
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    let Some(v1::lease::Work::MatchSpec(spec)) = &lease.work else { panic!("a match lease: {lease:?}") };
+    assert_eq!((lease.job_id, spec.new_engine.as_ref().unwrap().options.len()), (job.job_id, MAX_PARAMETERS));
+}
+
+/// Attack: workers lease by priority first, and a submitter's `xq priority N 1000000`
+/// on its own job was taken, putting it before every other job. Now raising a priority
+/// above the default is an admin's, at creation too; a submitter may still lower its own.
+#[tokio::test]
+async fn only_an_admin_raises_a_job_s_priority_above_the_default() {
+    use xq_coordinator::service::DEFAULT_PRIORITY;
+
+    let served = serve(BACKENDS[0], config()).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let (mut alice, token) = submitter(&served, "alice").await;
+    let request = test_request(&mut alice, 4, None).await;
+    let job = alice.create_test(request).await.unwrap().into_inner().job_id;
+    let priority_of = |client: &mut Client| {
+        let mut client = client.clone();
+        async move { client.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner().priority }
+    };
+    let set = |priority| v1::SetPriorityRequest { job_id: job, priority };
+    let denied = |status: tonic::Status| {
+        assert_eq!(status.code(), Code::PermissionDenied, "{status:?}");
+        let rule = format!("only an admin may raise a job's priority above the default ({DEFAULT_PRIORITY})");
+        assert!(status.message().contains(&rule), "{}", status.message());
+    };
+
+    denied(alice.set_priority(set(1_000_000)).await.unwrap_err());
+    assert_eq!(priority_of(&mut admin).await, DEFAULT_PRIORITY, "unchanged");
+    // Through the dashboard's action too.
+    let url = format!("http://{}/api/v1/jobs/{job}/priority", served.address);
+    let headers = [("authorization", format!("Bearer {token}")), ("content-type", "application/json".to_owned())];
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    let (status, body) = crate::dashboard::request("POST", &url, &headers, r#"{"priority": 1000000}"#).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("only an admin may raise"), "{body}");
+    assert_eq!(priority_of(&mut admin).await, DEFAULT_PRIORITY, "unchanged");
+    // Lowered, and back up to the default: hers to do.
+    assert_eq!(alice.set_priority(set(-3)).await.unwrap().into_inner().priority, -3);
+    assert_eq!(alice.set_priority(set(DEFAULT_PRIORITY)).await.unwrap().into_inner().priority, DEFAULT_PRIORITY);
+    denied(alice.set_priority(set(DEFAULT_PRIORITY + 1)).await.unwrap_err());
+    // An admin raises it; she may lower it again, not raise it back.
+    assert_eq!(admin.set_priority(set(1_000_000)).await.unwrap().into_inner().priority, 1_000_000);
+    assert_eq!(alice.set_priority(set(10)).await.unwrap().into_inner().priority, 10);
+    denied(alice.set_priority(set(11)).await.unwrap_err());
+    assert_eq!(priority_of(&mut admin).await, 10);
+
+    // Nor may she create a job above the default: a test, an SPSA run, a tournament's
+    // tests, a self-play or a verification job.
+    let jobs = job_ids(&mut admin).await;
+    let test = v1::CreateTestRequest { priority: 5, ..test_request(&mut alice, 4, None).await };
+    denied(alice.create_test(test.clone()).await.unwrap_err());
+    let spsa = v1::CreateSpsaRequest {
+        test: Some(v1::CreateTestRequest { base_engine: None, ..test.clone() }),
+        spsa: Some(v1::SpsaSpec { params: "A, 100, 0, 200, 10, 0.002".to_owned(), ..Default::default() }),
+    };
+    denied(alice.create_spsa(spsa).await.unwrap_err());
+    let tournament = v1::CreateTournamentRequest {
+        engines: vec![test.new_engine.clone().unwrap(), test.base_engine.clone().unwrap()],
+        settings: Some(v1::CreateTestRequest { time_control: "10+0.1".to_owned(), priority: 5, ..Default::default() }),
+        ..Default::default()
+    };
+    denied(alice.create_tournament(tournament.clone()).await.unwrap_err());
+    let self_play = v1::CreateSelfPlayRequest {
+        spec: Some(v1::SelfPlaySpec { games_per_unit: 1, nodes: 100, ..Default::default() }),
+        units: 1,
+        priority: 5,
+        ..Default::default()
+    };
+    denied(alice.create_self_play(self_play.clone()).await.unwrap_err());
+    let verification = v1::CreateVerificationRequest {
+        selfplay: Some(v1::SelfPlaySpec { games_per_unit: 1, nodes: 100, ..Default::default() }),
+        games: 10,
+        priority: 5,
+        ..Default::default()
+    };
+    denied(alice.create_verification(verification).await.unwrap_err());
+    assert_eq!(job_ids(&mut admin).await, jobs, "nothing stored");
+    let listed = admin.list_tournaments(v1::ListTournamentsRequest::default()).await.unwrap().into_inner();
+    assert!(listed.tournaments.is_empty(), "{listed:?}");
+
+    // At the default or below, hers are taken; an admin's above it too.
+    let lower = v1::CreateSelfPlayRequest { priority: -1, ..self_play.clone() };
+    assert_eq!(alice.create_self_play(lower).await.unwrap().into_inner().priority, -1);
+    assert_eq!(admin.create_test(test).await.unwrap().into_inner().priority, 5);
+    assert_eq!(admin.create_tournament(tournament).await.unwrap().into_inner().pairings.len(), 1);
 }
