@@ -253,3 +253,39 @@ fn verify_reports_the_games_where_rule_sets_part_and_counts_them() {
     assert_eq!(summary["by_kind"]["wxf vs computer: different ply"], 1);
     assert_eq!(summary["by_articles"]["WXF 20.3 / WXF 3.2.B"], 1);
 }
+
+#[test]
+fn verify_checks_the_metamorphic_properties_of_files_and_generated_games() {
+    // The review's F1 game in a file: the kings' detour, then Red's perpetual check. It
+    // keeps every property (the verdict, Red's loss at ply 12, survives mirroring, the
+    // colours swapped, the detour dropped and a detour added).
+    let path = std::env::temp_dir().join(format!("xq-metamorphic-{}.pgn", std::process::id()));
+    let game = "d0d1 e9e8 d1d0 e8e9 f0e0 e9f9 e0f0 f9e9 f0e0 e9f9 e0f0 f9e9";
+    std::fs::write(&path, format!("[FEN \"4k4/9/9/9/9/9/9/9/9/3K1R3 w - - 0 1\"]\n\n{game} *\n")).expect("write PGN");
+    let (ok, lines, stderr) =
+        run("verify", &["--rules", "wxf,asian,computer", "--metamorphic", path.to_str().unwrap()], "");
+    std::fs::remove_file(&path).ok();
+    assert!(ok, "{stderr}");
+    assert_eq!(lines.len(), 1, "only the summary: {lines:?}");
+    assert_eq!(
+        (lines[0]["summary"]["games"].as_u64(), lines[0]["summary"]["metamorphic"].as_u64()),
+        (Some(1), Some(0))
+    );
+
+    // Generated rule-hard games, numbered: every property holds under every rule set,
+    // and the games part where the rule sets differ (CXQ's counters from the others).
+    let (ok, lines, stderr) = run(
+        "verify",
+        &["--rules", "wxf,asian,cxq,computer", "--generate", "300", "--first", "1000", "--metamorphic"],
+        "",
+    );
+    assert!(ok, "{stderr}");
+    let summary = &lines.last().unwrap()["summary"];
+    assert_eq!((summary["games"].as_u64(), summary["metamorphic"].as_u64()), (Some(300), Some(0)), "{summary}");
+    assert!(summary["parting"].as_u64().unwrap() > 0, "{summary}");
+    assert!(lines[..lines.len() - 1].iter().all(|line| line["game"].as_str().unwrap().starts_with("hard game 1")));
+
+    // Without files or --generate there is nothing to verify: refused by the parser.
+    let (ok, _, stderr) = run("verify", &["--metamorphic"], "");
+    assert!(!ok && stderr.contains("<PGN>"), "{stderr}");
+}

@@ -78,11 +78,23 @@ enum Command {
         rules: Vec<RuleSet>,
         /// PGN files (UTF-8, GBK or Big5; moves in UCI, ICCS, WXF or Chinese notation;
         /// `[FEN]` tag for other starts).
-        #[arg(required = true)]
+        #[arg(required_unless_present = "generate")]
         pgn: Vec<std::path::PathBuf>,
         /// Only parse and replay the moves (the benchmark's reference).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "metamorphic")]
         replay_only: bool,
+        /// Check the metamorphic properties too (mirror, colour swap, the repetition
+        /// alone, an idle detour before it): each game that breaks one is reported with
+        /// the transformed game and both verdicts.
+        #[arg(long)]
+        metamorphic: bool,
+        /// Verify this many generated rule-hard games (revisits, shuttles, checks and
+        /// chases on thinned boards) after the PGN files' games.
+        #[arg(long, value_name = "N")]
+        generate: Option<u64>,
+        /// The number of the first generated game (game N is the same on every build).
+        #[arg(long, default_value_t = 0, requires = "generate")]
+        first: u64,
     },
     /// Searches fixed positions to a fixed depth; prints the node count (the engine's
     /// signature) and the speed.
@@ -200,8 +212,9 @@ fn run() -> anyhow::Result<()> {
             let moves = moves.split_whitespace().map(str::to_owned).collect();
             judge::judge_one(&JudgeRequest { fen, moves, rules, variant }, &mut out)
         }
-        Some(Command::Verify { rules, pgn, replay_only }) => {
-            verify::verify_files(&pgn, if replay_only { &[] } else { &rules }, &mut std::io::stdout().lock())
+        Some(Command::Verify { rules, pgn, replay_only, metamorphic, generate, first }) => {
+            let sources = verify::Sources { pgn, generated: first..first + generate.unwrap_or(0), metamorphic };
+            verify::verify(&sources, if replay_only { &[] } else { &rules }, &mut std::io::stdout().lock())
         }
     }
 }

@@ -54,8 +54,10 @@
 //!   comparisons with engines that implement no chase rule.
 
 pub mod cxq;
+pub mod hard_games;
 pub mod identity;
 pub mod judge;
+pub mod metamorphic;
 pub mod nature;
 pub mod referee;
 pub mod verify;

@@ -10,7 +10,9 @@ use serde_json::{Value, json};
 
 #[cfg(doc)]
 use super::Referee;
+use super::hard_games::hard_game;
 use super::judge::{JudgeRequest, judge};
+use super::metamorphic;
 use super::{Outcome, Panel, RefereeConfig, RuleSet, Ruling, cite_move_rules};
 use crate::color::Color;
 use crate::variant::Variant;
@@ -254,6 +256,9 @@ pub struct Tally {
     pub by_kind: BTreeMap<String, u64>,
     /// Partings by the two articles applied ("none" where a set did not rule).
     pub by_articles: BTreeMap<String, u64>,
+    /// Games where a rule set broke a metamorphic property ([`metamorphic`]), counted
+    /// in `by_kind` by rule set and property ("wxf metamorphic: detour").
+    pub metamorphic: u64,
 }
 
 impl Tally {
@@ -262,6 +267,7 @@ impl Tally {
         self.games += other.games;
         self.refused += other.refused;
         self.parting += other.parting;
+        self.metamorphic += other.metamorphic;
         for (mine, theirs) in [(&mut self.by_kind, &other.by_kind), (&mut self.by_articles, &other.by_articles)] {
             for (key, count) in theirs {
                 *mine.entry(key.clone()).or_default() += count;
@@ -282,7 +288,9 @@ impl Tally {
             self.refused += 1;
             return;
         }
-        self.parting += 1;
+        // A line without verdicts reports only broken metamorphic properties.
+        self.parting += u64::from(line.get("verdicts").is_some());
+        self.metamorphic += u64::from(line.get("metamorphic").is_some());
         let verdicts = line.get("verdicts").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
         let article = |rules: &str| {
             let verdict = verdicts.iter().find(|v| v.get("rules").and_then(Value::as_str) == Some(rules));
@@ -294,6 +302,10 @@ impl Tally {
         for kind in kinds.iter().filter_map(Value::as_str) {
             *self.by_kind.entry(kind.to_owned()).or_default() += 1;
             let (a, b) = kind_pair(kind);
+            if b.is_empty() {
+                // A metamorphic property, broken by one rule set: no pair of articles.
+                continue;
+            }
             if Some(b) == reference_name {
                 let why = reference.and_then(|r| r.get("why")).and_then(Value::as_str).unwrap_or_default();
                 *self.by_kind.entry(format!("{a} vs {b}, why: {why}")).or_default() += 1;
@@ -312,6 +324,7 @@ impl Tally {
             "parting": self.parting,
             "by_kind": self.by_kind,
             "by_articles": self.by_articles,
+            "metamorphic": self.metamorphic,
         })
     }
 
@@ -327,6 +340,8 @@ impl Tally {
             parting: value.get("parting")?.as_u64()?,
             by_kind: counts("by_kind")?,
             by_articles: counts("by_articles")?,
+            // Absent from reports made before metamorphic verification existed.
+            metamorphic: value.get("metamorphic").map_or(Some(0), Value::as_u64)?,
         })
     }
 }
@@ -359,20 +374,24 @@ fn game_line(
     label: &str,
     reference: Option<&mut dyn Reference>,
 ) -> Result<Option<Value>, String> {
-    let refuse = |error: String| Ok(Some(json!({"game": label, "error": error})));
-    if game.tag("Variant").is_some_and(|v| v.parse::<Variant>().is_ok_and(|v| v == Variant::Xiongqi)) {
-        return refuse("a Xiongqi game: its rules are its own, not a rule set's".to_owned());
+    match replayable(game, rule_sets) {
+        Ok((start, moves)) => moves_line(&start, &moves, rule_sets, label, reference, false),
+        Err(error) => Ok(Some(json!({"game": label, "error": error}))),
     }
-    let start = match game.tag("FEN").map(fen::parse_composed) {
-        None => Position::startpos(),
-        Some(Ok((position, _))) => position,
-        Some(Err(error)) => return refuse(format!("FEN: {error}")),
-    };
-    let moves = match parse_moves(&start, &game.moves) {
-        Ok(moves) => moves,
-        Err((ply, error)) => return refuse(format!("ply {ply}: {}", cite_move_rules(rule_sets, &error.to_string()))),
-    };
-    let found = verdicts(&start, &moves, rule_sets);
+}
+
+/// The report line of the game of `moves` from `start`, if it has one: where the rule
+/// sets part (and from the reference, if given), and with `metamorphic` the
+/// properties the game breaks.
+fn moves_line(
+    start: &Position,
+    moves: &[Move],
+    rule_sets: &[RuleSet],
+    label: &str,
+    reference: Option<&mut dyn Reference>,
+    metamorphic: bool,
+) -> Result<Option<Value>, String> {
+    let found = verdicts(start, moves, rule_sets);
     let mut kinds = Vec::new();
     for (i, a) in found.iter().enumerate() {
         for b in &found[i + 1..] {
@@ -386,14 +405,14 @@ fn game_line(
     // The first verdict's description, when comparing it with the reference needed it.
     let mut first_json = None;
     if let (Some(reference), Some(ours)) = (reference, found.first()) {
-        let candidates = ruling_candidates(&start, &moves, ours.ended.map(|(ply, _)| ply));
-        let theirs = reference.verdict(&start, &moves, &candidates)?;
+        let candidates = ruling_candidates(start, moves, ours.ended.map(|(ply, _)| ply));
+        let theirs = reference.verdict(start, moves, &candidates)?;
         let mut known = None;
         if let Some(kind) = reference_disagreement(ours, theirs) {
             kinds.push(kind_text(ours.rules.name(), reference.name(), kind));
-            let ours_json = verdict_json(ours, &start, &moves, &mut cycles);
+            let ours_json = verdict_json(ours, start, moves, &mut cycles);
             let cycle = ours_json["cycle"].as_array().map_or(&[][..], Vec::as_slice);
-            known = Some(known_difference(&start, &moves, ours, theirs, cycle).unwrap_or("unexplained"));
+            known = Some(known_difference(start, moves, ours, theirs, cycle).unwrap_or("unexplained"));
             first_json = Some(ours_json);
         }
         reference_json = Some(match theirs {
@@ -403,9 +422,21 @@ fn game_line(
             None => json!({"name": reference.name(), "ply": null, "result": "*", "why": known}),
         });
     }
-    if kinds.is_empty() {
+    let broken = if metamorphic { metamorphic::check(start, moves, rule_sets) } else { Vec::new() };
+    if kinds.is_empty() && broken.is_empty() {
         return Ok(None);
     }
+    let texts: Vec<String> = moves.iter().map(ToString::to_string).collect();
+    if kinds.is_empty() {
+        return Ok(Some(json!({
+            "game": label,
+            "start": fen::to_fen(start),
+            "moves": texts,
+            "metamorphic": broken.iter().map(metamorphic::Counterexample::to_json).collect::<Vec<_>>(),
+            "kinds": broken.iter().map(metamorphic::Counterexample::kind).collect::<Vec<_>>(),
+        })));
+    }
+    kinds.extend(broken.iter().map(metamorphic::Counterexample::kind));
     let first_end = found.iter().filter_map(|v| v.ended.map(|(ply, _)| ply)).min().unwrap_or(0);
     let mut position = start.clone();
     for &mv in &moves[..first_end.saturating_sub(1)] {
@@ -413,12 +444,11 @@ fn game_line(
     }
     let mut verdicts = Vec::with_capacity(found.len());
     verdicts.extend(first_json);
-    verdicts.extend(found[verdicts.len()..].iter().map(|verdict| verdict_json(verdict, &start, &moves, &mut cycles)));
+    verdicts.extend(found[verdicts.len()..].iter().map(|verdict| verdict_json(verdict, start, moves, &mut cycles)));
     // A parting game's moves are reported in UCI coordinates whatever the file wrote.
-    let texts: Vec<String> = moves.iter().map(ToString::to_string).collect();
     let mut line = json!({
         "game": label,
-        "start": fen::to_fen(&start),
+        "start": fen::to_fen(start),
         "moves": texts,
         "before_first_ruling": fen::to_fen(&position),
         "verdicts": verdicts,
@@ -427,7 +457,47 @@ fn game_line(
     if let Some(reference) = reference_json {
         line["reference"] = reference;
     }
+    if !broken.is_empty() {
+        line["metamorphic"] = broken.iter().map(metamorphic::Counterexample::to_json).collect();
+    }
     Ok(Some(line))
+}
+
+/// The start and moves of a Xiangqi game, or why it cannot be replayed under
+/// `rule_sets` (the articles of each cited).
+fn replayable(game: &PgnGame, rule_sets: &[RuleSet]) -> Result<(Position, Vec<Move>), String> {
+    if game.tag("Variant").is_some_and(|v| v.parse::<Variant>().is_ok_and(|v| v == Variant::Xiongqi)) {
+        return Err("a Xiongqi game: its rules are its own, not a rule set's".to_owned());
+    }
+    let start = match game.tag("FEN").map(fen::parse_composed) {
+        None => Position::startpos(),
+        Some(Ok((position, _))) => position,
+        Some(Err(error)) => return Err(format!("FEN: {error}")),
+    };
+    let moves = parse_moves(&start, &game.moves)
+        .map_err(|(ply, error)| format!("ply {ply}: {}", cite_move_rules(rule_sets, &error.to_string())))?;
+    Ok((start, moves))
+}
+
+/// [`check_game`] with the metamorphic properties ([`metamorphic`]) checked too: a game
+/// that breaks one is reported with each property broken, the game and the
+/// transformed game (both cut to the shortest counterexample found) and their verdicts.
+pub fn check_game_metamorphic(game: &PgnGame, rule_sets: &[RuleSet], label: &str, tally: &mut Tally) -> Option<Value> {
+    let line = match replayable(game, rule_sets) {
+        Ok((start, moves)) => moves_line(&start, &moves, rule_sets, label, None, true).ok().flatten(),
+        Err(error) => Some(json!({"game": label, "error": error})),
+    };
+    tally.count(line.as_ref());
+    line
+}
+
+/// Verifies the rule-hard game `number` ([`hard_game`]) as [`check_game`] does, with
+/// the metamorphic properties if `metamorphic`; its label is "hard game N".
+pub fn check_hard_game(number: u64, rule_sets: &[RuleSet], metamorphic: bool, tally: &mut Tally) -> Option<Value> {
+    let (start, moves) = hard_game(number);
+    let line = moves_line(&start, &moves, rule_sets, &format!("hard game {number}"), None, metamorphic).ok().flatten();
+    tally.count(line.as_ref());
+    line
 }
 
 /// A verification unit's report, as workers send it and the coordinator stores it: a
