@@ -13,4 +13,5 @@ mod repetition_window;
 mod rules;
 mod self_play;
 mod uci;
+mod violation_timing;
 mod xiongqi;

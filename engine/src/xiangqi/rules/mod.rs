@@ -22,9 +22,12 @@
 //!   - the sole violator loses; both violating alike draw (3.2.C); no violation is a
 //!     draw by repetition (3.2.B).
 //! - When: a forbidden perpetual is ruled at the third occurrence of the position
-//!   (3.1.C, 19.8: "a threefold repetition"), a repetition without violation is drawn
-//!   at the fourth (3.2.B). Both are settings of [`Referee`]; the judge command and the
-//!   search rule any repetition at once.
+//!   (19.8: "a threefold repetition") by default, where the books warn first and rule
+//!   the loss a cycle later (3.1.C, 17.3.G.III; the Asian Section 4 rule 3 later still):
+//!   see [`ViolationTiming`] for both and why the default is the former. A repetition
+//!   without violation is drawn at the fourth occurrence (3.2.B; 17.3.G.II: announced
+//!   at the threefold, drawn if another cycle is repeated). Both are settings of
+//!   [`Referee`]; the judge command and the search rule any repetition at once.
 //! - Natural move count (Article 8, 3.2.D): a draw after 100 plies (50 moves by each
 //!   side) without a capture, where each side's checks beyond its tenth in that span are
 //!   not counted. Article 8 says "one hundred moves by both players" and 3.2.D "50
@@ -67,7 +70,7 @@ use std::str::FromStr;
 
 use identity::{Identities, PieceId};
 use nature::{Nature, classify};
-pub use referee::{Panel, Referee, RefereeConfig};
+pub use referee::{Panel, Referee, RefereeConfig, ViolationTiming};
 
 use super::position::{KING_IN_CHECK_ARTICLE, KINGS_FACE_ARTICLE};
 use super::{Move, PieceKind, Position};

@@ -23,7 +23,8 @@ use crate::xiangqi::{IllegalMove, Move, Position, Undo};
 pub struct RefereeConfig {
     /// The rule set.
     pub rules: RuleSet,
-    /// Occurrences of a position at which a forbidden perpetual is ruled (default 3).
+    /// Occurrences of a position at which a forbidden perpetual is ruled (default 3,
+    /// [`ViolationTiming`]).
     pub violation_occurrences: u32,
     /// Occurrences at which a repetition without violation is drawn (default 4).
     pub draw_occurrences: u32,
@@ -38,6 +39,64 @@ impl RefereeConfig {
     pub fn for_rules(rules: RuleSet) -> Self {
         let natural_move_plies = if rules == RuleSet::Asian { None } else { Some(100) };
         RefereeConfig { rules, natural_move_plies, ..RefereeConfig::default() }
+    }
+
+    /// The defaults under `rules`, a lone violation ruled with `timing`.
+    pub fn with_timing(rules: RuleSet, timing: ViolationTiming) -> Self {
+        RefereeConfig { violation_occurrences: timing.occurrences(rules), ..RefereeConfig::for_rules(rules) }
+    }
+}
+
+/// When a lone violation of the repetition rules (a perpetual check or chase by one
+/// side) is ruled. The books have the arbiter warn first; engines cannot hear a warning,
+/// so engine matches rule at the warning's moment instead, as engines' own repetition
+/// rules do (Fairy-Stockfish and the Pikafish family end such a game at the threefold
+/// repetition). A match runner can play the books' way by banning the repeating move
+/// at the warning (UCCI `banmoves`), then rule with [`ViolationTiming::AfterWarning`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ViolationTiming {
+    /// At the threefold repetition, the position's third occurrence: the default, since
+    /// an engine that is not told to change its moves would only repeat them.
+    #[default]
+    Threefold,
+    /// After the arbiter's warning at the threefold repetition, when the violator
+    /// repeats anyway: WXF 3.1.C and 17.3.G.III rule the loss "if the same moves were
+    /// repeated another cycle", the fourth occurrence (the computer rule set, which
+    /// keeps WXF's perpetual check, likewise); the Asian Section 4 rule 3 when the
+    /// violator, "asked by the referee to alter, ... repeats the violation for three
+    /// times": asked at the threefold repetition (the text names no other moment; WXF's
+    /// 17.3.G does), three more cycles, the sixth occurrence. The CXQ rules count
+    /// consecutive checks and chases instead and are not affected.
+    AfterWarning,
+}
+
+impl ViolationTiming {
+    /// Occurrences of the repeated position at which the violation is ruled.
+    pub fn occurrences(self, rules: RuleSet) -> u32 {
+        match (self, rules) {
+            (ViolationTiming::Threefold, _) => 3,
+            (ViolationTiming::AfterWarning, RuleSet::Asian) => 6,
+            (ViolationTiming::AfterWarning, _) => 4,
+        }
+    }
+
+    /// The name used on command lines, options and PGN tags.
+    pub fn name(self) -> &'static str {
+        match self {
+            ViolationTiming::Threefold => "threefold",
+            ViolationTiming::AfterWarning => "after-warning",
+        }
+    }
+}
+
+impl std::str::FromStr for ViolationTiming {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "threefold" => Ok(ViolationTiming::Threefold),
+            "after-warning" => Ok(ViolationTiming::AfterWarning),
+            _ => Err(format!("unknown violation timing '{text}': expected threefold or after-warning")),
+        }
     }
 }
 
