@@ -66,6 +66,8 @@ struct Session {
     use_nnue: bool,
     /// Whether the search's tunable numbers are options.
     option_set: OptionSet,
+    /// Moves a UCCI `banmoves` command banned from the next search, as written.
+    banned_next: Vec<String>,
 }
 
 /// Which options the engine declares.
@@ -113,6 +115,7 @@ pub fn run(input: impl BufRead, output: impl Write + Send + 'static, option_set:
         net: embedded(),
         use_nnue: true,
         option_set,
+        banned_next: Vec::new(),
     };
     session.options.network = Some(session.net.clone());
     for line in input.lines() {
@@ -179,7 +182,8 @@ impl Session {
                     Err(message) => self.info(&message),
                 }
             }
-            "banmoves" => self.info("banmoves belongs on the go line here: go ... banmoves m1 m2"),
+            // UCCI: the moves banned from the next search, read against its position.
+            "banmoves" => self.banned_next = rest.iter().map(|word| word.to_string()).collect(),
             "go" => {
                 self.finish_search(true);
                 if let Err(message) = self.go(rest) {
@@ -340,7 +344,12 @@ impl Session {
             return Ok(());
         }
         let position = self.current_position();
-        let limits = self.capped(parse_go(words, Some(&position), self.protocol, position.side_to_move())?);
+        let banned = std::mem::take(&mut self.banned_next);
+        let mut limits = parse_go(words, Some(&position), self.protocol, position.side_to_move())?;
+        for text in &banned {
+            limits.banned.push(parse_uci(&position, text, Dialect::ZeroBased).map_err(|e| format!("banmoves: {e}"))?);
+        }
+        let limits = self.capped(limits);
         let shared = Arc::clone(&self.shared);
         let out = Arc::clone(&self.out);
         let (start, moves, options) = (self.start.clone(), self.moves.clone(), self.options.clone());
@@ -498,6 +507,19 @@ fn parse_go(
                     let mv = parse_uci(position, text, Dialect::ZeroBased).map_err(|e| format!("banmoves: {e}"))?;
                     limits.banned.push(mv);
                 }
+                break;
+            }
+            // UCI: only these root moves; the list runs to the end of the line, as
+            // Stockfish and its kin read it. Kept as the others banned.
+            ("searchmoves", _) => {
+                let position = position.ok_or("searchmoves is supported for xiangqi only")?;
+                let mut allowed = Vec::new();
+                for text in &words[index + 1..] {
+                    let mv = parse_uci(position, text, Dialect::ZeroBased).map_err(|e| format!("searchmoves: {e}"))?;
+                    allowed.push(mv);
+                }
+                let legal = crate::xiangqi::movegen::legal_moves(position);
+                limits.banned.extend(legal.iter().copied().filter(|mv| !allowed.contains(mv)));
                 break;
             }
             ("draw", Protocol::Ucci) => {}

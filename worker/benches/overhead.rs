@@ -110,6 +110,7 @@ fn main() {
             hang_timeout: Duration::from_secs(10),
             adjudication: Adjudication::default(),
             max_plies: Some(200),
+            violation_timing: Default::default(),
         },
         sprt: None,
     };

@@ -29,7 +29,7 @@ use xq_engine::xiangqi::fen::{FenFlavour, UnknownFenFlavour};
 use xq_engine::xiangqi::notation::{Dialect, UnknownDialect};
 use xq_engine::xiangqi::pgn::PgnFile;
 use xq_engine::xiangqi::rules::verify::{Reference, unit_report};
-use xq_engine::xiangqi::rules::{Outcome, RuleSet};
+use xq_engine::xiangqi::rules::{Outcome, RuleSet, ViolationTiming};
 use xq_engine::xiongqi;
 use xq_proto::v1::worker_client::WorkerClient;
 use xq_proto::{BearerToken, v1};
@@ -481,6 +481,9 @@ async fn play_pairs(
             hang_timeout: Duration::from_secs(60),
             adjudication: xq_proto::adjudication(spec.adjudication.as_ref()),
             max_plies: (spec.max_plies > 0).then_some(spec.max_plies as usize),
+            // The coordinator's replay rules at the threefold repetition: a job's spec does
+            // not carry the after-warning timing (local matches only, for now).
+            violation_timing: ViolationTiming::Threefold,
         },
         sprt: None,
     };

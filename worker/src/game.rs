@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use xq_engine::color::{ByColor, Color};
 use xq_engine::variant::Variant;
-use xq_engine::xiangqi::Position;
+use xq_engine::xiangqi::movegen::legal_moves;
 use xq_engine::xiangqi::notation::{Dialect, MoveTextError, format_uci, parse_uci};
-use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet, Ruling};
+use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet, Ruling, ViolationTiming};
+use xq_engine::xiangqi::{Move, Position};
 use xq_engine::xiongqi;
 
-use crate::engine_process::{EngineError, EngineProcess, Protocol};
+use crate::engine_process::{EngineConfig, EngineError, EngineProcess, Protocol};
 use crate::time_control::{Clock, TimeControl};
 
 pub use xq_engine::adjudication::Adjudication;
@@ -33,6 +34,12 @@ pub struct GameSettings {
     pub adjudication: Adjudication,
     /// Draw after this many plies, if set.
     pub max_plies: Option<usize>,
+    /// When a lone perpetual check or chase loses. With
+    /// [`ViolationTiming::AfterWarning`] the violator is warned at the threefold
+    /// repetition as the books have it: its repeating moves are banned for its engine
+    /// (UCCI `banmoves`, UCI `go searchmoves` with the other legal moves), and it loses
+    /// only if it repeats the cycle anyway.
+    pub violation_timing: ViolationTiming,
 }
 
 pub use xq_engine::xiangqi::book::Opening;
@@ -131,6 +138,11 @@ pub struct GameRecord {
     pub overtime: Option<Duration>,
     /// After an illegal move: the move as the engine sent it.
     pub illegal_move: Option<String>,
+    /// When a lone perpetual lost ([`GameSettings::violation_timing`]).
+    pub violation_timing: ViolationTiming,
+    /// The arbiter's warnings: before ply N (1-based), the moves banned for its
+    /// mover, as `N:move,move` (product coordinates).
+    pub warnings: Vec<String>,
 }
 
 fn limits_text(protocol: Protocol, time_control: &TimeControl, clocks: &ByColor<Option<Clock>>, side: Color) -> String {
@@ -182,6 +194,41 @@ fn position_text(record: &GameRecord, arbiter: &Arbiter, engine: &EngineProcess)
         }
     }
     text
+}
+
+/// Bans the moves the arbiter's warning forbids the side to move (Xiangqi only): a
+/// UCCI `banmoves` line after the position, or for UCI the other legal moves as `go
+/// searchmoves`, which Stockfish's kin read to the end of the line. Returns the moves
+/// banned, comma-separated in product coordinates, if any.
+fn ban_warned_moves(
+    arbiter: &Arbiter,
+    engine: &EngineConfig,
+    position: &mut String,
+    limits: &mut String,
+) -> Option<String> {
+    let Arbiter::Xiangqi { referee } = arbiter else { return None };
+    let warned = referee.warned_moves();
+    if warned.is_empty() {
+        return None;
+    }
+    let text = |mv: Move| arbiter.engine_text(&format_uci(mv, Dialect::ZeroBased), engine.dialect);
+    match engine.protocol {
+        Protocol::Ucci => {
+            position.push_str("\nbanmoves");
+            for &mv in &warned {
+                position.push(' ');
+                position.push_str(&text(mv));
+            }
+        }
+        Protocol::Uci => {
+            limits.push_str(" searchmoves");
+            for &mv in legal_moves(referee.position()).iter().filter(|mv| !warned.contains(mv)) {
+                limits.push(' ');
+                limits.push_str(&text(mv));
+            }
+        }
+    }
+    Some(warned.iter().map(|&mv| format_uci(mv, Dialect::ZeroBased)).collect::<Vec<_>>().join(","))
 }
 
 /// The rules of the game played: the Xiangqi referee, or a Xiongqi game.
@@ -251,7 +298,7 @@ fn begin(start: &Start, settings: &GameSettings, players: ByColor<String>) -> (A
     let mut moves = Vec::new();
     let (arbiter, start_fen, from_startpos) = match start {
         Start::Xiangqi(opening) => {
-            let config = RefereeConfig::for_rules(settings.rules);
+            let config = RefereeConfig::with_timing(settings.rules, settings.violation_timing);
             let mut referee = Referee::new(opening.start.clone(), config);
             for &mv in &opening.moves {
                 if referee.play(mv).is_err() {
@@ -292,6 +339,8 @@ fn begin(start: &Start, settings: &GameSettings, players: ByColor<String>) -> (A
         failure: None,
         overtime: None,
         illegal_move: None,
+        violation_timing: settings.violation_timing,
+        warnings: Vec::new(),
     };
     (arbiter, record, ending)
 }
@@ -344,7 +393,13 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, start: &Start, settings: 
                 _ => settings.hang_timeout,
             },
         };
-        let position = position_text(&record, &arbiter, engine);
+        let mut position = position_text(&record, &arbiter, engine);
+        let mut limits = limits;
+        if settings.violation_timing == ViolationTiming::AfterWarning
+            && let Some(banned) = ban_warned_moves(&arbiter, engine.config(), &mut position, &mut limits)
+        {
+            record.warnings.push(format!("{}:{banned}", record.moves.len() + 1));
+        }
         let reply = match engine.go(&position, &limits, timeout) {
             Ok(reply) => reply,
             // Lost on time, and still searching: its late bestmove would answer the

@@ -4,12 +4,16 @@
 //! the engine's score, depth and time: `MoveNote`). An ending the rules did not make
 //! carries its evidence for the coordinator: `[OverTime]`, the seconds a side that
 //! lost on time thought on its last, unplayed move, and `[IllegalMove]`, the move an
-//! engine sent that the rules refused.
+//! engine sent that the rules refused. Games played with the books' timing of
+//! repetition violations say so, `[ViolationTiming "after-warning"]`, with the
+//! arbiter's warnings: `[Warnings "9:f0e0 11:e0f0"]`, before ply 9 the moves banned for
+//! its mover.
 
 use std::fmt::Write as _;
 
 use xq_engine::color::Color;
 use xq_engine::xiangqi::pgn::{MoveNote, Movetext};
+use xq_engine::xiangqi::rules::ViolationTiming;
 
 use crate::game::GameRecord;
 
@@ -43,6 +47,12 @@ pub fn game_pgn(game: &GameRecord, event: &str, round: usize, time_control: &str
     }
     if let Some(illegal) = &game.illegal_move {
         tag("IllegalMove", illegal);
+    }
+    if game.violation_timing != ViolationTiming::Threefold {
+        tag("ViolationTiming", game.violation_timing.name());
+    }
+    if !game.warnings.is_empty() {
+        tag("Warnings", &game.warnings.join(" "));
     }
     text.push('\n');
     let mut movetext = Movetext::default();

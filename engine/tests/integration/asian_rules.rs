@@ -229,7 +229,13 @@ fn chapter_1_section_2_rules_9_and_10_are_cited_for_the_moves_they_forbid() {
     use xq_engine::xiangqi::rules::judge::{JudgeRequest, judge};
     let refused = |rules, mv: &str| {
         let fen = Some("3k5/9/9/9/9/9/9/9/5r3/4K4 w - - 0 1".to_owned());
-        let request = JudgeRequest { fen, moves: vec![mv.to_owned()], rules, variant: Variant::Xiangqi };
+        let request = JudgeRequest {
+            fen,
+            moves: vec![mv.to_owned()],
+            rules,
+            variant: Variant::Xiangqi,
+            timing: Default::default(),
+        };
         judge(&request).unwrap_err().to_string()
     };
     assert!(refused(RuleSet::Asian, "e0d0").ends_with("(Asian Chapter 1 Section 2 rule 9)"));

@@ -237,13 +237,15 @@ fn verify_reports_the_games_where_rule_sets_part_and_counts_them() {
     let seen: Vec<(u64, &str)> =
         verdicts.iter().map(|v| (v["ply"].as_u64().unwrap(), v["article"].as_str().unwrap())).collect();
     assert_eq!(seen, [(8, "WXF 20.3"), (8, "Asian Section 3 rule 3"), (12, "WXF 3.2.B")]);
-    // Each verdict shows the cycle it ruled on: the last four plies, the chariot's
-    // moves chasing the cannon, the cannon's idle.
+    // Each verdict shows the window it ruled on, the threefold repetition: the
+    // chariot's moves chasing the cannon, the cannon's idle.
     let cycle = verdicts[0]["cycle"].as_array().unwrap();
     let plies: Vec<(u64, &str)> =
         cycle.iter().map(|p| (p["ply"].as_u64().unwrap(), p["nature"].as_str().unwrap())).collect();
-    assert_eq!(plies, [(5, "chase"), (6, "idle"), (7, "chase"), (8, "idle")]);
-    assert_eq!(verdicts[2]["cycle"].as_array().unwrap().len(), 4, "{}", verdicts[2]);
+    let expected: Vec<(u64, &str)> = (1..=8).map(|ply| (ply, if ply % 2 == 1 { "chase" } else { "idle" })).collect();
+    assert_eq!(plies, expected);
+    // The computer rules draw at the fourth occurrence, ply 12: plies 5 to 12.
+    assert_eq!(verdicts[2]["cycle"].as_array().unwrap().len(), 8, "{}", verdicts[2]);
     assert!(lines[1]["error"].as_str().unwrap().contains("ply 2"), "{}", lines[1]);
     let summary = &lines[2]["summary"];
     assert_eq!(

@@ -192,6 +192,7 @@ fn the_judge_rules_the_repetition_being_made_not_the_detour_before_it() {
                 moves: texts,
                 rules: RuleSet::Wxf,
                 variant: Variant::Xiangqi,
+                timing: Default::default(),
             };
             let (verdict, _) = judge(&request).expect("a legal game");
             assert_eq!(verdict["result"], "0-1", "{fen} after {detour:?}: {verdict}");

@@ -160,6 +160,31 @@ fn ucci_speaks_elephanteye_dialect() {
 }
 
 #[test]
+fn ucci_banmoves_command_bans_moves_from_the_next_search_only() {
+    // The UCCI command form (a line of its own before `go`, as a league runner sends
+    // it at a repetition warning): the first search keeps clear of both moves, the
+    // second may play anything again.
+    let out = converse(
+        "ucci\nposition startpos\nbanmoves h2e2 b2e2\ngo depth 4\nposition startpos\ngo depth 1 banmoves h0g2\nquit\n",
+    );
+    let best: Vec<&str> = out.lines().filter(|l| l.starts_with("bestmove")).collect();
+    assert_eq!(best.len(), 2, "{out}");
+    assert!(!best[0].contains("h2e2") && !best[0].contains("b2e2"), "banned move played: {}", best[0]);
+    assert!(!best[1].contains("h0g2"), "{}", best[1]);
+}
+
+#[test]
+fn uci_searchmoves_limits_the_root_moves() {
+    for only in ["a3a4", "i0i1"] {
+        let out = converse(&format!("position startpos\ngo depth 4 searchmoves {only}\n"));
+        let line = out.lines().find(|l| l.starts_with("bestmove")).expect("bestmove");
+        assert_eq!(line.split_whitespace().nth(1), Some(only), "{out}");
+    }
+    let out = converse("position startpos\ngo depth 2 searchmoves a0a9\n");
+    assert!(out.contains("info string searchmoves"), "an illegal move is named: {out}");
+}
+
+#[test]
 fn multipv_reports_distinct_lines_best_first() {
     let out = converse("setoption name MultiPV value 3\nposition startpos\ngo depth 5\n");
     let last_depth: Vec<&str> = out.lines().filter(|l| l.starts_with("info depth 5 ")).collect();

@@ -120,3 +120,26 @@ fn timings_are_named_for_command_lines() {
     }
     assert!("fourfold".parse::<ViolationTiming>().unwrap_err().contains("threefold or after-warning"));
 }
+
+#[test]
+fn the_warning_names_the_violator_s_repeating_moves() {
+    // Red checks from e0 and f0; at the threefold repetition (ply 8) Red, to move, is
+    // warned off f0e0, the move it played from this position before. Black, the side
+    // checked, is never warned.
+    let config = RefereeConfig::with_timing(RuleSet::Wxf, ViolationTiming::AfterWarning);
+    let mut position = Position::from_fen(CHECKS.0).unwrap();
+    let mut referee = Referee::new(position.clone(), config);
+    let mut warnings = Vec::new();
+    for text in [CHECKS.1; 3].join(" ").split_whitespace() {
+        let mv = parse_uci(&position, text, Dialect::ZeroBased).unwrap();
+        position.make_move(mv);
+        referee.play(mv).unwrap();
+        warnings.push(referee.warned_moves().iter().map(ToString::to_string).collect::<Vec<_>>().join(" "));
+    }
+    // After plies 1..12: the warning stands at every position of the third cycle where
+    // Red is to move (plies 8 and 10: e0f0 is repeated from e0 too).
+    let expected = ["", "", "", "", "", "", "", "f0e0", "", "e0f0", "", "f0e0"];
+    assert_eq!(warnings, expected);
+    // Under the Threefold timing the game is over at ply 8 and nobody is warned after.
+    assert_eq!(ruled(CHECKS.0, &[CHECKS.1; 2], RefereeConfig::for_rules(RuleSet::Wxf)).map(|(ply, _)| ply), Some(8));
+}

@@ -4,11 +4,18 @@ Usage: fake_engine.py MODE, where MODE is crash, hang, late, illegal, noready, f
 or garbage. Until asked to search it behaves; at `go` it misbehaves (noready already at
 `isready`); late answers 1.6 s after `go`, from a search thread, as a real engine that
 overruns its time does, and answers `isready` meanwhile.
+
+Two more modes repeat themselves, for the arbiter's warnings: perpetual and stubborn
+take back their own previous move at every turn (f0e0 first), a shuttle that makes a
+perpetual check of a rook in the right position. Perpetual obeys a ban (UCI `go ...
+searchmoves`: it plays the first move listed; UCCI `banmoves`: it steps its king d0d1);
+stubborn repeats anyway. Either speaks UCCI when the first command is `ucci`.
 """
 import sys
 import threading
 
 mode = sys.argv[1]
+moves, banned = [], []
 
 def say(line):
     sys.stdout.write(line + "\n")
@@ -18,9 +25,22 @@ for line in sys.stdin:
     command = line.split()
     if not command:
         continue
-    if command[0] == "uci":
+    if command[0] in ("uci", "ucci"):
         say("id name fake-" + mode)
-        say("uciok")
+        say(command[0] + "ok")
+    elif command[0] == "position":
+        moves = command[command.index("moves") + 1:] if "moves" in command else []
+    elif command[0] == "banmoves":
+        banned = command[1:]
+    elif command[0] == "go" and mode in ("perpetual", "stubborn"):
+        wanted = moves[-2][2:] + moves[-2][:2] if len(moves) >= 2 else "f0e0"
+        allowed = command[command.index("searchmoves") + 1:] if "searchmoves" in command else None
+        if mode == "perpetual" and allowed is not None and wanted not in allowed:
+            wanted = allowed[0]
+        elif mode == "perpetual" and wanted in banned:
+            wanted = "d0d1"
+        banned = []
+        say("bestmove " + wanted)
     elif command[0] == "isready":
         if mode != "noready":
             say("readyok")

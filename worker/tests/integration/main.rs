@@ -9,6 +9,7 @@ mod sandbox;
 mod selfplay;
 mod spsa;
 mod tournament;
+mod warnings;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -46,6 +47,7 @@ pub fn settings(time_control: &str) -> GameSettings {
         hang_timeout: Duration::from_secs(2),
         adjudication: Adjudication::default(),
         max_plies: Some(300),
+        violation_timing: Default::default(),
     }
 }
 

@@ -15,8 +15,8 @@ use xq_engine::variant::Variant;
 use xq_engine::xiangqi::nnue::embedded::embedded;
 use xq_engine::xiangqi::nnue::simd::Simd;
 use xq_engine::xiangqi::nnue::{ARCHITECTURE, Network, format};
-use xq_engine::xiangqi::rules::RuleSet;
 use xq_engine::xiangqi::rules::judge::JudgeRequest;
+use xq_engine::xiangqi::rules::{RuleSet, ViolationTiming};
 use xq_engine::xiangqi::search::SearchOptions;
 use xq_engine::xiangqi::{Position, fen, perft};
 
@@ -65,7 +65,12 @@ enum Command {
         /// The game: xiangqi or xiongqi.
         #[arg(long, default_value = "xiangqi")]
         variant: Variant,
-        /// Read games as JSON lines {"fen": ..., "moves": [...], "rules": ..., "variant": ...} on stdin.
+        /// When a lone perpetual loses, for where the game `ended`: threefold, or
+        /// after-warning (as the books rule; a PGN's [ViolationTiming] tag says so).
+        #[arg(long, default_value = "threefold")]
+        violation_timing: ViolationTiming,
+        /// Read games as JSON lines {"fen": ..., "moves": [...], "rules": ..., "variant":
+        /// ..., "timing": ...} on stdin.
         #[arg(long, conflicts_with_all = ["fen", "moves", "pgn"])]
         batch: bool,
     },
@@ -201,7 +206,7 @@ fn run() -> anyhow::Result<()> {
         Some(Command::Perft { fen, depth, divide, variant: Variant::Xiongqi }) => {
             run_xiongqi_perft(fen.as_deref(), depth, divide)
         }
-        Some(Command::Judge { rules, fen, moves, pgn, variant, batch }) => {
+        Some(Command::Judge { rules, fen, moves, pgn, variant, violation_timing: timing, batch }) => {
             let mut out = std::io::stdout().lock();
             if batch {
                 return judge::judge_batch(std::io::stdin().lock(), &mut out, rules);
@@ -210,7 +215,7 @@ fn run() -> anyhow::Result<()> {
                 return judge::judge_pgn(&path, rules, &mut out);
             }
             let moves = moves.split_whitespace().map(str::to_owned).collect();
-            judge::judge_one(&JudgeRequest { fen, moves, rules, variant }, &mut out)
+            judge::judge_one(&JudgeRequest { fen, moves, rules, variant, timing }, &mut out)
         }
         Some(Command::Verify { rules, pgn, replay_only, metamorphic, generate, first }) => {
             let sources = verify::Sources { pgn, generated: first..first + generate.unwrap_or(0), metamorphic };

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::identity::Identities;
 use super::nature::{AllowedNatures, Nature, allowed_natures, classify, nature_names};
-use super::{Reason, Referee, RefereeConfig, RuleSet, UnknownRuleSet};
+use super::{Reason, Referee, RefereeConfig, RuleSet, UnknownRuleSet, ViolationTiming};
 use crate::variant::Variant;
 use crate::xiangqi::fen::{self, FenError, PositionError};
 use crate::xiangqi::notation::{MoveTextError, parse_any};
@@ -27,6 +27,9 @@ pub struct JudgeRequest {
     pub rules: RuleSet,
     /// The game.
     pub variant: Variant,
+    /// When a lone perpetual loses: `ended` tells where a referee with this timing
+    /// ended the game (a game played with the arbiter's warnings says so in its PGN).
+    pub timing: ViolationTiming,
 }
 
 /// Why a game could not be ruled.
@@ -111,13 +114,20 @@ impl JudgeRequest {
             }
             _ => return Err(JudgeError::Request("\"variant\" must be a string".to_owned())),
         };
-        Ok(JudgeRequest { fen, moves, rules, variant })
+        let timing = match &value["timing"] {
+            Value::Null => ViolationTiming::default(),
+            Value::String(name) => name.parse().map_err(JudgeError::Request)?,
+            _ => return Err(JudgeError::Request("\"timing\" must be a string".to_owned())),
+        };
+        Ok(JudgeRequest { fen, moves, rules, variant, timing })
     }
 
-    /// A game read from PGN: its `[FEN]` tag and moves.
+    /// A game read from PGN: its `[FEN]` tag and moves, and the `[ViolationTiming]` it
+    /// was played with.
     pub fn from_pgn(game: &PgnGame, rules: RuleSet) -> Self {
         let variant = game.tag("Variant").and_then(|v| v.parse().ok()).unwrap_or_default();
-        JudgeRequest { fen: game.tag("FEN").map(str::to_owned), moves: game.moves.clone(), rules, variant }
+        let timing = game.tag("ViolationTiming").and_then(|t| t.parse().ok()).unwrap_or_default();
+        JudgeRequest { fen: game.tag("FEN").map(str::to_owned), moves: game.moves.clone(), rules, variant, timing }
     }
 }
 
@@ -135,7 +145,7 @@ pub fn judge(request: &JudgeRequest) -> Result<(Value, Vec<PositionError>), Judg
         None => (Position::startpos(), Vec::new()),
     };
     // Where a referee would have ended the game in play, as a verification job sees it.
-    let mut referee = Referee::new(start.clone(), RefereeConfig::for_rules(request.rules));
+    let mut referee = Referee::new(start.clone(), RefereeConfig::with_timing(request.rules, request.timing));
     let mut ids = Identities::new(&start);
     let mut plies = Vec::with_capacity(request.moves.len());
     for (index, text) in request.moves.iter().enumerate() {

@@ -161,6 +161,44 @@ impl Referee {
         last_cycle(&self.0.position, &self.0.undos, &self.0.hashes)
     }
 
+    /// The moves an arbiter's warning forbids the side to move: at the threefold (or a
+    /// later) repetition of the current position whose window the side to move alone
+    /// violates (a perpetual check or chase), the moves it played from this position
+    /// at its earlier occurrences in the window, which repeat the violation (WXF
+    /// 17.3.G.III: it "would have to change his moves"). A match runner bans them for
+    /// the engine (UCCI `banmoves`, UCI `go searchmoves` with the other legal moves)
+    /// and rules the loss with [`ViolationTiming::AfterWarning`] if it repeats anyway.
+    /// Empty when no warning applies, or when every legal move is among them (the side
+    /// cannot change, and the ruling decides).
+    pub fn warned_moves(&self) -> Vec<Move> {
+        let panel = &self.0;
+        let hash = panel.position.hash();
+        let counted = panel.occurrences.get(&hash).copied().unwrap_or(0);
+        if self.rules() == RuleSet::Cxq || counted < WINDOW_OCCURRENCES as u32 {
+            return Vec::new();
+        }
+        let Some((start, moves)) = self.last_cycle() else { return Vec::new() };
+        let ruling = super::rule_cycle(&start, &moves, self.rules()).0;
+        let mover = panel.position.side_to_move();
+        let violation = matches!(ruling.reason, Reason::PerpetualCheck | Reason::PerpetualChase);
+        if !violation || ruling.outcome != Outcome::loss_of(mover) {
+            return Vec::new();
+        }
+        let window_start = panel.undos.len() - moves.len();
+        let mut warned: Vec<Move> = Vec::new();
+        for ply in (window_start..panel.undos.len()).step_by(2).filter(|&ply| panel.hashes[ply] == hash) {
+            let mv = panel.undos[ply].mv();
+            if !warned.contains(&mv) {
+                warned.push(mv);
+            }
+        }
+        let legal = crate::xiangqi::movegen::legal_moves(&panel.position);
+        if legal.iter().all(|mv| warned.contains(mv)) {
+            return Vec::new();
+        }
+        warned
+    }
+
     /// Rules the cycle the last move closed, whatever the number of occurrences. The
     /// CXQ rules rule no repetitions (their counters rule as the game goes): `None`.
     pub fn rule_last_cycle(&self) -> Option<Ruling> {

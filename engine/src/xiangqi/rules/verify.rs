@@ -13,7 +13,7 @@ use super::Referee;
 use super::hard_games::hard_game;
 use super::judge::{JudgeRequest, judge};
 use super::metamorphic;
-use super::{Outcome, Panel, RefereeConfig, RuleSet, Ruling, cite_move_rules};
+use super::{Outcome, Panel, RefereeConfig, RuleSet, Ruling, ViolationTiming, cite_move_rules};
 use crate::color::Color;
 use crate::variant::Variant;
 use crate::xiangqi::notation::{MoveTextError, parse_any};
@@ -570,9 +570,10 @@ impl Cycles {
     }
 }
 
-/// The judge's plies since the last position (board and side to move) last occurred,
-/// each numbered in the game: the cycle the last move closed; empty when it had not
-/// occurred before. Only the cycle is judged, from the position that opened it: a ply's
+/// The judge's plies of the repetition the last position (board and side to move)
+/// closed, each numbered in the game: since the earliest of its last three occurrences,
+/// the window a referee rules on ([`super::Referee::last_cycle`]); empty when it had not
+/// occurred before. Only the window is judged, from the position that opened it: a ply's
 /// nature depends on its position and move, not on the plies before, and classifying
 /// every ply of the game cost more than all the rest of a verification.
 fn cycle_plies(start: &Position, moves: &[Move]) -> Vec<Value> {
@@ -584,7 +585,8 @@ fn cycle_plies(start: &Position, moves: &[Move]) -> Vec<Value> {
         hashes.push(position.hash());
     }
     let last = hashes[moves.len()];
-    let Some(first) = hashes[..moves.len()].iter().rposition(|&hash| hash == last) else { return Vec::new() };
+    let earlier = hashes[..moves.len()].iter().enumerate().rev().filter(|&(_, &hash)| hash == last).take(2);
+    let Some((first, _)) = earlier.last() else { return Vec::new() };
     let mut opening = start.clone();
     for &mv in &moves[..first] {
         opening.make_move(mv);
@@ -595,6 +597,7 @@ fn cycle_plies(start: &Position, moves: &[Move]) -> Vec<Value> {
         // The plies' natures are the same under every rule set.
         rules: RuleSet::Wxf,
         variant: Variant::Xiangqi,
+        timing: ViolationTiming::default(),
     };
     let Ok((judged, _)) = judge(&request) else { return Vec::new() };
     let plies = judged["plies"].as_array().cloned().unwrap_or_default();

@@ -12,7 +12,7 @@ use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::Position;
-use xq_engine::xiangqi::rules::RuleSet;
+use xq_engine::xiangqi::rules::{RuleSet, ViolationTiming};
 use xq_engine::xiangqi::selfplay::PlaySettings;
 use xq_stats::spsa::{Parameter, Schedule, Tuner, format_parameters, option_value, parse_parameters, tuned_options};
 use xq_stats::{Model, Sprt};
@@ -268,6 +268,13 @@ struct PlayArgs {
     /// Draw after this many plies.
     #[arg(long)]
     maxplies: Option<usize>,
+    /// When a lone perpetual check or chase loses: threefold (at the threefold
+    /// repetition, as engines rule), or after-warning (as the books rule: the
+    /// violator's repeating moves are banned for its engine at the threefold
+    /// repetition, UCCI banmoves or UCI searchmoves, and it loses only if it repeats
+    /// the cycle anyway; WXF 17.3.G.III, Asian Section 4 rule 3).
+    #[arg(long, default_value = "threefold")]
+    violation_timing: ViolationTiming,
     /// Milliseconds an engine may exceed its clock before it loses on time.
     #[arg(long, default_value_t = 50)]
     margin_ms: u64,
@@ -304,6 +311,7 @@ impl PlayArgs {
             hang_timeout: Duration::from_secs(self.hang_seconds),
             adjudication: Adjudication::from_words(self.draw.as_deref(), self.resign.as_deref())?,
             max_plies: self.maxplies,
+            violation_timing: self.violation_timing,
         })
     }
 
