@@ -163,7 +163,7 @@ fn wxf_3_1_a_checkmate_and_stalemate_lose() {
     use xq_engine::color::Color;
     use xq_engine::xiangqi::rules::Reason;
     let start = Position::from_fen("3k5/2R6/9/9/9/9/9/9/9/R3K4 w").unwrap();
-    let mut referee = Referee::new(start, RefereeConfig::default());
+    let mut referee = Referee::new(start.clone(), RefereeConfig::default());
     let ruling = play_all(&mut referee, "a0a9").pop().unwrap().expect("mate");
     assert_eq!(
         (ruling.outcome, ruling.reason, ruling.article),
@@ -171,8 +171,15 @@ fn wxf_3_1_a_checkmate_and_stalemate_lose() {
     );
 
     let stalemate = Position::from_fen("3k5/2R6/9/9/9/9/9/9/9/4K4 b").unwrap();
-    let ruling = Referee::new(stalemate, RefereeConfig::default()).ruling().expect("stalemate");
+    let ruling = Referee::new(stalemate.clone(), RefereeConfig::default()).ruling().expect("stalemate");
     assert_eq!((ruling.outcome, ruling.reason), (Outcome::Win(Color::Red), Reason::Stalemate));
+
+    // Under CXQ the same endings cite its Basic Rules' endgame conditions.
+    let mut referee = Referee::new(start, cxq());
+    let ruling = play_all(&mut referee, "a0a9").pop().unwrap().expect("mate");
+    assert_eq!((ruling.outcome, ruling.article), (Outcome::Win(Color::Red), "CXQ Basic Rules (checkmate)"));
+    let ruling = Referee::new(stalemate, cxq()).ruling().expect("stalemate");
+    assert_eq!((ruling.outcome, ruling.article), (Outcome::Win(Color::Red), "CXQ Basic Rules (stalemate)"));
 }
 
 #[test]
@@ -304,6 +311,31 @@ fn cxq_one_piece_chasing_an_unprotected_piece_loses_at_its_seventh_chase() {
     // The chariot chases the lone cannon up and down the board, one piece, chase after
     // chase; the cannon is protected by nothing.
     cxq_streak_loses_at("4k4/R8/2c6/9/9/9/9/9/9/3K5 w", ("a8a7", "c7c6 a7a6 c6c7 a6a7"), 13, Reason::PerpetualChase);
+}
+
+#[test]
+fn cxq_a_chase_is_every_move_to_where_the_piece_can_capture() {
+    use xq_engine::xiangqi::rules::Reason;
+    // "Chase: A piece moves to a position where it can capture an opponent's piece":
+    // the chariot shuttling a0-a1 attacks the unprotected cannon on a4 from both
+    // squares, so every one of its moves is a chase, though the attack is not new (WXF
+    // 36.5 would call it none): its 7th, at ply 13, loses (the rules review's C1 game).
+    cxq_streak_loses_at("4k4/9/9/9/9/c8/9/9/9/R2K5 w", ("", "a0a1 e9e8 a1a0 e8e9"), 13, Reason::PerpetualChase);
+}
+
+#[test]
+fn cxq_chasing_a_protected_piece_is_no_perpetual_chase_and_no_effective_move() {
+    use xq_engine::xiangqi::rules::Reason;
+    // The same shuttle against a cannon the pawn on a5 protects: "continuously chasing
+    // one unprotected opponent piece" is what is forbidden, so nothing is ruled until
+    // the 30 moves each without progress draw (ply 60).
+    let fen = "4k4/9/9/9/p8/c8/9/9/9/R2K5 w";
+    let cycle = "a0a1 e9e8 a1a0 e8e9 ";
+    for (rulings, _) in cxq_variants(fen, &cycle.repeat(15)) {
+        let first = rulings.iter().position(Option::is_some).expect("a draw");
+        let ruling = rulings[first].unwrap();
+        assert_eq!((first + 1, ruling.outcome, ruling.reason), (60, Outcome::Draw, Reason::CxqNoProgress), "{fen}");
+    }
 }
 
 #[test]

@@ -8,9 +8,21 @@
 //!   6 such moves are allowed with one piece taking part, 12 with two, 18 with three or
 //!   more: the 7th, 13th or 19th is the violation. The pieces taking part are the
 //!   checkers, or the pieces that chased the piece the streak follows.
-//! - A chase is made by the moved piece, or by a cannon the move gave an attack (the
-//!   text's two sentences); a chariot or horse uncovered by another piece is no chaser,
-//!   where WXF 20.1 counts it.
+//! - A chase is read as the text defines it: "a piece moves to a position where it can
+//!   capture an opponent's piece, which is not the King, in the next move", or "a
+//!   piece moves and results in a cannon attacking an opponent's piece". So every move
+//!   after which the moved piece attacks is a chase, whether or not it attacked the
+//!   same piece from where it stood (the WXF reading, 36.5, wants a new threat): a
+//!   chariot shuttling a0-a1 beside an unprotected cannon chases it on every move. A
+//!   cannon chases when the move gave it the attack (a screen placed or a line
+//!   opened). A chariot or horse uncovered by another piece is no chaser, where WXF
+//!   20.1 counts it. The text's exceptions: a king or pawn attacking, an uncrossed pawn
+//!   attacked, a same-type trade (the target can capture back) are no chases.
+//! - Protection decides only the perpetual chase ("continuously chasing one
+//!   unprotected opponent piece"): a chase of a protected piece is still a chase, not
+//!   an effective move, but neither counts towards nor keeps a perpetual chase going. A
+//!   chariot attacked by a cannon or horse is never protected. The same moves decide
+//!   who "responds to checking/chasing" for the effective-move count.
 //! - At a violation the opponent's own streak decides: if it has used its whole
 //!   allowance it is perpetual too. Both checking or both chasing draw; a check
 //!   against a chase loses for the checker; otherwise the violator loses.
@@ -21,10 +33,11 @@
 //!   pawn that has crossed the river.
 
 use super::identity::{Identities, PieceId};
-use super::nature::Nature;
+use super::nature::{Threat, attacks};
 use super::{Outcome, Reason, Ruling};
 use crate::color::{ByColor, Color};
 use crate::xiangqi::attacks::home_half;
+use crate::xiangqi::movegen::{MoveList, Selection, generate_into};
 use crate::xiangqi::{Move, PieceKind, Position};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,6 +104,27 @@ impl Streak {
     }
 }
 
+/// The chases of the move `mv` from `before` to `after` as CXQ reads them (see the
+/// module documentation), each with whether its target is unprotected.
+fn chases(before: &Position, after: &Position, mv: Move, ids_after: &Identities) -> Vec<(Threat, bool)> {
+    let mut attacks = attacks(&after.with_other_side_to_move(), ids_after, Some(mv.to()));
+    attacks.retain(|(threat, _)| !matches!(threat.attacker_kind, PieceKind::King | PieceKind::Pawn));
+    if attacks.iter().all(|(threat, _)| threat.attacker_square == mv.to()) {
+        return attacks;
+    }
+    // A cannon other than the moved piece chases what the move gave it to attack.
+    let mut before_captures = MoveList::new();
+    generate_into(before, Selection::Captures, &mut before_captures);
+    attacks.retain(|(threat, _)| {
+        threat.attacker_square == mv.to()
+            || (threat.attacker_kind == PieceKind::Cannon
+                && !before_captures
+                    .iter()
+                    .any(|c| c.from() == threat.attacker_square && c.to() == threat.target_square))
+    });
+    attacks
+}
+
 /// The CXQ counters of one game.
 #[derive(Clone, Debug)]
 pub struct CxqCounters {
@@ -119,38 +153,24 @@ impl CxqCounters {
         }
     }
 
-    /// Counts the move `mv` of `mover`, played from `before` into `after`, with its
-    /// nature and the identities after it; returns the ruling if the game has ended.
-    pub fn record(
-        &mut self,
-        before: &Position,
-        after: &Position,
-        mv: Move,
-        nature: &Nature,
-        ids_after: &Identities,
-    ) -> Option<Ruling> {
+    /// Counts the move `mv`, played from `before` into `after`, with the identities
+    /// after it; returns the ruling if the game has ended.
+    pub fn record(&mut self, before: &Position, after: &Position, mv: Move, ids_after: &Identities) -> Option<Ruling> {
         let mover = before.side_to_move();
         let moving = before.piece_at(mv.from()).expect("a moving piece");
         let capture = before.piece_at(mv.to()).is_some();
         let crossed_pawn_advance =
             moving.kind == PieceKind::Pawn && home_half(!mover).has(mv.from()) && mv.to().rank() != mv.from().rank();
-        // "A piece moves to a position where it can capture ...": the moved piece's
-        // attacks, and "a piece moves and results in a cannon attacking": a cannon's,
-        // uncovered or given a screen. A chariot or horse uncovered by another piece's
-        // move does not chase under CXQ (it does under WXF 20.1).
-        let chases: Vec<_> = nature
-            .chases
-            .iter()
-            .filter(|t| !matches!(t.attacker_kind, PieceKind::King | PieceKind::Pawn))
-            .filter(|t| t.attacker_square == mv.to() || t.attacker_kind == PieceKind::Cannon)
-            .collect();
-        let forcing = nature.check || !chases.is_empty();
-        if nature.check {
+        let check = after.in_check();
+        let chases = if check { Vec::new() } else { chases(before, after, mv, ids_after) };
+        let forcing = check || !chases.is_empty();
+        let unprotected: Vec<Participant> =
+            chases.iter().filter(|(_, unprotected)| *unprotected).map(|(t, _)| (t.attacker, Some(t.target))).collect();
+        if check {
             let checkers = after.checkers().filter_map(|sq| ids_after.at(sq)).map(|id| (id, None)).collect();
             self.streaks[mover].extend(StreakKind::Check, checkers);
-        } else if !chases.is_empty() {
-            let chasers = chases.iter().map(|t| (t.attacker, Some(t.target))).collect();
-            self.streaks[mover].extend(StreakKind::Chase, chasers);
+        } else if !unprotected.is_empty() {
+            self.streaks[mover].extend(StreakKind::Chase, unprotected);
         } else {
             self.streaks[mover] = Streak::default();
         }
@@ -284,5 +304,33 @@ mod tests {
         }
         assert_eq!(streak.pieces(), 1, "only the chaser of the followed piece takes part");
         assert!(streak.is_violation(), "the 7th chase of one piece by one piece");
+    }
+
+    /// Plays `moves` from `fen` through counters alone; the effective plies counted.
+    fn effective_plies_after(fen: &str, moves: &str) -> u32 {
+        use crate::xiangqi::notation::{Dialect, parse_uci};
+        let mut position = Position::from_fen(fen).unwrap();
+        let mut ids = Identities::new(&position);
+        let mut counters = CxqCounters::new(&position);
+        for text in moves.split_whitespace() {
+            let mv = parse_uci(&position, text, Dialect::ZeroBased).unwrap();
+            let before = position.clone();
+            position.make_move(mv);
+            ids.apply(mv);
+            assert_eq!(counters.record(&before, &position, mv, &ids), None);
+        }
+        counters.effective_plies
+    }
+
+    #[test]
+    fn attacks_on_protected_pieces_are_chases_and_not_effective_moves() {
+        // "Effective Rule: ... moves made by each side excluding checking/chasing moves
+        // or moves to respond to checking/chasing": the chariot's attacks on the
+        // cannon the pawn protects are chases, the king's moves answer them; none of
+        // the eight plies is effective. With the chariot shuttling where it attacks
+        // nothing, every ply is.
+        let cycle = "a0a1 e9e8 a1a0 e8e9 a0a1 e9e8 a1a0 e8e9";
+        assert_eq!(effective_plies_after("4k4/9/9/9/p8/c8/9/9/9/R2K5 w", cycle), 0);
+        assert_eq!(effective_plies_after("4k4/9/9/9/p8/1c7/9/9/9/R2K5 w", cycle), 8);
     }
 }

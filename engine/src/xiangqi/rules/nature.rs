@@ -199,10 +199,20 @@ fn frees_itself(position: &Position, capture: Move) -> bool {
 /// The threats of the side to move of `position` that would win material (see the
 /// module documentation); `moved` is the square of the piece that just moved, if any.
 pub fn threats(position: &Position, ids: &Identities, moved: Option<Square>) -> Vec<Threat> {
+    attacks(position, ids, moved).into_iter().filter_map(|(threat, profitable)| profitable.then_some(threat)).collect()
+}
+
+/// Every attack of the side to move of `position` that the books could call a threat
+/// (the module documentation's exceptions applied: kings, uncrossed pawns, pieces that
+/// hold back an attack on their king, captures that the target can return in kind),
+/// each with whether the capture would win material (the target unprotected, or a
+/// chariot attacked by a horse or cannon). WXF's chases are the profitable ones; CXQ
+/// reads a chase of a protected piece as a chase too, only not a perpetual one.
+pub fn attacks(position: &Position, ids: &Identities, moved: Option<Square>) -> Vec<(Threat, bool)> {
     let mut captures = MoveList::new();
     generate_into(position, Selection::Captures, &mut captures);
     let pinned = position.king_safety().blockers;
-    let mut threats = Vec::new();
+    let mut attacks = Vec::new();
     for &capture in captures.iter() {
         if pinned.has(capture.from()) && Some(capture.from()) != moved && !frees_itself(position, capture) {
             continue;
@@ -221,20 +231,19 @@ pub fn threats(position: &Position, ids: &Identities, moved: Option<Square>) -> 
                 continue;
             }
         }
+        let threat = Threat {
+            attacker: ids.at(capture.from()).expect("followed piece"),
+            attacker_kind: attacker.kind,
+            attacker_square: capture.from(),
+            target: ids.at(capture.to()).expect("followed piece"),
+            target_kind: target.kind,
+            target_square: capture.to(),
+        };
         // The mutation test's broken rule (feature mutant-protected-chase): any attack
         // chases, protected target or not.
-        if cfg!(feature = "mutant-protected-chase") || wins_material(position, capture) {
-            threats.push(Threat {
-                attacker: ids.at(capture.from()).expect("followed piece"),
-                attacker_kind: attacker.kind,
-                attacker_square: capture.from(),
-                target: ids.at(capture.to()).expect("followed piece"),
-                target_kind: target.kind,
-                target_square: capture.to(),
-            });
-        }
+        attacks.push((threat, cfg!(feature = "mutant-protected-chase") || wins_material(position, capture)));
     }
-    threats
+    attacks
 }
 
 /// The nature of the legal move `mv` in `before`, whose pieces are followed by `ids`.

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::identity::Identities;
-use super::nature::{Nature, classify};
+use super::nature::Nature;
 use super::{Outcome, Reason, RuleSet, Ruling, cxq, cycle_natures, rule_natures};
 use crate::color::Color;
 use crate::xiangqi::movegen::has_legal_move;
@@ -347,9 +347,8 @@ impl Panel {
             official.natural.count(mover, capture, check, config.counted_checks);
             let cxq_ruling = match (&mut official.cxq, &before) {
                 (Some((ids, counters)), Some(before)) => {
-                    let nature = classify(before, ids, mv);
                     ids.apply(mv);
-                    counters.record(before, position, mv, &nature, ids)
+                    counters.record(before, position, mv, ids)
                 }
                 _ => None,
             };
@@ -433,8 +432,12 @@ fn terminal_reason(position: &Position) -> Option<Reason> {
 
 /// The ruling for a side to move in `position` left without a legal move, for `reason`.
 fn terminal_ruling(position: &Position, reason: Reason, rules: RuleSet) -> Ruling {
-    let article = match reason {
-        Reason::Checkmate => rules.article("WXF 3.1.A", "Asian Section 4 rule 1"),
+    let article = match (reason, rules) {
+        // The CXQ Basic Rules' "Endgame condition": "Checkmate: ... one wins";
+        // "Stalemate: If one does not have any valid move, one loses".
+        (Reason::Checkmate, RuleSet::Cxq) => "CXQ Basic Rules (checkmate)",
+        (_, RuleSet::Cxq) => "CXQ Basic Rules (stalemate)",
+        (Reason::Checkmate, _) => rules.article("WXF 3.1.A", "Asian Section 4 rule 1"),
         _ => rules.article("WXF 3.1.A", "Asian Section 4 rule 2"),
     };
     Ruling { outcome: Outcome::loss_of(position.side_to_move()), reason, article }
@@ -447,6 +450,7 @@ mod tests {
 
     use super::*;
     use crate::xiangqi::movegen::legal_moves;
+    use crate::xiangqi::rules::nature::classify;
 
     /// A random game that repeats itself: after a random opening, most moves take back
     /// the mover's previous move when they can, so cycles of checks, chases and idle
