@@ -346,6 +346,58 @@ fn rule_6_5_fifty_moves_each_without_capture_or_soldier_move_draw() {
 }
 
 #[test]
+fn rule_6_5_a_soldier_move_or_a_capture_starts_the_count_again() {
+    // 99 half-moves without capture or soldier move: the 100th would draw (above), but
+    // a soldier's move or a capture is the 100th here, and the count starts again.
+    let clock = |g: &Game| g.position().to_string().split(' ').nth(4).map(str::to_owned);
+    let mut soldier = game("3g4/8/8/8/8/S7/8/R3G3 w - - 99 60");
+    soldier.play(mv("a3a4")).unwrap();
+    assert_eq!((soldier.ruling(), clock(&soldier).as_deref()), (None, Some("0")), "a soldier move");
+    let mut capture = game("3g4/h7/8/8/8/8/8/R3G3 w - - 99 60");
+    capture.play(mv("a1a7")).unwrap();
+    assert_eq!((capture.ruling(), clock(&capture).as_deref()), (None, Some("0")), "a capture");
+    // Counted again from there: 99 more half-moves of chariot and generals do not
+    // draw, the 100th does.
+    let mut again = game("3g4/8/8/8/8/S7/8/R3G3 w - - 99 60");
+    again.play(mv("a3a4")).unwrap();
+    let mut played = 0;
+    while again.ruling().is_none() {
+        let moves = again.legal_moves();
+        // Neither a soldier's move nor a capture, nor a repetitive move (6.3).
+        // Chosen in turn by a fixed stride, so that the pieces wander.
+        let quiet: Vec<XiongqiMove> = moves
+            .iter()
+            .copied()
+            .filter(|m| {
+                let piece = again.position().piece_at(m.from).map(|p| p.kind);
+                piece != Some(PieceKind::Soldier)
+                    && again.position().piece_at(m.to).is_none()
+                    && !again.is_repetitive(*m)
+            })
+            .collect();
+        assert!(!quiet.is_empty(), "a quiet move at {}", again.position());
+        again.play(quiet[(played * 31 + 7) % quiet.len()]).unwrap();
+        played += 1;
+    }
+    assert_eq!((played, again.ruling().map(|r| r.article)), (100, Some("Xiongqi 6.5")));
+}
+
+#[test]
+fn rule_6_3_a_repetitive_move_is_the_same_move_with_the_same_promotion_choice() {
+    // A soldier on the last row moves b8-c8, and back; b8-c8 again recreates the
+    // position by the same move, forbidden; b8-c8 promoting to a chariot is another
+    // move to another position, allowed.
+    let mut g = game("1S1g4/8/8/8/8/8/8/4G3 w - - 0 1");
+    for text in ["b8c8", "d8d7", "c8b8", "d7d8"] {
+        g.play(mv(text)).unwrap();
+    }
+    assert!(g.is_repetitive(mv("b8c8")));
+    assert!(!g.is_repetitive(mv("b8c8r")), "another promotion choice");
+    g.play(mv("b8c8r")).unwrap();
+    assert!(g.ruling().is_none());
+}
+
+#[test]
 fn check_does_not_restrict_moves_rule_1_1() {
     // South's general may step next to North's chariot's line.
     let mut g = game("r2g4/8/8/8/8/8/8/4G3 w - - 0 1");
