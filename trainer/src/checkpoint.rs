@@ -23,6 +23,14 @@ pub struct Progress {
     pub settings: serde_json::Value,
     /// The log so far, one entry per finished epoch.
     pub log: Vec<serde_json::Value>,
+    /// The SHA-256 of the run's chunks, in order (their names and contents): a resumed
+    /// run must train on the same data. Absent in checkpoints written before it was kept.
+    #[serde(default)]
+    pub data_sha256: Option<String>,
+    /// The epoch with the lowest validation loss so far, and that loss: the net
+    /// exported is that epoch's (`best.safetensors` holds its model).
+    #[serde(default)]
+    pub best: Option<(usize, f64)>,
 }
 
 /// A checkpoint that could not be written or read.

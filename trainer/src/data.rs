@@ -277,6 +277,13 @@ pub struct LoaderSettings {
     pub validation_share: f64,
     /// Positions left out.
     pub filter: Filter,
+    /// Left-right mirror augmentation: each training position is seen mirrored in
+    /// about half of the epochs (Xiangqi's rules and its evaluation are symmetric, and
+    /// the features of a mirrored position differ: the king buckets are not), which
+    /// gives a pass new samples from the same games. Validation is never mirrored, so
+    /// losses compare with and without it.
+    #[serde(default)]
+    pub mirror: bool,
 }
 
 impl Default for LoaderSettings {
@@ -287,8 +294,23 @@ impl Default for LoaderSettings {
             shuffle_buffer: 1 << 20,
             validation_share: 0.05,
             filter: Filter::default(),
+            mirror: false,
         }
     }
+}
+
+/// Whether position `index` of `chunk` is mirrored in the pass drawn from `seed`: a
+/// hash, so that a pass is the same whatever the loader threads' timing.
+fn mirrored_in_pass(chunk: &Path, index: usize, seed: u64) -> bool {
+    let name = chunk.file_name().unwrap_or(chunk.as_os_str());
+    let hash = name
+        .as_encoded_bytes()
+        .iter()
+        .copied()
+        .chain((index as u64).to_le_bytes())
+        .chain(seed.to_le_bytes())
+        .fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3));
+    hash >> 63 == 1
 }
 
 /// One pass over the chunks: batches as they are made, and the chunks refused.
@@ -314,7 +336,7 @@ impl Pass {
             receivers.push(receive);
             let mine: Vec<PathBuf> = order.iter().skip(thread).step_by(threads).cloned().collect();
             let (settings, refusals) = (settings.clone(), refusals.clone());
-            std::thread::spawn(move || load(&mine, part, &settings, &refusals, &send));
+            std::thread::spawn(move || load(&mine, part, &settings, seed, &refusals, &send));
         }
         let (send, batches) = bounded(4);
         let (settings, shuffle_seed) = (settings.clone(), rng.random());
@@ -333,16 +355,29 @@ fn load(
     chunks: &[PathBuf],
     part: Part,
     settings: &LoaderSettings,
+    seed: u64,
     refusals: &Mutex<Vec<Refusal>>,
     out: &Sender<Vec<Sample>>,
 ) {
+    let mirror = settings.mirror && part == Part::Training;
     for chunk in chunks {
         let samples = match read_chunk_file(chunk) {
-            Ok(records) => games(&records)
-                .enumerate()
-                .filter(|(index, _)| held_out(chunk, *index, settings.validation_share) == (part == Part::Validation))
-                .flat_map(|(_, game)| game.iter().filter(|r| settings.filter.keeps(r)).map(Sample::of))
-                .collect(),
+            Ok(records) => {
+                let mut index = 0;
+                games(&records)
+                    .enumerate()
+                    .filter(|(game, _)| held_out(chunk, *game, settings.validation_share) == (part == Part::Validation))
+                    .flat_map(|(_, game)| game.iter().filter(|r| settings.filter.keeps(r)))
+                    .map(|record| {
+                        index += 1;
+                        if mirror && mirrored_in_pass(chunk, index, seed) {
+                            Sample::of(&Record { position: record.position.mirrored(), ..record.clone() })
+                        } else {
+                            Sample::of(record)
+                        }
+                    })
+                    .collect()
+            }
             Err(refusal) => {
                 refusals.lock().expect("refusal list").push(refusal);
                 Vec::new()
@@ -474,5 +509,21 @@ mod tests {
         let take = *legal_moves(&capture).iter().find(|m| capture.piece_at(m.to()).is_some()).unwrap();
         let capture = Record { position: capture, best_move: take, ..all[0].clone() };
         assert!(!Filter { skip_captures: true, ..keep_all }.keeps(&capture));
+    }
+
+    #[test]
+    fn mirroring_sees_about_half_the_positions_mirrored_and_differently_each_pass() {
+        let chunk = Path::new("/data/run3/selfplay-s1-00000.xqc");
+        let first: Vec<bool> = (0..10_000).map(|i| mirrored_in_pass(chunk, i, 1)).collect();
+        let second: Vec<bool> = (0..10_000).map(|i| mirrored_in_pass(chunk, i, 2)).collect();
+        let share = first.iter().filter(|&&m| m).count();
+        assert!((4_700..5_300).contains(&share), "{share} of 10,000 mirrored");
+        let differ = first.iter().zip(&second).filter(|(a, b)| a != b).count();
+        assert!((4_700..5_300).contains(&differ), "another pass mirrors others: {differ}");
+        // A mirrored position has other features (the king buckets), the same score.
+        let record = &records(1, 9)[8];
+        let mirrored = Sample::of(&Record { position: record.position.mirrored(), ..record.clone() });
+        assert_ne!(mirrored.ours(), Sample::of(record).ours());
+        assert_eq!((mirrored.score, mirrored.result), (record.score, Sample::of(record).result));
     }
 }

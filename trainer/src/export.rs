@@ -26,13 +26,21 @@ pub enum ExportError {
 }
 
 /// The description stored in the net: the trainer, its settings and its losses.
+/// The description stored in the net: the trainer and the commit of its code, its
+/// settings, a hash of its data, libtorch's threads, the epoch exported (the best on
+/// validation) and that epoch's losses.
 pub fn description(progress: &Progress) -> String {
-    let last = progress.log.last();
-    let field = |name: &str| last.and_then(|entry| entry.get(name)).cloned().unwrap_or(serde_json::Value::Null);
+    let exported = progress.best.map_or(progress.epoch, |(epoch, _)| epoch);
+    let entry = progress.log.iter().find(|entry| entry.get("epoch").and_then(|e| e.as_u64()) == Some(exported as u64));
+    let field = |name: &str| entry.and_then(|entry| entry.get(name)).cloned().unwrap_or(serde_json::Value::Null);
     serde_json::json!({
         "trainer": concat!("xq-trainer ", env!("CARGO_PKG_VERSION")),
+        "commit": env!("XQ_TRAINER_COMMIT"),
         "settings": progress.settings,
+        "data_sha256": progress.data_sha256,
+        "torch_threads": tch::get_num_threads(),
         "epochs": progress.epoch,
+        "exported_epoch": exported,
         "scale": progress.scale,
         "train_loss": field("train_loss"),
         "validation_loss": field("validation_loss"),

@@ -7,10 +7,17 @@
 //! batches its checkpoint had already trained on, so it goes on exactly where it was
 //! stopped.
 //!
-//! Files in the run's directory: `checkpoint.safetensors`, `log.jsonl` (one JSON
-//! object per epoch: epoch, positions, train and validation loss, learning rate,
-//! seconds, positions per second, the share of time spent waiting for data) and,
-//! when the run ends, `net.xqnn`.
+//! Files in the run's directory: `checkpoint.safetensors`, `best.safetensors` (the
+//! model of the epoch with the lowest validation loss), `log.jsonl` (one JSON object per
+//! epoch: epoch, positions, train and validation loss, learning rate, seconds, positions
+//! per second, the share of time spent waiting for data) and, when the run ends,
+//! `net.xqnn`: the best epoch's net, not the last's (a run that overfits its data ends
+//! past its best).
+//!
+//! A resumed run must be the run its checkpoint was: the settings and the data (a
+//! SHA-256 of the chunks' names and contents) are compared with the checkpoint's, and
+//! a difference is refused by name rather than trained on (skipping the batches already
+//! trained assumes the same batches in the same order).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -130,8 +137,10 @@ pub fn train(
     let validation_tensors: Vec<BatchTensors> =
         validation_batches.iter().map(|b| BatchTensors::of(b, device)).collect();
 
+    let data_sha256 = data_hash(chunks)?;
     let (mut model, mut optimiser, mut progress) = if checkpoint_file.exists() {
         let loaded = checkpoint::load(&checkpoint_file, device)?;
+        check_resume(&loaded.progress, settings, &data_sha256)?;
         (loaded.model, loaded.optimiser, loaded.progress)
     } else {
         let model = match &settings.init {
@@ -148,7 +157,16 @@ pub fn train(
         };
         let optimiser = AdamW::new(&model.tensors, settings.weight_decay);
         let recorded = serde_json::to_value(settings).expect("settings serialise");
-        (model, optimiser, Progress { epoch: 0, batch: 0, scale, settings: recorded, log: Vec::new() })
+        let progress = Progress {
+            epoch: 0,
+            batch: 0,
+            scale,
+            settings: recorded,
+            log: Vec::new(),
+            data_sha256: Some(data_sha256.clone()),
+            best: None,
+        };
+        (model, optimiser, progress)
     };
     if progress.log.is_empty() {
         // Epoch 0: the starting model, the point the loss curves start from.
@@ -218,11 +236,16 @@ pub fn train(
             return Err(DataError::NothingLeft(settings.data.clone()).into());
         }
         let seconds = started.elapsed().as_secs_f64();
+        let validation = validation_loss(&model, &validation_tensors, progress.scale, settings.lambda);
+        if progress.best.is_none_or(|(_, best)| validation < best) {
+            progress.best = Some((epoch + 1, validation));
+            checkpoint::save(&best_path(dir), &model, &optimiser, &progress)?;
+        }
         let entry = serde_json::json!({
             "epoch": epoch + 1,
             "positions": positions,
             "train_loss": loss_sum / positions.max(1) as f64,
-            "validation_loss": validation_loss(&model, &validation_tensors, progress.scale, settings.lambda),
+            "validation_loss": validation,
             "validation_positions": validation_positions,
             "learning_rate": rate,
             "scale": progress.scale,
@@ -244,10 +267,69 @@ pub fn train(
         None
     } else {
         let path = dir.join("net.xqnn");
-        export(&model, &progress, &path)?;
+        let best = match progress.best {
+            Some(_) if best_path(dir).exists() => checkpoint::load_model(&best_path(dir), device)?,
+            _ => model,
+        };
+        export(&best, &progress, &path)?;
         Some(path)
     };
     Ok(Summary { epochs: progress.epoch, stopped, log: progress.log, net, refusals })
+}
+
+/// The best epoch's model in a run directory.
+pub fn best_path(dir: &Path) -> PathBuf {
+    dir.join("best.safetensors")
+}
+
+/// The SHA-256 of `chunks` in order: each one's file name, length and contents.
+pub fn data_hash(chunks: &[PathBuf]) -> Result<String, DataError> {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for chunk in chunks {
+        let name = chunk.file_name().unwrap_or(chunk.as_os_str()).as_encoded_bytes();
+        let bytes =
+            std::fs::read(chunk).map_err(|source| DataError::List { path: chunk.display().to_string(), source })?;
+        hasher.update((name.len() as u64).to_le_bytes());
+        hasher.update(name);
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(&bytes);
+    }
+    Ok(hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+/// Refuses to resume `progress` with other settings or other data, naming what differs.
+fn check_resume(progress: &Progress, settings: &TrainSettings, data_sha256: &str) -> Result<(), TrainError> {
+    let now = serde_json::to_value(settings).expect("settings serialise");
+    let mut differences = Vec::new();
+    differ("", &progress.settings, &now, &mut differences);
+    if let Some(then) = progress.data_sha256.as_deref().filter(|&then| then != data_sha256) {
+        differences.push(format!("the data (chunks' SHA-256 {then}, now {data_sha256})"));
+    }
+    if differences.is_empty() {
+        return Ok(());
+    }
+    Err(TrainError::Settings(format!(
+        "cannot resume: the checkpoint was trained with other settings or data: {}; train into a new directory, \
+         or run again with the checkpoint's",
+        differences.join("; ")
+    )))
+}
+
+/// The fields where `then` and `now` differ, as `path: then -> now`.
+fn differ(path: &str, then: &serde_json::Value, now: &serde_json::Value, out: &mut Vec<String>) {
+    match (then, now) {
+        (serde_json::Value::Object(a), serde_json::Value::Object(b)) => {
+            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            for key in keys {
+                let null = serde_json::Value::Null;
+                let name = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                differ(&name, a.get(key).unwrap_or(&null), b.get(key).unwrap_or(&null), out);
+            }
+        }
+        _ if then != now => out.push(format!("{path}: {then} -> {now}")),
+        _ => {}
+    }
 }
 
 /// One training step on `batch`: forward, loss, backward, AdamW at `rate` (weight

@@ -17,7 +17,7 @@ use xq_trainer::data::{Batch, Filter, LoaderSettings, Part, Pass, find_chunks, r
 use xq_trainer::export::network;
 use xq_trainer::model::quantised_forward;
 use xq_trainer::optim::{RateSettings, Schedule};
-use xq_trainer::train::{TrainError, TrainSettings, checkpoint_path, predict, train};
+use xq_trainer::train::{TrainError, TrainSettings, best_path, checkpoint_path, data_hash, predict, train};
 use xq_worker::selfplay::{SelfPlaySettings, run_selfplay};
 
 /// Self-play chunks made once for all the tests: 48 games at 400 nodes a move, on one
@@ -59,6 +59,7 @@ fn settings(epochs: usize) -> TrainSettings {
             shuffle_buffer: 2_000,
             validation_share: 0.15,
             filter: Filter::default(),
+            mirror: false,
         },
         epochs,
         epoch_positions: Some(64 * 100),
@@ -111,10 +112,18 @@ fn training_lowers_the_validation_loss_and_the_engine_evaluates_the_net_as_the_t
     let description: serde_json::Value = serde_json::from_str(engine_net.description()).unwrap();
     assert_eq!(description["epochs"], 3);
     assert_eq!(description["settings"]["data"], "test self-play");
+    // The net is the epoch with the lowest validation loss, and says where it came
+    // from: the code's commit, the data's hash, libtorch's threads.
+    let best = (1..=3).min_by(|&a, &b| losses[a].total_cmp(&losses[b])).unwrap();
+    assert_eq!(description["exported_epoch"], best, "{losses:?}");
+    assert_eq!(description["validation_loss"], losses[best]);
+    assert_eq!(description["data_sha256"], data_hash(&chunks).unwrap());
+    assert!(description["commit"].as_str().is_some_and(|c| c.len() >= 7 || c == "unknown"), "{description}");
+    assert!(description["torch_threads"].as_i64().is_some_and(|t| t >= 1));
 
     // The contract: on positions of real games, the engine's evaluation equals the
     // trainer's quantised forward exactly, and the float forward closely.
-    let loaded = checkpoint::load(&checkpoint_path(run.path()), Device::Cpu).unwrap();
+    let loaded = checkpoint::load(&best_path(run.path()), Device::Cpu).unwrap();
     let parameters = loaded.model.quantise().unwrap();
     let batch = validation_batch();
     let records: Vec<_> = chunks.iter().flat_map(|c| read_chunk_file(c).unwrap()).collect();
@@ -187,6 +196,49 @@ fn a_stopped_run_resumes_exactly_where_it_stopped() {
         assert!(difference < 1e-5, "resumed weights differ by {difference}");
     }
     assert_eq!(a.optimiser.steps, b.optimiser.steps);
+}
+
+#[test]
+fn a_run_resumes_only_with_its_own_settings_and_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let chunks = copy_chunks(&dir.path().join("data"));
+    let run = dir.path().join("run");
+    let settings = settings(2);
+    let stopped = train(&chunks, &settings, &run, Device::Cpu, &AtomicBool::new(true), false).unwrap();
+    assert!(stopped.stopped);
+    // Another learning rate and another mirror setting: refused, both named.
+    let mut other = settings.clone();
+    other.rate.rate = 5e-3;
+    other.loader.mirror = true;
+    let refused = train(&chunks, &other, &run, Device::Cpu, &AtomicBool::new(false), false).unwrap_err();
+    let message = refused.to_string();
+    assert!(matches!(refused, TrainError::Settings(_)), "{message}");
+    assert!(
+        message.contains("rate.rate: 0.002 -> 0.005") && message.contains("loader.mirror: false -> true"),
+        "{message}"
+    );
+    // Other data (a chunk gone, as when a job gained or lost chunks): refused.
+    let refused = train(&chunks[1..], &settings, &run, Device::Cpu, &AtomicBool::new(false), false).unwrap_err();
+    assert!(refused.to_string().contains("the data (chunks' SHA-256"), "{refused}");
+    // Nothing was trained by the refusals: the run resumes with its own and finishes.
+    let checkpoint = checkpoint::load(&checkpoint_path(&run), Device::Cpu).unwrap();
+    assert_eq!((checkpoint.progress.epoch, checkpoint.progress.batch), (0, 1));
+    let resumed = train(&chunks, &settings, &run, Device::Cpu, &AtomicBool::new(false), false).unwrap();
+    assert_eq!((resumed.epochs, resumed.net.is_some()), (2, true));
+}
+
+#[test]
+fn mirrored_training_learns_and_is_recorded_in_the_net() {
+    let run = tempfile::tempdir().unwrap();
+    let chunks = find_chunks(data()).unwrap();
+    let mut settings = settings(2);
+    settings.loader.mirror = true;
+    let summary = train(&chunks, &settings, run.path(), Device::Cpu, &AtomicBool::new(false), false).unwrap();
+    let losses: Vec<f64> = summary.log.iter().map(|e| e["validation_loss"].as_f64().unwrap()).collect();
+    assert!(losses[2] < losses[0] * 0.95, "validation loss {losses:?}");
+    let net = Network::load(&summary.net.unwrap()).unwrap();
+    let description: serde_json::Value = serde_json::from_str(net.description()).unwrap();
+    assert_eq!(description["settings"]["loader"]["mirror"], true);
 }
 
 #[test]

@@ -189,6 +189,10 @@ struct TrainingArgs {
     /// Skip positions scored beyond this many centipawns either way.
     #[arg(long, default_value_t = 3_000)]
     max_score: i32,
+    /// Mirror training positions left to right in about half of the epochs each
+    /// (validation is never mirrored).
+    #[arg(long)]
+    mirror: bool,
     /// auto (CUDA when present), cpu or cuda.
     #[arg(long, default_value = "auto")]
     device: String,
@@ -218,6 +222,7 @@ impl TrainingArgs {
                     skip_mates: !self.keep_mates,
                     max_score: self.max_score,
                 },
+                mirror: self.mirror,
             },
             epochs: self.epochs,
             epoch_positions: self.epoch_positions,
