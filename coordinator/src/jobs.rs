@@ -50,6 +50,39 @@ pub enum JobSpec {
     SelfPlay(v1::CreateSelfPlayRequest),
     /// Games replayed under several rule sets.
     Verify(Box<VerificationJob>),
+    /// A stored job this version cannot read back (its request fails today's checks,
+    /// or its book no longer reads): shown, never leased.
+    Unreadable(Box<Unreadable>),
+}
+
+/// A stored job that cannot be read back, and why. It stays in the lists, ended, with
+/// the reason; its stored row is left as it was.
+#[derive(Clone, Debug)]
+pub struct Unreadable {
+    /// The stored spec, as stored.
+    pub stored: String,
+    pub problem: String,
+    /// A match's request as far as it decodes: its engines, clock and SPRT for the
+    /// views (a tournament finds its pairing by the engines).
+    pub request: Option<v1::CreateTestRequest>,
+}
+
+impl Unreadable {
+    /// The job of `kind` stored as `stored`, which fails to read back with `problem`.
+    pub fn new(kind: &str, stored: &str, problem: impl Into<String>) -> Self {
+        let bytes = hex::decode(stored).ok();
+        let request = bytes.and_then(|bytes| match kind {
+            "selfplay" | "verify" => None,
+            "spsa" => v1::CreateSpsaRequest::decode(bytes.as_slice()).ok().and_then(|r| r.test),
+            _ => v1::CreateTestRequest::decode(bytes.as_slice()).ok(),
+        });
+        Unreadable { stored: stored.to_owned(), problem: problem.into(), request }
+    }
+
+    /// The outcome a job that was running or pending is shown with.
+    pub fn outcome(&self) -> String {
+        format!("stopped at start-up: this version cannot read it back: {}", self.problem)
+    }
 }
 
 /// A match test.
@@ -293,6 +326,7 @@ impl JobSpec {
             },
             JobSpec::SelfPlay(request) => hex::encode(request.encode_to_vec()),
             JobSpec::Verify(job) => hex::encode(job.spec.encode_to_vec()),
+            JobSpec::Unreadable(job) => job.stored.clone(),
         }
     }
 
@@ -325,6 +359,8 @@ impl JobSpec {
             JobSpec::Match(m) => v1::lease::Work::MatchSpec(m.lease_spec(slowness)),
             JobSpec::SelfPlay(r) => v1::lease::Work::SelfPlay(r.spec.clone().unwrap_or_default()),
             JobSpec::Verify(v) => v1::lease::Work::Verification(v.spec.clone()),
+            // Never leased: the scheduler leases running jobs only, and this one is not.
+            JobSpec::Unreadable(_) => v1::lease::Work::Verification(v1::VerificationSpec::default()),
         }
     }
 
@@ -362,6 +398,7 @@ impl JobSpec {
                 format!("{variant} self-play, {} nodes, {} games a unit, {evaluation}", s.nodes, s.games_per_unit)
             }
             JobSpec::Verify(job) => job.summary(),
+            JobSpec::Unreadable(job) => format!("cannot be read back by this version: {}", job.problem),
         }
     }
 }
@@ -528,6 +565,7 @@ pub fn job_view(
 ) -> v1::Job {
     let request = match spec {
         JobSpec::Match(job) => Some(&job.request),
+        JobSpec::Unreadable(job) => job.request.as_ref(),
         JobSpec::SelfPlay(_) | JobSpec::Verify(_) => None,
     };
     let penta: Vec<u64> = row.pentanomial.iter().map(|&c| c.max(0) as u64).collect();
@@ -537,7 +575,7 @@ pub fn job_view(
         JobSpec::Match(job) => {
             job.sprt_state(row).map(|s| v1::SprtState { llr: s.llr, lower: s.lower, upper: s.upper })
         }
-        JobSpec::SelfPlay(_) | JobSpec::Verify(_) => None,
+        JobSpec::SelfPlay(_) | JobSpec::Verify(_) | JobSpec::Unreadable(_) => None,
     };
     let elo = elo_state(&penta, wdl[1] as f64 / games.max(1) as f64);
     v1::Job {
@@ -560,6 +598,7 @@ pub fn job_view(
         rules: match spec {
             JobSpec::Match(job) => job.rules.name().to_owned(),
             JobSpec::SelfPlay(_) => String::new(),
+            JobSpec::Unreadable(job) => job.request.as_ref().map_or(String::new(), |r| r.rules.clone()),
             JobSpec::Verify(job) => job.rules.iter().map(|r| r.name()).collect::<Vec<_>>().join(","),
         },
         variant: match spec {
@@ -568,6 +607,7 @@ pub fn job_view(
                 self_play_variant(&r.spec.clone().unwrap_or_default()).unwrap_or_default().name().to_owned()
             }
             JobSpec::Verify(_) => Variant::Xiangqi.name().to_owned(),
+            JobSpec::Unreadable(job) => job.request.as_ref().map_or(String::new(), |r| r.variant.clone()),
         },
         new_engine: engine_name(request.and_then(|r| r.new_engine.as_ref())),
         base_engine: engine_name(request.and_then(|r| r.base_engine.as_ref())),

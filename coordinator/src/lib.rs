@@ -9,7 +9,8 @@
 //! [`disk`] keeps a reserve of free space; [`retention`] ages finished jobs' data out
 //! and holds submitters to their quotas; [`fail_point`] lets the fault drills crash
 //! it on cue; [`service`] is the gRPC surface, [`listener`] its capped accept loop,
-//! [`detached`] runs each request to its end, and [`server`] puts them together.
+//! [`detached`] runs each request to its end, [`streams`] bounds and ends the live
+//! streams, and [`server`] puts them together.
 
 pub mod artifacts;
 pub mod detached;
@@ -29,6 +30,7 @@ pub mod server;
 pub mod service;
 pub mod spsa;
 pub mod storage;
+pub mod streams;
 pub mod tokens;
 pub mod tournaments;
 pub mod verification;

@@ -22,7 +22,7 @@ use prost::Message;
 use tokio::sync::watch;
 use xq_proto::{MAX_MESSAGE_BYTES, v1};
 
-use crate::jobs::{Course, JobSpec, add_points, job_view, listed};
+use crate::jobs::{Course, JobSpec, Unreadable, add_points, job_view, listed};
 use crate::metrics::{KindLabel, Metrics};
 use crate::spsa::SpsaRun;
 use crate::storage::{AuditRow, Change, JobRow, LeaseRow, Snapshot, TokenRow, UnitRow, WorkerRow, now_ms};
@@ -66,6 +66,9 @@ pub struct SchedulerConfig {
     pub submitter_quota_bytes: u64,
     /// The most running or pending jobs a submitter may have (0: no limit).
     pub submitter_active_jobs: usize,
+    /// The most followers of live streams (the dashboard's, WatchJob), in all and per
+    /// client address.
+    pub followers: crate::streams::FollowerCaps,
 }
 
 impl Default for SchedulerConfig {
@@ -85,6 +88,7 @@ impl Default for SchedulerConfig {
             keep_training_data: None,
             submitter_quota_bytes: 0,
             submitter_active_jobs: 0,
+            followers: Default::default(),
         }
     }
 }
@@ -168,7 +172,7 @@ impl JobState {
         let throughput = match &*self.spec {
             JobSpec::Match(m) => m.request.throughput,
             JobSpec::SelfPlay(r) => r.throughput,
-            JobSpec::Verify(_) => 0,
+            JobSpec::Verify(_) | JobSpec::Unreadable(_) => 0,
         };
         let throughput = if throughput == 0 { 100 } else { u64::from(throughput) };
         u64::from(self.active_leases) * 1_000_000 / throughput
@@ -217,7 +221,7 @@ impl ViewParts {
 fn spsa_run(spec: &JobSpec) -> Option<SpsaRun> {
     match spec {
         JobSpec::Match(job) => job.spsa.as_deref().map(SpsaRun::new),
-        JobSpec::SelfPlay(_) | JobSpec::Verify(_) => None,
+        JobSpec::SelfPlay(_) | JobSpec::Verify(_) | JobSpec::Unreadable(_) => None,
     }
 }
 
@@ -298,7 +302,9 @@ pub fn residual(worker: &[u64; 5], all: &[u64; 5], min_pairs: u64) -> Option<f64
 
 /// A token in force.
 struct TokenState {
-    principal: Principal,
+    /// Who holds it; `Err`: a stored token that grants nothing, and why (its row names
+    /// a role this coordinator does not know, or a worker token no worker).
+    principal: Result<Principal, String>,
     /// 0: never.
     expires_ms: i64,
 }
@@ -337,7 +343,34 @@ pub struct Scheduler {
     writer: Writer,
     pub config: SchedulerConfig,
     any_change: Arc<watch::Sender<u64>>,
+    /// Bumped at each revocation: open streams look again at their token.
+    revocations: watch::Sender<u64>,
     metrics: Arc<Metrics>,
+}
+
+/// How often an open stream looks at its token's expiry.
+pub const TOKEN_RECHECK: Duration = Duration::from_secs(1);
+
+/// Why a token is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenRefused {
+    #[error("unknown, revoked or expired token")]
+    NotInForce,
+    /// A stored token that grants nothing: roles fail closed.
+    #[error("this token grants nothing: {0}; an admin may revoke it and make another")]
+    NoRights(String),
+}
+
+/// Who a stored token's row names. Anything this coordinator does not know grants
+/// nothing (a row from a newer version, or one edited by hand), rather than the most.
+fn stored_principal(role: &str, worker_id: Option<i64>) -> Result<Principal, String> {
+    match (role, worker_id) {
+        ("worker", Some(id)) if id > 0 => Ok(Principal::Worker(id as u64)),
+        ("worker", _) => Err("it is a worker token stored without its worker".to_owned()),
+        ("submitter", _) => Ok(Principal::Client(Role::Submitter)),
+        ("admin", _) => Ok(Principal::Client(Role::Admin)),
+        (other, _) => Err(format!("its stored role '{}' is not one this coordinator knows", other.escape_debug())),
+    }
 }
 
 fn decode_capabilities(text: &str) -> v1::Capabilities {
@@ -356,11 +389,10 @@ impl Scheduler {
     ) -> Self {
         let mut state = State::default();
         for token in snapshot.tokens.into_iter().filter(|t| t.revoked_ms == 0) {
-            let principal = match (token.role.as_str(), token.worker_id) {
-                ("worker", Some(id)) => Principal::Worker(id as u64),
-                ("submitter", _) => Principal::Client(Role::Submitter),
-                _ => Principal::Client(Role::Admin),
-            };
+            let principal = stored_principal(&token.role, token.worker_id);
+            if let Err(problem) = &principal {
+                tracing::error!("token {}: {problem}; it grants nothing until revoked", token_id(&token.hash));
+            }
             state.tokens.insert(token.hash, TokenState { principal, expires_ms: token.expires_ms });
         }
         for row in snapshot.workers {
@@ -371,9 +403,20 @@ impl Scheduler {
         }
         let mut specs = specs;
         let any_change = Arc::new(watch::channel(0).0);
-        for row in snapshot.jobs {
+        for mut row in snapshot.jobs {
             state.next_job = state.next_job.max(row.id as u64);
-            let Some(spec) = specs.remove(&row.id) else { continue };
+            let spec = specs
+                .remove(&row.id)
+                .unwrap_or_else(|| JobSpec::Unreadable(Box::new(Unreadable::new(&row.kind, &row.spec, "not decoded"))));
+            if let JobSpec::Unreadable(unreadable) = &spec {
+                tracing::error!("job {} cannot be read back: {}", row.id, unreadable.problem);
+                // Shown ended with the reason; the stored row keeps its state, for a
+                // version that reads it.
+                if matches!(row.state.as_str(), "running" | "pending") {
+                    row.state = "stopped".to_owned();
+                    row.outcome = unreadable.outcome();
+                }
+            }
             let stored = snapshot.done_units.get(&row.id);
             let done: HashSet<u64> = stored.into_iter().flatten().map(|d| d.unit).collect();
             let mut by_worker: HashMap<u64, [u64; 5]> = HashMap::new();
@@ -457,23 +500,48 @@ impl Scheduler {
                 .filter(|u| !job.done.contains(u) && !in_flight.is_some_and(|set| set.contains(u)))
                 .collect();
         }
-        Scheduler { state: Mutex::new(state), writer, config, any_change, metrics }
+        let (revocations, _) = watch::channel(0);
+        Scheduler { state: Mutex::new(state), writer, config, any_change, revocations, metrics }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Who holds `token`, and the token's id; `None` for unknown, revoked and expired
-    /// tokens.
-    pub fn authenticate(&self, token: &str) -> Option<(Principal, String)> {
-        let hash = token_hash(token);
+    /// Who holds `token`, and the token's id.
+    pub fn authenticate(&self, token: &str) -> Result<(Principal, String), TokenRefused> {
+        self.authenticate_hash(&token_hash(token))
+    }
+
+    /// Who holds the token whose hash is `hash`, and the token's id.
+    pub fn authenticate_hash(&self, hash: &str) -> Result<(Principal, String), TokenRefused> {
         let state = self.lock();
-        let entry = state.tokens.get(&hash)?;
+        let entry = state.tokens.get(hash).ok_or(TokenRefused::NotInForce)?;
         if entry.expires_ms != 0 && now_ms() >= entry.expires_ms {
-            return None;
+            return Err(TokenRefused::NotInForce);
         }
-        Some((entry.principal, token_id(&hash).to_owned()))
+        let principal = entry.principal.clone().map_err(TokenRefused::NoRights)?;
+        Ok((principal, token_id(hash).to_owned()))
+    }
+
+    /// Resolves once the token whose hash is `hash` is no longer in force: at once when
+    /// it is revoked, within [`TOKEN_RECHECK`] when it expires. Streams opened with it
+    /// end then, so that a revocation reaches every call, not only the next ones.
+    pub fn out_of_force(self: &Arc<Self>, hash: String) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let weak = Arc::downgrade(self);
+        let mut revocations = self.revocations.subscribe();
+        async move {
+            loop {
+                match weak.upgrade() {
+                    Some(scheduler) if scheduler.authenticate_hash(&hash).is_ok() => {}
+                    _ => return,
+                }
+                tokio::select! {
+                    _ = revocations.changed() => {}
+                    _ = tokio::time::sleep(TOKEN_RECHECK) => {}
+                }
+            }
+        }
     }
 
     /// Creates a user's token of `role` for `name`, expiring at `expires_ms` (0:
@@ -499,7 +567,7 @@ impl Scheduler {
         };
         self.writer.write(Change::Token(row)).await?;
         self.audit(actor, "token.create", &format!("{} {} '{name}'", token_id(&hash), role.name())).await?;
-        self.lock().tokens.insert(hash, TokenState { principal: Principal::Client(role), expires_ms });
+        self.lock().tokens.insert(hash, TokenState { principal: Ok(Principal::Client(role)), expires_ms });
         Ok(token)
     }
 
@@ -510,7 +578,7 @@ impl Scheduler {
 
     /// Whether any admin token is in force.
     pub fn has_client_token(&self) -> bool {
-        self.lock().tokens.values().any(|t| t.principal == Principal::Client(Role::Admin))
+        self.lock().tokens.values().any(|t| t.principal == Ok(Principal::Client(Role::Admin)))
     }
 
     /// Revokes the token whose id is `id` (a worker's too): refused from the next call.
@@ -525,6 +593,7 @@ impl Scheduler {
             state.tokens.remove(hash);
             hash.clone()
         };
+        self.revocations.send_modify(|count| *count += 1);
         self.writer.write(Change::RevokeToken { hash, at_ms: now_ms() }).await?;
         self.audit(actor, "token.revoke", id).await
     }
@@ -568,7 +637,7 @@ impl Scheduler {
             .await?;
         let mut state = self.lock();
         state.workers.insert(id, WorkerState::new(row, v1::Capabilities::default(), 0));
-        state.tokens.insert(hash, TokenState { principal: Principal::Worker(id), expires_ms: 0 });
+        state.tokens.insert(hash, TokenState { principal: Ok(Principal::Worker(id)), expires_ms: 0 });
         Ok((id, token))
     }
 
@@ -1075,6 +1144,7 @@ impl Scheduler {
                     JobSpec::Match(m) => m.request.required_cpu_flags.iter().all(|f| flags.contains(f.as_str())),
                     JobSpec::SelfPlay(_) => true,
                     JobSpec::Verify(v) => v.runs_on(&capabilities),
+                    JobSpec::Unreadable(_) => false,
                 })
                 .min_by_key(|j| (std::cmp::Reverse(j.row.priority), j.load(), j.row.id))
                 .map(|j| j.row.id as u64);
@@ -1090,6 +1160,7 @@ impl Scheduler {
                     f64::from(spec.games_per_unit) * f64::from(ASSUMED_PLIES) * spec.nodes as f64 / nps as f64
                 }),
                 JobSpec::Verify(v) => v.unit_seconds(ASSUMED_PLIES, nps),
+                JobSpec::Unreadable(_) => unreachable!("unreadable jobs are never chosen"),
             };
             let wanted = (self.config.lease_seconds * f64::from(concurrency) / unit_seconds.max(1e-3)).ceil() as usize;
             let wanted = wanted.clamp(1, self.config.max_units_per_lease);

@@ -16,13 +16,14 @@ use xq_proto::v1::worker_server::WorkerServer;
 
 use crate::artifacts::ArtifactStore;
 use crate::http::{self, ReadAccess};
-use crate::jobs::JobSpec;
+use crate::jobs::{JobSpec, Unreadable};
 use crate::listener::{AcceptStats, ConnectionCaps, capped_incoming};
 use crate::metrics::Metrics;
 use crate::nets::Nets;
 use crate::scheduler::{Scheduler, SchedulerConfig};
 use crate::service::{ClientApi, Shared, WorkerApi, authenticate, load_openings};
 use crate::storage::{Storage, sqlite_url};
+use crate::streams::Followers;
 use crate::tournaments::Tournaments;
 use crate::writer::Writer;
 
@@ -33,7 +34,8 @@ pub const CLIENT_TOKEN_FILE: &str = "client-token";
 pub struct Coordinator {
     pub shared: Shared,
     pub accept_stats: Arc<AcceptStats>,
-    /// Who may read the dashboard (open by default).
+    /// Who may read the dashboard (open as opened; `serve` chooses with
+    /// [`dashboard_access`]).
     pub dashboard_read: ReadAccess,
 }
 
@@ -52,12 +54,11 @@ impl Coordinator {
         // Specs first without books; books need the shared state to be read.
         let mut specs = HashMap::new();
         for row in &snapshot.jobs {
-            match JobSpec::decode(&row.kind, &row.spec) {
-                Ok(spec) => {
-                    specs.insert(row.id, spec);
-                }
-                Err(problem) => tracing::error!("job {} cannot be read back and is left out: {problem}", row.id),
-            }
+            // One that fails today's checks is kept, shown ended with the reason.
+            let spec = JobSpec::decode(&row.kind, &row.spec).unwrap_or_else(|problem| {
+                JobSpec::Unreadable(Box::new(Unreadable::new(&row.kind, &row.spec, problem)))
+            });
+            specs.insert(row.id, spec);
         }
         let partial = Shared {
             scheduler: Arc::new(Scheduler::new(
@@ -75,13 +76,31 @@ impl Coordinator {
             metrics: metrics.clone(),
             pgn_files: Arc::new(crate::kept::pgn_files()),
             verification_nets: Arc::new(crate::kept::nets()),
+            followers: Followers::new(config.followers),
         };
-        for spec in specs.values_mut() {
+        // A book that no longer reads (a stricter parser, a lost file) ends its job,
+        // not the start.
+        let mut books = HashMap::new();
+        for (id, spec) in specs.iter_mut() {
             if let JobSpec::Match(job) = spec
                 && let Some(book) = job.request.book.clone()
             {
-                job.openings =
-                    Some(load_openings(&partial, &book.sha256, job.variant).await.map_err(anyhow::Error::msg)?);
+                let key = (book.sha256.clone(), job.variant);
+                let openings = match books.get(&key) {
+                    Some(openings) => Ok(Arc::clone(openings)),
+                    None => load_openings(&partial, &book.sha256, job.variant).await,
+                };
+                match openings {
+                    Ok(openings) => {
+                        books.insert(key, openings.clone());
+                        job.openings = Some(openings);
+                    }
+                    Err(problem) => {
+                        let row = snapshot.jobs.iter().find(|row| row.id == *id).expect("specs come from rows");
+                        let problem = format!("its book {} cannot be read: {problem}", book.sha256);
+                        *spec = JobSpec::Unreadable(Box::new(Unreadable::new(&row.kind, &row.spec, problem)));
+                    }
+                }
             }
         }
         let nets = Arc::new(Nets::new(std::mem::take(&mut snapshot.nets), writer.clone()));
@@ -103,6 +122,7 @@ impl Coordinator {
             metrics,
             pgn_files,
             verification_nets,
+            followers: partial.followers.clone(),
         };
         Ok(Coordinator { shared, accept_stats: Arc::new(AcceptStats::default()), dashboard_read: ReadAccess::Open })
     }
@@ -212,6 +232,15 @@ pub fn check_transport(listen: std::net::SocketAddr, tls: bool, allow_plaintext:
     if tls || allow_plaintext || listen.ip().is_loopback() { Ok(()) } else { Err(PlaintextRefused(listen)) }
 }
 
+/// Who may read the dashboard served on `listen`. `private` (`--private-dashboard`)
+/// asks a client token everywhere; `public` (`--public-dashboard`) opens reads to
+/// anyone who reaches the port. Without either, reads are open on a loopback address
+/// only: on an address other machines reach they need a client token, since the
+/// pages show every test, engine and worker, and their reads cost the coordinator work.
+pub fn dashboard_access(listen: std::net::SocketAddr, private: bool, public: bool) -> ReadAccess {
+    if private || (!public && !listen.ip().is_loopback()) { ReadAccess::Token } else { ReadAccess::Open }
+}
+
 /// Writes a secret readable by its owner only.
 pub fn write_secret(path: &PathBuf, secret: &str) -> std::io::Result<()> {
     use std::io::Write;
@@ -236,6 +265,19 @@ mod tests {
             assert!(refused.starts_with(public) && refused.contains("--allow-plaintext"), "{refused}");
             assert!(check_transport(address(public), true, false).is_ok(), "with TLS");
             assert!(check_transport(address(public), false, true).is_ok(), "allowed");
+        }
+    }
+
+    #[test]
+    fn the_dashboard_is_private_off_loopback_unless_made_public() {
+        let address = |text: &str| text.parse::<std::net::SocketAddr>().unwrap();
+        for local in ["127.0.0.1:7420", "[::1]:7420"] {
+            assert_eq!(dashboard_access(address(local), false, false), ReadAccess::Open);
+            assert_eq!(dashboard_access(address(local), true, false), ReadAccess::Token, "asked private");
+        }
+        for public in ["0.0.0.0:7420", "[::]:7420", "192.168.1.5:7420"] {
+            assert_eq!(dashboard_access(address(public), false, false), ReadAccess::Token, "{public}");
+            assert_eq!(dashboard_access(address(public), false, true), ReadAccess::Open, "{public} made public");
         }
     }
 }

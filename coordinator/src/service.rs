@@ -28,10 +28,11 @@ use crate::kept::{Kept, ReadError};
 use crate::metrics::Metrics;
 use crate::nets::Nets;
 use crate::replay::{PairContext, check_pair};
-use crate::scheduler::{LeaseContext, ScheduleError, Scheduler};
+use crate::scheduler::{LeaseContext, ScheduleError, Scheduler, TokenRefused};
 use crate::spsa::{check_spsa, check_spsa_bounds};
 use crate::storage::{Storage, UnitRow};
-use crate::tokens::{Principal, Role, bearer};
+use crate::streams::{Followers, UntilOutOfForce};
+use crate::tokens::{Principal, Role, TokenHash, bearer, token_hash};
 use crate::tournaments::{PairingResults, Tournaments};
 use xq_engine::xiangqi::rules::verify::Tally;
 
@@ -66,6 +67,8 @@ pub struct Shared {
     pub pgn_files: Arc<Kept<PgnFile>>,
     /// The nets of verification jobs' fresh self-play games, for the same.
     pub verification_nets: Arc<Kept<Network>>,
+    /// The followers of live streams, under their caps.
+    pub followers: Arc<Followers>,
 }
 
 /// Checks the bearer token and records who sent the request: its principal, and for a
@@ -78,13 +81,16 @@ pub fn authenticate(scheduler: Arc<Scheduler>) -> impl FnMut(Request<()>) -> Res
             .and_then(|v| v.to_str().ok())
             .and_then(bearer)
             .ok_or_else(|| Status::unauthenticated("no bearer token in the authorization metadata"))?;
-        let (principal, token_id) = scheduler
-            .authenticate(token)
-            .ok_or_else(|| Status::unauthenticated("unknown, revoked or expired token"))?;
+        let hash = token_hash(token);
+        let (principal, token_id) = scheduler.authenticate_hash(&hash).map_err(|refused| match refused {
+            TokenRefused::NotInForce => Status::unauthenticated(refused.to_string()),
+            TokenRefused::NoRights(_) => Status::permission_denied(refused.to_string()),
+        })?;
         if let Principal::Client(role) = principal {
             request.extensions_mut().insert(Caller { role, token_id });
         }
         request.extensions_mut().insert(principal);
+        request.extensions_mut().insert(TokenHash(hash));
         Ok(request)
     }
 }
@@ -135,6 +141,11 @@ fn may_prioritise(caller: &Caller, priority: i32, current: i32) -> Result<(), St
     Err(Status::permission_denied(format!(
         "priority {priority}: only an admin may raise a job's priority above the default ({DEFAULT_PRIORITY})"
     )))
+}
+
+/// The refusal of what needs job `id`'s spec when this version cannot read it back.
+fn unreadable(id: u64, job: &crate::jobs::Unreadable) -> Status {
+    Status::failed_precondition(format!("job {id} cannot be read back by this version: {}", job.problem))
 }
 
 /// Reads a book artifact's openings as a `variant` book.
@@ -704,25 +715,36 @@ impl v1::client_server::Client for ClientApi {
 
     async fn watch_job(&self, request: Request<v1::JobId>) -> Result<Response<Self::WatchJobStream>, Status> {
         client_of(&request)?;
+        let hash = request.extensions().get::<TokenHash>().map(|hash| hash.0.clone()).unwrap_or_default();
+        let place = self
+            .0
+            .followers
+            .join(request.remote_addr().map(|address| address.ip()))
+            .map_err(|full| Status::resource_exhausted(full.to_string()))?;
         let id = request.into_inner().job_id;
         let mut changes = self.0.scheduler.watch(id).ok_or_else(|| Status::not_found(format!("job {id}")))?;
         let scheduler = self.0.scheduler.clone();
         let (sender, receiver) = tokio::sync::mpsc::channel(16);
         tokio::spawn(async move {
+            let _place = place;
             loop {
                 let Some(job) = scheduler.job(id) else { return };
                 let running = job.state == "running" || job.state == "pending";
                 if sender.send(Ok(job)).await.is_err() || !running {
                     return;
                 }
-                if changes.changed().await.is_err() {
-                    return;
+                tokio::select! {
+                    changed = changes.changed() => if changed.is_err() { return },
+                    // The follower left (or its token was revoked): the place goes back.
+                    () = sender.closed() => return,
                 }
                 // Coalesce bursts: at most a few updates a second.
                 tokio::time::sleep(std::time::Duration::from_millis(200)).await;
             }
         });
-        Ok(Response::new(Box::pin(ReceiverStream::new(receiver))))
+        let revoked = Status::unauthenticated("the token this stream was opened with was revoked or has expired");
+        let end = self.0.scheduler.out_of_force(hash);
+        Ok(Response::new(Box::pin(UntilOutOfForce::new(ReceiverStream::new(receiver), end, Err(revoked)))))
     }
 
     async fn get_job_history(&self, request: Request<v1::JobId>) -> Result<Response<v1::JobHistory>, Status> {
@@ -1136,7 +1158,22 @@ impl Shared {
         let limit = if limit == 0 { 100 } else { limit.min(1_000) } as usize;
         let mut tournaments = Vec::new();
         for id in self.tournaments.newest(limit) {
-            tournaments.push(self.tournament(id).await?);
+            // One event that cannot be shown does not hide the others: it is listed,
+            // saying why.
+            match self.tournament(id).await {
+                Ok(tournament) => tournaments.push(tournament),
+                Err(status) if status.code() == tonic::Code::FailedPrecondition => {
+                    let created_ms = self.tournaments.get(id).map_or(0, |row| row.created_ms);
+                    tournaments.push(v1::Tournament {
+                        tournament_id: id,
+                        state: "unreadable".to_owned(),
+                        created_ms,
+                        problem: status.message().to_owned(),
+                        ..Default::default()
+                    });
+                }
+                Err(status) => return Err(status),
+            }
         }
         Ok(v1::ListTournamentsReply { tournaments })
     }
@@ -1151,7 +1188,20 @@ impl Shared {
     async fn pairing_results(&self, row: &crate::storage::TournamentRow) -> Result<Vec<PairingResults>, Status> {
         let mut results = Vec::with_capacity(row.job_ids.len());
         for &job_id in &row.job_ids {
-            let job = self.scheduler.job(job_id).ok_or_else(|| Status::internal(format!("job {job_id} is gone")))?;
+            let event = row.id;
+            let job = self.scheduler.job(job_id).ok_or_else(|| {
+                Status::failed_precondition(format!("tournament {event}: its test {job_id} is not stored"))
+            })?;
+            // A test this version cannot read back is shown stopped, with the reason,
+            // when its engines are known; without them its pairing cannot be placed.
+            if let Some(JobSpec::Unreadable(unreadable)) = self.scheduler.spec(job_id).as_deref()
+                && unreadable.request.is_none()
+            {
+                return Err(Status::failed_precondition(format!(
+                    "tournament {event}: its test {job_id} cannot be read back by this version: {}",
+                    unreadable.problem
+                )));
+            }
             let pairs =
                 self.storage.pair_points(job_id as i64).await.map_err(|e| Status::unavailable(e.to_string()))?;
             results.push(PairingResults { job, pairs: pairs.into_iter().map(|(_, points)| points).collect() });
@@ -1269,6 +1319,7 @@ impl Shared {
             JobSpec::SelfPlay(_) | JobSpec::Verify(_) => {
                 Err(Status::invalid_argument(format!("job {id} is not a match: it has no pairs")))
             }
+            JobSpec::Unreadable(job) => Err(unreadable(id, job)),
         }
     }
 
@@ -1318,6 +1369,7 @@ impl Shared {
             JobSpec::Match(_) => Stored::Games,
             JobSpec::SelfPlay(_) => Stored::Chunks,
             JobSpec::Verify(_) => Stored::Reports,
+            JobSpec::Unreadable(job) => return Err(unreadable(id, job)),
         };
         if stored != wanted {
             return Err(Status::invalid_argument(format!("job {id} is {}, with no {}", stored.job(), wanted.noun())));

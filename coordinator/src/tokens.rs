@@ -33,6 +33,11 @@ pub enum Principal {
     Worker(u64),
 }
 
+/// The hash of the token a request was authenticated with, kept in the request's
+/// extensions so that a stream can look again at whether it is in force.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenHash(pub String);
+
 /// The public id of the token whose hash is `hash`.
 pub fn token_id(hash: &str) -> &str {
     &hash[..hash.len().min(12)]

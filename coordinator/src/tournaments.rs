@@ -510,6 +510,7 @@ pub fn view(row: &TournamentRow, results: &[PairingResults]) -> Result<v1::Tourn
         created_ms: row.created_ms,
         points: if request.points.is_empty() { "2-1-0".to_owned() } else { request.points },
         rating_prior_draws,
+        problem: String::new(),
     })
 }
 

@@ -78,9 +78,50 @@ pub enum EngineError {
     /// The engine wrote more lines than any search needs.
     #[error("the engine flooded its output ({0} lines without an answer)")]
     Flood(usize),
+    /// The engine wrote a line longer than any protocol line (its output is no longer
+    /// read: a line without end would grow the worker's memory without bound).
+    #[error("the engine wrote a line longer than {0} bytes")]
+    LongLine(usize),
     /// A `bestmove` line without a move.
     #[error("malformed answer: '{0}'")]
     Garbage(String),
+}
+
+/// The next line of `reader` without its end (`\n` or `\r\n`; bytes that are not
+/// UTF-8 replaced); `None` at the end of the output. A line past `max` bytes is an
+/// error, and no more than `max` bytes of it are held.
+fn read_line(reader: &mut impl BufRead, max: usize) -> Result<Option<String>, EngineError> {
+    let mut line = Vec::new();
+    loop {
+        let buffer = match reader.fill_buf() {
+            Ok(buffer) => buffer,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            // A broken pipe ends the output like its end.
+            Err(_) => &[],
+        };
+        if buffer.is_empty() {
+            if line.is_empty() {
+                return Ok(None);
+            }
+            break;
+        }
+        let (taken, ended) = match buffer.iter().position(|&b| b == b'\n') {
+            Some(end) => (end + 1, true),
+            None => (buffer.len(), false),
+        };
+        if line.len() + taken > max + 1 {
+            return Err(EngineError::LongLine(max));
+        }
+        line.extend_from_slice(&buffer[..taken]);
+        reader.consume(taken);
+        if ended {
+            break;
+        }
+    }
+    while matches!(line.last(), Some(b'\n' | b'\r')) {
+        line.pop();
+    }
+    Ok(Some(String::from_utf8_lossy(&line).into_owned()))
 }
 
 fn stderr_note(stderr: &str) -> String {
@@ -89,6 +130,9 @@ fn stderr_note(stderr: &str) -> String {
 
 /// Lines an engine may write while searching one move before it is cut off.
 const FLOOD_LIMIT: usize = 200_000;
+/// The longest line read from an engine, in bytes: far beyond any `info` or `option`
+/// line, and all the memory one engine's output may hold in the worker.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
 /// Bytes of stderr kept.
 const STDERR_TAIL: usize = 2_000;
 /// How long the handshake and `isready` may take.
@@ -112,7 +156,7 @@ pub struct EngineProcess {
     config: EngineConfig,
     child: Child,
     stdin: ChildStdin,
-    lines: Receiver<String>,
+    lines: Receiver<Result<String, EngineError>>,
     stderr: Arc<Mutex<String>>,
     /// The `option ...` lines the engine declared.
     declared_options: Vec<String>,
@@ -134,9 +178,16 @@ impl EngineProcess {
         let mut stderr_pipe = child.stderr.take().expect("piped stderr");
         let (sender, lines) = channel();
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if sender.send(line).is_err() {
+            let mut stdout = BufReader::new(stdout);
+            loop {
+                let line = read_line(&mut stdout, MAX_LINE_BYTES);
+                let end = !matches!(line, Ok(Some(_)));
+                let message = match line {
+                    Ok(Some(line)) => Ok(line),
+                    Ok(None) => break,
+                    Err(error) => Err(error),
+                };
+                if sender.send(message).is_err() || end {
                     break;
                 }
             }
@@ -205,11 +256,12 @@ impl EngineProcess {
         for _ in 0..FLOOD_LIMIT {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
-                Ok(line) => {
+                Ok(Ok(line)) => {
                     if seen(line.trim()) {
                         return Ok(line.trim().to_owned());
                     }
                 }
+                Ok(Err(error)) => return Err(error),
                 Err(RecvTimeoutError::Timeout) => {
                     return Err(EngineError::Timeout { expected, waited: timeout });
                 }
@@ -343,5 +395,19 @@ mod tests {
             "rheakaehr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RHEAKAEHR b - - 0 1"
         );
         assert_eq!(FenFlavour::KnightBishop.write(fen), fen);
+    }
+
+    #[test]
+    fn lines_are_read_to_their_end_and_a_line_past_the_bound_is_an_error() {
+        let mut reader = BufReader::with_capacity(4, "uciok\r\nid name x\n\nlast".as_bytes());
+        let mut lines = Vec::new();
+        while let Some(line) = read_line(&mut reader, 16).unwrap() {
+            lines.push(line);
+        }
+        assert_eq!(lines, ["uciok", "id name x", "", "last"]);
+        let mut long = BufReader::with_capacity(4, "0123456789abcdefg\nnext\n".as_bytes());
+        assert_eq!(read_line(&mut long, 16), Err(EngineError::LongLine(16)));
+        let mut exact = BufReader::with_capacity(4, "0123456789abcdef\n".as_bytes());
+        assert_eq!(read_line(&mut exact, 16).unwrap().as_deref(), Some("0123456789abcdef"));
     }
 }

@@ -133,6 +133,12 @@ where
     Ok(reply.into_inner().stop)
 }
 
+/// The first pause after a lease refused otherwise than transiently; it doubles with
+/// each refusal in a row up to [`LEASE_REFUSED_LAST_PAUSE`].
+pub const LEASE_REFUSED_FIRST_PAUSE: Duration = Duration::from_secs(1);
+/// The longest pause between refused leases.
+pub const LEASE_REFUSED_LAST_PAUSE: Duration = Duration::from_secs(120);
+
 /// A call's status that says the coordinator is away or busy: retry later.
 fn transient(status: &tonic::Status) -> bool {
     matches!(
@@ -244,6 +250,7 @@ pub async fn connect(settings: ConnectSettings, capabilities: v1::Capabilities) 
     eprintln!("xq-worker: {} cores, bench {} nodes/s", capabilities.cores, capabilities.bench_nps);
     let mut heartbeat = register(&client, &capabilities).await?;
     let mut idle = Duration::from_millis(500);
+    let mut refused_pause = LEASE_REFUSED_FIRST_PAUSE;
     let mut last_pgn = LastPgn::default();
     loop {
         let concurrency = settings.concurrency as u32;
@@ -262,8 +269,28 @@ pub async fn connect(settings: ConnectSettings, capabilities: v1::Capabilities) 
                 heartbeat = register(&client, &capabilities).await?;
                 continue;
             }
-            Err(status) => return Err(FleetError::refused("lease", status)),
+            // A token the coordinator does not take will not do later: the worker's
+            // own fault, fatal.
+            Err(status) if status.code() == Code::Unauthenticated => {
+                return Err(FleetError::refused("lease", status));
+            }
+            // Anything else may be one job's trouble (a reply too large to send) or a
+            // coordinator's passing one: ask again later, less often each time, rather
+            // than leave the fleet.
+            Err(status) => {
+                let wait = refused_pause.mul_f64(rand::random_range(0.75..1.25));
+                eprintln!(
+                    "xq-worker: lease refused: {} ({}); asking again in {:.1} s",
+                    status.message(),
+                    status.code(),
+                    wait.as_secs_f64()
+                );
+                tokio::time::sleep(wait).await;
+                refused_pause = (refused_pause * 2).min(LEASE_REFUSED_LAST_PAUSE);
+                continue;
+            }
         };
+        refused_pause = LEASE_REFUSED_FIRST_PAUSE;
         let Some(lease) = lease else {
             tokio::time::sleep(idle).await;
             idle = (idle * 2).min(Duration::from_secs(10));

@@ -16,8 +16,9 @@ use xq_stats::{Model, Sprt};
 
 use super::{Dashboard, ReadAccess};
 use crate::jobs::elo_state;
+use crate::scheduler::TokenRefused;
 use crate::service::Caller;
-use crate::tokens::{Principal, bearer};
+use crate::tokens::{Principal, bearer, token_hash};
 
 /// A refused request: its HTTP status and what was wrong.
 #[derive(Debug)]
@@ -111,17 +112,23 @@ fn token(headers: &HeaderMap, cookie_too: bool) -> Option<&str> {
 fn require_client(dashboard: &Dashboard, token: Option<&str>) -> Result<Caller, ApiError> {
     let token = token.ok_or_else(|| ApiError(StatusCode::UNAUTHORIZED, "this needs a client token".to_owned()))?;
     match dashboard.shared.scheduler.authenticate(token) {
-        Some((Principal::Client(role), token_id)) => Ok(Caller { role, token_id }),
-        Some((Principal::Worker(_), _)) => Err(ApiError(StatusCode::FORBIDDEN, "this needs a client token".to_owned())),
-        None => Err(ApiError(StatusCode::UNAUTHORIZED, "unknown, revoked or expired token".to_owned())),
+        Ok((Principal::Client(role), token_id)) => Ok(Caller { role, token_id }),
+        Ok((Principal::Worker(_), _)) => Err(ApiError(StatusCode::FORBIDDEN, "this needs a client token".to_owned())),
+        Err(refused @ TokenRefused::NotInForce) => Err(ApiError(StatusCode::UNAUTHORIZED, refused.to_string())),
+        Err(refused @ TokenRefused::NoRights(_)) => Err(ApiError(StatusCode::FORBIDDEN, refused.to_string())),
     }
 }
 
-/// Reads are open, or need a client token, as the server was told.
-pub(super) fn may_read(dashboard: &Dashboard, headers: &HeaderMap) -> Result<(), ApiError> {
+/// Reads are open, or need a client token, as the server was told; the hash of the
+/// token a read needed, if it needed one.
+pub(super) fn may_read(dashboard: &Dashboard, headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     match dashboard.read {
-        ReadAccess::Open => Ok(()),
-        ReadAccess::Token => require_client(dashboard, token(headers, true)).map(|_| ()),
+        ReadAccess::Open => Ok(None),
+        ReadAccess::Token => {
+            let token = token(headers, true);
+            require_client(dashboard, token)?;
+            Ok(token.map(token_hash))
+        }
     }
 }
 
@@ -490,5 +497,5 @@ pub async fn metrics(State(dashboard): State<Dashboard>, headers: HeaderMap) -> 
     may_read(&dashboard, &headers)?;
     dashboard.shared.scheduler.refresh_gauges();
     let text = dashboard.shared.metrics.encode();
-    Ok(([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text).into_response())
+    Ok(([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response())
 }

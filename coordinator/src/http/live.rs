@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{Extensions, HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::broadcast;
 use tokio_stream::StreamExt;
@@ -18,6 +18,7 @@ use tokio_stream::wrappers::{BroadcastStream, IntervalStream};
 
 use super::{ApiError, Dashboard};
 use crate::scheduler::Scheduler;
+use crate::streams::{UntilOutOfForce, client_address};
 
 /// The shortest time between two updates: reports arrive by the thousand a second,
 /// and a page needs a few updates a second at most.
@@ -74,11 +75,24 @@ impl Drop for Following {
 
 /// `GET /api/v1/events`: server-sent events named `jobs`, each the JSON array of the
 /// jobs that changed; `resync` when this follower fell behind and should reload.
-pub async fn events(State(dashboard): State<Dashboard>, headers: HeaderMap) -> Result<Response, ApiError> {
-    super::api::may_read(&dashboard, &headers)?;
+///
+/// A follower past the caps (in all, or from its address) is refused with 429. A
+/// stream opened with a token ends when the token is revoked or expires, with a last
+/// `revoked` event.
+pub async fn events(
+    State(dashboard): State<Dashboard>,
+    headers: HeaderMap,
+    extensions: Extensions,
+) -> Result<Response, ApiError> {
+    let token = super::api::may_read(&dashboard, &headers)?;
+    let place = dashboard
+        .shared
+        .followers
+        .join(client_address(&extensions))
+        .map_err(|full| ApiError(StatusCode::TOO_MANY_REQUESTS, full.to_string()))?;
     let metrics = dashboard.shared.metrics.clone();
     metrics.live_followers.inc();
-    let following = Following(metrics);
+    let following = (Following(metrics), place);
     let updates = BroadcastStream::new(dashboard.live.sender.subscribe()).map(move |message| {
         let _alive = &following;
         match message {
@@ -90,7 +104,15 @@ pub async fn events(State(dashboard): State<Dashboard>, headers: HeaderMap) -> R
     let keep_alive = IntervalStream::new(tokio::time::interval_at(start, KEEP_ALIVE))
         .map(|_| Bytes::from_static(b": keep-alive\n\n"));
     let stream = updates.merge(keep_alive).map(Ok::<_, Infallible>);
-    let mut response = Body::from_stream(stream).into_response();
+    let mut response = match token {
+        // Open reads need no token; one sent anyway is a read that needed none.
+        None => Body::from_stream(stream).into_response(),
+        Some(hash) => {
+            let end = dashboard.shared.scheduler.out_of_force(hash);
+            let last = Ok(Bytes::from_static(b"event: revoked\ndata: {}\n\n"));
+            Body::from_stream(UntilOutOfForce::new(stream, end, last)).into_response()
+        }
+    };
     let response_headers = response.headers_mut();
     response_headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     response_headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));

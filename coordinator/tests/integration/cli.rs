@@ -108,3 +108,75 @@ fn output_to_a_closed_pipe_ends_quietly() {
     assert!(output.status.success(), "{:?}: {stderr}", output.status);
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// The status of a GET (the body, a live stream's perhaps, is not read).
+async fn status_of(url: &str, headers: &[(&str, &str)]) -> u16 {
+    use http_body_util::Full;
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<Full<bytes::Bytes>>();
+    let mut builder = http::Request::builder().uri(url);
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    client.request(builder.body(Full::default()).unwrap()).await.unwrap().status().as_u16()
+}
+
+/// `xq-coordinator serve` on `listen` with `flags`, killed at drop; its port.
+struct Serving(std::process::Child, u16);
+
+impl Serving {
+    fn start(dir: &TempDir, listen: &str, flags: &[&str]) -> Serving {
+        use std::io::BufRead;
+        let mut child = Command::new(binary("xq-coordinator"))
+            .args(["serve", "--listen", listen, "--data"])
+            .arg(&dir.0)
+            .args(flags)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let port = line.trim().rsplit(':').next().and_then(|p| p.parse().ok());
+        Serving(child, port.unwrap_or_else(|| panic!("no address in {line:?}")))
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// On an address other machines reach, the dashboard's reads need a client token
+/// unless `--public-dashboard` says otherwise; on loopback they are open unless
+/// `--private-dashboard` (still accepted) says otherwise.
+#[tokio::test]
+async fn the_dashboard_is_private_off_loopback_unless_made_public() {
+    let dir = TempDir::new("dashboard-default");
+    let token = std::fs::read_to_string;
+    for (listen, flags, open) in [
+        ("0.0.0.0:0", &["--allow-plaintext"][..], false),
+        ("0.0.0.0:0", &["--allow-plaintext", "--public-dashboard"][..], true),
+        ("127.0.0.1:0", &[][..], true),
+        ("127.0.0.1:0", &["--private-dashboard"][..], false),
+    ] {
+        let serving = Serving::start(&dir, listen, flags);
+        let client_token = token(dir.0.join("client-token")).unwrap().trim().to_owned();
+        let bearer = format!("Bearer {client_token}");
+        for path in ["/api/v1/jobs", "/api/v1/workers", "/metrics", "/api/v1/events"] {
+            let url = format!("http://127.0.0.1:{}{path}", serving.1);
+            let status = status_of(&url, &[]).await;
+            assert_eq!(status, if open { 200 } else { 401 }, "{listen} {flags:?} {path}");
+            assert_eq!(status_of(&url, &[("authorization", &bearer)]).await, 200, "{listen} {flags:?} {path}");
+        }
+    }
+    // Both at once is a contradiction, refused.
+    let output = Command::new(binary("xq-coordinator"))
+        .args(["serve", "--private-dashboard", "--public-dashboard", "--data"])
+        .arg(&dir.0)
+        .output()
+        .unwrap();
+    assert!(!output.status.success() && String::from_utf8_lossy(&output.stderr).contains("cannot be used with"));
+}

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use tokio_stream::StreamExt;
 use tonic::Code;
 use xq_coordinator::scheduler::SchedulerConfig;
 use xq_proto::v1;
@@ -779,4 +780,245 @@ async fn only_an_admin_raises_a_job_s_priority_above_the_default() {
     assert_eq!(alice.create_self_play(lower).await.unwrap().into_inner().priority, -1);
     assert_eq!(admin.create_test(test).await.unwrap().into_inner().priority, 5);
     assert_eq!(admin.create_tournament(tournament).await.unwrap().into_inner().pairings.len(), 1);
+}
+
+/// Writes a token row as another version, or a hand edit, may leave it.
+async fn store_token_row(pool: &sqlx::AnyPool, token: &str, role: &str, worker_id: Option<i64>) {
+    sqlx::query(
+        "INSERT INTO tokens (hash, role, worker_id, created_ms, name, expires_ms, revoked_ms) \
+         VALUES ($1, $2, $3, 0, 'stored', 0, 0)",
+    )
+    .bind(xq_coordinator::tokens::token_hash(token))
+    .bind(role.to_owned())
+    .bind(worker_id)
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+/// Roles fail closed: a stored token whose role this version does not know (a newer
+/// version's, a hand edit, a case typo), or a worker token without its worker, grants
+/// nothing, where it used to load as an admin's. Its holder is told why, the
+/// coordinator starts and serves everyone else, and an admin can revoke it.
+#[tokio::test]
+async fn a_token_of_an_unknown_role_or_a_worker_token_without_its_worker_grants_nothing() {
+    use xq_coordinator::tokens::{token_hash, token_id};
+    for backend in BACKENDS {
+        let dir = TempDir::new("roles-closed");
+        let url = fresh_database(backend, &dir.0).await;
+        let first = serve_on(&dir.0, &url, config(), 100).await;
+        let pool = first.coordinator.shared.storage.pool().clone();
+        store_token_row(&pool, "superuser-token", "superuser", None).await;
+        store_token_row(&pool, "capital-admin-token", "Admin", None).await;
+        store_token_row(&pool, "workerless-token", "worker", None).await;
+        drop(first);
+        let served = serve_on(&dir.0, &url, config(), 100).await;
+        for token in ["superuser-token", "capital-admin-token", "workerless-token"] {
+            let mut as_client = client(served.address, token).await;
+            let refused = [
+                as_client.list_jobs(v1::ListJobsRequest::default()).await.unwrap_err(),
+                as_client
+                    .create_token(v1::CreateTokenRequest {
+                        role: "admin".to_owned(),
+                        name: "escalated".to_owned(),
+                        expires_seconds: 0,
+                    })
+                    .await
+                    .unwrap_err(),
+                as_client.list_tokens(v1::ListTokensRequest {}).await.unwrap_err(),
+            ];
+            for status in refused {
+                assert_eq!(status.code(), Code::PermissionDenied, "{backend:?} {token}: {status:?}");
+                assert!(status.message().contains("this token grants nothing"), "{}", status.message());
+            }
+            let mut as_worker = worker(served.address, token).await;
+            let status = as_worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap_err();
+            assert_eq!(status.code(), Code::PermissionDenied, "{backend:?} {token}");
+            // The dashboard's actions too, naming the problem.
+            let url = format!("http://{}/api/v1/jobs/1/stop", served.address);
+            let bearer = format!("Bearer {token}");
+            let (status, body) = crate::dashboard::request("POST", &url, &[("authorization", &bearer)], "").await;
+            assert_eq!(status, 403, "{backend:?} {token}: {body}");
+            assert!(body.contains("this token grants nothing"), "{body}");
+        }
+        let mut admin = client(served.address, &served.client_token).await;
+        let status = client(served.address, "superuser-token")
+            .await
+            .list_jobs(v1::ListJobsRequest::default())
+            .await
+            .unwrap_err();
+        assert!(status.message().contains("'superuser' is not one this coordinator knows"), "{}", status.message());
+        let status = client(served.address, "workerless-token")
+            .await
+            .list_jobs(v1::ListJobsRequest::default())
+            .await
+            .unwrap_err();
+        assert!(status.message().contains("without its worker"), "{}", status.message());
+        // Everyone else is served, and an admin revokes what grants nothing.
+        assert!(admin.list_jobs(v1::ListJobsRequest::default()).await.is_ok(), "{backend:?}");
+        let id = token_id(&token_hash("superuser-token")).to_owned();
+        admin.revoke_token(v1::RevokeTokenRequest { id }).await.unwrap();
+        let status = client(served.address, "superuser-token")
+            .await
+            .list_jobs(v1::ListJobsRequest::default())
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), Code::Unauthenticated, "{backend:?}");
+    }
+}
+
+/// An HTTP/1.1 GET of the live stream from the local address `from`: its status, and
+/// its body while it is open.
+async fn follow(served: &crate::common::Served, from: &str, headers: &[(&str, &str)]) -> (u16, hyper::body::Incoming) {
+    use http_body_util::Full;
+    let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    connector.set_local_address(Some(from.parse().unwrap()));
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build::<_, Full<bytes::Bytes>>(connector);
+    let mut builder = http::Request::builder().uri(format!("http://{}/api/v1/events", served.address));
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    let response = client.request(builder.body(Full::default()).unwrap()).await.unwrap();
+    (response.status().as_u16(), response.into_body())
+}
+
+/// The text a live stream sends until it ends, or `None` if it is still open after
+/// `within`.
+async fn until_end(mut body: hyper::body::Incoming, within: Duration) -> Option<String> {
+    use http_body_util::BodyExt;
+    let mut text = String::new();
+    tokio::time::timeout(within, async {
+        while let Some(Ok(frame)) = body.frame().await {
+            if let Ok(data) = frame.into_data() {
+                text.push_str(&String::from_utf8_lossy(&data));
+            }
+        }
+    })
+    .await
+    .ok()
+    .map(|()| text)
+}
+
+/// A WatchJob stream's next item, or `None` if it has none within `within`.
+async fn next_within(
+    stream: &mut tonic::Streaming<v1::Job>,
+    within: Duration,
+) -> Option<Option<Result<v1::Job, tonic::Status>>> {
+    tokio::time::timeout(within, stream.next()).await.ok()
+}
+
+/// A private dashboard (as by default off loopback), served in this process.
+async fn serve_private(config: SchedulerConfig) -> (crate::common::Served, TempDir) {
+    let dir = TempDir::new("streams");
+    let url = fresh_database(BACKENDS[0], &dir.0).await;
+    let mut coordinator = xq_coordinator::server::Coordinator::open(&dir.0, Some(&url), config).await.unwrap();
+    coordinator.dashboard_read = xq_coordinator::http::ReadAccess::Token;
+    (crate::common::serve_coordinator(coordinator, &dir.0).await, dir)
+}
+
+/// Streams check their token while they stay open: revoking a token ends the live
+/// stream and the WatchJob streams it opened within a couple of seconds (where they
+/// used to run for as long as the client liked), and an expiring token's too; streams
+/// of other tokens go on.
+#[tokio::test]
+async fn a_revoked_or_expired_token_ends_the_streams_it_opened() {
+    let (served, _dir) = serve_private(config()).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let job = create(&mut admin, 100).await.job_id;
+    let token = |name: &str, expires_seconds| v1::CreateTokenRequest {
+        role: "submitter".to_owned(),
+        name: name.to_owned(),
+        expires_seconds,
+    };
+    let alice = admin.create_token(token("alice", 0)).await.unwrap().into_inner();
+    let brief = admin.create_token(token("brief", 1)).await.unwrap().into_inner();
+    let bearer = format!("Bearer {}", alice.token);
+    let (status, alice_live) = follow(&served, "127.0.0.1", &[("authorization", &bearer)]).await;
+    assert_eq!(status, 200);
+    let cookie = format!("xq_token={}", served.client_token);
+    let (status, admin_live) = follow(&served, "127.0.0.1", &[("cookie", &cookie)]).await;
+    assert_eq!(status, 200);
+    let watch = |token: String| async move {
+        let mut watcher = client(served.address, &token).await;
+        watcher.watch_job(v1::JobId { job_id: job }).await.unwrap().into_inner()
+    };
+    let mut alice_watch = watch(alice.token.clone()).await;
+    let mut brief_watch = watch(brief.token.clone()).await;
+    let mut admin_watch = watch(served.client_token.clone()).await;
+    for stream in [&mut alice_watch, &mut brief_watch, &mut admin_watch] {
+        let first = next_within(stream, Duration::from_secs(5)).await.expect("the job at once");
+        assert_eq!(first.unwrap().unwrap().job_id, job);
+    }
+
+    admin.revoke_token(v1::RevokeTokenRequest { id: alice.id.clone() }).await.unwrap();
+    let revoked_at = std::time::Instant::now();
+    let text = until_end(alice_live, Duration::from_secs(2)).await.expect("the live stream ends");
+    assert!(text.contains("event: revoked"), "{text:?}");
+    let last = next_within(&mut alice_watch, Duration::from_secs(2)).await.expect("WatchJob ends");
+    let status = last.expect("a last status").unwrap_err();
+    assert_eq!(status.code(), Code::Unauthenticated, "{status:?}");
+    assert!(status.message().contains("revoked"), "{}", status.message());
+    assert!(matches!(next_within(&mut alice_watch, Duration::from_secs(2)).await, Some(None)), "then it ends");
+    assert!(revoked_at.elapsed() < Duration::from_secs(3));
+    // The expiring token's stream ends at its expiry.
+    let last = next_within(&mut brief_watch, Duration::from_secs(4)).await.expect("the expired stream ends");
+    assert_eq!(last.expect("a last status").unwrap_err().code(), Code::Unauthenticated);
+    // The admin's streams go on.
+    assert!(until_end(admin_live, Duration::from_millis(1500)).await.is_none(), "the admin's live stream is open");
+    assert!(next_within(&mut admin_watch, Duration::from_millis(500)).await.is_none(), "the admin's WatchJob too");
+    admin.stop_job(v1::JobId { job_id: job }).await.unwrap();
+    let stopped = next_within(&mut admin_watch, Duration::from_secs(5)).await.unwrap().unwrap().unwrap();
+    assert_eq!(stopped.state, "stopped");
+}
+
+/// Live-stream followers (the dashboard's and WatchJob's together) are capped in all
+/// and per client address: one past a cap is refused with 429 or ResourceExhausted,
+/// saying which cap, while those already following and every other request are
+/// served; a follower who leaves gives its place back.
+#[tokio::test]
+async fn live_stream_followers_are_capped_in_all_and_per_address() {
+    let followers = xq_coordinator::streams::FollowerCaps { total: 3, per_address: 2 };
+    let served = serve(BACKENDS[0], SchedulerConfig { followers, ..config() }).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let job = create(&mut admin, 100).await.job_id;
+    let (status, first) = follow(&served, "127.0.0.1", &[]).await;
+    assert_eq!(status, 200);
+    let (status, _second) = follow(&served, "127.0.0.1", &[]).await;
+    assert_eq!(status, 200);
+    // A third from the same address: refused, on either kind of stream.
+    let (status, body) = follow(&served, "127.0.0.1", &[]).await;
+    let text = until_end(body, Duration::from_secs(5)).await.unwrap();
+    assert_eq!(status, 429, "{text}");
+    assert!(text.contains("127.0.0.1 already follows 2 live streams"), "{text}");
+    let status = admin.watch_job(v1::JobId { job_id: job }).await.unwrap_err();
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    // Another address gets the last place in all.
+    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{}", served.address))
+        .unwrap()
+        .local_address(Some("127.0.0.2".parse().unwrap()));
+    let token = xq_proto::BearerToken::new(&served.client_token).unwrap();
+    let mut elsewhere =
+        xq_proto::v1::client_client::ClientClient::with_interceptor(endpoint.connect().await.unwrap(), token);
+    let mut watching = elsewhere.watch_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
+    assert_eq!(watching.next().await.unwrap().unwrap().job_id, job);
+    let (status, body) = follow(&served, "127.0.0.3", &[]).await;
+    let text = until_end(body, Duration::from_secs(5)).await.unwrap();
+    assert_eq!(status, 429, "{text}");
+    assert!(text.contains("already serves 3 live streams"), "{text}");
+    // Everything else is served.
+    assert!(admin.list_jobs(v1::ListJobsRequest::default()).await.is_ok());
+    let url = format!("http://{}/api/v1/jobs", served.address);
+    assert_eq!(crate::dashboard::request("GET", &url, &[], "").await.0, 200);
+    // A follower who leaves gives its place back.
+    drop(first);
+    let start = std::time::Instant::now();
+    loop {
+        let (status, _again) = follow(&served, "127.0.0.1", &[]).await;
+        if status == 200 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(5), "the place was not given back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

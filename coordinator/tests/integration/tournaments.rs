@@ -366,3 +366,98 @@ async fn an_event_plays_article_6_time_controls_scaled_by_the_worker_speed() {
         admin.stop_job(v1::JobId { job_id: event.pairings[0].job_id }).await.unwrap();
     }
 }
+
+/// Rewrites job `id`'s stored spec as `spec` (hex), as an older version could have
+/// stored it.
+async fn store_spec(pool: &sqlx::AnyPool, id: u64, spec: String) {
+    sqlx::query("UPDATE jobs SET spec = $1 WHERE id = $2").bind(spec).bind(id as i64).execute(pool).await.unwrap();
+}
+
+/// After an upgrade, stored tests that fail today's checks (a rule set since renamed, a
+/// spec that does not decode) or whose book no longer reads are neither dropped nor
+/// allowed to stop the start: each is listed, stopped, with the reason, and is never
+/// leased; an event with such a test shows it, or says clearly why it cannot, instead
+/// of answering 500 "job is gone", and the other events still list.
+#[tokio::test]
+async fn stored_tests_this_version_cannot_read_back_are_shown_stopped_with_the_reason() {
+    use prost::Message;
+    for backend in BACKENDS {
+        let dir = TempDir::new("unreadable");
+        let url = fresh_database(backend, &dir.0).await;
+        let first = serve_on(&dir.0, &url, config(), 100).await;
+        let mut admin = client(first.address, &first.client_token).await;
+        let event = |engines: Vec<v1::EngineSpec>| v1::CreateTournamentRequest {
+            engines,
+            settings: Some(v1::CreateTestRequest {
+                time_control: "10+0.1".to_owned(),
+                adjudication: Some(ADJUDICATION),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let (ab, cd) = (engines(&mut admin, &["a", "b"]).await, engines(&mut admin, &["c", "d"]).await);
+        let renamed = admin.create_tournament(event(ab)).await.unwrap().into_inner();
+        let garbled = admin.create_tournament(event(cd)).await.unwrap().into_inner();
+        let book_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../books/xiangqi-2ply.epd");
+        let book = upload(&mut admin, "2ply.epd", "book", &std::fs::read(book_path).unwrap()).await.unwrap();
+        let mut request = test_request(&mut admin, 4, None).await;
+        request.book = Some(book.clone());
+        let booked = admin.create_test(request).await.unwrap().into_inner().job_id;
+        let request = test_request(&mut admin, 4, None).await;
+        let readable = admin.create_test(request).await.unwrap().into_inner().job_id;
+        let (renamed_job, garbled_job) = (renamed.pairings[0].job_id, garbled.pairings[0].job_id);
+        // As an older version stored them: a rule set this one no longer knows, a spec
+        // that does not decode; and a book a stricter parser refuses.
+        let pool = first.coordinator.shared.storage.pool().clone();
+        let stored = admin.get_job(v1::JobId { job_id: renamed_job }).await.unwrap().into_inner();
+        assert_eq!(stored.state, "running");
+        let row: (String,) = sqlx::query_as("SELECT spec FROM jobs WHERE id = $1")
+            .bind(renamed_job as i64)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        let mut old = v1::CreateTestRequest::decode(hex::decode(&row.0).unwrap().as_slice()).unwrap();
+        old.rules = "asian-1987".to_owned();
+        store_spec(&pool, renamed_job, hex::encode(old.encode_to_vec())).await;
+        store_spec(&pool, garbled_job, "0aff-not-hex".to_owned()).await;
+        std::fs::write(dir.0.join("artifacts").join(&book.sha256), "not a fen\n").unwrap();
+        drop(first);
+
+        let served = serve_on(&dir.0, &url, config(), 100).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let jobs = admin.list_jobs(v1::ListJobsRequest::default()).await.unwrap().into_inner().jobs;
+        let find = |id: u64| jobs.iter().find(|j| j.job_id == id).unwrap_or_else(|| panic!("job {id} dropped"));
+        for (id, reason) in [(renamed_job, "asian-1987"), (garbled_job, "0aff"), (booked, "book")] {
+            let job = find(id);
+            assert_eq!(job.state, "stopped", "{backend:?} job {id}");
+            assert!(job.outcome.contains("cannot read it back"), "{backend:?}: {}", job.outcome);
+            assert!(job.outcome.contains(reason) || id == garbled_job, "{backend:?}: '{}' lacks {reason}", job.outcome);
+            assert!(job.summary.contains("cannot be read back"), "{}", job.summary);
+        }
+        assert_eq!((find(renamed_job).new_engine.as_str(), find(readable).state.as_str()), ("a", "running"));
+        // Only the readable test is leased.
+        let mut worker = registered_worker(&served, "w", &[]).await;
+        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        assert_eq!(lease.job_id, readable, "{backend:?}");
+        assert!(worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.is_none());
+        // The event whose test's engines are known shows it stopped; the other says why
+        // it cannot be shown, and the list shows both.
+        let shown = admin.get_tournament(v1::TournamentId { tournament_id: renamed.tournament_id }).await.unwrap();
+        assert_eq!(shown.into_inner().pairings[0].job_id, renamed_job);
+        let status = admin.get_tournament(v1::TournamentId { tournament_id: garbled.tournament_id }).await.unwrap_err();
+        assert_eq!(status.code(), tonic::Code::FailedPrecondition, "{backend:?}: {status:?}");
+        let expected = format!("its test {garbled_job} cannot be read back by this version");
+        assert!(status.message().contains(&expected), "{}", status.message());
+        let url = format!("http://{}/api/v1/tournaments/{}", served.address, garbled.tournament_id);
+        let (code, body) = crate::dashboard::request("GET", &url, &[], "").await;
+        assert!(code == 409 && body.contains(&expected), "{code} {body}");
+        let listed = admin.list_tournaments(v1::ListTournamentsRequest::default()).await.unwrap().into_inner();
+        let states: Vec<(u64, &str)> = listed.tournaments.iter().map(|t| (t.tournament_id, t.state.as_str())).collect();
+        assert!(states.contains(&(garbled.tournament_id, "unreadable")), "{states:?}");
+        assert!(listed.tournaments.iter().any(|t| t.problem.contains(&expected)));
+        assert!(states.iter().any(|(id, _)| *id == renamed.tournament_id), "{states:?}");
+        // Pages of what needs the spec answer the same reason.
+        let status = admin.list_pairs(v1::ListPairsRequest { job_id: renamed_job, ..Default::default() }).await;
+        assert_eq!(status.unwrap_err().code(), tonic::Code::FailedPrecondition);
+    }
+}

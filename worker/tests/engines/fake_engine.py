@@ -1,7 +1,7 @@
 """A scripted UCI engine that misbehaves in one chosen way, for the worker's tests.
 
-Usage: fake_engine.py MODE, where MODE is crash, hang, late, illegal, noready, flood
-or garbage. Until asked to search it behaves; at `go` it misbehaves (noready already at
+Usage: fake_engine.py MODE, where MODE is crash, hang, late, illegal, noready, flood,
+longline or garbage. Until asked to search it behaves; at `go` it misbehaves (noready already at
 `isready`); late answers 1.6 s after `go`, from a search thread, as a real engine that
 overruns its time does, and answers `isready` meanwhile.
 
@@ -59,5 +59,16 @@ for line in sys.stdin:
         elif mode == "flood":
             while True:
                 say("info string flooding")
+        elif mode == "longline":
+            # 100 MB without a newline, then silence: a reader that keeps it all grows
+            # without bound.
+            chunk = "x" * (1 << 20)
+            try:
+                for _ in range(100):
+                    sys.stdout.write(chunk)
+                sys.stdout.flush()
+            except BrokenPipeError:
+                sys.exit(0)
+            threading.Event().wait()
     elif command[0] == "quit":
         break

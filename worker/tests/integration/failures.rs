@@ -153,6 +153,30 @@ fn a_flood_of_output_is_cut_off() {
     }
 }
 
+/// The most memory this process has held (VmHWM), in bytes.
+fn peak_memory() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+/// An engine that writes 100 MB without a newline fails its game with a clear reason,
+/// and the worker holds no more than the line bound of it (reading it all grew the
+/// worker by the whole line, and by more with each engine that did so).
+#[test]
+fn an_endless_line_of_output_fails_the_engine_and_is_not_held() {
+    let before = peak_memory();
+    let games = against_fake("longline", "nodes=500");
+    assert_eq!(games.len(), 2, "both games of the pair are played: the engine was restarted");
+    for (_, termination, reason, fake_lost) in games {
+        assert!(fake_lost);
+        assert_eq!(termination, Termination::EngineFailure);
+        assert!(reason.contains("a line longer than 1048576 bytes"), "{reason}");
+    }
+    let grown = peak_memory().saturating_sub(before);
+    assert!(grown < 40 << 20, "the worker grew by {} MB", grown >> 20);
+}
+
 #[test]
 fn a_bestmove_without_a_move_is_a_failure() {
     for (_, termination, reason, fake_lost) in against_fake("garbage", "nodes=500") {

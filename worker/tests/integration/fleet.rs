@@ -28,6 +28,9 @@ struct Fake {
     downloads: AtomicU32,
     report_calls: AtomicU32,
     taken: Mutex<Vec<v1::ReportPairsRequest>>,
+    /// Lease refusals to answer first, and when each was answered.
+    lease_refusals: Mutex<Vec<Status>>,
+    refused_at: Mutex<Vec<Instant>>,
 }
 
 impl Fake {
@@ -44,6 +47,8 @@ impl Fake {
             downloads: AtomicU32::new(0),
             report_calls: AtomicU32::new(0),
             taken: Mutex::new(Vec::new()),
+            lease_refusals: Mutex::new(Vec::new()),
+            refused_at: Mutex::new(Vec::new()),
         }
     }
 
@@ -94,6 +99,10 @@ impl v1::worker_server::Worker for Service {
     }
 
     async fn lease(&self, _: Request<v1::LeaseRequest>) -> Result<Response<v1::LeaseReply>, Status> {
+        if let Some(status) = self.0.lease_refusals.lock().unwrap().pop() {
+            self.0.refused_at.lock().unwrap().push(Instant::now());
+            return Err(status);
+        }
         match self.0.leases.fetch_add(1, Ordering::SeqCst) {
             // As a coordinator whose database lost the registration answers.
             0 => Err(Status::failed_precondition("worker 1 has not registered: call Register first")),
@@ -208,6 +217,28 @@ async fn refused_reports_are_sent_again_until_taken_once() {
         let games = xq_engine::xiangqi::pgn::parse_pgn(pgn).unwrap();
         assert_eq!(games.len(), 1, "{pgn}");
     }
+}
+
+/// A lease refused otherwise than transiently (as when a job's lease reply would pass
+/// the message limit, which made every worker that leased it exit) is asked for again
+/// after pauses that double, and the worker goes on to play once leases come.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_lease_is_asked_again_after_growing_pauses_and_the_worker_goes_on() {
+    let fake = std::sync::Arc::new(Fake::new(false, 0));
+    *fake.lease_refusals.lock().unwrap() = vec![
+        Status::permission_denied("this worker is disabled"),
+        Status::invalid_argument("concurrency 1: out of range"),
+        Status::out_of_range("Error, encoded message length too large"),
+    ];
+    work_until(&fake, "refused-lease", |f| !f.taken.lock().unwrap().is_empty()).await;
+    let refused_at = fake.refused_at.lock().unwrap().clone();
+    assert_eq!(refused_at.len(), 3);
+    let after_first = refused_at[1] - refused_at[0];
+    let after_second = refused_at[2] - refused_at[1];
+    // 1 s then 2 s, each within a quarter either way.
+    assert!(after_first >= Duration::from_millis(700), "{after_first:?}");
+    assert!(after_second > after_first && after_second >= Duration::from_millis(1400), "{after_second:?}");
+    assert_eq!(fake.taken.lock().unwrap().len(), 1, "then it leased and played");
 }
 
 #[test]

@@ -12,7 +12,8 @@ use tokio::net::TcpListener;
 use xq_coordinator::http::ReadAccess;
 use xq_coordinator::listener::ConnectionCaps;
 use xq_coordinator::scheduler::SchedulerConfig;
-use xq_coordinator::server::{CLIENT_TOKEN_FILE, Coordinator, check_transport};
+use xq_coordinator::server::{CLIENT_TOKEN_FILE, Coordinator, check_transport, dashboard_access};
+use xq_coordinator::streams::FollowerCaps;
 
 #[derive(Parser)]
 #[command(name = "xq-coordinator", version, about = "Runs SPRT tests and self-play jobs across a fleet of workers")]
@@ -69,10 +70,22 @@ struct ServeArgs {
     /// for; workers' time controls are scaled by their speed against it. 0: no scaling.
     #[arg(long, default_value_t = 1_000_000)]
     reference_nps: u64,
-    /// The dashboard's pages, JSON API and /metrics only for holders of a client token
-    /// (by default anyone who reaches the port may read them; actions always need one).
-    #[arg(long)]
+    /// The dashboard's pages' data, JSON API, live stream and /metrics only for holders
+    /// of a client token, on any address. This is the default on an address other
+    /// machines reach; on loopback anyone on this machine may read them. Actions always
+    /// need a token.
+    #[arg(long, conflicts_with = "public_dashboard")]
     private_dashboard: bool,
+    /// Let anyone who reaches the port read the dashboard, JSON API, live stream and
+    /// /metrics, even on an address other machines reach (actions still need a token).
+    #[arg(long)]
+    public_dashboard: bool,
+    /// The most live streams (dashboard pages, `xq watch`) followed at once.
+    #[arg(long, default_value_t = FollowerCaps::default().total)]
+    max_followers: usize,
+    /// The most live streams followed at once from one address.
+    #[arg(long, default_value_t = FollowerCaps::default().per_address)]
+    max_followers_per_address: usize,
     /// Tests and self-play jobs from submitters' tokens wait for an admin's `xq approve`.
     #[arg(long)]
     require_approval: bool,
@@ -141,12 +154,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         keep_training_data: days(args.keep_data_days),
         submitter_quota_bytes: args.submitter_quota_mb.saturating_mul(1 << 20),
         submitter_active_jobs: args.submitter_active_jobs,
+        followers: FollowerCaps { total: args.max_followers, per_address: args.max_followers_per_address },
         ..SchedulerConfig::default()
     };
     check_transport(args.listen, args.tls_cert.is_some(), args.allow_plaintext)?;
     let mut coordinator = Coordinator::open(&args.data, args.database.as_deref(), config).await?;
-    if args.private_dashboard {
-        coordinator.dashboard_read = ReadAccess::Token;
+    coordinator.dashboard_read = dashboard_access(args.listen, args.private_dashboard, args.public_dashboard);
+    if coordinator.dashboard_read == ReadAccess::Token && !args.private_dashboard {
+        tracing::info!(
+            "{} is reachable from other machines: the dashboard asks for a client token (--public-dashboard \
+             opens it)",
+            args.listen
+        );
     }
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some((
