@@ -129,10 +129,53 @@ impl Metrics {
         }
     }
 
-    /// The text exposition format.
+    /// The metrics in Prometheus's text format ([`CONTENT_TYPE`]).
     pub fn encode(&self) -> String {
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &self.registry).expect("writing to a String cannot fail");
-        text
+        let mut open_metrics = String::new();
+        prometheus_client::encoding::text::encode(&mut open_metrics, &self.registry)
+            .expect("writing to a String cannot fail");
+        prometheus_text(&open_metrics)
+    }
+}
+
+/// The content type of [`Metrics::encode`]: Prometheus's text format, which every
+/// Prometheus scrapes and which its own lint, `promtool check metrics`, reads.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// OpenMetrics text, as prometheus-client writes it, in Prometheus's text format. A
+/// counter's family takes its sample's name, `_total` included: read as that format,
+/// `# HELP xq_games` described no series and the lint found `xq_games_total` without
+/// help. The `# UNIT` and `# EOF` lines, which that format lacks, go.
+fn prometheus_text(open_metrics: &str) -> String {
+    let counters: std::collections::HashSet<&str> =
+        open_metrics.lines().filter_map(|line| line.strip_prefix("# TYPE ")?.strip_suffix(" counter")).collect();
+    let mut text = String::with_capacity(open_metrics.len());
+    for line in open_metrics.lines() {
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        let described = ["# HELP ", "# TYPE "].into_iter().find_map(|prefix| {
+            let (name, rest) = line.strip_prefix(prefix)?.split_once(' ')?;
+            counters.contains(name).then(|| format!("{prefix}{name}_total {rest}"))
+        });
+        text.push_str(described.as_deref().unwrap_or(line));
+        text.push('\n');
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_counter_is_described_under_its_sample_name() {
+        let metrics = Metrics::default();
+        metrics.games.inc();
+        let text = metrics.encode();
+        assert!(text.contains("# HELP xq_games_total Match games counted.\n# TYPE xq_games_total counter\n"), "{text}");
+        assert!(text.contains("\nxq_games_total 1\n"), "{text}");
+        assert!(text.contains("# TYPE xq_db_commit_seconds histogram\n"), "{text}");
+        assert!(!text.contains("# EOF") && !text.contains("# UNIT"), "{text}");
     }
 }

@@ -141,13 +141,16 @@ impl Sandbox {
     }
 }
 
-/// The command that runs `program` with `args`: in `sandbox`, or as is.
+/// The command that runs `program` with `args`: in `sandbox`, or as is. Either way it
+/// dies with the worker.
 pub fn command_for(sandbox: Option<&Sandbox>, program: &Path, args: &[String]) -> Command {
     match sandbox {
         Some(sandbox) => sandbox.command(program, args),
         None => {
             let mut command = Command::new(program);
             command.args(args);
+            // Engines are started and used by one game thread each.
+            xq_proto::process::die_with_parent(&mut command);
             command
         }
     }

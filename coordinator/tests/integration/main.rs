@@ -10,6 +10,7 @@ mod dashboard;
 mod drills;
 mod grpc_fuzz;
 mod http_fuzz;
+mod local;
 mod nets;
 mod prometheus;
 mod quarantine;

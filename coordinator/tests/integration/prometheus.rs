@@ -112,3 +112,37 @@ async fn prometheus_scrapes_every_metric_the_grafana_panels_plot() {
         assert!(numbers.iter().any(|n| n.is_finite()), "{title}: {query} returned no number: {answer}");
     }
 }
+
+const PROMTOOL: &str = "/usr/bin/promtool";
+
+/// `/metrics` passes Prometheus's own lint, `promtool check metrics` (help text on
+/// every metric, counters named `_total`, units in names), with every series present.
+#[tokio::test]
+async fn promtool_check_metrics_passes_on_the_metrics() {
+    assert!(Path::new(PROMTOOL).exists(), "{PROMTOOL} is missing: scripts/setup installs Debian's prometheus");
+    let served = serve(Backend::Sqlite, SchedulerConfig::default()).await;
+    let (_admin, mut worker, _job, lease) = running_test(&served).await;
+    report(&mut worker, &lease, 0, &[[2, 1]]).await;
+    let refused =
+        worker.report_pairs(v1::ReportPairsRequest { lease_id: 999_999, pairs: vec![], ..Default::default() }).await;
+    assert!(refused.is_err());
+    let (status, text) = request("GET", &format!("http://{}/metrics", served.address), &[], "").await;
+    assert_eq!(status, 200);
+    for name in ["xq_games_total", "xq_refused_total", "xq_leases_issued_total", "xq_request_seconds_bucket"] {
+        assert!(text.contains(name), "{name} in {text}");
+    }
+    let mut promtool = tokio::process::Command::new(PROMTOOL)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = promtool.stdin.take().unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut stdin, text.as_bytes()).await.unwrap();
+    drop(stdin);
+    let output = promtool.wait_with_output().await.unwrap();
+    let complaints = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success() && complaints.trim().is_empty(), "promtool: {complaints}\non:\n{text}");
+}

@@ -4,6 +4,7 @@
 mod failures;
 mod fleet;
 mod matches;
+mod parent_death;
 mod reference;
 mod sandbox;
 mod selfplay;

@@ -75,8 +75,29 @@ fn sibling(name: &str) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
+/// A log file in the data directory for a child's output, so that `xq local` prints
+/// only its own lines.
+fn log_file(data: &Path, name: &str) -> anyhow::Result<std::fs::File> {
+    let path = data.join(name);
+    std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))
+}
+
+/// A child of `xq local`: its output to `log` in the data directory, without colour
+/// codes (a file is not a terminal); it dies with `xq local`.
+fn logged_command(program: &Path, data: &Path, log: &str) -> anyhow::Result<Command> {
+    let file = log_file(data, log)?;
+    let mut command = std::process::Command::new(program);
+    command.env("NO_COLOR", "1").stdout(file.try_clone()?).stderr(file);
+    // `kill_on_drop` covers an orderly end only. The children are spawned from the
+    // main thread, which `block_on` runs.
+    xq_proto::process::die_with_parent(&mut command);
+    let mut command = Command::from(command);
+    command.kill_on_drop(true);
+    Ok(command)
+}
+
 async fn start_coordinator(data: &Path) -> anyhow::Result<(Child, String)> {
-    let mut child = Command::new(sibling("xq-coordinator")?)
+    let mut child = logged_command(&sibling("xq-coordinator")?, data, "coordinator.log")?
         .args([
             "serve",
             "--listen",
@@ -91,7 +112,6 @@ async fn start_coordinator(data: &Path) -> anyhow::Result<(Child, String)> {
         ])
         .arg(data)
         .stdout(Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .context("starting xq-coordinator")?;
     let stdout = child.stdout.take().context("the coordinator's output")?;
@@ -102,6 +122,12 @@ async fn start_coordinator(data: &Path) -> anyhow::Result<(Child, String)> {
     let url = first
         .and_then(|l| l.strip_prefix("listening on ").map(str::to_owned))
         .context("the coordinator did not say where it listens")?;
+    // Whatever else it prints goes to its log too, where it would not fail on a closed pipe.
+    let mut rest = lines.into_inner();
+    let mut log = tokio::fs::File::from_std(
+        std::fs::OpenOptions::new().append(true).open(data.join("coordinator.log")).context("the coordinator's log")?,
+    );
+    tokio::spawn(async move { tokio::io::copy_buf(&mut rest, &mut log).await });
     Ok((child, url))
 }
 
@@ -115,7 +141,7 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
     };
     std::fs::create_dir_all(&data)?;
     let (coordinator, url) = start_coordinator(&data).await?;
-    eprintln!("coordinator at {url}, data in {}", data.display());
+    eprintln!("coordinator at {url}, data and logs (coordinator.log, worker-N.log) in {}", data.display());
     eprintln!("dashboard: {url}/ (the test's live page is {url}/tests/<job>; metrics at {url}/metrics)");
     let connection = Connection {
         coordinator: url.clone(),
@@ -130,13 +156,10 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
         let name = format!("local-{}", index + 1);
         let token =
             client.create_worker_token(v1::CreateWorkerTokenRequest { name: name.clone() }).await?.into_inner().token;
-        let child = Command::new(&worker_binary)
+        let child = logged_command(&worker_binary, &data, &format!("worker-{}.log", index + 1))?
             .args(["connect", "--concurrency", "1", "--coordinator", &url, "--name", &name, "--cache"])
             .arg(data.join(format!("worker-{}", index + 1)))
             .env("XQ_WORKER_TOKEN", token)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
             .spawn()
             .context("starting xq-worker")?;
         workers.push(child);

@@ -1150,7 +1150,13 @@ pub fn net_line(net: &v1::Net) -> String {
     )
 }
 
-/// Follows a job until it ends; prints its last state.
+/// Off a terminal, the least time between two status lines: a log of a long test
+/// stays short (a line per finished pair made hundreds of them).
+const LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Follows a job until it ends; prints its last state. On a terminal a progress bar
+/// shows every change; in a log a line shows the results at most every
+/// [`LOG_INTERVAL`], and the last state always.
 pub async fn watch(client: &mut Client, job: u64) -> anyhow::Result<()> {
     let mut stream = client.watch_job(v1::JobId { job_id: job }).await?.into_inner();
     let bar = std::io::stderr().is_terminal().then(|| {
@@ -1159,7 +1165,16 @@ pub async fn watch(client: &mut Client, job: u64) -> anyhow::Result<()> {
         bar
     });
     let mut last: Option<v1::Job> = None;
-    while let Some(state) = stream.message().await? {
+    let mut log = StatusLog::default();
+    loop {
+        let state = tokio::select! {
+            state = stream.message() => state?,
+            () = tokio::time::sleep_until(log.due()), if bar.is_none() && log.pending.is_some() => {
+                log.flush();
+                continue;
+            }
+        };
+        let Some(state) = state else { break };
         // Progress: an SPRT's LLR between its bounds, else the units done.
         let fraction = match &state.sprt {
             Some(s) => ((s.llr - s.lower) / (s.upper - s.lower)).clamp(0.0, 1.0),
@@ -1171,19 +1186,57 @@ pub async fn watch(client: &mut Client, job: u64) -> anyhow::Result<()> {
                 bar.set_position((fraction * 1000.0) as u64);
                 bar.set_message(line);
             }
-            // In a log, a line per change of the results, not per lease given or
-            // returned (the stream sends both).
-            None if last.as_ref().is_none_or(|l| job_line(l) != line) => eprintln!("{line}"),
-            None => {}
+            None => log.offer(line),
         }
         last = Some(state);
     }
-    // The bar is cleared at the end; without one every state was already printed.
-    if let (Some(bar), Some(state)) = (bar, last) {
-        bar.finish_and_clear();
-        out!("{}", job_line(&state));
+    match (bar, last) {
+        // The bar is cleared at the end, its last state printed in its place.
+        (Some(bar), Some(state)) => {
+            bar.finish_and_clear();
+            out!("{}", job_line(&state));
+        }
+        (None, _) => log.flush(),
+        (Some(_), None) => {}
     }
     Ok(())
+}
+
+/// The status lines of a watch written to a log: a line per change of the results
+/// (not per lease given or returned: the stream sends both), at most one per
+/// [`LOG_INTERVAL`]; a change that comes sooner waits for its turn.
+#[derive(Default)]
+struct StatusLog {
+    printed: Option<String>,
+    printed_at: Option<tokio::time::Instant>,
+    pending: Option<String>,
+}
+
+impl StatusLog {
+    /// When the pending line may be printed.
+    fn due(&self) -> tokio::time::Instant {
+        self.printed_at.map_or_else(tokio::time::Instant::now, |at| at + LOG_INTERVAL)
+    }
+
+    fn offer(&mut self, line: String) {
+        if self.printed.as_ref() == Some(&line) {
+            self.pending = None;
+            return;
+        }
+        self.pending = Some(line);
+        if self.due() <= tokio::time::Instant::now() {
+            self.flush();
+        }
+    }
+
+    /// Prints the pending line, if any, now.
+    fn flush(&mut self) {
+        if let Some(line) = self.pending.take() {
+            eprintln!("{line}");
+            self.printed = Some(line);
+            self.printed_at = Some(tokio::time::Instant::now());
+        }
+    }
 }
 
 fn counts(text: &str, n: usize, what: &str) -> anyhow::Result<Vec<u64>> {
