@@ -69,6 +69,9 @@ pub struct SchedulerConfig {
     /// The most followers of live streams (the dashboard's, WatchJob), in all and per
     /// client address.
     pub followers: crate::streams::FollowerCaps,
+    /// Replayed plies a second the coordinator's spot checks of verification reports
+    /// may spend, across all jobs (`verification::SpotChecks`).
+    pub spot_check_plies_per_second: f64,
 }
 
 impl Default for SchedulerConfig {
@@ -89,6 +92,7 @@ impl Default for SchedulerConfig {
             submitter_quota_bytes: 0,
             submitter_active_jobs: 0,
             followers: Default::default(),
+            spot_check_plies_per_second: crate::verification::SPOT_CHECK_PLIES_PER_SECOND,
         }
     }
 }
@@ -144,6 +148,11 @@ struct JobState {
     by_worker: HashMap<u64, [u64; 5]>,
     /// An SPSA job's run: theta and the probes of its leases.
     spsa: Option<SpsaRun>,
+    /// Workers whose report of a unit (of a verification job) a spot check found false,
+    /// with those units and why: each gets no more of the job's work until another
+    /// worker's report of one of its units passes, which quarantines it. Kept in
+    /// memory only: after a restart the unit is simply leased again.
+    suspects: HashMap<u64, Vec<(u64, String)>>,
 }
 
 impl JobState {
@@ -456,6 +465,7 @@ impl Scheduler {
                     refused: 0,
                     by_worker,
                     spsa,
+                    suspects: HashMap::new(),
                 },
             );
         }
@@ -766,6 +776,7 @@ impl Scheduler {
                 refused: 0,
                 by_worker: HashMap::new(),
                 spsa,
+                suspects: HashMap::new(),
             },
         );
         self.any_change.send_modify(|version| *version += 1);
@@ -832,6 +843,48 @@ impl Scheduler {
     /// A job's spec.
     pub fn spec(&self, id: u64) -> Option<Arc<JobSpec>> {
         self.lock().jobs.get(&id).map(|j| j.spec.clone())
+    }
+
+    /// Holds `worker` suspect in job `job`: a spot check found its report of `unit`
+    /// false (`reason`). Its lease `lease` is cancelled, so that the unit goes to
+    /// another worker, and it gets none of the job's work until that worker's report
+    /// settles it ([`Self::confirm_suspects`]).
+    pub async fn suspect(
+        &self,
+        worker: u64,
+        job: u64,
+        unit: u64,
+        lease: u64,
+        reason: &str,
+    ) -> Result<(), ScheduleError> {
+        {
+            let mut state = self.lock();
+            let job = state.jobs.get_mut(&job).ok_or_else(|| ScheduleError::NotFound(format!("job {job}")))?;
+            job.suspects.entry(worker).or_default().push((unit, reason.to_owned()));
+        }
+        if self.close_lease(lease, true) {
+            self.writer.write(Change::LeaseState { id: lease as i64, state: "cancelled".to_owned() }).await?;
+        }
+        tracing::warn!(worker, job, unit, reason, "worker suspected: its unit goes to another worker");
+        Ok(())
+    }
+
+    /// The workers held suspect of job `job`'s `unit` whom `reporter`'s report of it,
+    /// found true, confirms: each with why it was suspected. They are no longer held
+    /// suspect (the caller quarantines them).
+    pub fn confirm_suspects(&self, job: u64, unit: u64, reporter: u64) -> Vec<(u64, String)> {
+        let mut state = self.lock();
+        let Some(job) = state.jobs.get_mut(&job) else { return Vec::new() };
+        let confirmed: Vec<(u64, String)> = job
+            .suspects
+            .iter()
+            .filter(|(worker, _)| **worker != reporter)
+            .filter_map(|(worker, units)| units.iter().find(|(u, _)| *u == unit).map(|(_, why)| (*worker, why.clone())))
+            .collect();
+        for (worker, _) in &confirmed {
+            job.suspects.remove(worker);
+        }
+        confirmed
     }
 
     /// Whether a job's unit is stored and counted.
@@ -920,6 +973,25 @@ impl Scheduler {
         standing: &str,
         reason: &str,
     ) -> Result<v1::WorkerInfo, ScheduleError> {
+        self.set_standing_in(worker, standing, reason, None).await
+    }
+
+    /// Quarantines a worker whose report of a unit of job `job` was found false, as
+    /// [`Self::set_standing`] does, but sets aside only its units of that job: its
+    /// results in other jobs stay counted.
+    pub async fn quarantine_in_job(&self, worker: u64, job: u64, reason: &str) -> Result<(), ScheduleError> {
+        self.set_standing_in(worker, QUARANTINED, reason, Some(job)).await.map(drop)
+    }
+
+    /// [`Self::set_standing`], setting aside a quarantined worker's units of job `only`
+    /// (if given), else of every running job.
+    async fn set_standing_in(
+        &self,
+        worker: u64,
+        standing: &str,
+        reason: &str,
+        only: Option<u64>,
+    ) -> Result<v1::WorkerInfo, ScheduleError> {
         if ![ACTIVE, DISABLED, QUARANTINED].contains(&standing) {
             return Err(ScheduleError::Invalid(format!("standing '{standing}': use active, disabled or quarantined")));
         }
@@ -931,7 +1003,9 @@ impl Scheduler {
             player.row.standing = standing.to_owned();
             player.row.standing_reason = reason.to_owned();
             let leases: Vec<u64> = player.leases.iter().copied().collect();
-            let running = jobs.iter().filter(|(_, j)| j.row.state == "running" && j.by_worker.contains_key(&worker));
+            let running = jobs.iter().filter(|(id, j)| {
+                j.row.state == "running" && j.by_worker.contains_key(&worker) && only.is_none_or(|only| **id == only)
+            });
             let set_aside =
                 if standing == QUARANTINED { running.map(|(id, _)| *id as i64).collect() } else { Vec::new() };
             (leases, set_aside)
@@ -1139,7 +1213,7 @@ impl Scheduler {
             let chosen = state
                 .jobs
                 .values()
-                .filter(|j| j.has_work())
+                .filter(|j| j.has_work() && !j.suspects.contains_key(&worker))
                 .filter(|j| match &*j.spec {
                     JobSpec::Match(m) => m.request.required_cpu_flags.iter().all(|f| flags.contains(f.as_str())),
                     JobSpec::SelfPlay(_) => true,

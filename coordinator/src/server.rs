@@ -77,6 +77,7 @@ impl Coordinator {
             pgn_files: Arc::new(crate::kept::pgn_files()),
             verification_nets: Arc::new(crate::kept::nets()),
             followers: Followers::new(config.followers),
+            spot_checks: Arc::new(crate::verification::SpotChecks::new(config.spot_check_plies_per_second)),
         };
         // A book that no longer reads (a stricter parser, a lost file) ends its job,
         // not the start.
@@ -123,6 +124,7 @@ impl Coordinator {
             pgn_files,
             verification_nets,
             followers: partial.followers.clone(),
+            spot_checks: partial.spot_checks.clone(),
         };
         Ok(Coordinator { shared, accept_stats: Arc::new(AcceptStats::default()), dashboard_read: ReadAccess::Open })
     }

@@ -69,6 +69,8 @@ pub struct Shared {
     pub verification_nets: Arc<Kept<Network>>,
     /// The followers of live streams, under their caps.
     pub followers: Arc<Followers>,
+    /// The spot checks of verification reports, under their budget.
+    pub spot_checks: Arc<crate::verification::SpotChecks>,
 }
 
 /// Checks the bearer token and records who sent the request: its principal, and for a
@@ -332,7 +334,12 @@ impl WorkerApi {
     }
 
     /// Checks a verification unit's report (its lines and tally against the unit's
-    /// games), stores it, then counts its unit; the job's `positions` count the games.
+    /// games: `check_report`, then `spot_check` under the coordinator's budget), stores
+    /// it, then counts its unit; the job's `positions` count the games. A report the
+    /// spot check finds false is refused and its unit goes to another worker; the
+    /// worker is quarantined once that other worker's report of the unit passes
+    /// (`Scheduler::suspect`), so that one disagreement alone (the coordinator's own
+    /// fault, say) quarantines no one.
     async fn verification_report(
         &self,
         worker: u64,
@@ -342,14 +349,52 @@ impl WorkerApi {
         let JobSpec::Verify(job) = &*context.spec else {
             return Err(Status::invalid_argument(format!("lease {} is not a verification job", report.lease_id)));
         };
-        let games = job.unit_games(report.unit);
         let text = Arc::new(report.report);
-        let checked = text.clone();
-        let checked = tokio::task::spawn_blocking(move || crate::verification::check_report(&checked, games))
-            .await
-            .map_err(|e| Status::internal(e.to_string()))?
-            .map_err(|problem| Status::invalid_argument(format!("report of unit {}: {problem}", report.unit)))?;
-        let first = job.unit_first_game(report.unit);
+        let (checked, unit_job) = (text.clone(), job.clone());
+        let checked = tokio::task::spawn_blocking(move || {
+            crate::verification::check_report(&checked, &unit_job.scope(report.unit))
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))?
+        .map_err(|problem| Status::invalid_argument(format!("report of unit {}: {problem}", report.unit)))?;
+        let file = UnitFile { dir: "verification", extension: "jsonl", what: "report" };
+        let records = checked.tally.games as i64;
+        // A unit already counted (a resend) is not checked again: nothing of it is kept.
+        if self.0.scheduler.unit_done(context.job_id, report.unit) {
+            let bytes = Arc::unwrap_or_clone(text).into_bytes();
+            return self.store_unit(worker, &context, report.unit, file, bytes, records).await;
+        }
+        let spot = self.spot_check(context.job_id, job, report.unit, checked.lines).await?;
+        if let Err(problem) = spot {
+            let problem: String = problem.chars().filter(|c| !c.is_control()).take(300).collect();
+            let reason = format!("its report of unit {} of job {} misstates {problem}", report.unit, context.job_id);
+            self.0.scheduler.suspect(worker, context.job_id, report.unit, context.lease_id, &reason).await?;
+            return Err(Status::invalid_argument(format!(
+                "report of unit {}: a spot check finds {problem}; the unit goes to another worker, and this worker is \
+                 quarantined if that one's report passes",
+                report.unit
+            )));
+        }
+        let bytes = Arc::unwrap_or_clone(text).into_bytes();
+        let reply = self.store_unit(worker, &context, report.unit, file, bytes, records).await?;
+        for (suspect, reason) in self.0.scheduler.confirm_suspects(context.job_id, report.unit, worker) {
+            let reason = format!("{reason} (worker {worker} verified the unit)");
+            self.0.scheduler.quarantine_in_job(suspect, context.job_id, &reason).await?;
+        }
+        Ok(reply)
+    }
+
+    /// Verifies a unit's report lines again, and games of the unit drawn under the
+    /// spot-check budget (`SpotChecks`), one check at a time; counts what it replayed.
+    async fn spot_check(
+        &self,
+        job_id: u64,
+        job: &crate::verification::VerificationJob,
+        unit: u64,
+        lines: Vec<serde_json::Value>,
+    ) -> Result<Result<(), String>, Status> {
+        use crate::verification::{SPOT_CHECKED_GAMES, UnitGames, spot_check};
+        let (first, count) = (job.unit_first_game(unit), job.unit_games(unit) as usize);
         let file = match &job.spec.pgn {
             Some(pgn) => Some(self.0.pgn_file(pgn).await?),
             None => None,
@@ -358,39 +403,36 @@ impl WorkerApi {
             Some(net) => Some(self.0.verification_net(net).await?),
             None => None,
         };
-        let (tally, job) = (checked.tally, job.clone());
-        let checked = checked.lines;
-        let spot = tokio::task::spawn_blocking(move || -> Result<Result<(), String>, Status> {
-            use crate::verification::{UnitGames, spot_check};
-            let (count, mut rng) = (games as usize, rand::rng());
-            if let Some(file) = file {
-                let held = file.games(first..first + count);
-                return Ok(spot_check(&checked, &job.rules, UnitGames::Pgn(&held), first + 1, &mut rng));
+        let _permit = self.0.spot_checks.running.acquire().await.map_err(|e| Status::internal(e.to_string()))?;
+        let (job, checks) = (job.clone(), self.0.spot_checks.clone());
+        let check = tokio::task::spawn_blocking(move || -> Result<Result<_, String>, Status> {
+            let mut rng = rand::rng();
+            let held;
+            let settings;
+            let games = match file {
+                Some(file) => {
+                    held = file.games(first..first + count);
+                    UnitGames::Pgn(&held)
+                }
+                None => {
+                    let spec =
+                        job.spec.selfplay.as_ref().ok_or_else(|| Status::internal("a verification without games"))?;
+                    settings = xq_proto::self_play_games(spec, network).map_err(|e| Status::internal(e.to_string()))?;
+                    UnitGames::SelfPlay { settings: &settings, count }
+                }
+            };
+            let cost = games.game_cost(job.rules.len());
+            let draws = checks.draw(SPOT_CHECKED_GAMES.min(count), cost);
+            let check = spot_check(&lines, &job.rules, games, first + 1, draws, &mut rng);
+            if let Ok(done) = &check {
+                checks.charge(done.plies as f64 - draws as f64 * cost);
+                checks.record(job_id, *done);
             }
-            let spec = job.spec.selfplay.as_ref().ok_or_else(|| Status::internal("a verification without games"))?;
-            let settings = xq_proto::self_play_games(spec, network).map_err(|e| Status::internal(e.to_string()))?;
-            Ok(spot_check(
-                &checked,
-                &job.rules,
-                UnitGames::SelfPlay { settings: &settings, count },
-                first + 1,
-                &mut rng,
-            ))
+            Ok(check)
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))??;
-        if let Err(problem) = spot {
-            let problem: String = problem.chars().filter(|c| !c.is_control()).take(300).collect();
-            let reason = format!("its report of unit {} of job {} misstates {problem}", report.unit, context.job_id);
-            self.0.scheduler.set_standing(worker, crate::scheduler::QUARANTINED, &reason).await?;
-            return Err(Status::invalid_argument(format!(
-                "report of unit {}: a spot check finds {problem}; the worker is quarantined",
-                report.unit
-            )));
-        }
-        let file = UnitFile { dir: "verification", extension: "jsonl", what: "report" };
-        let bytes = Arc::unwrap_or_clone(text).into_bytes();
-        self.store_unit(worker, &context, report.unit, file, bytes, tally.games as i64).await
+        Ok(check.map(drop))
     }
 }
 
@@ -400,7 +442,11 @@ impl v1::worker_server::Worker for WorkerApi {
         let worker = worker_of(&request)?;
         let capabilities =
             request.into_inner().capabilities.ok_or_else(|| Status::invalid_argument("capabilities missing"))?;
-        if capabilities.name.len() > 128 || capabilities.cpu_flags.len() > 512 || capabilities.version.len() > 64 {
+        if capabilities.name.len() > 128
+            || capabilities.cpu_flags.len() > 512
+            || capabilities.version.len() > 64
+            || capabilities.arbiter_build.len() > 64
+        {
             return Err(Status::invalid_argument("capabilities too large"));
         }
         if capabilities.cores == 0 || capabilities.cores > 4096 {
@@ -1104,6 +1150,8 @@ impl Shared {
             parting: tally.parting,
             by_kind: tally.by_kind.into_iter().collect(),
             by_articles: tally.by_articles.into_iter().collect(),
+            spot_checked_games: self.spot_checks.of_job(id).games,
+            rechecked_lines: self.spot_checks.of_job(id).lines,
         })
     }
 

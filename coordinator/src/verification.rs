@@ -6,13 +6,13 @@
 //! The coordinator checks each report's shape and counts before storing it, sums the
 //! tallies and serves the lines, and the parting games as PGN.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::pgn::{Movetext, PgnGame};
 use xq_engine::xiangqi::rules::RuleSet;
-use xq_engine::xiangqi::rules::verify::{Tally, check_game, kind_pair, report_tally};
+use xq_engine::xiangqi::rules::verify::{ARBITER_BUILD, Disagreement, Tally, check_game, kind_pair, report_tally};
 use xq_engine::xiangqi::selfplay::{PlaySettings, fresh_game};
 use xq_proto::v1;
 
@@ -36,9 +36,13 @@ pub struct VerificationJob {
 }
 
 impl VerificationJob {
-    /// Whether a worker of `capabilities` can verify the job's units.
+    /// Whether a worker of `capabilities` can verify the job's units: its arbiter is
+    /// this coordinator's build (`ARBITER_BUILD`: the spot checks rule the same games
+    /// here, and another build may rule them otherwise without anyone lying), and it
+    /// has the job's reference, if any.
     pub fn runs_on(&self, capabilities: &v1::Capabilities) -> bool {
-        self.spec.reference.is_empty() || capabilities.references.contains(&self.spec.reference)
+        capabilities.arbiter_build == ARBITER_BUILD
+            && (self.spec.reference.is_empty() || capabilities.references.contains(&self.spec.reference))
     }
 
     /// Seconds a unit takes a core of `nps` nodes a second: a million plies a second for
@@ -151,11 +155,66 @@ pub struct CheckedReport {
     pub lines: Vec<Value>,
 }
 
-/// Checks a unit's report against the `games` it should cover: a JSON object naming
-/// its game on each line but the last, which is `{"tally": ...}` with that many games
-/// and exactly the counts its lines give (`Tally::count`: refused, parting, by kind, by
-/// articles), so that no count can be made up.
-pub fn check_report(report: &str, games: u64) -> Result<CheckedReport, String> {
+/// What a unit's report may name: its games, numbered from `first_number`, and the
+/// job's rule sets and reference.
+#[derive(Clone, Copy, Debug)]
+pub struct ReportScope<'a> {
+    /// The number of the unit's first game ("game N" counts the job's games from 1).
+    pub first_number: u64,
+    /// Games in the unit.
+    pub games: u64,
+    /// The job's rule sets.
+    pub rules: &'a [RuleSet],
+    /// The job's reference ("" for none).
+    pub reference: &'a str,
+}
+
+impl VerificationJob {
+    /// What unit `unit`'s report may name.
+    pub fn scope(&self, unit: u64) -> ReportScope<'_> {
+        ReportScope {
+            first_number: self.unit_first_game(unit) as u64 + 1,
+            games: self.unit_games(unit),
+            rules: &self.rules,
+            reference: &self.spec.reference,
+        }
+    }
+}
+
+/// How the kinds of parting name a disagreement ("wxf vs cxq: different ply").
+const DISAGREEMENTS: [Disagreement; 4] = [
+    Disagreement::OnlyOneRules,
+    Disagreement::DifferentPly,
+    Disagreement::DifferentOutcome,
+    Disagreement::DifferentReason,
+];
+
+/// Why `kind` is not a parting a job of `scope` can report, if it is not: two of its
+/// rule sets (the first of them and its reference) and a disagreement's name.
+fn foreign_kind(kind: &str, scope: &ReportScope) -> Option<String> {
+    let (a, b) = kind_pair(kind);
+    let how = kind.split_once(": ").map_or("", |(_, how)| how);
+    let names: Vec<&str> = scope.rules.iter().map(|r| r.name()).collect();
+    let known = names.contains(&a)
+        && a != b
+        && (names.contains(&b) || (!scope.reference.is_empty() && b == scope.reference))
+        && DISAGREEMENTS.iter().any(|d| d.name() == how);
+    if known {
+        return None;
+    }
+    let shown: String = kind.chars().filter(|c| !c.is_control()).take(80).collect();
+    let reference = if scope.reference.is_empty() { String::new() } else { format!(" and {}", scope.reference) };
+    Some(format!("a kind '{shown}' that is no parting of the job's rule sets ({}){reference}", names.join(", ")))
+}
+
+/// Checks a unit's report against the games it should cover (`scope`): a JSON object
+/// naming one of the unit's games on each line but the last ("game N", no game twice),
+/// its kinds of parting only between the job's rule sets and its reference, and the
+/// last line `{"tally": ...}` with the unit's games and exactly the counts its lines
+/// give (`Tally::count`: refused, parting, by kind, by articles), so that no count can
+/// be made up or counted twice. A refusal names the line at fault.
+pub fn check_report(report: &str, scope: &ReportScope) -> Result<CheckedReport, String> {
+    let games = scope.games;
     let mut lines: Vec<&str> = report.lines().collect();
     let last = lines.pop().ok_or("an empty report: it needs the unit's tally")?;
     let tally = report_tally(last).ok_or("the last line is not the unit's {\"tally\": ...}")?;
@@ -165,15 +224,39 @@ pub fn check_report(report: &str, games: u64) -> Result<CheckedReport, String> {
     if lines.len() as u64 > games {
         return Err(format!("{} lines for a unit of {games} games", lines.len()));
     }
+    let range = scope.first_number..scope.first_number + games;
+    let mut named = HashSet::with_capacity(lines.len());
     let mut recount = Tally::default();
     let mut values = Vec::with_capacity(lines.len());
     for (index, line) in lines.iter().enumerate() {
-        let value: Value = serde_json::from_str(line).map_err(|e| format!("line {}: not JSON ({e})", index + 1))?;
-        if !value.get("game").is_some_and(Value::is_string) {
-            return Err(format!("line {}: no game named", index + 1));
+        let at = index + 1;
+        let value: Value = serde_json::from_str(line).map_err(|e| format!("line {at}: not JSON ({e})"))?;
+        let Some(name) = value.get("game").and_then(Value::as_str) else {
+            return Err(format!("line {at}: no game named"));
+        };
+        let number = name.strip_prefix("game ").and_then(|n| n.parse::<u64>().ok());
+        let Some(number) = number.filter(|n| range.contains(n) && format!("game {n}") == name) else {
+            let shown: String = name.chars().filter(|c| !c.is_control()).take(40).collect();
+            return Err(format!(
+                "line {at}: '{shown}' is not a game of this unit (game {} to game {})",
+                range.start,
+                range.end - 1
+            ));
+        };
+        if !named.insert(number) {
+            return Err(format!("line {at}: game {number} named twice"));
         }
         if value.get("error").is_none() && !value.get("verdicts").is_some_and(Value::is_array) {
-            return Err(format!("line {}: neither an error nor verdicts", index + 1));
+            return Err(format!("line {at}: neither an error nor verdicts"));
+        }
+        if let Some(kinds) = value.get("kinds") {
+            let kinds = kinds.as_array().ok_or_else(|| format!("line {at}: kinds that are not a list"))?;
+            for kind in kinds {
+                let kind = kind.as_str().ok_or_else(|| format!("line {at}: a kind that is not text"))?;
+                if let Some(problem) = foreign_kind(kind, scope) {
+                    return Err(format!("line {at}: {problem}"));
+                }
+            }
         }
         recount.count(Some(&value));
         values.push(value);
@@ -198,17 +281,94 @@ pub fn check_report(report: &str, games: u64) -> Result<CheckedReport, String> {
     Ok(CheckedReport { tally, lines: values })
 }
 
-/// Games of a unit the coordinator verifies again itself, drawn at random when the
-/// report comes, so that a worker cannot know which: a report that leaves out or
-/// misstates a parting game is caught on that unit with the odds of drawing it, and a
-/// worker that does so on many units is caught for certain.
+/// Games of a unit the coordinator verifies again itself at most, drawn at random when
+/// the report comes, so that a worker cannot know which: a report that leaves out a
+/// parting game is caught on that unit with the odds of drawing it, and a worker that
+/// does so on many units is caught for certain. Fewer are drawn when the spot-check
+/// budget ([`SpotChecks`]) runs low.
 pub const SPOT_CHECKED_GAMES: usize = 8;
-/// Reported lines whose games are verified again, the same way: a made-up verdict is
-/// caught with the odds of drawing its line.
-pub const SPOT_CHECKED_LINES: usize = 8;
-/// Search nodes the coordinator spends playing a report's fresh self-play games again
-/// (fewer games are drawn when they are searched deeper, at least one of each sample).
-const SPOT_CHECK_NODES: u64 = 500_000;
+/// Replayed plies a second the spot checks may spend by default, summed over all
+/// jobs: about half of one core (a ply ruled under a rule set, or a node searched in
+/// playing a fresh game again, costs one; the arbiter rules about a million a second).
+pub const SPOT_CHECK_PLIES_PER_SECOND: f64 = 500_000.0;
+
+/// The coordinator's spot checks: a budget of replayed plies a second across all
+/// verification jobs, so that a job of many small units (one game each, say) cannot
+/// make the coordinator replay the fleet's work (a token bucket holding a second's
+/// worth, at least one game's); one check at a time, so they take at most one core;
+/// and what each job's checks replayed, since the coordinator started.
+///
+/// Every reported line is verified again whatever the budget (there are few: the
+/// parting and unplayable games, each ruled from the line's own moves); only the games
+/// drawn to find left-out partings are under it: a unit gets at most
+/// [`SPOT_CHECKED_GAMES`] of them, and as many of those as the budget holds when its
+/// report comes, each charged at its expected cost ([`UnitGames::game_cost`]) or what
+/// it cost, if more. The checks of lines are charged too, so that they slow the draws.
+pub struct SpotChecks {
+    per_second: f64,
+    bucket: std::sync::Mutex<(f64, std::time::Instant)>,
+    /// One check at a time.
+    pub running: tokio::sync::Semaphore,
+    by_job: std::sync::Mutex<HashMap<u64, SpotCheck>>,
+}
+
+impl SpotChecks {
+    /// Checks under a budget of `per_second` replayed plies a second.
+    pub fn new(per_second: f64) -> Self {
+        let per_second = per_second.max(0.0);
+        SpotChecks {
+            per_second,
+            bucket: std::sync::Mutex::new((per_second, std::time::Instant::now())),
+            running: tokio::sync::Semaphore::new(1),
+            by_job: Default::default(),
+        }
+    }
+
+    /// Takes from the budget the games of `cost` each, of `wanted`, that it holds now;
+    /// returns how many.
+    pub fn draw(&self, wanted: usize, cost: f64) -> usize {
+        let mut bucket = self.bucket.lock().expect("the bucket's lock is never poisoned");
+        let now = std::time::Instant::now();
+        let capacity = self.per_second.max(cost);
+        bucket.0 = (bucket.0 + now.duration_since(bucket.1).as_secs_f64() * self.per_second).min(capacity);
+        bucket.1 = now;
+        if self.per_second == 0.0 || bucket.0 <= 0.0 {
+            return 0;
+        }
+        let drawn = ((bucket.0 / cost.max(1.0)).floor() as usize).min(wanted);
+        bucket.0 -= drawn as f64 * cost.max(1.0);
+        drawn
+    }
+
+    /// Charges `plies` more than was drawn: the budget may go below zero, and later
+    /// units are then drawn from only once it has filled again.
+    pub fn charge(&self, plies: f64) {
+        self.bucket.lock().expect("the bucket's lock is never poisoned").0 -= plies.max(0.0);
+    }
+
+    /// Counts a check of job `job`'s unit.
+    pub fn record(&self, job: u64, check: SpotCheck) {
+        let mut by_job = self.by_job.lock().expect("the counts' lock is never poisoned");
+        let total = by_job.entry(job).or_default();
+        total.games += check.games;
+        total.lines += check.lines;
+        total.plies += check.plies;
+    }
+
+    /// What job `job`'s checks replayed since the coordinator started.
+    pub fn of_job(&self, job: u64) -> SpotCheck {
+        self.by_job.lock().expect("the counts' lock is never poisoned").get(&job).copied().unwrap_or_default()
+    }
+}
+
+/// What a spot check replayed: the unit's games drawn and verified again, the reported
+/// lines verified again, and the plies it cost (as [`SpotChecks`] counts them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpotCheck {
+    pub games: u64,
+    pub lines: u64,
+    pub plies: u64,
+}
 
 /// A unit's games, as a spot check verifies them again.
 pub enum UnitGames<'a> {
@@ -224,6 +384,9 @@ pub enum UnitGames<'a> {
     },
 }
 
+/// Plies a fresh self-play game is expected to last, for the budget.
+const EXPECTED_FRESH_PLIES: u64 = 150;
+
 impl UnitGames<'_> {
     fn len(&self) -> usize {
         match self {
@@ -232,15 +395,30 @@ impl UnitGames<'_> {
         }
     }
 
-    /// How many games and how many lines to draw.
-    fn drawn(&self) -> (usize, usize) {
+    /// What verifying one of the unit's games again is expected to cost, in replayed
+    /// plies ([`SpotChecks`]) under `rules` rule sets: its plies ruled under each, and
+    /// for a fresh game the nodes searched to play it again.
+    pub fn game_cost(&self, rules: usize) -> f64 {
+        let rules = rules as u64;
         match self {
-            UnitGames::Pgn(_) => (SPOT_CHECKED_GAMES, SPOT_CHECKED_LINES),
-            UnitGames::SelfPlay { settings, .. } => {
-                let per_game = settings.nodes.saturating_mul(settings.max_plies.min(150) as u64).max(1);
-                let games = (SPOT_CHECK_NODES / per_game / 2).clamp(1, SPOT_CHECKED_GAMES as u64) as usize;
-                (games, games.min(SPOT_CHECKED_LINES))
+            UnitGames::Pgn(games) => {
+                let plies: usize = games.iter().map(|g| g.moves.len()).sum();
+                (plies as f64 / games.len().max(1) as f64 * rules as f64).max(1.0)
             }
+            UnitGames::SelfPlay { settings, .. } => {
+                let plies = (settings.max_plies as u64).clamp(1, EXPECTED_FRESH_PLIES);
+                plies.saturating_mul(rules + settings.nodes) as f64
+            }
+        }
+    }
+
+    /// What the unit's game `game` cost to verify again under `rules` rule sets, as
+    /// [`Self::game_cost`] expects it.
+    fn cost_of(&self, game: &PgnGame, rules: usize) -> u64 {
+        let plies = game.moves.len() as u64;
+        match self {
+            UnitGames::Pgn(_) => plies * rules as u64,
+            UnitGames::SelfPlay { settings, .. } => plies * (rules as u64 + settings.nodes),
         }
     }
 
@@ -253,10 +431,29 @@ impl UnitGames<'_> {
     }
 }
 
-/// Checks a report's game lines (those [`check_report`] passed) by verifying a sample of
-/// its unit's games again with the engine's `check_game`: games drawn from the unit
-/// (numbered from `first_number`) and the games of lines drawn from the report
-/// ([`UnitGames`] says how many). Names the first game the report misstates. A
+/// The game a report line gives (its start and its moves), if it gives one.
+fn line_game(line: &Value) -> Option<PgnGame> {
+    let start = line.get("start")?.as_str()?;
+    let moves: Vec<String> =
+        line.get("moves")?.as_array()?.iter().map(|m| m.as_str().map(str::to_owned)).collect::<Option<_>>()?;
+    Some(PgnGame {
+        tags: vec![("FEN".to_owned(), start.to_owned())],
+        notes: vec![None; moves.len()],
+        moves,
+        result: None,
+    })
+}
+
+/// Checks a report's game lines (those [`check_report`] passed) by verifying games of
+/// its unit (numbered from `first_number`) again with the engine's `check_game`:
+///
+/// - every line: the job's game (from its PGN), or for fresh self-play games the game
+///   of the line's own start and moves, ruled again to the same verdicts (a fresh game
+///   reported unplayable is played again);
+/// - `draws` games drawn from the unit at random, played again where fresh, whose
+///   lines (or their absence) must be what the arbiter gives.
+///
+/// Names the first game the report misstates; else says what it replayed. A
 /// reference's own partings are not checked (the coordinator has no reference): only
 /// the rule sets' verdicts.
 pub fn spot_check(
@@ -264,29 +461,46 @@ pub fn spot_check(
     rules: &[RuleSet],
     games: UnitGames,
     first_number: usize,
+    draws: usize,
     rng: &mut impl rand::Rng,
-) -> Result<(), String> {
-    let lines: HashMap<&str, &Value> =
-        report.iter().filter_map(|line| Some((line.get("game")?.as_str()?, line))).collect();
-    let (game_draws, line_draws) = games.drawn();
+) -> Result<SpotCheck, String> {
+    let mut check = SpotCheck::default();
     let first_index = first_number.saturating_sub(1);
-    let mut checked: Vec<usize> = rand::seq::index::sample(rng, games.len(), game_draws.min(games.len())).into_vec();
-    let mut reported: Vec<&str> = lines.keys().copied().collect();
-    reported.sort();
-    for index in rand::seq::index::sample(rng, reported.len(), line_draws.min(reported.len())) {
-        let name = reported[index];
+    let mut lines: BTreeMap<usize, &Value> = BTreeMap::new();
+    for line in report {
+        let name = line.get("game").and_then(Value::as_str).unwrap_or_default();
         let number: usize = name.strip_prefix("game ").and_then(|n| n.parse().ok()).unwrap_or(0);
         let index = number.checked_sub(first_number).filter(|&i| i < games.len());
-        checked.push(index.ok_or_else(|| format!("{name}: not a game of this unit"))?);
+        lines.insert(index.ok_or_else(|| format!("{name}: not a game of this unit"))?, line);
     }
-    checked.sort_unstable();
-    checked.dedup();
-    for index in checked {
+    let mut verified = HashSet::new();
+    for (&index, &theirs) in &lines {
         let name = format!("game {}", first_number + index);
-        let ours = check_game(&games.game(index, first_index), rules, &name, &mut Tally::default(), None)?;
-        compare(&name, ours.as_ref(), lines.get(name.as_str()).copied(), rules)?;
+        let game = match (&games, line_game(theirs)) {
+            (UnitGames::SelfPlay { .. }, Some(game)) => game,
+            _ => {
+                verified.insert(index);
+                check.games += u64::from(matches!(games, UnitGames::SelfPlay { .. }));
+                games.game(index, first_index)
+            }
+        };
+        check.lines += 1;
+        check.plies += games.cost_of(&game, rules.len());
+        let ours = check_game(&game, rules, &name, &mut Tally::default(), None)?;
+        compare(&name, ours.as_ref(), Some(theirs), rules)?;
     }
-    Ok(())
+    let drawn = rand::seq::index::sample(rng, games.len(), draws.min(games.len()));
+    let mut drawn: Vec<usize> = drawn.into_iter().filter(|index| !verified.contains(index)).collect();
+    drawn.sort_unstable();
+    for index in drawn {
+        let name = format!("game {}", first_number + index);
+        let game = games.game(index, first_index);
+        check.games += 1;
+        check.plies += games.cost_of(&game, rules.len());
+        let ours = check_game(&game, rules, &name, &mut Tally::default(), None)?;
+        compare(&name, ours.as_ref(), lines.get(&index).copied(), rules)?;
+    }
+    Ok(check)
 }
 
 /// The kinds of parting between two of `rules` a line gives ("wxf vs cxq: ..."), not
@@ -392,6 +606,12 @@ mod tests {
     use xq_engine::xiangqi::pgn::parse_pgn;
     use xq_engine::xiangqi::rules::verify::unit_report;
 
+    /// What a unit of `games` games from game `first_number` may name, under the
+    /// default rule sets.
+    fn scope(first_number: u64, games: u64) -> ReportScope<'static> {
+        ReportScope { first_number, games, rules: &DEFAULT_RULES, reference: "" }
+    }
+
     /// A chariot chasing a lone cannon (WXF and Asian: the chaser's loss at ply 8; CXQ
     /// allows six chasing moves), a quiet game and one with an illegal second move.
     fn games() -> Vec<xq_engine::xiangqi::pgn::PgnGame> {
@@ -406,30 +626,75 @@ mod tests {
     #[test]
     fn a_worker_s_report_passes_and_forged_ones_are_refused_naming_the_fault() {
         let report = unit_report(&games(), 1, &DEFAULT_RULES, None).unwrap();
-        let tally = check_report(&report, 3).unwrap().tally;
+        let tally = check_report(&report, &scope(1, 3)).unwrap().tally;
         assert_eq!((tally.games, tally.parting, tally.refused), (3, 1, 1));
-        assert!(check_report(&report, 4).unwrap_err().contains("a tally of 3 games for a unit of 4"));
+        assert!(check_report(&report, &scope(1, 4)).unwrap_err().contains("a tally of 3 games for a unit of 4"));
         // A parting game left out, the tally kept.
         let lines: Vec<&str> = report.lines().collect();
         let dropped = format!("{}\n{}\n", lines[1], lines[2]);
-        assert!(check_report(&dropped, 3).unwrap_err().contains("1 parting"), "{dropped}");
+        assert!(check_report(&dropped, &scope(1, 3)).unwrap_err().contains("1 parting"), "{dropped}");
         // Counts by kind or article that its lines do not give.
         let mut inflated = report_tally(&report).unwrap();
         *inflated.by_kind.entry("wxf vs cxq: different ply".to_owned()).or_default() += 5;
         let forged = format!("{}\n{}\n{}\n", lines[0], lines[1], serde_json::json!({ "tally": inflated.to_json() }));
-        let found = check_report(&forged, 3).unwrap_err();
+        let found = check_report(&forged, &scope(1, 3)).unwrap_err();
         assert!(found.ends_with("by kind and by articles not the same"), "{found}");
-        assert!(check_report("", 3).unwrap_err().contains("empty"));
-        assert!(check_report("not json\n", 3).unwrap_err().contains("tally"));
+        assert!(check_report("", &scope(1, 3)).unwrap_err().contains("empty"));
+        assert!(check_report("not json\n", &scope(1, 3)).unwrap_err().contains("tally"));
         let garbage = format!("{{\"game\": 1}}\n{}\n", lines[2]);
-        assert!(check_report(&garbage, 3).is_err());
+        assert!(check_report(&garbage, &scope(1, 3)).is_err());
         assert_eq!(report_games(&report).lines().count(), 2);
+    }
+
+    #[test]
+    fn a_report_names_each_game_of_its_unit_once_and_only_the_job_s_kinds_of_parting() {
+        let report = unit_report(&games(), 1, &DEFAULT_RULES, None).unwrap();
+        let lines: Vec<&str> = report.lines().collect();
+        let recounted = |lines: &[String]| {
+            let mut tally = Tally::default();
+            for line in lines {
+                tally.count(Some(&serde_json::from_str(line).unwrap()));
+            }
+            tally.games = 3;
+            let mut text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+            text.push_str(&format!("{}\n", serde_json::json!({ "tally": tally.to_json() })));
+            text
+        };
+        // A true parting line twice, renamed or not: refused, naming the line.
+        let twice = recounted(&[lines[0].to_owned(), lines[0].to_owned()]);
+        assert_eq!(check_report(&twice, &scope(1, 3)).unwrap_err(), "line 2: game 1 named twice");
+        let padded = recounted(&[lines[0].to_owned(), lines[0].replace("game 1", "game 01")]);
+        let found = check_report(&padded, &scope(1, 3)).unwrap_err();
+        assert_eq!(found, "line 2: 'game 01' is not a game of this unit (game 1 to game 3)");
+        // The unit of games 4 to 6 holds no game 1.
+        let found = check_report(&report, &scope(4, 3)).unwrap_err();
+        assert_eq!(found, "line 1: 'game 1' is not a game of this unit (game 4 to game 6)");
+        // Kinds made up, of another rule set, or of a reference the job has not.
+        for (kind, with) in [
+            ("wxf vs cxq: made up", ""),
+            ("wxf vs computer: different ply", ""),
+            ("wxf vs pyffish: different ply", ""),
+            ("wxf vs wxf: different ply", "pyffish"),
+        ] {
+            let mut line: Value = serde_json::from_str(lines[0]).unwrap();
+            line["kinds"] = serde_json::json!([kind]);
+            let forged = recounted(&[line.to_string()]);
+            let scope = ReportScope { reference: with, ..scope(1, 3) };
+            let found = check_report(&forged, &scope).unwrap_err();
+            assert!(found.starts_with(&format!("line 1: a kind '{kind}' that is no parting")), "{found}");
+        }
+        let mut line: Value = serde_json::from_str(lines[0]).unwrap();
+        line["kinds"] = serde_json::json!(["wxf vs pyffish: different ply"]);
+        let with_reference = ReportScope { reference: "pyffish", ..scope(1, 3) };
+        assert!(check_report(&recounted(&[line.to_string()]), &with_reference).is_ok());
     }
 
     /// A report's game lines, as `check_report` passes them.
     fn lines_of(report: &str) -> Vec<Value> {
         let games = report_tally(report).unwrap().games;
-        check_report(report, games).unwrap().lines
+        let first = report.lines().next().and_then(|l| serde_json::from_str::<Value>(l).ok());
+        let first = first.and_then(|l| l["game"].as_str()?.strip_prefix("game ")?.parse().ok()).unwrap_or(1);
+        check_report(report, &ReportScope { first_number: first, ..scope(1, games) }).unwrap().lines
     }
 
     /// A report whose tally is made to agree with its lines, as a forger would.
@@ -442,7 +707,6 @@ mod tests {
         let mut report: String = lines.iter().map(|l| format!("{l}\n")).collect();
         report.push_str(&serde_json::json!({ "tally": tally.to_json() }).to_string());
         report.push('\n');
-        assert!(check_report(&report, games).is_ok(), "{report}");
         report
     }
 
@@ -453,25 +717,35 @@ mod tests {
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let report = unit_report(&games, 5, &DEFAULT_RULES, None).unwrap();
         let pgn = |games| UnitGames::Pgn(games);
-        assert_eq!(spot_check(&lines_of(&report), &DEFAULT_RULES, pgn(&games), 5, &mut rng), Ok(()));
+        assert_eq!(
+            spot_check(&lines_of(&report), &DEFAULT_RULES, pgn(&games), 5, SPOT_CHECKED_GAMES, &mut rng).map(drop),
+            Ok(())
+        );
         let lines: Vec<String> = report.lines().take(2).map(str::to_owned).collect();
         // Units of fewer games than are drawn: every game and line is checked.
         let left_out = with_tally(&lines[1..], 3);
-        let found = spot_check(&lines_of(&left_out), &DEFAULT_RULES, pgn(&games), 5, &mut rng).unwrap_err();
+        let found =
+            spot_check(&lines_of(&left_out), &DEFAULT_RULES, pgn(&games), 5, SPOT_CHECKED_GAMES, &mut rng).unwrap_err();
         assert!(found.starts_with("game 5: left out, where the rule sets part (wxf vs cxq"), "{found}");
         let mut moved: Value = serde_json::from_str(&lines[0]).unwrap();
         moved["verdicts"][0]["ply"] = serde_json::json!(12);
         let misstated = with_tally(&[moved.to_string(), lines[1].clone()], 3);
-        let found = spot_check(&lines_of(&misstated), &DEFAULT_RULES, pgn(&games), 5, &mut rng).unwrap_err();
+        let found = spot_check(&lines_of(&misstated), &DEFAULT_RULES, pgn(&games), 5, SPOT_CHECKED_GAMES, &mut rng)
+            .unwrap_err();
+        assert_eq!(found, "game 5: verdicts other than the arbiter's");
+        // Every line is verified again, with no game drawn.
+        let found = spot_check(&lines_of(&misstated), &DEFAULT_RULES, pgn(&games), 5, 0, &mut rng).unwrap_err();
         assert_eq!(found, "game 5: verdicts other than the arbiter's");
         // The quiet game reported as parting, with the chase's line renamed.
         let mut renamed: Value = serde_json::from_str(&lines[0]).unwrap();
         renamed["game"] = serde_json::json!("game 6");
         let made_up = with_tally(&[lines[0].clone(), renamed.to_string(), lines[1].clone()], 3);
-        let found = spot_check(&lines_of(&made_up), &DEFAULT_RULES, pgn(&games), 5, &mut rng).unwrap_err();
+        let found =
+            spot_check(&lines_of(&made_up), &DEFAULT_RULES, pgn(&games), 5, SPOT_CHECKED_GAMES, &mut rng).unwrap_err();
         assert!(found.starts_with("game 6: "), "{found}");
         let foreign = with_tally(&[renamed.to_string().replace("game 6", "game 9")], 3);
-        let found = spot_check(&lines_of(&foreign), &DEFAULT_RULES, pgn(&games), 5, &mut rng).unwrap_err();
+        let found =
+            spot_check(&lines_of(&foreign), &DEFAULT_RULES, pgn(&games), 5, SPOT_CHECKED_GAMES, &mut rng).unwrap_err();
         assert_eq!(found, "game 9: not a game of this unit");
     }
 
@@ -486,21 +760,45 @@ mod tests {
         let games: Vec<PgnGame> = (30..70).map(|g| fresh_game(&settings, g)).collect();
         let report = unit_report(&games, 31, &DEFAULT_RULES, None).unwrap();
         let lines: Vec<String> = report.lines().filter(|l| !l.starts_with("{\"tally")).map(str::to_owned).collect();
-        assert!((1..=SPOT_CHECKED_LINES).contains(&lines.len()), "{report}");
+        assert!((1..=SPOT_CHECKED_GAMES).contains(&lines.len()), "{report}");
         let fresh = || UnitGames::SelfPlay { settings: &settings, count: 40 };
-        assert_eq!(spot_check(&lines_of(&report), &DEFAULT_RULES, fresh(), 31, &mut rng), Ok(()));
+        assert_eq!(
+            spot_check(&lines_of(&report), &DEFAULT_RULES, fresh(), 31, SPOT_CHECKED_GAMES, &mut rng).map(drop),
+            Ok(())
+        );
         // A verdict misstated: every line is drawn when a unit has 8 or fewer.
         let mut moved: Value = serde_json::from_str(&lines[0]).unwrap();
         let name = moved["game"].as_str().unwrap().to_owned();
         moved["verdicts"][0]["ply"] = serde_json::json!(3);
         let misstated = with_tally(&[[moved.to_string()].as_slice(), &lines[1..]].concat(), 40);
-        let found = spot_check(&lines_of(&misstated), &DEFAULT_RULES, fresh(), 31, &mut rng).unwrap_err();
+        let found =
+            spot_check(&lines_of(&misstated), &DEFAULT_RULES, fresh(), 31, SPOT_CHECKED_GAMES, &mut rng).unwrap_err();
         assert_eq!(found, format!("{name}: verdicts other than the arbiter's"));
+        // Ruled again from the line's own moves: no game played again.
+        let found = spot_check(&lines_of(&misstated), &DEFAULT_RULES, fresh(), 31, 0, &mut rng).unwrap_err();
+        assert_eq!(found, format!("{name}: verdicts other than the arbiter's"));
+        let honest = spot_check(&lines_of(&report), &DEFAULT_RULES, fresh(), 31, 0, &mut rng).unwrap();
+        assert_eq!((honest.games, honest.lines), (0, lines.len() as u64));
         // A game marked unplayable in place of its parting line, to hide it.
         let hidden = format!(r#"{{"game":"{name}","error":"ply 3: made up"}}"#);
         let hiding = with_tally(&[[hidden].as_slice(), &lines[1..]].concat(), 40);
-        let found = spot_check(&lines_of(&hiding), &DEFAULT_RULES, fresh(), 31, &mut rng).unwrap_err();
+        let found =
+            spot_check(&lines_of(&hiding), &DEFAULT_RULES, fresh(), 31, SPOT_CHECKED_GAMES, &mut rng).unwrap_err();
         assert_eq!(found, format!("{name}: its error is not the arbiter's"));
+    }
+
+    #[test]
+    fn the_spot_check_budget_draws_no_more_than_it_holds() {
+        let checks = SpotChecks::new(1000.0);
+        assert_eq!(checks.draw(8, 300.0), 3, "a second's worth to start with");
+        assert_eq!(checks.draw(8, 300.0), 0);
+        checks.charge(5000.0);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(checks.draw(8, 1.0), 0, "in debt");
+        // A game dearer than a second's budget waits for the bucket to fill to its cost.
+        let dear = SpotChecks::new(10.0);
+        assert_eq!(dear.draw(8, 1e6), 0);
+        assert_eq!(SpotChecks::new(0.0).draw(8, 1.0), 0, "no budget, no draws");
     }
 
     #[test]

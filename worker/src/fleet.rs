@@ -209,6 +209,7 @@ pub async fn capabilities(settings: &ConnectSettings) -> v1::Capabilities {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         bench_nps,
         references: settings.pyffish.iter().map(|_| PYFFISH.to_owned()).collect(),
+        arbiter_build: xq_engine::xiangqi::rules::verify::ARBITER_BUILD.to_owned(),
     }
 }
 

@@ -203,6 +203,7 @@ pub async fn registered_worker_at(
         version: "test".to_owned(),
         bench_nps: 1_000_000,
         references: Vec::new(),
+        arbiter_build: xq_engine::xiangqi::rules::verify::ARBITER_BUILD.to_owned(),
     };
     worker.register(v1::RegisterRequest { capabilities: Some(capabilities) }).await.unwrap();
     (worker, token)

@@ -5,12 +5,16 @@
 
 use tonic::Code;
 use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::verification::DEFAULT_RULES;
+use xq_engine::xiangqi::pgn::parse_pgn;
+use xq_engine::xiangqi::rules::verify::{Tally, unit_report};
 use xq_proto::v1;
 
 use crate::common::{
-    BACKENDS, TempDir, Worker, client, fresh_database, pair, registered_worker_token, serve_on, test_request, totals,
-    worker,
+    BACKENDS, Served, TempDir, Worker, client, fresh_database, pair, registered_worker, registered_worker_token,
+    registered_worker_with_cores, serve_on, test_request, totals, upload, worker,
 };
+use crate::verification::GAMES;
 
 /// Leases of 256 pairs; a worker's residual is judged from 40 pairs on.
 fn config() -> SchedulerConfig {
@@ -161,4 +165,115 @@ async fn a_quarantine_by_hand_sets_the_worker_s_results_aside() {
     let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
     assert_eq!((state.units_done, state.totals.unwrap().pentanomial), (0, vec![0; 5]));
     assert!(state.reasons.is_empty(), "{:?}", state.reasons);
+}
+
+/// A worker registered with an arbiter build of its own (`build`).
+async fn registered_with_build(served: &Served, name: &str, build: &str) -> Worker {
+    let mut admin = client(served.address, &served.client_token).await;
+    let request = v1::CreateWorkerTokenRequest { name: name.to_owned() };
+    let token = admin.create_worker_token(request).await.unwrap().into_inner().token;
+    let mut player = worker(served.address, &token).await;
+    let capabilities = v1::Capabilities {
+        name: name.to_owned(),
+        cores: 1,
+        version: "test".to_owned(),
+        bench_nps: 1_000_000,
+        arbiter_build: build.to_owned(),
+        ..Default::default()
+    };
+    player.register(v1::RegisterRequest { capabilities: Some(capabilities) }).await.unwrap();
+    player
+}
+
+/// A verification job over [`GAMES`], a unit a game.
+async fn verification_job(admin: &mut crate::common::Client, priority: i32) -> u64 {
+    let pgn = upload(admin, "chases.pgn", "pgn", GAMES.as_bytes()).await.unwrap();
+    let request = v1::CreateVerificationRequest { pgn: Some(pgn), games_per_unit: 1, priority, ..Default::default() };
+    admin.create_verification(request).await.unwrap().into_inner().job_id
+}
+
+#[tokio::test]
+async fn a_worker_of_another_arbiter_build_gets_no_verification_work_and_is_not_quarantined() {
+    let backend = BACKENDS[0];
+    let dir = TempDir::new("quarantine-build");
+    let url = fresh_database(backend, &dir.0).await;
+    let served = serve_on(&dir.0, &url, config(), 100).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let verification = verification_job(&mut admin, 1).await;
+    // Built before a change of the rules (or with none sent, as older workers do).
+    let mut old = registered_with_build(&served, "old", "0.1.0+0123456789abcdef").await;
+    let mut unsent = registered_with_build(&served, "unsent", "").await;
+    for player in [&mut old, &mut unsent] {
+        assert!(player.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.is_none());
+    }
+    // It still plays tests; a worker of this build verifies.
+    let request = test_request(&mut admin, 100, None).await;
+    let test = admin.create_test(request).await.unwrap().into_inner();
+    let lease = old.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    assert_eq!(lease.job_id, test.job_id);
+    let mut current = registered_worker(&served, "current", &[]).await;
+    let lease = current.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    assert_eq!(lease.job_id, verification);
+    let workers = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
+    assert!(workers.iter().all(|w| w.standing == "active"), "{workers:?}");
+}
+
+#[tokio::test]
+async fn a_false_verification_report_confirmed_by_a_second_worker_sets_aside_only_that_job_s_units() {
+    let backend = BACKENDS[0];
+    let dir = TempDir::new("quarantine-verification");
+    let url = fresh_database(backend, &dir.0).await;
+    let served = serve_on(&dir.0, &url, config(), 100).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let request = test_request(&mut admin, 1000, None).await;
+    let test = admin.create_test(request).await.unwrap().into_inner();
+    let (mut liar, _) = registered_worker_with_cores(&served, "liar", &[], 2).await;
+    let lease = liar.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    report(&mut liar, &lease, &honest(20), 0).await.unwrap();
+    // A verification job of a game a unit, before the test: the liar reports the quiet
+    // game 2 truly, then leaves the chase of game 1 out.
+    let verification = verification_job(&mut admin, 1).await;
+    let lease = liar.lease(v1::LeaseRequest { concurrency: 1 }).await;
+    let lease = lease.unwrap().into_inner().lease.unwrap();
+    assert_eq!((lease.job_id, lease.units.as_slice()), (verification, &[0, 1, 2, 3][..]));
+    let games = parse_pgn(GAMES).unwrap();
+    let quiet = unit_report(&games[1..2], 2, &DEFAULT_RULES, None).unwrap();
+    liar.report_verification(v1::VerificationReport { lease_id: lease.lease_id, unit: 1, report: quiet })
+        .await
+        .unwrap();
+    let none = Tally { games: 1, ..Default::default() };
+    let hidden = format!("{}\n", serde_json::json!({ "tally": none.to_json() }));
+    let forged = v1::VerificationReport { lease_id: lease.lease_id, unit: 0, report: hidden };
+    let refused = liar.report_verification(forged).await.unwrap_err();
+    assert!(refused.message().contains("game 1: left out"), "{}", refused.message());
+    let job = |id| v1::JobId { job_id: id };
+    assert_eq!(admin.get_job(job(verification)).await.unwrap().into_inner().units_done, 1);
+    // A second worker verifies the unit: its report passes, which confirms the
+    // liar's false. The liar is quarantined, its unit of this job set aside (and
+    // verified again), its test pairs kept.
+    let mut honest_worker = registered_worker(&served, "honest", &[]).await;
+    let mut verified = Vec::new();
+    loop {
+        let lease = honest_worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease;
+        let Some(lease) = lease.filter(|l| l.job_id == verification) else { break };
+        for &unit in &lease.units {
+            let index = unit as usize;
+            let report = unit_report(&games[index..index + 1], index + 1, &DEFAULT_RULES, None).unwrap();
+            let request = v1::VerificationReport { lease_id: lease.lease_id, unit, report };
+            honest_worker.report_verification(request).await.unwrap();
+            verified.push(unit);
+        }
+    }
+    // Units 0, 2 and 3 of the liar's cancelled lease, then its unit 1, set aside.
+    assert_eq!(verified, [0, 2, 3, 1]);
+    let workers = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
+    let listed = workers.iter().find(|w| w.capabilities.as_ref().unwrap().name == "liar").unwrap();
+    assert_eq!(listed.standing, "quarantined");
+    assert!(listed.standing_reason.contains("unit 0 of job"), "{}", listed.standing_reason);
+    assert_eq!(listed.units_done, 20, "its test pairs still counted");
+    let state = admin.get_job(job(verification)).await.unwrap().into_inner();
+    assert_eq!((state.state.as_str(), state.units_done), ("finished", 4));
+    let test_state = admin.get_job(job(test.job_id)).await.unwrap().into_inner();
+    assert_eq!(test_state.units_done, 20);
+    assert_eq!(test_state.totals.unwrap().pentanomial, totals(&honest(20)).pentanomial);
 }

@@ -89,8 +89,9 @@ async fn a_verification_job_sums_its_units_to_one_pass_over_the_games_and_serves
 
         // A report that leaves out a parting game with its tally made to agree passes
         // the shape checks; the coordinator's spot check verifies the unit's games
-        // again, refuses it naming the game, and quarantines the worker, whose lease
-        // goes back to the queue.
+        // again and refuses it naming the game; the forger's lease goes back to the
+        // queue, and it gets no more of the job until another worker's report of the
+        // unit settles it.
         let mut forger = registered_worker(&served, "forger", &[]).await;
         let lease = forger.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
         let games = parse_pgn(GAMES).unwrap();
@@ -107,10 +108,13 @@ async fn a_verification_job_sums_its_units_to_one_pass_over_the_games_and_serves
             "{backend:?}: {}",
             refused.message()
         );
+        let standing = |workers: Vec<v1::WorkerInfo>| {
+            let listed = workers.into_iter().find(|w| w.capabilities.as_ref().unwrap().name == "forger").unwrap();
+            (listed.standing, listed.standing_reason)
+        };
         let workers = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
-        let listed = workers.iter().find(|w| w.capabilities.as_ref().unwrap().name == "forger").unwrap();
-        assert_eq!(listed.standing, "quarantined", "{backend:?}");
-        assert!(listed.standing_reason.contains("report of unit 0 of job"), "{}", listed.standing_reason);
+        assert_eq!(standing(workers).0, "active", "{backend:?}: not quarantined on the coordinator's word alone");
+        assert!(forger.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.is_none());
 
         // A report that leaves out a parting game, or covers the wrong games, is refused
         // and counts nothing.
@@ -137,7 +141,13 @@ async fn a_verification_job_sums_its_units_to_one_pass_over_the_games_and_serves
             let label = format!("game {}", index + 1);
             check_game(game, &DEFAULT_RULES, &label, &mut all, None).unwrap();
         }
+        assert_eq!(lease.units[0], 0, "the forger's unit, leased again");
         assert_eq!(verify_all(&mut worker, Some(lease), GAMES.as_bytes()).await, 2);
+        // The second worker's report of unit 0 passed: the forger is quarantined.
+        let workers = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
+        let (standing, reason) = standing(workers);
+        assert_eq!(standing, "quarantined", "{backend:?}");
+        assert!(reason.contains("report of unit 0 of job") && reason.contains("verified the unit"), "{reason}");
         let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
         assert_eq!((state.state.as_str(), state.units_done, state.positions), ("finished", 2, 4), "{backend:?}");
         let summary = admin.get_verification(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
@@ -167,7 +177,9 @@ async fn a_verification_job_sums_its_units_to_one_pass_over_the_games_and_serves
         let served = serve_on(&dir.0, &url, config(), 100).await;
         let mut admin = client(served.address, &served.client_token).await;
         let again = admin.get_verification(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
-        assert_eq!(again, summary, "{backend:?}");
+        // What the spot checks replayed is counted since the coordinator started.
+        assert_eq!((again.spot_checked_games, again.rechecked_lines), (0, 0));
+        assert_eq!(v1::VerificationSummary { spot_checked_games: 0, rechecked_lines: 0, ..summary }, again);
 
         // A test's stored games as the source: two games of a reported pair.
         let test_spec = test_request(&mut admin, 1, None).await;
@@ -323,4 +335,128 @@ async fn a_real_collection_uploaded_as_stored_is_verified_and_fresh_self_play_ga
     let handcrafted = xq_proto::self_play_games(&fresh(20), None).unwrap();
     let with = xq_proto::self_play_games(&fresh(20), Some(network)).unwrap();
     assert!((0..40).any(|g| fresh_game(&handcrafted, g).moves != fresh_game(&with, g).moves));
+}
+
+/// A report of `lines` with the tally they give, over a unit of `games` games: what a
+/// forger sends so that the counts agree.
+fn with_tally(lines: &[String], games: u64) -> String {
+    let mut tally = Tally::default();
+    for line in lines {
+        tally.count(Some(&serde_json::from_str(line).unwrap()));
+    }
+    tally.games = games;
+    let mut report: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    report.push_str(&format!("{}\n", serde_json::json!({ "tally": tally.to_json() })));
+    report
+}
+
+#[tokio::test]
+async fn a_report_naming_a_game_twice_or_outside_its_unit_or_a_foreign_kind_is_refused_and_every_line_is_verified() {
+    let backend = BACKENDS[0];
+    let dir = TempDir::new("verification-names");
+    let url = fresh_database(backend, &dir.0).await;
+    // No budget for drawn games: only the reported lines are verified again.
+    let config = SchedulerConfig { spot_check_plies_per_second: 0.0, ..config() };
+    let served = serve_on(&dir.0, &url, config, 100).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let pgn = upload(&mut admin, "chases.pgn", "pgn", GAMES.as_bytes()).await.unwrap();
+    let request = v1::CreateVerificationRequest { pgn: Some(pgn), games_per_unit: 4, ..Default::default() };
+    let job = admin.create_verification(request).await.unwrap().into_inner();
+    let mut forger = registered_worker(&served, "forger", &[]).await;
+    let lease = forger.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    let games = parse_pgn(GAMES).unwrap();
+    let honest = unit_report(&games, 1, &DEFAULT_RULES, None).unwrap();
+    let lines: Vec<String> = honest.lines().take(3).map(str::to_owned).collect();
+    let send = |report: String| v1::VerificationReport { lease_id: lease.lease_id, unit: 0, report };
+    // A true parting line twice (the quiet game's place taken), a line of another
+    // unit's game, a kind of a rule set the job does not compare: each refused,
+    // naming its line.
+    let twice = with_tally(&[lines[0].clone(), lines[0].clone(), lines[1].clone()], 4);
+    let refused = forger.report_verification(send(twice)).await.unwrap_err();
+    assert_eq!(refused.message(), "report of unit 0: line 2: game 1 named twice");
+    let outside = with_tally(&[lines[0].clone(), lines[1].clone(), lines[2].replace("game 4", "game 5")], 4);
+    let refused = forger.report_verification(send(outside)).await.unwrap_err();
+    assert_eq!(refused.message(), "report of unit 0: line 3: 'game 5' is not a game of this unit (game 1 to game 4)");
+    let mut foreign: serde_json::Value = serde_json::from_str(&lines[2]).unwrap();
+    foreign["kinds"] = serde_json::json!(["wxf vs computer: different ply", "made up"]);
+    let foreign = with_tally(&[lines[0].clone(), lines[1].clone(), foreign.to_string()], 4);
+    let refused = forger.report_verification(send(foreign)).await.unwrap_err();
+    assert!(
+        refused.message().starts_with(
+            "report of unit 0: line 3: a kind 'wxf vs computer: different ply' that is no parting of the job's rule \
+             sets (wxf, asian, cxq)"
+        ),
+        "{}",
+        refused.message()
+    );
+    // A parting line's verdict moved: found with no game drawn, since every reported
+    // line is verified again.
+    let mut moved: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+    moved["verdicts"][0]["ply"] = serde_json::json!(6);
+    let misstated = with_tally(&[moved.to_string(), lines[1].clone(), lines[2].clone()], 4);
+    let refused = forger.report_verification(send(misstated)).await.unwrap_err();
+    assert!(
+        refused.message().starts_with("report of unit 0: a spot check finds game 1: verdicts other than the arbiter's"),
+        "{}",
+        refused.message()
+    );
+    let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+    assert_eq!((state.units_done, state.positions), (0, 0));
+    // An honest worker's report passes, each of its lines verified again.
+    let mut worker = registered_worker(&served, "w", &[]).await;
+    assert_eq!(verify_all(&mut worker, None, GAMES.as_bytes()).await, 1);
+    let summary = admin.get_verification(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+    assert_eq!((summary.games, summary.parting, summary.refused), (4, 2, 1));
+    assert_eq!((summary.rechecked_lines, summary.spot_checked_games), (3, 0));
+}
+
+#[tokio::test]
+async fn a_job_of_one_game_units_keeps_the_coordinator_s_replays_under_its_budget() {
+    use xq_coordinator::verification::UnitGames;
+    let backend = BACKENDS[0];
+    let dir = TempDir::new("verification-budget");
+    let url = fresh_database(backend, &dir.0).await;
+    let settings = xq_proto::self_play_games(&fresh(20), None).unwrap();
+    // A budget of two fresh games a second, where a worker plays dozens.
+    let cost = UnitGames::SelfPlay { settings: &settings, count: 1 }.game_cost(DEFAULT_RULES.len());
+    let config = SchedulerConfig { spot_check_plies_per_second: 2.0 * cost, ..config() };
+    let start = std::time::Instant::now();
+    let served = serve_on(&dir.0, &url, config, 100).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let units = 60;
+    let request = v1::CreateVerificationRequest {
+        selfplay: Some(fresh(20)),
+        games: units,
+        games_per_unit: 1,
+        ..Default::default()
+    };
+    let job = admin.create_verification(request).await.unwrap().into_inner();
+    assert_eq!(job.units_total, units);
+    let mut worker = registered_worker(&served, "w", &[]).await;
+    let mut reported = 0;
+    while let Some(lease) = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease {
+        for &unit in &lease.units {
+            let games = [fresh_game(&settings, unit as usize)];
+            let report = unit_report(&games, unit as usize + 1, &DEFAULT_RULES, None).unwrap();
+            worker
+                .report_verification(v1::VerificationReport { lease_id: lease.lease_id, unit, report })
+                .await
+                .unwrap();
+            reported += 1;
+        }
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    assert_eq!(reported, units);
+    let summary = admin.get_verification(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+    assert_eq!(summary.games, units);
+    // A second's budget to start with, two games a second since: far from the 60 a
+    // coordinator drawing a game of each unit would replay.
+    let budget = 2.0 + 2.0 * elapsed;
+    assert!(
+        (1.0..=budget).contains(&(summary.spot_checked_games as f64)),
+        "{} games replayed in {elapsed:.1} s, a budget of {budget:.1}",
+        summary.spot_checked_games
+    );
+    assert!(summary.spot_checked_games < units / 2, "{} of {units}", summary.spot_checked_games);
+    assert_eq!(summary.rechecked_lines, summary.parting + summary.refused, "every line verified again");
 }

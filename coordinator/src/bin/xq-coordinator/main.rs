@@ -107,6 +107,12 @@ struct ServeArgs {
     /// Running or pending jobs a submitter may have at once (0: no limit).
     #[arg(long, default_value_t = 0)]
     submitter_active_jobs: usize,
+    /// Plies a second the spot checks of verification reports may replay, across all
+    /// jobs (a ply ruled under one rule set, or a node searched, counts one; the
+    /// arbiter rules about a million a second on a core). Every reported line is
+    /// verified again regardless; only the games drawn at random wait for the budget.
+    #[arg(long, default_value_t = xq_coordinator::verification::SPOT_CHECK_PLIES_PER_SECOND)]
+    spot_check_plies: f64,
 }
 
 /// Request handling allocates many small short-lived buffers (frames, messages, rows)
@@ -155,6 +161,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         submitter_quota_bytes: args.submitter_quota_mb.saturating_mul(1 << 20),
         submitter_active_jobs: args.submitter_active_jobs,
         followers: FollowerCaps { total: args.max_followers, per_address: args.max_followers_per_address },
+        spot_check_plies_per_second: args.spot_check_plies,
         ..SchedulerConfig::default()
     };
     check_transport(args.listen, args.tls_cert.is_some(), args.allow_plaintext)?;

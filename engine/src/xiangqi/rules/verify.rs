@@ -20,6 +20,21 @@ use crate::xiangqi::notation::{MoveTextError, parse_any};
 use crate::xiangqi::pgn::PgnGame;
 use crate::xiangqi::{Move, Position, fen};
 
+/// This arbiter's build: the crate's version and a hash, taken at build time
+/// (`build.rs`), of the library's sources and the features it was built with. A
+/// worker sends it in its capabilities, and the coordinator leases verification work
+/// only to workers whose build is its own, since it checks their reports by ruling
+/// the same games itself.
+///
+/// A hash of the sources rather than a fingerprint of rulings on a fixed set of games:
+/// a ruling can change only when the code changes (the rule sets, and the position,
+/// move generation and repetition hashing they read; for fresh self-play games, which
+/// the coordinator plays again, the search and evaluation too), so the sources' hash
+/// changes whenever rulings can, where a fixed set of games would miss a change that
+/// none of them exercises. It changes on edits that rule nothing (a comment): such a
+/// worker only waits for a matching coordinator, it is never quarantined.
+pub const ARBITER_BUILD: &str = concat!(env!("CARGO_PKG_VERSION"), "+", env!("XQ_ARBITER_SOURCE_HASH"));
+
 /// Where and how a referee under one rule set ended a game.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Verdict {
