@@ -12,7 +12,9 @@ use serde_json::Value;
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::pgn::{Movetext, PgnGame};
 use xq_engine::xiangqi::rules::RuleSet;
-use xq_engine::xiangqi::rules::verify::{ARBITER_BUILD, Disagreement, Tally, check_game, kind_pair, report_tally};
+use xq_engine::xiangqi::rules::verify::{
+    ARBITER_BUILD, Disagreement, FAIRY_STOCKFISH, Tally, check_game, kind_pair, report_tally,
+};
 use xq_engine::xiangqi::selfplay::{PlaySettings, fresh_game};
 use xq_proto::v1;
 
@@ -195,9 +197,11 @@ fn foreign_kind(kind: &str, scope: &ReportScope) -> Option<String> {
     let (a, b) = kind_pair(kind);
     let how = kind.split_once(": ").map_or("", |(_, how)| how);
     let names: Vec<&str> = scope.rules.iter().map(|r| r.name()).collect();
+    // The job's `pyffish` reports its partings as Fairy-Stockfish's.
+    let reference = if scope.reference == REFERENCE_PYFFISH { FAIRY_STOCKFISH } else { scope.reference };
     let known = names.contains(&a)
         && a != b
-        && (names.contains(&b) || (!scope.reference.is_empty() && b == scope.reference))
+        && (names.contains(&b) || (!reference.is_empty() && b == reference))
         && DISAGREEMENTS.iter().any(|d| d.name() == how);
     if known {
         return None;
@@ -673,7 +677,8 @@ mod tests {
         for (kind, with) in [
             ("wxf vs cxq: made up", ""),
             ("wxf vs computer: different ply", ""),
-            ("wxf vs pyffish: different ply", ""),
+            ("wxf vs fairy-stockfish: different ply", ""),
+            ("wxf vs pyffish: different ply", "pyffish"),
             ("wxf vs wxf: different ply", "pyffish"),
         ] {
             let mut line: Value = serde_json::from_str(lines[0]).unwrap();
@@ -684,7 +689,7 @@ mod tests {
             assert!(found.starts_with(&format!("line 1: a kind '{kind}' that is no parting")), "{found}");
         }
         let mut line: Value = serde_json::from_str(lines[0]).unwrap();
-        line["kinds"] = serde_json::json!(["wxf vs pyffish: different ply"]);
+        line["kinds"] = serde_json::json!(["wxf vs fairy-stockfish: different ply"]);
         let with_reference = ReportScope { reference: "pyffish", ..scope(1, 3) };
         assert!(check_report(&recounted(&[line.to_string()]), &with_reference).is_ok());
     }

@@ -60,7 +60,7 @@ impl Drop for Pyffish {
 
 impl Reference for Pyffish {
     fn name(&self) -> &'static str {
-        "fairy-stockfish"
+        xq_engine::xiangqi::rules::verify::FAIRY_STOCKFISH
     }
 
     fn verdict(

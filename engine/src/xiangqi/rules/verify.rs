@@ -81,6 +81,11 @@ pub fn kind_pair(kind: &str) -> (&str, &str) {
     pair.split_once(" vs ").unwrap_or((pair, ""))
 }
 
+/// The name under which the pyffish reference (Fairy-Stockfish's rules) reports its
+/// partings ("wxf vs fairy-stockfish: different ply"), where a job's spec calls it
+/// `pyffish`, after the module that runs it.
+pub const FAIRY_STOCKFISH: &str = "fairy-stockfish";
+
 /// A second opinion on where games end, from outside the arbiter: Fairy-Stockfish's
 /// rules through pyffish, on workers that have it.
 pub trait Reference {
