@@ -21,11 +21,51 @@ use crate::dashboard::{report, running_test};
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 
-/// A chromedriver and a headless Chromium session, ended at drop.
+/// A chromedriver and a headless Chromium session, ended at drop: every process of
+/// the session's Chromium is killed and found gone (chromedriver killed alone left its
+/// Chromium running, 70 of them after a full `scripts/test`).
 struct Session {
     browser: Browser,
     _driver: tokio::process::Child,
-    _profile: TempDir,
+    profile: TempDir,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let marker = self.profile.0.display().to_string();
+        let start = Instant::now();
+        loop {
+            let left = processes_naming(&marker);
+            if left.is_empty() {
+                return;
+            }
+            for pid in &left {
+                if let Some(pid) = rustix::process::Pid::from_raw(*pid) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                }
+            }
+            // A panic while already panicking would abort the whole test binary.
+            if start.elapsed() > Duration::from_secs(10) && !std::thread::panicking() {
+                panic!("Chromium processes of {marker} outlived their session: {left:?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// The processes whose command line names `marker` (a session's profile directory,
+/// which its browser, renderers and crash handler are all given), zombies left out.
+fn processes_naming(marker: &str) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline).contains(marker) && !status.contains("State:\tZ")
+        })
+        .collect()
 }
 
 async fn session(width: u32, height: u32) -> Session {
@@ -50,6 +90,9 @@ async fn session(width: u32, height: u32) -> Session {
                 "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
                 "--no-first-run", "--disable-quic", format!("--user-data-dir={}", profile.0.display()),
+                // The crash handler's database in the profile too, so that it is found
+                // and ended with the session's other processes.
+                format!("--crash-dumps-dir={}", profile.0.join("crashes").display()),
                 format!("--window-size={width},{height}"),
             ]
         }
@@ -65,7 +108,7 @@ async fn session(width: u32, height: u32) -> Session {
             Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
         }
     };
-    Session { browser, _driver: driver, _profile: profile }
+    Session { browser, _driver: driver, profile }
 }
 
 fn screenshots() -> PathBuf {
