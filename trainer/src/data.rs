@@ -253,13 +253,7 @@ pub enum Part {
 
 /// Whether game `index` of `chunk` is held out, for `share` of the games (0..=1).
 pub fn held_out(chunk: &Path, index: usize, share: f64) -> bool {
-    let name = chunk.file_name().unwrap_or(chunk.as_os_str());
-    let hash = name
-        .as_encoded_bytes()
-        .iter()
-        .copied()
-        .chain((index as u64).to_le_bytes())
-        .fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3));
+    let hash = position_hash(chunk, index, &[]);
     // FNV's low bits mix poorly on short tails; the top 53 bits give the fraction.
     ((hash >> 11) as f64 / (1u64 << 53) as f64) < share
 }
@@ -302,15 +296,19 @@ impl Default for LoaderSettings {
 /// Whether position `index` of `chunk` is mirrored in the pass drawn from `seed`: a
 /// hash, so that a pass is the same whatever the loader threads' timing.
 fn mirrored_in_pass(chunk: &Path, index: usize, seed: u64) -> bool {
+    position_hash(chunk, index, &seed.to_le_bytes()) >> 63 == 1
+}
+
+/// FNV-1a of a chunk's file name, an index in it and `extra`: fixed by the data alone,
+/// whatever the order the loader threads read it in.
+fn position_hash(chunk: &Path, index: usize, extra: &[u8]) -> u64 {
     let name = chunk.file_name().unwrap_or(chunk.as_os_str());
-    let hash = name
-        .as_encoded_bytes()
+    name.as_encoded_bytes()
         .iter()
         .copied()
         .chain((index as u64).to_le_bytes())
-        .chain(seed.to_le_bytes())
-        .fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3));
-    hash >> 63 == 1
+        .chain(extra.iter().copied())
+        .fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// One pass over the chunks: batches as they are made, and the chunks refused.

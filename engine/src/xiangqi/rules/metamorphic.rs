@@ -117,12 +117,19 @@ fn ruled_json(game: &RuledGame) -> Value {
 /// Checks every property on the game of `moves` from `start` under each of
 /// `rule_sets`; the properties it breaks, with the shortest counterexample found.
 pub fn check(start: &Position, moves: &[Move], rule_sets: &[RuleSet]) -> Vec<Counterexample> {
-    broken_properties(start, moves, rule_sets).into_iter().map(shortened).collect()
+    check_ruled(start, moves, &verdicts(start, moves, rule_sets))
+}
+
+/// [`check`] for a game whose verdicts under its rule sets are `found` already (a
+/// verification has them).
+pub fn check_ruled(start: &Position, moves: &[Move], found: &[Verdict]) -> Vec<Counterexample> {
+    broken_properties(start, moves, found).into_iter().map(shortened).collect()
 }
 
 /// [`check`]'s counterexamples as found, on the whole game.
-fn broken_properties(start: &Position, moves: &[Move], rule_sets: &[RuleSet]) -> Vec<Counterexample> {
-    let found = verdicts(start, moves, rule_sets);
+fn broken_properties(start: &Position, moves: &[Move], found: &[Verdict]) -> Vec<Counterexample> {
+    let rule_sets: Vec<RuleSet> = found.iter().map(|verdict| verdict.rules).collect();
+    let rule_sets = &rule_sets[..];
     // Moves after the last ruling change no verdict.
     let last = found.iter().map(|v| v.ended.map_or(moves.len(), |(ply, _)| ply)).max().unwrap_or(0);
     let moves = &moves[..last.min(moves.len())];
@@ -148,7 +155,7 @@ fn broken_properties(start: &Position, moves: &[Move], rule_sets: &[RuleSet]) ->
             }
         }
     }
-    for verdict in &found {
+    for verdict in found {
         broken.extend(repetition_properties(start, moves, verdict));
     }
     broken
@@ -315,9 +322,10 @@ fn shortened(example: Counterexample) -> Counterexample {
     let positions = positions_along(&example.game.start, &moves);
     let mut best = example;
     for drop in (2..moves.len()).step_by(2) {
-        let shorter = broken_properties(&positions[drop], &moves[drop..], &[rules])
-            .into_iter()
-            .find(|broken| broken.property == property);
+        let shorter =
+            broken_properties(&positions[drop], &moves[drop..], &verdicts(&positions[drop], &moves[drop..], &[rules]))
+                .into_iter()
+                .find(|broken| broken.property == property);
         match shorter {
             Some(shorter) => best = shorter,
             None => break,

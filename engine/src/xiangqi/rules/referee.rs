@@ -400,10 +400,8 @@ impl Official {
 const WINDOW_OCCURRENCES: usize = 3;
 
 /// The repetition the current position closed, if it occurred before: the moves since
-/// the earliest of its last three occurrences (of its last two if it occurred only
-/// twice), with their start position. `hashes` holds the hash of the position before
-/// each ply of `undos`, then the current one's; positions recur only with the same side
-/// to move, so every other ply is looked at.
+/// [`window_start`], with their start position. `hashes` holds the hash of the
+/// position before each ply of `undos`, then the current one's.
 ///
 /// The window is the repetition being made, not the game's whole history of the
 /// position: a perpetual check or chase that follows an earlier, allowed visit to the
@@ -411,15 +409,23 @@ const WINDOW_OCCURRENCES: usize = 3;
 /// cycles alternating from one position (Diagram 80, two chariots chasing two cannons
 /// in turn) are judged together.
 fn last_cycle(position: &Position, undos: &[Undo], hashes: &[u64]) -> Option<(Position, Vec<Move>)> {
-    let current = *hashes.last()?;
-    let plies = undos.len();
-    let spanned = if cfg!(feature = "mutant-first-occurrence-window") { usize::MAX } else { WINDOW_OCCURRENCES - 1 };
-    let start_ply = (plies % 2..plies).step_by(2).rev().filter(|&i| hashes[i] == current).take(spanned).last()?;
+    let start_ply = window_start(hashes)?;
     let mut start = position.clone();
     for undo in undos[start_ply..].iter().rev() {
         start.unmake_move(*undo);
     }
     Some((start, undos[start_ply..].iter().map(|u| u.mv()).collect()))
+}
+
+/// Where the repetition the last of `hashes` closes starts (the hashes of a game's
+/// positions, one a ply): the index of the earliest of its last three occurrences, of
+/// its last two if it occurred only twice; `None` if it had not occurred before.
+/// Positions recur only with the same side to move, so every other ply is looked at.
+pub(super) fn window_start(hashes: &[u64]) -> Option<usize> {
+    let current = *hashes.last()?;
+    let plies = hashes.len() - 1;
+    let spanned = if cfg!(feature = "mutant-first-occurrence-window") { usize::MAX } else { WINDOW_OCCURRENCES - 1 };
+    (plies % 2..plies).step_by(2).rev().filter(|&i| hashes[i] == current).take(spanned).last()
 }
 
 /// Why the side to move in `position` has lost, if it has no legal move.
