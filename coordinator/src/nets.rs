@@ -2,7 +2,8 @@
 //! with its parent, the self-play job it learnt from, its losses and the match test
 //! that decides its promotion. A net's state is not stored but read off its test job
 //! (running: testing; H1 accepted: promoted; any other end: rejected), so that the
-//! registry can never disagree with the test.
+//! registry can never disagree with the test. A lineage may start from a seed, a net
+//! trained elsewhere (the engine's embedded one), recorded as its generation 0.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
@@ -11,7 +12,9 @@ use xq_proto::v1;
 
 use crate::jobs::JobSpec;
 use crate::scheduler::{ScheduleError, Scheduler};
+use crate::service::Caller;
 use crate::storage::{Change, NetRow, now_ms};
+use crate::tokens::Role;
 use crate::writer::Writer;
 
 /// The longest lineage name.
@@ -37,12 +40,31 @@ fn invalid(message: String) -> ScheduleError {
     ScheduleError::Invalid(message)
 }
 
-/// What a test job says of the net it tests.
-fn state_of(test_job_id: i64, scheduler: &Scheduler) -> &'static str {
-    if test_job_id == 0 {
+/// Refuses `caller` a change to `lineage` unless it is an admin or the lineage's owner
+/// (the token that recorded its first net). A lineage recorded before owners were
+/// kept takes changes from admins only.
+fn may_change(rows: &BTreeMap<u64, NetRow>, lineage: &str, caller: &Caller) -> Result<(), ScheduleError> {
+    let Some(first) = rows.values().find(|r| r.lineage == lineage) else { return Ok(()) };
+    if caller.role == Role::Admin || (!first.owner.is_empty() && first.owner == caller.token_id) {
+        return Ok(());
+    }
+    Err(ScheduleError::Denied(match first.owner.as_str() {
+        "" => format!("lineage {lineage} has no recorded owner: only an admin may change it"),
+        owner => format!("lineage {lineage} belongs to token {owner}: only it or an admin may change it"),
+    }))
+}
+
+/// What a test job says of the net it tests; a lineage's generation 0 is its seed,
+/// a net made elsewhere that the lineage starts from instead of the handcrafted
+/// evaluation, and is not tested.
+fn state_of(row: &NetRow, scheduler: &Scheduler) -> &'static str {
+    if row.generation == 0 {
+        return "seed";
+    }
+    if row.test_job_id == 0 {
         return "untested";
     }
-    match scheduler.job(test_job_id as u64) {
+    match scheduler.job(row.test_job_id as u64) {
         Some(job) if job.state == "running" => "testing",
         Some(job) if job.outcome == "H1 accepted" => "promoted",
         _ => "rejected",
@@ -62,7 +84,7 @@ fn view(row: &NetRow, scheduler: &Scheduler) -> v1::Net {
         validation_loss: row.validation_loss,
         positions: row.positions as u64,
         epochs: row.epochs as u32,
-        state: state_of(row.test_job_id, scheduler).to_owned(),
+        state: state_of(row, scheduler).to_owned(),
         description: row.description.clone(),
         created_ms: row.created_ms,
     }
@@ -90,6 +112,7 @@ impl Nets {
         request: &v1::AddNetRequest,
         artifact: Option<Indexed>,
         scheduler: &Scheduler,
+        caller: &Caller,
     ) -> Result<v1::Net, ScheduleError> {
         let sha256 = request.artifact.as_ref().map(|a| a.sha256.clone()).unwrap_or_default();
         let Some((name, kind, size)) = artifact else {
@@ -107,8 +130,11 @@ impl Nets {
                 "lineage '{lineage}': 1 to {MAX_LINEAGE} letters, digits, dots, dashes or underscores"
             )));
         }
-        if request.generation == 0 {
-            return Err(invalid("generation 0 is the handcrafted evaluation: nets start at 1".to_owned()));
+        if request.generation == 0 && (request.parent_id != 0 || request.data_job_id != 0) {
+            return Err(invalid(
+                "generation 0 is the lineage's seed, a net trained elsewhere: it has no parent and no data job"
+                    .to_owned(),
+            ));
         }
         for (field, loss) in [("train_loss", request.train_loss), ("validation_loss", request.validation_loss)] {
             if !loss.is_finite() || loss < 0.0 {
@@ -118,13 +144,16 @@ impl Nets {
         if request.description.len() > MAX_DESCRIPTION || request.description.chars().any(|c| c.is_control()) {
             return Err(invalid(format!("description: at most {MAX_DESCRIPTION} characters, no control characters")));
         }
-        if !matches!(scheduler.spec(request.data_job_id).as_deref(), Some(JobSpec::SelfPlay(_))) {
+        if request.generation > 0
+            && !matches!(scheduler.spec(request.data_job_id).as_deref(), Some(JobSpec::SelfPlay(_)))
+        {
             return Err(invalid(format!("data job {}: no such self-play job", request.data_job_id)));
         }
         let generation = i64::from(request.generation);
         let _change = self.changes.lock().await;
         let row = {
             let rows = self.lock();
+            may_change(&rows, lineage, caller)?;
             // The same call again (a resumed loop) is answered before anything that
             // changed since, such as its parent's promotion, is looked at.
             if let Some(stored) = rows.values().find(|r| r.lineage == *lineage && r.generation == generation) {
@@ -168,6 +197,7 @@ impl Nets {
                 epochs: i64::from(request.epochs),
                 description: request.description.clone(),
                 created_ms: now_ms(),
+                owner: caller.token_id.clone(),
             }
         };
         self.writer.write(Change::Net(Box::new(row.clone()))).await?;
@@ -183,6 +213,7 @@ impl Nets {
         net_id: u64,
         test_job_id: u64,
         scheduler: &Scheduler,
+        caller: &Caller,
     ) -> Result<v1::Net, ScheduleError> {
         let spec = scheduler.spec(test_job_id);
         let Some(JobSpec::Match(test)) = spec.as_deref() else {
@@ -199,8 +230,15 @@ impl Nets {
         let row = {
             let rows = self.lock();
             let net = rows.get(&net_id).ok_or_else(|| ScheduleError::NotFound(format!("net {net_id}")))?;
+            may_change(&rows, &net.lineage, caller)?;
             if net.test_job_id as u64 == test_job_id {
                 return Ok(view(net, scheduler));
+            }
+            if net.generation == 0 {
+                return Err(invalid(format!(
+                    "net {net_id} is lineage {}'s seed (generation 0): its children are tested against it",
+                    net.lineage
+                )));
             }
             if net_of(&test.request.new_engine).as_deref() != Some(net.sha256.as_str()) {
                 return Err(invalid(format!("test job {test_job_id}: its new engine does not carry net {net_id}")));

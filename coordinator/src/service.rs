@@ -945,18 +945,18 @@ impl v1::client_server::Client for ClientApi {
     }
 
     async fn add_net(&self, request: Request<v1::AddNetRequest>) -> Result<Response<v1::Net>, Status> {
-        client_of(&request)?;
+        let caller = client_of(&request)?;
         let request = request.into_inner();
         let sha256 = request.artifact.as_ref().map(|a| a.sha256.as_str()).unwrap_or_default();
         check_hash(sha256).map_err(|e| Status::invalid_argument(format!("artifact: {e}")))?;
         let indexed = self.0.storage.artifact(sha256).await.map_err(|e| Status::unavailable(e.to_string()))?;
-        Ok(Response::new(self.0.nets.add(&request, indexed, &self.0.scheduler).await?))
+        Ok(Response::new(self.0.nets.add(&request, indexed, &self.0.scheduler, &caller).await?))
     }
 
     async fn set_net_test(&self, request: Request<v1::SetNetTestRequest>) -> Result<Response<v1::Net>, Status> {
-        client_of(&request)?;
+        let caller = client_of(&request)?;
         let request = request.into_inner();
-        Ok(Response::new(self.0.nets.set_test(request.net_id, request.test_job_id, &self.0.scheduler).await?))
+        Ok(Response::new(self.0.nets.set_test(request.net_id, request.test_job_id, &self.0.scheduler, &caller).await?))
     }
 
     async fn list_nets(&self, request: Request<v1::ListNetsRequest>) -> Result<Response<v1::ListNetsReply>, Status> {

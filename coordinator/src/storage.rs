@@ -204,13 +204,16 @@ pub struct NetRow {
     pub epochs: i64,
     pub description: String,
     pub created_ms: i64,
+    /// The token id of the user who recorded it; the lineage's owner is its first
+    /// net's. Empty: recorded before owners were kept.
+    pub owner: String,
 }
 
 /// The net columns, as a literal so that queries stay literal SQL.
 macro_rules! net_columns {
     () => {
         "id, sha256, name, size, lineage, generation, parent_id, data_job_id, test_job_id, train_loss, \
-         validation_loss, positions, epochs, description, created_ms"
+         validation_loss, positions, epochs, description, created_ms, owner"
     };
 }
 
@@ -231,6 +234,7 @@ fn net_from_row(row: &sqlx::any::AnyRow) -> Result<NetRow, sqlx::Error> {
         epochs: row.try_get("epochs")?,
         description: row.try_get("description")?,
         created_ms: row.try_get("created_ms")?,
+        owner: row.try_get("owner")?,
     })
 }
 
@@ -873,7 +877,7 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
             sqlx::query(concat!(
                 "INSERT INTO nets (",
                 net_columns!(),
-                ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+                ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
                  ON CONFLICT (id) DO UPDATE SET test_job_id = excluded.test_job_id"
             ))
             .bind(net.id)
@@ -891,6 +895,7 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
             .bind(net.epochs)
             .bind(&net.description)
             .bind(net.created_ms)
+            .bind(&net.owner)
             .execute(&mut *conn)
             .await?;
         }

@@ -120,9 +120,19 @@ pub fn load(path: &Path, device: Device) -> Result<Checkpoint, CheckpointError> 
     Ok(Checkpoint { model, optimiser: AdamW { first, second, steps, weight_decay }, progress })
 }
 
-/// The model alone from the checkpoint at `path`, to start a new run from it.
+/// The model alone from the checkpoint at `path`, to start a new run from it; `path`
+/// may also be an engine net (`XQNN`), read back into floats, when its checkpoint is
+/// not at hand (the embedded net, a net made on another machine).
 pub fn load_model(path: &Path, device: Device) -> Result<Model, CheckpointError> {
     let fail = |reason: String| CheckpointError::Read { path: path.to_path_buf(), reason };
+    let mut magic = [0u8; 4];
+    let is_net = std::fs::File::open(path)
+        .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut magic))
+        .is_ok_and(|()| magic == xq_engine::xiangqi::nnue::format::MAGIC);
+    if is_net {
+        let net = xq_engine::xiangqi::nnue::Network::load(path).map_err(|e| fail(e.to_string()))?;
+        return Ok(Model::from_parameters(&net.parameters(), device));
+    }
     let named = Tensor::read_safetensors(path).map_err(|e| fail(e.to_string()))?;
     let parameters = named.into_iter().filter(|(name, _)| NAMES.contains(&name.as_str())).collect();
     Model::from_named(parameters, device).map_err(fail)

@@ -1,5 +1,6 @@
 //! The closed loop on a coordinator, generation after generation: a self-play job with
-//! the lineage's best net (the handcrafted evaluation before the first promotion),
+//! the lineage's best net (before the first promotion its seed, a net trained elsewhere
+//! such as the engine's embedded one, or without a seed the handcrafted evaluation),
 //! training on the newest generations' data from the best net's checkpoint, the new
 //! net uploaded and recorded in the coordinator's registry with its parent, data and
 //! losses, and an SPRT of the engine with the new net against the engine with the best
@@ -73,6 +74,9 @@ pub struct LoopSettings {
     pub window: usize,
     /// The engine binary tested (our `xq-engine`).
     pub engine: PathBuf,
+    /// The seed: the net file (`XQNN`) generation 0 is, which the first generation
+    /// plays, trains from and is tested against; none: the handcrafted evaluation.
+    pub seed: Option<Vec<u8>>,
     pub self_play: SelfPlayPlan,
     pub test: TestPlan,
     /// Training settings; the data description and the starting model are set per
@@ -179,15 +183,47 @@ pub struct GenerationReport {
 }
 
 /// The best net a generation starts from: the lineage's newest promoted net of an
-/// earlier generation (none: the handcrafted evaluation). Earlier only: a loop resumed
-/// after its own generation's net was promoted must not take that net as its parent.
+/// earlier generation, or its seed (none: the handcrafted evaluation). Earlier only: a
+/// loop resumed after its own generation's net was promoted must not take that net as
+/// its parent.
 pub async fn best_net(client: &mut Client, lineage: &str, generation: u32) -> Result<Option<v1::Net>, LoopError> {
     let nets = client.list_nets(v1::ListNetsRequest { lineage: lineage.to_owned() }).await?.into_inner().nets;
     Ok(best_before(nets, generation))
 }
 
 fn best_before(nets: Vec<v1::Net>, generation: u32) -> Option<v1::Net> {
-    nets.into_iter().filter(|n| n.state == "promoted" && n.generation < generation).max_by_key(|n| n.generation)
+    nets.into_iter()
+        .filter(|n| (n.state == "promoted" || n.state == "seed") && n.generation < generation)
+        .max_by_key(|n| n.generation)
+}
+
+/// The seed's file in the loop's directory, which the first generation trains from.
+fn seed_path(dir: &Path) -> PathBuf {
+    dir.join("seed.xqnn")
+}
+
+/// Records `bytes` as the lineage's seed (generation 0), and keeps them in the loop's
+/// directory. Repeatable: a resumed loop makes the same calls; a lineage seeded with
+/// another net refuses the call.
+async fn plant_seed(client: &mut Client, settings: &LoopSettings, bytes: &[u8]) -> Result<v1::Net, LoopError> {
+    let description = xq_engine::xiangqi::nnue::Network::from_bytes(bytes)
+        .map_err(|e| LoopError::Job(format!("the seed net: {e}")))?
+        .description()
+        .to_owned();
+    let artifact = client::upload_artifact(client, &format!("{}-seed.xqnn", settings.lineage), "net", bytes).await?;
+    let net = client
+        .add_net(v1::AddNetRequest {
+            artifact: Some(artifact),
+            lineage: settings.lineage.clone(),
+            generation: 0,
+            description,
+            ..Default::default()
+        })
+        .await?
+        .into_inner();
+    let path = seed_path(&settings.dir);
+    std::fs::write(&path, bytes).map_err(|source| LoopError::Io { path, source })?;
+    Ok(net)
 }
 
 /// Runs generations until `settings.generations` is done or `stop` is raised;
@@ -207,6 +243,10 @@ pub async fn run(
         Some(path) => Some(client::upload_file(client, path, "book").await?),
         None => None,
     };
+    if let Some(bytes) = &settings.seed {
+        let seed = plant_seed(client, settings, bytes).await?;
+        say(&format!("lineage {}: seed net {} ({})", settings.lineage, seed.net_id, seed.description));
+    }
     while state.generation <= settings.generations {
         let generation = state.generation;
         let best = best_net(client, &settings.lineage, generation).await?;
@@ -245,11 +285,15 @@ pub async fn run(
             chunks.extend(find_chunks(&dir).map_err(TrainError::from)?);
         }
         let run_dir = settings.dir.join(format!("generation{generation}"));
-        // The best net's checkpoint, when this directory trained it; a loop moved to
-        // another machine starts a fresh net (tested against the best all the same).
+        // The best net's checkpoint, when this directory trained it, or the seed's net
+        // file; a loop moved to another machine starts a fresh net (tested against the
+        // best all the same).
         let init = best
             .as_ref()
-            .map(|n| checkpoint_path(&settings.dir.join(format!("generation{}", n.generation))))
+            .map(|n| match n.generation {
+                0 => seed_path(&settings.dir),
+                generation => checkpoint_path(&settings.dir.join(format!("generation{generation}"))),
+            })
             .filter(|p| p.exists());
         if let (Some(best), None) = (&best, &init) {
             say(&format!(
@@ -466,5 +510,9 @@ mod tests {
         // Generation 3 resumed after its own net's promotion still starts from net 1.
         assert_eq!(best_before(nets.clone(), 3).map(|n| n.generation), Some(1));
         assert_eq!(best_before(nets, 1), None, "the first generation plays the handcrafted evaluation");
+        // A seeded lineage starts from its seed until a net is promoted.
+        let seeded = vec![net(2, "rejected"), net(1, "rejected"), net(0, "seed")];
+        assert_eq!(best_before(seeded.clone(), 1).map(|n| n.generation), Some(0));
+        assert_eq!(best_before(seeded, 3).map(|n| n.generation), Some(0));
     }
 }

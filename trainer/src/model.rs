@@ -154,6 +154,37 @@ impl Model {
         Ok(Model { tensors })
     }
 
+    /// The float model whose quantisation is `parameters` (a net the trainer has only
+    /// as a file, such as the engine's embedded one): each integer over its scale, the
+    /// hidden biases without the half step [`Model::quantise`] adds, so that quantising
+    /// the model gives `parameters` back exactly.
+    pub fn from_parameters(parameters: &Parameters, device: Device) -> Model {
+        let sum = WEIGHT_ONE * ACTIVATION_ONE;
+        let rounding = f64::from(1 << (WEIGHT_SHIFT - 1));
+        let scaled = |values: Vec<f64>, scale: f64| values.into_iter().map(|v| (v / scale) as f32).collect::<Vec<_>>();
+        let from = |values: &[i16]| values.iter().map(|&v| f64::from(v)).collect::<Vec<_>>();
+        let from_i8 = |values: &[i8]| values.iter().map(|&v| f64::from(v)).collect::<Vec<_>>();
+        let biases = |values: &[i32]| values.iter().map(|&v| f64::from(v) - rounding).collect::<Vec<_>>();
+        let values = [
+            scaled(from(&parameters.transformer_weights), ACTIVATION_ONE),
+            scaled(from(&parameters.transformer_biases), ACTIVATION_ONE),
+            scaled(from_i8(&parameters.hidden1_weights), WEIGHT_ONE),
+            scaled(biases(&parameters.hidden1_biases), sum),
+            scaled(from_i8(&parameters.hidden2_weights), WEIGHT_ONE),
+            scaled(biases(&parameters.hidden2_biases), sum),
+            scaled(from_i8(&parameters.output_weights), WEIGHT_ONE),
+            scaled(vec![f64::from(parameters.output_bias)], sum),
+        ];
+        let tensors = values
+            .iter()
+            .zip(shapes())
+            .map(|(values, shape)| {
+                Tensor::from_slice(values).reshape(shape.as_slice()).to_device(device).set_requires_grad(true)
+            })
+            .collect();
+        Model { tensors }
+    }
+
     /// The parameters with their names.
     pub fn named(&self) -> impl Iterator<Item = (&'static str, &Tensor)> {
         NAMES.into_iter().zip(&self.tensors)
@@ -343,6 +374,13 @@ pub fn quantised_forward(parameters: &Parameters, batch: &Batch) -> Vec<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_net_read_into_the_model_quantises_back_to_itself() {
+        let net = xq_engine::xiangqi::nnue::embedded::embedded();
+        let model = Model::from_parameters(&net.parameters(), Device::Cpu);
+        assert!(model.quantise().unwrap() == net.parameters(), "the embedded net's integers, exactly");
+    }
 
     #[test]
     fn the_sparse_sum_and_its_gradient_equal_a_dense_product() {

@@ -141,7 +141,7 @@ async fn the_registry_checks_nets_and_reads_their_state_off_their_tests() {
             (add(&missing, 1, 0, data), "has not been uploaded"),
             (add(&engine, 1, 0, data), "not a net"),
             (v1::AddNetRequest { lineage: "a b".to_owned(), ..add(&first, 1, 0, data) }, "lineage 'a b'"),
-            (add(&first, 0, 0, data), "generation 0"),
+            (add(&first, 0, 0, data), "generation 0 is the lineage's seed"),
             (v1::AddNetRequest { validation_loss: f64::NAN, ..add(&first, 1, 0, data) }, "validation_loss"),
             (add(&first, 1, 0, data + 100), "no such self-play job"),
             (add(&first, 1, 7, data), "parent net 7"),
@@ -222,4 +222,83 @@ async fn the_registry_checks_nets_and_reads_their_state_off_their_tests() {
         let other = admin.list_nets(v1::ListNetsRequest { lineage: "other".to_owned() }).await.unwrap();
         assert!(other.into_inner().nets.is_empty());
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lineage_may_start_from_a_seed_net_that_its_children_are_tested_against() {
+    let dir = TempDir::new("nets-seed");
+    let url = fresh_database(BACKENDS[0], &dir.0).await;
+    let served = serve_on(&dir.0, &url, SchedulerConfig::default(), 100).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let seed = upload(&mut admin, "seed.xqnn", "net", &net_bytes(7)).await.unwrap();
+    let child = upload(&mut admin, "gen1.xqnn", "net", &net_bytes(8)).await.unwrap();
+    let spec = v1::SelfPlaySpec { nodes: 100, games_per_unit: 1, net: Some(seed.clone()), ..Default::default() };
+    let data = admin
+        .create_self_play(v1::CreateSelfPlayRequest { spec: Some(spec), units: 1, ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+
+    // A seed was trained elsewhere: no data job of this coordinator, no parent.
+    let with_data = admin.add_net(add(&seed, 0, 0, data)).await.unwrap_err();
+    assert!(with_data.message().contains("no parent and no data job"), "{}", with_data.message());
+    let seeded = admin.add_net(add(&seed, 0, 0, 0)).await.unwrap().into_inner();
+    assert_eq!((seeded.generation, seeded.state.as_str()), (0, "seed"));
+    assert_eq!(admin.add_net(add(&seed, 0, 0, 0)).await.unwrap().into_inner().net_id, seeded.net_id, "repeatable");
+
+    // Its child is tested against it; the seed itself is never tested.
+    let net1 = admin.add_net(add(&child, 1, seeded.net_id, data)).await.unwrap().into_inner();
+    let test = net_test(&mut admin, &child, Some(&seed)).await;
+    let untestable =
+        admin.set_net_test(v1::SetNetTestRequest { net_id: seeded.net_id, test_job_id: test }).await.unwrap_err();
+    assert!(untestable.message().contains("seed (generation 0)"), "{}", untestable.message());
+    admin.set_net_test(v1::SetNetTestRequest { net_id: net1.net_id, test_job_id: test }).await.unwrap();
+    win(&served).await;
+    assert_eq!(states(&mut admin).await, [(net1.net_id, "promoted".to_owned()), (seeded.net_id, "seed".to_owned())]);
+}
+
+/// Attack: any client token could add nets to, or name the tests of, another team's
+/// lineage. A lineage now belongs to the token that recorded its first net.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_lineages_owner_or_an_admin_adds_its_nets_and_names_their_tests() {
+    let dir = TempDir::new("nets-owner");
+    let url = fresh_database(BACKENDS[0], &dir.0).await;
+    let served = serve_on(&dir.0, &url, SchedulerConfig::default(), 100).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let mut submitters = Vec::new();
+    for name in ["alice", "bob"] {
+        let request =
+            v1::CreateTokenRequest { role: "submitter".to_owned(), name: name.to_owned(), expires_seconds: 0 };
+        let reply = admin.create_token(request).await.unwrap().into_inner();
+        submitters.push((client(served.address, &reply.token).await, reply.id));
+    }
+    let [(mut alice, alice_id), (mut bob, _)] = submitters.try_into().ok().unwrap();
+    let nets: Vec<_> = [1, 2, 3].map(net_bytes).to_vec();
+    let mut artifacts = Vec::new();
+    for (index, bytes) in nets.iter().enumerate() {
+        artifacts.push(upload(&mut admin, &format!("gen{index}.xqnn"), "net", bytes).await.unwrap());
+    }
+    let spec = v1::SelfPlaySpec { nodes: 100, games_per_unit: 1, ..Default::default() };
+    let data = admin
+        .create_self_play(v1::CreateSelfPlayRequest { spec: Some(spec), units: 1, ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+
+    let first = alice.add_net(add(&artifacts[0], 1, 0, data)).await.unwrap().into_inner();
+    let intruder = bob.add_net(add(&artifacts[1], 2, first.net_id, data)).await.unwrap_err();
+    assert_eq!(intruder.code(), tonic::Code::PermissionDenied, "{intruder:?}");
+    assert!(intruder.message().contains(&format!("belongs to token {alice_id}")), "{}", intruder.message());
+    let test = net_test(&mut admin, &artifacts[0], None).await;
+    let renamed = bob.set_net_test(v1::SetNetTestRequest { net_id: first.net_id, test_job_id: test }).await;
+    assert_eq!(renamed.unwrap_err().code(), tonic::Code::PermissionDenied);
+    assert_eq!(states(&mut admin).await, [(first.net_id, "untested".to_owned())], "nothing changed");
+
+    // The owner and an admin may; bob's own lineage is his.
+    alice.set_net_test(v1::SetNetTestRequest { net_id: first.net_id, test_job_id: test }).await.unwrap();
+    admin.add_net(add(&artifacts[1], 2, first.net_id, data)).await.unwrap();
+    let own = v1::AddNetRequest { lineage: "bobs".to_owned(), ..add(&artifacts[2], 1, 0, data) };
+    bob.add_net(own).await.unwrap();
 }

@@ -1,6 +1,7 @@
 //! `xq-trainer loop` against a real coordinator and worker: a generation from the
 //! handcrafted evaluation to a tested, registered net, then a loop killed in its
-//! second generation's self-play and started again, which goes on with the same job.
+//! second generation's self-play and started again, which goes on with the same job;
+//! and a lineage seeded with the engine's embedded net.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -12,8 +13,8 @@ use xq_proto::v1;
 use crate::cluster::{start_coordinator, start_worker, token, wait_for};
 use crate::common::{Client, TempDir, binary, client};
 
-/// `xq-trainer loop` with tiny settings, up to `generations`.
-fn loop_command(address: std::net::SocketAddr, data: &Path, out: &Path, generations: u32) -> Command {
+/// `xq-trainer loop` with tiny settings, up to `generations`, with `extra` arguments.
+fn loop_command(address: std::net::SocketAddr, data: &Path, out: &Path, generations: u32, extra: &[&str]) -> Command {
     let book = Path::new(env!("CARGO_MANIFEST_DIR")).join("../books/xiangqi-2ply.epd");
     let mut command = Command::new(binary("xq-trainer"));
     command
@@ -27,6 +28,7 @@ fn loop_command(address: std::net::SocketAddr, data: &Path, out: &Path, generati
         .arg(book)
         .args(["--epochs", "1", "--batch-size", "16", "--validation-share", "0.5", "--keep-captures"])
         .args(["--keep-in-check", "--device", "cpu", "--poll-seconds", "0.2"])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
@@ -53,7 +55,7 @@ async fn the_loop_trains_tests_and_records_a_generation_and_resumes_after_a_kill
     let out = dir.0.join("loop");
 
     // Generation 1: self-play on the handcrafted evaluation, a net, its test.
-    let first = loop_command(address, &dir.0, &out, 1).output().await.unwrap();
+    let first = loop_command(address, &dir.0, &out, 1, &[]).output().await.unwrap();
     let stderr = String::from_utf8_lossy(&first.stderr);
     assert!(first.status.success(), "{stderr}");
     let [net] = nets(&mut admin).await.try_into().expect("one net");
@@ -79,14 +81,14 @@ async fn the_loop_trains_tests_and_records_a_generation_and_resumes_after_a_kill
     xq_engine::xiangqi::nnue::Network::from_bytes(&file).expect("the engine reads the generation's net");
 
     // Generation 2, killed once its self-play job exists, then started again.
-    let mut second = loop_command(address, &dir.0, &out, 2).spawn().unwrap();
+    let mut second = loop_command(address, &dir.0, &out, 2, &[]).spawn().unwrap();
     let started = Instant::now();
     while self_play_jobs(&mut admin, 2).await.is_empty() {
         assert!(started.elapsed() < Duration::from_secs(300), "no self-play job for generation 2");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     second.kill().await.unwrap();
-    let resumed = loop_command(address, &dir.0, &out, 2).output().await.unwrap();
+    let resumed = loop_command(address, &dir.0, &out, 2, &[]).output().await.unwrap();
     assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
     let [data2] = self_play_jobs(&mut admin, 2).await.try_into().expect("the resumed loop made no second job");
     let all = nets(&mut admin).await;
@@ -104,4 +106,40 @@ async fn the_loop_trains_tests_and_records_a_generation_and_resumes_after_a_kill
     let state: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("loop-state.json")).unwrap()).unwrap();
     assert_eq!(state["generation"], 3, "{state}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lineage_seeded_with_the_embedded_net_plays_trains_from_and_tests_against_it() {
+    let dir = TempDir::new("loop-seeded");
+    let (_coordinator, address) = start_coordinator(&dir.0, 0, 10).await;
+    let mut admin = client(address, &token(&dir.0)).await;
+    let _worker = start_worker(&mut admin, address, dir.0.join("w"), "w").await;
+    let out = dir.0.join("loop");
+
+    let run = loop_command(address, &dir.0, &out, 1, &["--seed-net", "embedded"]).output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    let [net, seed] = nets(&mut admin).await.try_into().expect("the seed and one net");
+    assert_eq!((seed.generation, seed.state.as_str(), seed.parent_id), (0, "seed", 0), "{seed:?}");
+    let embedded = xq_engine::xiangqi::nnue::embedded::embedded();
+    assert_eq!(seed.description, embedded.description());
+    assert_eq!(std::fs::read(out.join("seed.xqnn")).unwrap(), embedded.to_bytes());
+    assert_eq!((net.generation, net.parent_id), (1, seed.net_id), "{net:?}");
+    // It played the seed, trained from it, and was tested against it.
+    let [data] = self_play_jobs(&mut admin, 1).await.try_into().expect("one self-play job");
+    assert!(data.summary.contains("net tiny-seed.xqnn"), "{}", data.summary);
+    assert!(stderr.contains(&format!("from {}", out.join("seed.xqnn").display())), "{stderr}");
+    let test = admin.get_job(v1::JobId { job_id: net.test_job_id }).await.unwrap().into_inner();
+    assert!(test.summary.contains("gen0"), "{}", test.summary);
+
+    // Run again, the loop is done; with another seed it is refused, naming the clash.
+    let again = loop_command(address, &dir.0, &out, 1, &["--seed-net", "embedded"]).output().await.unwrap();
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    let other = dir.0.join("other.xqnn");
+    xq_engine::xiangqi::nnue::Network::random(3).save(&other).unwrap();
+    let clash =
+        loop_command(address, &dir.0, &out, 2, &["--seed-net", other.to_str().unwrap()]).output().await.unwrap();
+    assert!(!clash.status.success());
+    let stderr = String::from_utf8_lossy(&clash.stderr);
+    assert!(stderr.contains("already has generation 0"), "{stderr}");
 }

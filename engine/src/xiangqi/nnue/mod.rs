@@ -180,6 +180,21 @@ impl Network {
         network
     }
 
+    /// The net's integers, as [`Network::from_parameters`] takes them: what a trainer
+    /// starts from when it continues training a net it has only as a file.
+    pub fn parameters(&self) -> Parameters {
+        Parameters {
+            transformer_biases: self.transformer_biases.clone(),
+            transformer_weights: self.transformer_weights.clone(),
+            hidden1_biases: self.hidden1.biases.clone(),
+            hidden1_weights: self.hidden1.weights.clone(),
+            hidden2_biases: self.hidden2.biases.clone(),
+            hidden2_weights: self.hidden2.weights.clone(),
+            output_bias: self.output.biases[0],
+            output_weights: self.output.weights.clone(),
+        }
+    }
+
     /// The description stored with the net (who trained it, on what).
     pub fn description(&self) -> &str {
         &self.description
@@ -362,6 +377,13 @@ mod tests {
         // Every weight is zero, so the output is its bias over the divisor, truncated
         // toward zero as integer division does (-6, not -7).
         assert_eq!(network.evaluate_position(&Position::startpos()), -6);
+    }
+
+    #[test]
+    fn a_nets_parameters_rebuild_the_same_net() {
+        let network = Network::random(5);
+        let rebuilt = Network::from_parameters(network.description().to_owned(), network.parameters()).unwrap();
+        assert_eq!(rebuilt.to_bytes(), network.to_bytes());
     }
 
     #[test]

@@ -86,7 +86,8 @@ struct TrainArgs {
     /// The run directory: checkpoint, log.jsonl and net.xqnn.
     #[arg(long)]
     out: PathBuf,
-    /// Start from this checkpoint's model (a previous generation).
+    /// Start from this checkpoint's model (a previous generation), or from a net file
+    /// (`XQNN`, such as a net the engine plays) read back into floats.
     #[arg(long)]
     init: Option<PathBuf>,
     #[command(flatten)]
@@ -262,6 +263,11 @@ struct LoopArgs {
     /// program).
     #[arg(long)]
     engine: Option<PathBuf>,
+    /// The lineage's seed (generation 0): a net file, or `embedded` for the engine's
+    /// embedded net. The first generation plays it, trains from it and must beat it;
+    /// without a seed the lineage starts from the handcrafted evaluation.
+    #[arg(long)]
+    seed_net: Option<PathBuf>,
     /// Self-play: search nodes per move.
     #[arg(long, default_value_t = 4000)]
     nodes: u64,
@@ -398,8 +404,14 @@ fn run_loop(args: LoopArgs) -> anyhow::Result<()> {
             engine.display()
         );
     }
+    let seed = match &args.seed_net {
+        None => None,
+        Some(path) if path.as_os_str() == "embedded" => Some(xq_engine::xiangqi::nnue::embedded::embedded().to_bytes()),
+        Some(path) => Some(std::fs::read(path).with_context(|| format!("reading the seed net {}", path.display()))?),
+    };
     let settings = LoopSettings {
         lineage,
+        seed,
         dir: args.out.clone(),
         generations: args.generations,
         window: args.window,
