@@ -9,9 +9,11 @@
 //! [`disk`] keeps a reserve of free space; [`retention`] ages finished jobs' data out
 //! and holds submitters to their quotas; [`fail_point`] lets the fault drills crash
 //! it on cue; [`service`] is the gRPC surface, [`listener`] its capped accept loop,
-//! [`detached`] runs each request to its end, [`streams`] bounds and ends the live
+//! [`admission`] bounds the requests in flight and their rates, [`detached`] runs each
+//! request to its end, [`streams`] bounds and ends the live
 //! streams, and [`server`] puts them together.
 
+pub mod admission;
 pub mod artifacts;
 pub mod detached;
 pub mod disk;

@@ -14,6 +14,7 @@ use xq_proto::MAX_MESSAGE_BYTES;
 use xq_proto::v1::client_server::ClientServer;
 use xq_proto::v1::worker_server::WorkerServer;
 
+use crate::admission::{Admission, AdmissionLimits};
 use crate::artifacts::ArtifactStore;
 use crate::http::{self, ReadAccess};
 use crate::jobs::{JobSpec, Unreadable};
@@ -37,6 +38,8 @@ pub struct Coordinator {
     /// Who may read the dashboard (open as opened; `serve` chooses with
     /// [`dashboard_access`]).
     pub dashboard_read: ReadAccess,
+    /// The bound on requests in flight and their rates.
+    pub admission: AdmissionLimits,
 }
 
 impl Coordinator {
@@ -126,7 +129,12 @@ impl Coordinator {
             followers: partial.followers.clone(),
             spot_checks: partial.spot_checks.clone(),
         };
-        Ok(Coordinator { shared, accept_stats: Arc::new(AcceptStats::default()), dashboard_read: ReadAccess::Open })
+        Ok(Coordinator {
+            shared,
+            accept_stats: Arc::new(AcceptStats::default()),
+            dashboard_read: ReadAccess::Open,
+            admission: AdmissionLimits::default(),
+        })
     }
 
     /// Serves until `shutdown` completes. `tls` is (certificate PEM, key PEM).
@@ -178,7 +186,8 @@ impl Coordinator {
             authenticate(self.shared.scheduler.clone()),
         ));
         let dashboard = http::routes(self.shared.clone(), self.dashboard_read);
-        let router = http::with_grpc(dashboard, grpc, &self.shared);
+        let admission = Admission::new(self.admission, self.shared.scheduler.clone());
+        let router = http::with_grpc(dashboard, grpc, &self.shared, admission);
         // HTTP/1.1 for browsers and Prometheus beside gRPC's HTTP/2. A connection carries
         // at most MAX_STREAMS requests at once (a client queues the rest), and one whose
         // peer stops answering pings is closed, freeing its slot under the caps.

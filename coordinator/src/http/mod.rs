@@ -23,6 +23,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::{get, post};
 
+use crate::admission::Admission;
 use crate::service::Shared;
 
 pub use api::ApiError;
@@ -90,11 +91,18 @@ pub fn routes(shared: Shared, read: ReadAccess) -> Router {
 
 /// Puts the dashboard and the gRPC services into one router: unknown paths get a
 /// 404 that says so (tonic's own fallback would answer a browser with a gRPC status),
-/// and every request, gRPC or HTTP, is timed into the metrics.
-pub fn with_grpc(dashboard: Router, grpc: tonic::service::Routes, shared: &Shared) -> Router {
+/// every request, gRPC or HTTP, passes `admission` before any of its work, and each is
+/// timed into the metrics (a refused one too, counted by its refusal).
+pub fn with_grpc(
+    dashboard: Router,
+    grpc: tonic::service::Routes,
+    shared: &Shared,
+    admission: Arc<Admission>,
+) -> Router {
     grpc.into_axum_router()
         .merge(dashboard)
         .fallback(api::not_found)
+        .layer(axum::middleware::from_fn_with_state(admission, crate::admission::admit))
         .layer(axum::middleware::from_fn_with_state(shared.metrics.clone(), observe))
 }
 

@@ -127,6 +127,18 @@ pub async fn serve_on(data: &Path, url: &str, config: SchedulerConfig, caps: imp
     serve_opened(coordinator, data, caps.into()).await
 }
 
+/// Serves a coordinator on a fresh SQLite database, `set` after it is opened (its
+/// dashboard's access, its admission limits: what `serve`'s flags choose).
+pub async fn serve_set(config: SchedulerConfig, set: impl FnOnce(&mut Coordinator)) -> Served {
+    let dir = TempDir::new("served");
+    let url = fresh_database(Backend::Sqlite, &dir.0).await;
+    let mut coordinator = Coordinator::open(&dir.0, Some(&url), config).await.unwrap();
+    set(&mut coordinator);
+    let mut served = serve_opened(coordinator, &dir.0, ConnectionCaps::total(1000)).await;
+    served._dir = Some(dir);
+    served
+}
+
 /// Serves an opened coordinator whose data directory is `data`.
 pub async fn serve_coordinator(coordinator: Coordinator, data: &Path) -> Served {
     serve_opened(coordinator, data, ConnectionCaps::total(1000)).await

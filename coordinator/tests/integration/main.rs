@@ -1,7 +1,8 @@
 //! The coordinator's tests: storage on SQLite and PostgreSQL, the scheduler, the
-//! services under bad input, the dashboard over HTTP, and whole clusters of real
+//! services under bad input and floods, the dashboard over HTTP, and whole clusters of real
 //! processes with faults.
 
+mod admission;
 mod browser;
 mod cli;
 mod cluster;

@@ -909,12 +909,9 @@ async fn next_within(
 }
 
 /// A private dashboard (as by default off loopback), served in this process.
-async fn serve_private(config: SchedulerConfig) -> (crate::common::Served, TempDir) {
-    let dir = TempDir::new("streams");
-    let url = fresh_database(BACKENDS[0], &dir.0).await;
-    let mut coordinator = xq_coordinator::server::Coordinator::open(&dir.0, Some(&url), config).await.unwrap();
-    coordinator.dashboard_read = xq_coordinator::http::ReadAccess::Token;
-    (crate::common::serve_coordinator(coordinator, &dir.0).await, dir)
+async fn serve_private(config: SchedulerConfig) -> crate::common::Served {
+    crate::common::serve_set(config, |coordinator| coordinator.dashboard_read = xq_coordinator::http::ReadAccess::Token)
+        .await
 }
 
 /// Streams check their token while they stay open: revoking a token ends the live
@@ -923,7 +920,7 @@ async fn serve_private(config: SchedulerConfig) -> (crate::common::Served, TempD
 /// of other tokens go on.
 #[tokio::test]
 async fn a_revoked_or_expired_token_ends_the_streams_it_opened() {
-    let (served, _dir) = serve_private(config()).await;
+    let served = serve_private(config()).await;
     let mut admin = client(served.address, &served.client_token).await;
     let job = create(&mut admin, 100).await.job_id;
     let token = |name: &str, expires_seconds| v1::CreateTokenRequest {

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tokio::net::TcpListener;
+use xq_coordinator::admission::{self, AdmissionLimits, Rate};
 use xq_coordinator::http::ReadAccess;
 use xq_coordinator::listener::ConnectionCaps;
 use xq_coordinator::scheduler::SchedulerConfig;
@@ -86,6 +87,32 @@ struct ServeArgs {
     /// The most live streams followed at once from one address.
     #[arg(long, default_value_t = FollowerCaps::default().per_address)]
     max_followers_per_address: usize,
+    /// Requests (gRPC, dashboard, /metrics) worked on at once; more are refused at
+    /// once, not queued: UNAVAILABLE, which workers retry with backoff, or HTTP 503
+    /// with Retry-After.
+    #[arg(long, default_value_t = admission::IN_FLIGHT)]
+    max_requests_in_flight: usize,
+    /// Requests a second each worker's or submitter's token may send on average
+    /// (admins' are not limited; 0: no limit); past it RESOURCE_EXHAUSTED or HTTP 429
+    /// with Retry-After.
+    #[arg(long, default_value_t = admission::TOKEN_RATE.per_second)]
+    token_rate: f64,
+    /// Requests a token may send at once after a quiet spell, above --token-rate.
+    #[arg(long, default_value_t = admission::TOKEN_RATE.burst)]
+    token_burst: u32,
+    /// Requests a second one address may send without a token in force (page loads,
+    /// scrapes, refused calls; an IPv6 address counts by its /64; 0: no limit).
+    /// Addresses of this machine are not limited unless --limit-loopback.
+    #[arg(long, default_value_t = admission::ADDRESS_RATE.per_second)]
+    address_rate: f64,
+    /// Requests one address may send at once without a token, above --address-rate.
+    #[arg(long, default_value_t = admission::ADDRESS_RATE.burst)]
+    address_burst: u32,
+    /// Hold this machine's own addresses to --address-rate too. They are not by
+    /// default: they are the operator's tools, or a reverse proxy speaking for many
+    /// clients, which should limit them itself.
+    #[arg(long)]
+    limit_loopback: bool,
     /// Tests and self-play jobs from submitters' tokens wait for an admin's `xq approve`.
     #[arg(long)]
     require_approval: bool,
@@ -167,6 +194,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     check_transport(args.listen, args.tls_cert.is_some(), args.allow_plaintext)?;
     let mut coordinator = Coordinator::open(&args.data, args.database.as_deref(), config).await?;
     coordinator.dashboard_read = dashboard_access(args.listen, args.private_dashboard, args.public_dashboard);
+    coordinator.admission = AdmissionLimits {
+        in_flight: args.max_requests_in_flight.max(1),
+        per_token: Rate::new(args.token_rate, args.token_burst),
+        per_address: Rate::new(args.address_rate, args.address_burst),
+        limit_loopback: args.limit_loopback,
+        ..AdmissionLimits::default()
+    };
     if coordinator.dashboard_read == ReadAccess::Token && !args.private_dashboard {
         tracing::info!(
             "{} is reachable from other machines: the dashboard asks for a client token (--public-dashboard \
