@@ -744,6 +744,8 @@ mod tests {
             created_ms: 0,
             submitter: String::new(),
             data_removed_ms: 0,
+            request_id: String::new(),
+            request_digest: String::new(),
         };
         let pairs = check_test(&request).unwrap().sprt_state(&row).unwrap();
         request.sprt.as_mut().unwrap().trinomial = true;

@@ -267,6 +267,17 @@ pub struct Origin<'a> {
     /// The creating token's id.
     pub submitter: &'a str,
     pub pending: bool,
+    /// The client's name for the request, when it gave one: a retry finds the job.
+    pub request: Option<&'a RequestKey>,
+}
+
+/// A creation request as a client names it (gRPC metadata `xq-request-id`), with the
+/// request's SHA-256: the same id and request again is a retry; the same id with
+/// another request is a client's mistake, refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestKey {
+    pub id: String,
+    pub digest: String,
 }
 
 /// The state of a job that waits for approval: it gets no leases.
@@ -355,6 +366,9 @@ pub struct Scheduler {
     /// Bumped at each revocation: open streams look again at their token.
     revocations: watch::Sender<u64>,
     metrics: Arc<Metrics>,
+    /// Serialises creations that carry a request id, from the look for an earlier
+    /// one to the new job's entry, so that two retries racing make one job.
+    named_creations: tokio::sync::Mutex<()>,
 }
 
 /// How often an open stream looks at its token's expiry.
@@ -511,7 +525,15 @@ impl Scheduler {
                 .collect();
         }
         let (revocations, _) = watch::channel(0);
-        Scheduler { state: Mutex::new(state), writer, config, any_change, revocations, metrics }
+        Scheduler {
+            state: Mutex::new(state),
+            writer,
+            config,
+            any_change,
+            revocations,
+            metrics,
+            named_creations: tokio::sync::Mutex::new(()),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -714,7 +736,23 @@ impl Scheduler {
         v1::LeaseReply { lease: Some(lease) }.encoded_len()
     }
 
-    /// Creates a job.
+    /// The job `submitter` created before under `key`'s id: a retry's answer. The id
+    /// used for another request is refused, naming the job it made.
+    pub fn created_before(&self, submitter: &str, key: &RequestKey) -> Result<Option<v1::Job>, ScheduleError> {
+        let state = self.lock();
+        let earlier = state.jobs.values().find(|j| j.row.submitter == submitter && j.row.request_id == key.id);
+        match earlier {
+            None => Ok(None),
+            Some(job) if job.row.request_digest == key.digest => Ok(Some(job.parts().view())),
+            Some(job) => Err(ScheduleError::Invalid(format!(
+                "request id '{}' made job {} from another request: a new request needs a new id",
+                key.id, job.row.id
+            ))),
+        }
+    }
+
+    /// Creates a job; one whose origin names its request is made once per request id
+    /// (a retry gets the job the first call made).
     pub async fn create_job(
         &self,
         kind: &str,
@@ -732,6 +770,16 @@ impl Scheduler {
                  fewer or shorter options, parameters or time control periods"
             )));
         }
+        let _named = match origin.request {
+            Some(key) => {
+                let guard = self.named_creations.lock().await;
+                if let Some(job) = self.created_before(origin.submitter, key)? {
+                    return Ok(job);
+                }
+                Some(guard)
+            }
+            None => None,
+        };
         let id = {
             let mut state = self.lock();
             state.next_job += 1;
@@ -755,6 +803,8 @@ impl Scheduler {
             created_ms: now_ms(),
             submitter: origin.submitter.to_owned(),
             data_removed_ms: 0,
+            request_id: origin.request.map(|k| k.id.clone()).unwrap_or_default(),
+            request_digest: origin.request.map(|k| k.digest.clone()).unwrap_or_default(),
         };
         self.writer.write(Change::NewJob(Box::new(row.clone()))).await?;
         self.audit(origin.submitter, "job.create", &format!("{id} {kind} '{description}'")).await?;

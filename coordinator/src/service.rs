@@ -28,7 +28,7 @@ use crate::kept::{Kept, ReadError};
 use crate::metrics::Metrics;
 use crate::nets::Nets;
 use crate::replay::{PairContext, check_pair};
-use crate::scheduler::{LeaseContext, ScheduleError, Scheduler, TokenRefused};
+use crate::scheduler::{LeaseContext, RequestKey, ScheduleError, Scheduler, TokenRefused};
 use crate::spsa::{check_spsa, check_spsa_bounds};
 use crate::storage::{Storage, UnitRow};
 use crate::streams::{Followers, UntilOutOfForce};
@@ -95,6 +95,26 @@ pub fn authenticate(scheduler: Arc<Scheduler>) -> impl FnMut(Request<()>) -> Res
         request.extensions_mut().insert(TokenHash(hash));
         Ok(request)
     }
+}
+
+/// The client's name for a creation request, from its metadata (1 to 128 letters,
+/// digits, '-', '_' or '.'), with the request message's SHA-256.
+fn request_key<T: prost::Message>(request: &Request<T>) -> Result<Option<RequestKey>, Status> {
+    let Some(value) = request.metadata().get(xq_proto::REQUEST_ID_METADATA) else { return Ok(None) };
+    let id = value
+        .to_str()
+        .ok()
+        .filter(|id| {
+            (1..=128).contains(&id.len()) && id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        })
+        .ok_or_else(|| {
+            Status::invalid_argument(format!(
+                "{}: 1 to 128 letters, digits, '-', '_' or '.'",
+                xq_proto::REQUEST_ID_METADATA
+            ))
+        })?;
+    let digest = hex::encode(Sha256::digest(request.get_ref().encode_to_vec()));
+    Ok(Some(RequestKey { id: id.to_owned(), digest }))
 }
 
 /// A user who made a request: the role and id of their token.
@@ -641,13 +661,17 @@ impl v1::client_server::Client for ClientApi {
 
     async fn create_test(&self, request: Request<v1::CreateTestRequest>) -> Result<Response<v1::Job>, Status> {
         let caller = client_of(&request)?;
+        let key = request_key(&request)?;
+        if let Some(job) = self.0.created_before(&caller, key.as_ref())? {
+            return Ok(Response::new(job));
+        }
         let request = request.into_inner();
         let job = check_test(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
         let (kind, units) = match &job.sprt {
             Some(_) => ("sprt", if request.pairs == 0 { DEFAULT_SPRT_PAIRS } else { request.pairs }),
             None => ("games", request.pairs),
         };
-        Ok(Response::new(self.0.create_match(&caller, kind, job, units).await?))
+        Ok(Response::new(self.0.create_match(&caller, key.as_ref(), kind, job, units).await?))
     }
 
     async fn create_tournament(
@@ -655,6 +679,12 @@ impl v1::client_server::Client for ClientApi {
         request: Request<v1::CreateTournamentRequest>,
     ) -> Result<Response<v1::Tournament>, Status> {
         let caller = client_of(&request)?;
+        if request_key(&request)?.is_some() {
+            return Err(Status::invalid_argument(format!(
+                "{}: a tournament's creation cannot be named yet; send it without",
+                xq_proto::REQUEST_ID_METADATA
+            )));
+        }
         let request = request.into_inner();
         let tests = crate::tournaments::plan(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
         let job_ids = self.0.create_tests_or_none(&caller, tests).await?;
@@ -691,7 +721,11 @@ impl v1::client_server::Client for ClientApi {
         request: Request<v1::CreateVerificationRequest>,
     ) -> Result<Response<v1::Job>, Status> {
         let caller = client_of(&request)?;
-        Ok(Response::new(self.0.create_verification(&caller, request.into_inner()).await?))
+        let key = request_key(&request)?;
+        if let Some(job) = self.0.created_before(&caller, key.as_ref())? {
+            return Ok(Response::new(job));
+        }
+        Ok(Response::new(self.0.create_verification(&caller, key.as_ref(), request.into_inner()).await?))
     }
 
     async fn get_verification(&self, request: Request<v1::JobId>) -> Result<Response<v1::VerificationSummary>, Status> {
@@ -712,15 +746,23 @@ impl v1::client_server::Client for ClientApi {
 
     async fn create_spsa(&self, request: Request<v1::CreateSpsaRequest>) -> Result<Response<v1::Job>, Status> {
         let caller = client_of(&request)?;
+        let key = request_key(&request)?;
+        if let Some(job) = self.0.created_before(&caller, key.as_ref())? {
+            return Ok(Response::new(job));
+        }
         let invalid = |e: crate::jobs::SpecError| Status::invalid_argument(e.to_string());
         let job = check_spsa(request.get_ref()).map_err(invalid)?;
         check_spsa_bounds(request.get_ref()).map_err(invalid)?;
         let pairs = job.request.pairs;
-        Ok(Response::new(self.0.create_match(&caller, "spsa", job, pairs).await?))
+        Ok(Response::new(self.0.create_match(&caller, key.as_ref(), "spsa", job, pairs).await?))
     }
 
     async fn create_self_play(&self, request: Request<v1::CreateSelfPlayRequest>) -> Result<Response<v1::Job>, Status> {
         let caller = client_of(&request)?;
+        let key = request_key(&request)?;
+        if let Some(job) = self.0.created_before(&caller, key.as_ref())? {
+            return Ok(Response::new(job));
+        }
         let request = request.into_inner();
         check_self_play(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
         may_prioritise(&caller, request.priority, DEFAULT_PRIORITY)?;
@@ -730,7 +772,7 @@ impl v1::client_server::Client for ClientApi {
         }
         let (units, priority, description) = (request.units, request.priority, request.description.clone());
         let spec = JobSpec::SelfPlay(request);
-        let origin = self.0.origin(&caller);
+        let origin = self.0.origin(&caller, key.as_ref());
         let view = self.0.scheduler.create_job("selfplay", spec, units, (priority, &description), origin).await?;
         Ok(Response::new(view))
     }
@@ -1015,10 +1057,19 @@ impl Shared {
     }
 
     /// Where a job `caller` creates comes from: a submitter's waits for an admin's
-    /// approval when the server asks for it.
-    fn origin<'a>(&self, caller: &'a Caller) -> crate::scheduler::Origin<'a> {
+    /// approval when the server asks for it; `request` is the client's name for it.
+    fn origin<'a>(&self, caller: &'a Caller, request: Option<&'a RequestKey>) -> crate::scheduler::Origin<'a> {
         let pending = caller.role == Role::Submitter && self.scheduler.config.require_approval;
-        crate::scheduler::Origin { submitter: &caller.token_id, pending }
+        crate::scheduler::Origin { submitter: &caller.token_id, pending, request }
+    }
+
+    /// The job an earlier call named by `key` made for `caller`: a retry's answer,
+    /// looked for before the quota and the checks that the first call changed.
+    fn created_before(&self, caller: &Caller, key: Option<&RequestKey>) -> Result<Option<v1::Job>, Status> {
+        match key {
+            Some(key) => Ok(self.scheduler.created_before(&caller.token_id, key)?),
+            None => Ok(None),
+        }
     }
 
     /// Creates a verification job over an uploaded PGN, a test's stored games (copied
@@ -1027,6 +1078,7 @@ impl Shared {
     pub async fn create_verification(
         &self,
         caller: &Caller,
+        key: Option<&RequestKey>,
         request: v1::CreateVerificationRequest,
     ) -> Result<v1::Job, Status> {
         let invalid = |e: crate::jobs::SpecError| Status::invalid_argument(e.to_string());
@@ -1062,7 +1114,7 @@ impl Shared {
         let units = job.units();
         let job = JobSpec::Verify(Box::new(job));
         let identity = (request.priority, request.description.as_str());
-        Ok(self.scheduler.create_job("verify", job, units, identity, self.origin(caller)).await?)
+        Ok(self.scheduler.create_job("verify", job, units, identity, self.origin(caller, key)).await?)
     }
 
     /// The uploaded artifact `sha256`, which request field `field` names and which must
@@ -1172,6 +1224,7 @@ impl Shared {
     async fn create_match(
         &self,
         caller: &Caller,
+        key: Option<&RequestKey>,
         kind: &str,
         mut job: MatchJob,
         units: u64,
@@ -1197,7 +1250,7 @@ impl Shared {
         let job = JobSpec::Match(Box::new(job));
         Ok(self
             .scheduler
-            .create_job(kind, job, units, (request.priority, &request.description), self.origin(caller))
+            .create_job(kind, job, units, (request.priority, &request.description), self.origin(caller, key))
             .await?)
     }
 
@@ -1302,7 +1355,7 @@ impl Shared {
         let mut job_ids = Vec::with_capacity(tests.len());
         for test in tests {
             let pairs = test.request.pairs;
-            match self.create_match(caller, "games", test, pairs).await {
+            match self.create_match(caller, None, "games", test, pairs).await {
                 Ok(job) => job_ids.push(job.job_id),
                 Err(status) => {
                     self.stop_jobs(&job_ids).await;

@@ -89,6 +89,10 @@ pub struct JobRow {
     /// When its games or training data were removed under the retention settings (0:
     /// still stored).
     pub data_removed_ms: i64,
+    /// The client's name for the request that created it (empty: none given) and the
+    /// request's SHA-256: a retry of the creation finds this job.
+    pub request_id: String,
+    pub request_digest: String,
 }
 
 /// A lease row.
@@ -290,7 +294,7 @@ macro_rules! job_columns {
     () => {
         "id, kind, state, outcome, description, priority, spec, units_total, next_unit, units_done, \
          wins, draws, losses, penta0, penta1, penta2, penta3, penta4, positions, reasons, created_ms, submitter, \
-         data_removed_ms"
+         data_removed_ms, request_id, request_digest"
     };
 }
 
@@ -320,6 +324,8 @@ fn job_from_row(row: &sqlx::any::AnyRow) -> Result<JobRow, StorageError> {
         created_ms: row.try_get("created_ms")?,
         submitter: row.try_get("submitter")?,
         data_removed_ms: row.try_get("data_removed_ms")?,
+        request_id: row.try_get("request_id")?,
+        request_digest: row.try_get("request_digest")?,
     })
 }
 
@@ -788,7 +794,7 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
                 "INSERT INTO jobs (",
                 job_columns!(),
                 ", updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-                 $18, $19, $20, $21, $22, $23, $24)"
+                 $18, $19, $20, $21, $22, $23, $24, $25, $26)"
             ))
             .bind(job.id)
             .bind(&job.kind)
@@ -813,6 +819,8 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
             .bind(job.created_ms)
             .bind(&job.submitter)
             .bind(job.data_removed_ms)
+            .bind(&job.request_id)
+            .bind(&job.request_digest)
             .bind(now)
             .execute(&mut *conn)
             .await?;

@@ -1,8 +1,11 @@
 //! The Client service as tools reach it: a connection with the bearer token (and TLS
-//! when a CA is given), artifact uploads, and the download of a self-play job's
-//! training chunks into a directory, shared by `xq` and `xq-trainer`.
+//! when a CA is given), artifact uploads, creations named so that retries make one
+//! job, and the download of a self-play job's training chunks into a directory, shared
+//! by `xq` and `xq-trainer`.
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
@@ -101,6 +104,65 @@ pub async fn connect_to(address: &Address<'_>) -> Result<Client, ClientError> {
     };
     let ca = address.ca_cert.map(read).transpose()?;
     connect(address.url, &token, ca).await
+}
+
+/// A fresh request id: 32 hex digits, from the process's random hash keys and the
+/// clock (unique across clients and calls without a random-number crate).
+pub fn new_request_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher
+        .write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    let first = hasher.finish();
+    hasher.write_u32(std::process::id());
+    format!("{first:016x}{:016x}", hasher.finish())
+}
+
+/// `message` as a creation request named `id` (metadata [`crate::REQUEST_ID_METADATA`]);
+/// an id a header cannot carry is left out, and the coordinator then makes a job per call.
+pub fn named<T>(message: T, id: &str) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    if let Ok(value) = id.parse() {
+        request.metadata_mut().insert(crate::REQUEST_ID_METADATA, value);
+    }
+    request
+}
+
+/// How often a named creation is sent before its error is the answer.
+const CREATION_ATTEMPTS: u32 = 6;
+
+/// Whether a call failed in a way a retry may mend: the coordinator busy, over a rate,
+/// restarting, or the connection lost on the way.
+pub fn transient(status: &tonic::Status) -> bool {
+    use tonic::Code;
+    matches!(
+        status.code(),
+        Code::Unavailable | Code::ResourceExhausted | Code::DeadlineExceeded | Code::Aborted | Code::Unknown
+    )
+}
+
+/// Sends a named creation (`call` builds it afresh each time, with the same name)
+/// until it is answered or fails for good, waiting 0.5 s, 1 s, 2 s ... between
+/// attempts: the coordinator makes one job per name, so an answer lost on the way
+/// costs a retry, never a twin.
+pub async fn create_named<T, F, Fut>(mut call: F) -> Result<T, tonic::Status>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+{
+    let mut delay = Duration::from_millis(500);
+    let mut attempt = 1;
+    loop {
+        match call().await {
+            Ok(response) => return Ok(response.into_inner()),
+            Err(status) if transient(&status) && attempt < CREATION_ATTEMPTS => {
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+                attempt += 1;
+            }
+            Err(status) => return Err(status),
+        }
+    }
 }
 
 /// Uploads `bytes` as an artifact named `name` of `kind` (engine, book, net or pgn).

@@ -16,6 +16,11 @@ pub mod v1 {
 /// method is listed the day it is added.
 pub const GRPC_METHODS: &[&str] = include!(concat!(env!("OUT_DIR"), "/grpc_methods.rs"));
 
+/// The gRPC metadata key under which a client names a creation request (a test, an
+/// SPSA run, a self-play or verification job): the coordinator makes one job per name
+/// and answers a retry with it, so that a retry after a lost answer makes no twin.
+pub const REQUEST_ID_METADATA: &str = "xq-request-id";
+
 /// The largest message either side accepts, in bytes: big enough for an artifact
 /// piece or a report of many game pairs, small enough that one request cannot
 /// exhaust memory.

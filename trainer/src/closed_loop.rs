@@ -255,12 +255,9 @@ pub async fn run(
 
         // Self-play with the best net.
         if !state.data_job_created {
-            // A job made just before a kill, before the state recorded it, is adopted.
-            let label = self_play_label(&settings.lineage, generation);
-            let job = match adoptable(client, &label).await? {
-                Some(job) => job,
-                None => create_self_play(client, settings, generation, best.as_ref()).await?,
-            };
+            // Named: a job made just before a kill, before the state recorded it, is the
+            // answer to the same creation sent again.
+            let job = create_self_play(client, settings, generation, best.as_ref()).await?;
             say(&format!("generation {generation}: self-play job {} with {parent}: {}", job.job_id, job.summary));
             state.data_jobs.push(job.job_id);
             state.data_job_created = true;
@@ -358,10 +355,12 @@ pub async fn run(
             Some(job) => job,
             None => {
                 let request = test_request(settings, &engine, &artifact, best.as_ref(), book.clone(), generation);
-                let job = match adoptable(client, &request.description).await? {
-                    Some(job) => job,
-                    None => client.create_test(request).await?.into_inner(),
-                };
+                let id = request_id(&settings.lineage, generation, "test");
+                let job = client::create_named(|| {
+                    let (mut client, request) = (client.clone(), client::named(request.clone(), &id));
+                    async move { client.create_test(request).await }
+                })
+                .await?;
                 say(&format!("generation {generation}: test job {}: {}", job.job_id, job.summary));
                 state.test_job = Some(job.job_id);
                 state.save(&settings.dir)?;
@@ -384,11 +383,10 @@ fn self_play_label(lineage: &str, generation: u32) -> String {
     format!("lineage {lineage} generation {generation} self-play")
 }
 
-/// The newest job labelled `description` that was not stopped: one this loop made
-/// before it was killed and could record it.
-async fn adoptable(client: &mut Client, description: &str) -> Result<Option<v1::Job>, LoopError> {
-    let jobs = client.list_jobs(v1::ListJobsRequest { limit: 10_000, ..Default::default() }).await?.into_inner().jobs;
-    Ok(jobs.into_iter().find(|j| j.description == description && j.state != "stopped"))
+/// The name of a generation's creation (`what`: its self-play or its test), the same
+/// whenever the loop sends it: the coordinator answers it with the job it made first.
+fn request_id(lineage: &str, generation: u32, what: &str) -> String {
+    format!("loop.{lineage}.{generation}.{what}")
 }
 
 async fn create_self_play(
@@ -415,7 +413,12 @@ async fn create_self_play(
         description: self_play_label(&settings.lineage, generation),
         throughput: 0,
     };
-    Ok(client.create_self_play(request).await?.into_inner())
+    let id = request_id(&settings.lineage, generation, "selfplay");
+    Ok(client::create_named(|| {
+        let (mut client, request) = (client.clone(), client::named(request.clone(), &id));
+        async move { client.create_self_play(request).await }
+    })
+    .await?)
 }
 
 /// Our engine with the new net against our engine with the best one (or on its

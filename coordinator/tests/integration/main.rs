@@ -7,6 +7,7 @@ mod browser;
 mod cli;
 mod cluster;
 mod common;
+mod creations;
 mod dashboard;
 mod drills;
 mod grpc_fuzz;

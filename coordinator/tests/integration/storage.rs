@@ -38,6 +38,8 @@ fn job(id: i64) -> JobRow {
         created_ms: 1,
         submitter: "0123456789ab".to_owned(),
         data_removed_ms: 0,
+        request_id: String::new(),
+        request_digest: String::new(),
     }
 }
 

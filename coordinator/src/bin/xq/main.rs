@@ -551,8 +551,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             test.pairs = args.pairs;
             test.description = format!("SPSA of {}", args.engine.display());
             let spsa = v1::SpsaSpec { params, a_ratio: args.a_ratio, alpha: args.alpha, gamma: args.gamma };
-            let job = client.create_spsa(v1::CreateSpsaRequest { test: Some(test), spsa: Some(spsa) }).await?;
-            after_submit(&mut client, job.into_inner(), args.play.watch).await
+            let request = v1::CreateSpsaRequest { test: Some(test), spsa: Some(spsa) };
+            let id = client::new_request_id();
+            let job = client::create_named(|| {
+                let (mut client, request) = (client.clone(), client::named(request.clone(), &id));
+                async move { client.create_spsa(request).await }
+            })
+            .await?;
+            after_submit(&mut client, job, args.play.watch).await
         }
         Command::SpsaResult { job, csv, json } => spsa_result(&mut client, job, csv, json).await,
         Command::Tournament(args) => {
@@ -691,7 +697,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 description: String::new(),
                 throughput: args.throughput,
             };
-            let job = client.create_self_play(request).await?.into_inner();
+            let id = client::new_request_id();
+            let job = client::create_named(|| {
+                let (mut client, request) = (client.clone(), client::named(request.clone(), &id));
+                async move { client.create_self_play(request).await }
+            })
+            .await?;
             out!("job {}: {}", job.job_id, job.summary);
             Ok(())
         }
@@ -725,7 +736,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 selfplay,
                 games: args.selfplay.unwrap_or(0),
             };
-            let job = client.create_verification(request).await?.into_inner();
+            let id = client::new_request_id();
+            let job = client::create_named(|| {
+                let (mut client, request) = (client.clone(), client::named(request.clone(), &id));
+                async move { client.create_verification(request).await }
+            })
+            .await?;
             out!("job {}: {} ({} units)", job.job_id, job.summary, job.units_total);
             Ok(())
         }
@@ -959,7 +975,12 @@ pub async fn submit(
     });
     request.pairs = sprt.map_or(pairs, |s| s.max_pairs);
     request.description = format!("{} vs {}", args.new.display(), args.base.display());
-    Ok(client.create_test(request).await?.into_inner())
+    let id = client::new_request_id();
+    Ok(client::create_named(|| {
+        let (mut client, request) = (client.clone(), client::named(request.clone(), &id));
+        async move { client.create_test(request).await }
+    })
+    .await?)
 }
 
 impl PlayArgs {
