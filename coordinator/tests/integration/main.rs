@@ -9,6 +9,7 @@ mod cluster;
 mod common;
 mod creations;
 mod dashboard;
+mod docs;
 mod drills;
 mod grpc_fuzz;
 mod http_fuzz;

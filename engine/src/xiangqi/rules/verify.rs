@@ -142,8 +142,8 @@ pub fn ruling_candidates(start: &Position, moves: &[Move], ruled: Option<usize>)
 }
 
 /// Why a rule set's verdict and the reference's part, where the reference's rules are
-/// known to differ from the books' (the categories README's verification section
-/// documents, each with an example); `None` when no known difference explains it.
+/// known to differ from the books' (the categories `docs/rules.md`'s verification
+/// section documents, each with an example); `None` when no known difference explains it.
 ///
 /// `cycle` is the cycle `ours` ruled on, as [`check_game`] reports it (each ply's
 /// `ply`, `nature` and `chases`).
