@@ -971,7 +971,7 @@
     const count = el("p", { class: "count", role: "status" });
     const columns = ["#", "Lineage", "Generation", "Parent", "State", "Test", "Data", "Positions", "Epochs", "Train loss", "Validation loss", "Created"];
     main.replaceChildren(el("h1", {}, "Nets"),
-      el("p", { class: "note" }, "Nets recorded by xq-trainer's loop: each trained on self-play of its parent and promoted when its test accepts H1."),
+      el("p", { class: "note" }, "Nets recorded by xq-trainer's loop: each trained on self-play of its parent and promoted when its test accepts H1; a lineage's generation 0, when it has one, is its seed, a net trained elsewhere."),
       el("form", { class: "filters", role: "search", onsubmit: (event) => event.preventDefault() },
         el("label", { for: "lineage" }, "Lineage", lineage)),
       count,
@@ -987,7 +987,7 @@
         body.replaceChildren(...nets.map((net) => {
           const cells = [
             String(net.net_id), net.lineage, String(net.generation),
-            net.parent_id ? `#${net.parent_id}` : "handcrafted",
+            net.generation === 0 ? "–" : net.parent_id ? `#${net.parent_id}` : "handcrafted",
             el("span", { class: `state state-${net.state}` }, net.state),
             net.test_job_id ? el("a", { href: `/tests/${net.test_job_id}` }, `#${net.test_job_id}`) : "–",
             net.data_job_id ? el("a", { href: `/tests/${net.data_job_id}` }, `#${net.data_job_id}`) : "–",

@@ -300,10 +300,16 @@ pub async fn run(
                 settings.dir.display()
             ));
         }
+        // The first generation's validation games are every generation's fixed set, so
+        // that the lineage's losses compare (still held out when its data is trained on).
+        let first = state.data_jobs[0];
+        let first_dir = settings.dir.join("data").join(format!("job{first}"));
+        client::download_training_data(client, first, &first_dir).await?;
         let jobs: Vec<String> = window.iter().map(u64::to_string).collect();
         let train_settings = TrainSettings {
             data: format!("lineage {} generation {generation}: self-play jobs {}", settings.lineage, jobs.join(", ")),
             init: init.clone(),
+            fixed_validation: find_chunks(&first_dir).map_err(TrainError::from)?,
             ..settings.train.clone()
         };
         say(&format!(

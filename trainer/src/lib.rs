@@ -10,6 +10,7 @@
 //! - [`optim`]: AdamW and the learning-rate schedules.
 //! - [`checkpoint`]: the run's state on disk, written atomically.
 //! - [`train`]: epochs, validation, checkpoints, the log, the exported net.
+//! - [`curves`]: the log's losses drawn as SVG.
 //! - [`export`]: quantisation to the engine's net file.
 //! - [`bench`]: the training-speed benchmark's batches and timing.
 //! - [`closed_loop`]: self-play, training, test and promotion, generation after
@@ -18,6 +19,7 @@
 pub mod bench;
 pub mod checkpoint;
 pub mod closed_loop;
+pub mod curves;
 pub mod data;
 pub mod export;
 pub mod loss;

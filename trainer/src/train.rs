@@ -10,9 +10,14 @@
 //! Files in the run's directory: `checkpoint.safetensors`, `best.safetensors` (the
 //! model of the epoch with the lowest validation loss), `log.jsonl` (one JSON object per
 //! epoch: epoch, positions, train and validation loss, learning rate, seconds, positions
-//! per second, the share of time spent waiting for data) and, when the run ends,
-//! `net.xqnn`: the best epoch's net, not the last's (a run that overfits its data ends
-//! past its best).
+//! per second, the share of time spent waiting for data), `losses.svg` (the log's
+//! losses drawn, see [`crate::curves`]) and, when the run ends, `net.xqnn`: the best
+//! epoch's net, not the last's (a run that overfits its data ends past its best).
+//!
+//! Each run's validation games are its own data's, so two runs on different data have
+//! losses that do not compare. A fixed validation set (`fixed_validation`: chunks whose
+//! validation games every run scores, such as a training loop's first generation's)
+//! gives a second loss, `fixed_validation_loss`, that does.
 //!
 //! A resumed run must be the run its checkpoint was: the settings and the data (a
 //! SHA-256 of the chunks' names and contents) are compared with the checkpoint's, and
@@ -60,6 +65,11 @@ pub struct TrainSettings {
     pub seed: u64,
     /// A checkpoint whose model this run starts from (a previous generation's).
     pub init: Option<PathBuf>,
+    /// Chunks whose validation games are scored after every epoch besides the run's
+    /// own: a loss comparable across runs on different data. Not recorded when empty,
+    /// so that checkpoints of runs without it resume.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fixed_validation: Vec<PathBuf>,
 }
 
 /// What stopped a run.
@@ -136,6 +146,23 @@ pub fn train(
     }
     let validation_tensors: Vec<BatchTensors> =
         validation_batches.iter().map(|b| BatchTensors::of(b, device)).collect();
+    let fixed_tensors: Vec<BatchTensors> = if settings.fixed_validation.is_empty() {
+        Vec::new()
+    } else {
+        let fixed = Pass::start(&settings.fixed_validation, Part::Validation, &settings.loader, settings.seed);
+        let tensors: Vec<BatchTensors> = fixed.batches.iter().map(|b| BatchTensors::of(&b, device)).collect();
+        refusals.extend(fixed.refusals());
+        if tensors.is_empty() {
+            return Err(DataError::NothingLeft("the fixed validation set".to_owned()).into());
+        }
+        tensors
+    };
+    // The fixed set's loss, for the log's entry (absent without a fixed set).
+    let fixed_loss = |model: &Model, scale: f64, entry: &mut serde_json::Value| {
+        if !fixed_tensors.is_empty() {
+            entry["fixed_validation_loss"] = validation_loss(model, &fixed_tensors, scale, settings.lambda).into();
+        }
+    };
 
     let data_sha256 = data_hash(chunks)?;
     let (mut model, mut optimiser, mut progress) = if checkpoint_file.exists() {
@@ -170,12 +197,13 @@ pub fn train(
     };
     if progress.log.is_empty() {
         // Epoch 0: the starting model, the point the loss curves start from.
-        let entry = serde_json::json!({
+        let mut entry = serde_json::json!({
             "epoch": 0,
             "validation_loss": validation_loss(&model, &validation_tensors, progress.scale, settings.lambda),
             "validation_positions": validation_positions,
             "scale": progress.scale,
         });
+        fixed_loss(&model, progress.scale, &mut entry);
         append_log(&log_path, &entry)?;
         progress.log.push(entry);
     }
@@ -241,7 +269,7 @@ pub fn train(
             progress.best = Some((epoch + 1, validation));
             checkpoint::save(&best_path(dir), &model, &optimiser, &progress)?;
         }
-        let entry = serde_json::json!({
+        let mut entry = serde_json::json!({
             "epoch": epoch + 1,
             "positions": positions,
             "train_loss": loss_sum / positions.max(1) as f64,
@@ -253,6 +281,7 @@ pub fn train(
             "positions_per_second": positions as f64 / seconds.max(1e-9),
             "data_wait_share": waited.as_secs_f64() / seconds.max(1e-9),
         });
+        fixed_loss(&model, progress.scale, &mut entry);
         append_log(&log_path, &entry)?;
         if !progress_bar {
             eprintln!("{entry}");
@@ -261,6 +290,7 @@ pub fn train(
         progress.epoch += 1;
         progress.batch = 0;
         checkpoint::save(&checkpoint_file, &model, &optimiser, &progress)?;
+        write_curves(dir, &progress.log)?;
     }
     dedup(&mut refusals);
     let net = if stopped {
@@ -386,6 +416,12 @@ pub fn validation_loss(model: &Model, batches: &[BatchTensors], scale: f64, lamb
         }
         sum / count.max(1) as f64
     })
+}
+
+/// `losses.svg` in `dir`, drawn from `log`.
+fn write_curves(dir: &Path, log: &[serde_json::Value]) -> Result<(), TrainError> {
+    let path = dir.join("losses.svg");
+    std::fs::write(&path, crate::curves::losses_svg(log)).map_err(|source| TrainError::Log { path, source })
 }
 
 fn append_log(path: &Path, entry: &serde_json::Value) -> Result<(), TrainError> {

@@ -69,6 +69,7 @@ fn settings(epochs: usize) -> TrainSettings {
         scale: None,
         seed: 7,
         init: None,
+        fixed_validation: Vec::new(),
     }
 }
 
@@ -337,4 +338,29 @@ fn a_damaged_checkpoint_is_refused_with_its_name_not_a_panic() {
         );
         assert!(!run.path().join("net.xqnn").exists(), "{what}");
     }
+}
+
+/// A fixed validation set is scored with the run's own at every epoch: on the run's
+/// own data it is the same games, so the same loss; the curves are drawn beside the log.
+#[test]
+fn a_fixed_validation_set_is_scored_every_epoch_and_the_losses_are_drawn() {
+    let run = tempfile::tempdir().unwrap();
+    let chunks = find_chunks(data()).unwrap();
+    let fixed = TrainSettings { fixed_validation: chunks.clone(), ..settings(2) };
+    let summary = train(&chunks, &fixed, run.path(), Device::Cpu, &AtomicBool::new(false), false).unwrap();
+    assert_eq!(summary.log.len(), 3, "epoch 0 and two epochs");
+    for entry in &summary.log {
+        let (own, fixed) = (entry["validation_loss"].as_f64().unwrap(), entry["fixed_validation_loss"].as_f64());
+        assert_eq!(fixed, Some(own), "the same validation games: {entry}");
+    }
+    let svg = std::fs::read_to_string(run.path().join("losses.svg")).unwrap();
+    for series in ["train", "validation", "fixed validation"] {
+        assert!(svg.contains(&format!("data-series=\"{series}\"")), "{series} drawn");
+    }
+    // Without a fixed set nothing of it is logged, and the settings record nothing
+    // new: checkpoints of runs before the setting existed still resume.
+    let plain = tempfile::tempdir().unwrap();
+    let summary = train(&chunks, &settings(1), plain.path(), Device::Cpu, &AtomicBool::new(false), false).unwrap();
+    assert!(summary.log.iter().all(|e| e.get("fixed_validation_loss").is_none()));
+    assert!(serde_json::to_value(settings(1)).unwrap().get("fixed_validation").is_none());
 }

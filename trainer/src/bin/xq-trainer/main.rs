@@ -90,6 +90,11 @@ struct TrainArgs {
     /// (`XQNN`, such as a net the engine plays) read back into floats.
     #[arg(long)]
     init: Option<PathBuf>,
+    /// A directory of chunks whose validation games are scored after every epoch
+    /// besides the run's own (logged as fixed_validation_loss): a loss that compares
+    /// runs trained on different data.
+    #[arg(long)]
+    fixed_validation: Option<PathBuf>,
     #[command(flatten)]
     training: TrainingArgs,
     /// No progress bar: the log's lines on standard error instead.
@@ -238,6 +243,7 @@ impl TrainingArgs {
             scale: self.scale,
             seed: self.seed,
             init,
+            fixed_validation: Vec::new(),
         }
     }
 }
@@ -355,7 +361,10 @@ fn run_training(args: TrainArgs) -> anyhow::Result<()> {
         (None, None) => bail!("give --data DIR or --job N"),
     };
     let chunks = find_chunks(&data)?;
-    let settings = args.training.settings(source, args.init.clone());
+    let mut settings = args.training.settings(source, args.init.clone());
+    if let Some(dir) = &args.fixed_validation {
+        settings.fixed_validation = find_chunks(dir)?;
+    }
     let stop = stop_on_ctrl_c()?;
     eprintln!("{} chunks in {}, training on {device:?}", chunks.len(), data.display());
     let summary = train(&chunks, &settings, &args.out, device, &stop, !args.quiet)?;
