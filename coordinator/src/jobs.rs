@@ -11,7 +11,7 @@ use xq_engine::variant::Variant;
 use xq_engine::xiangqi::data::MAX_RECORDS;
 use xq_engine::xiangqi::fen::FenFlavour;
 use xq_engine::xiangqi::notation::Dialect;
-use xq_engine::xiangqi::rules::RuleSet;
+use xq_engine::xiangqi::rules::{RuleSet, ViolationTiming};
 use xq_proto::v1;
 use xq_proto::{DEFAULT_SELF_PLAY_PLIES, self_play_plies, self_play_unit_records};
 use xq_stats::{Model, Sprt, SprtState, elo_estimate};
@@ -91,6 +91,8 @@ pub struct MatchJob {
     pub request: v1::CreateTestRequest,
     pub time_control: TimeControl,
     pub rules: RuleSet,
+    /// When a lone repetition violation loses; every game is replayed under it.
+    pub timing: ViolationTiming,
     pub variant: Variant,
     pub sprt: Option<Sprt>,
     /// The book's openings (unit `i` plays opening `i` modulo their number).
@@ -113,6 +115,7 @@ impl MatchJob {
             max_plies: self.request.max_plies,
             time_margin_ms: xq_proto::DEFAULT_TIME_MARGIN_MS,
             adjudication: self.request.adjudication,
+            violation_timing: self.timing.name().to_owned(),
         }
     }
 
@@ -217,6 +220,7 @@ pub fn check_test(request: &v1::CreateTestRequest) -> Result<MatchJob, SpecError
     } else {
         request.variant.parse().map_err(|e: xq_engine::variant::UnknownVariant| bad("variant", e.to_string()))?
     };
+    let timing = xq_proto::violation_timing(&request.violation_timing).map_err(|e| bad("violation_timing", e))?;
     if let Some(book) = &request.book {
         check_artifact("book", book)?;
     }
@@ -258,7 +262,7 @@ pub fn check_test(request: &v1::CreateTestRequest) -> Result<MatchJob, SpecError
             return Err(bad("adjudication", format!("scores between 0 and {MAX_ADJUDICATION_SCORE} centipawns")));
         }
     }
-    Ok(MatchJob { request: request.clone(), time_control, rules, variant, sprt, openings: None, spsa: None })
+    Ok(MatchJob { request: request.clone(), time_control, rules, timing, variant, sprt, openings: None, spsa: None })
 }
 
 /// Checks a self-play request.
@@ -704,6 +708,7 @@ mod tests {
             ("sprt", Box::new(|r| r.sprt.as_mut().unwrap().alpha = 0.0)),
             ("sprt", Box::new(|r| r.sprt.as_mut().unwrap().elo1 = -1.0)),
             ("sprt.model", Box::new(|r| r.sprt.as_mut().unwrap().model = "bayes".to_owned())),
+            ("violation_timing", Box::new(|r| r.violation_timing = "fourfold".to_owned())),
             ("pairs", Box::new(|r| r.sprt = None)),
             ("pairs", Box::new(|r| r.pairs = MAX_UNITS + 1)),
             ("book", Box::new(|r| r.book = Some(v1::ArtifactRef { sha256: "XYZ".to_owned(), ..Default::default() }))),
@@ -721,6 +726,17 @@ mod tests {
             change(&mut r);
             assert_eq!(check_test(&r).unwrap_err().field, field);
         }
+    }
+
+    #[test]
+    fn a_test_s_violation_timing_reaches_its_leases() {
+        assert_eq!(check_test(&request()).unwrap().lease_spec(1.0).violation_timing, "threefold", "the default");
+        let warned = v1::CreateTestRequest { violation_timing: "after-warning".to_owned(), ..request() };
+        let job = check_test(&warned).unwrap();
+        assert_eq!(
+            (job.timing, job.lease_spec(1.0).violation_timing.as_str()),
+            (ViolationTiming::AfterWarning, "after-warning")
+        );
     }
 
     #[test]
@@ -811,6 +827,7 @@ mod tests {
                 request: v1::CreateTestRequest::default(),
                 time_control: text.parse().unwrap(),
                 rules: RuleSet::Wxf,
+                timing: ViolationTiming::Threefold,
                 variant: Variant::Xiangqi,
                 sprt: None,
                 openings: None,

@@ -13,7 +13,7 @@ use xq_engine::xiangqi::Position;
 use xq_engine::xiangqi::fen;
 use xq_engine::xiangqi::notation::{Dialect, parse_uci};
 use xq_engine::xiangqi::pgn::{PgnGame, parse_pgn};
-use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet, Ruling};
+use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet, Ruling, ViolationTiming};
 use xq_engine::xiongqi;
 
 use crate::endings::{self, Conditions, Replayed};
@@ -31,6 +31,8 @@ pub struct PairContext<'a> {
     pub opening: Option<BookOpening<'a>>,
     pub variant: Variant,
     pub rules: RuleSet,
+    /// When a lone repetition violation loses, as the lease told the worker.
+    pub timing: ViolationTiming,
     /// The new engine's and the base engine's names.
     pub names: [&'a str; 2],
     /// The clocks and adjudication the lease's games were played under.
@@ -90,6 +92,11 @@ fn check_game(pgn: &str, context: &PairContext<'_>, new_color: Color) -> Result<
     if game.tag("TimeControl") != Some(&time_control) {
         return Err(format!("time control {:?}, not the lease's {time_control}", game.tag("TimeControl")));
     }
+    // The worker writes the tag for any timing but the default.
+    let timing = game.tag("ViolationTiming").unwrap_or(ViolationTiming::Threefold.name());
+    if timing != context.timing.name() {
+        return Err(format!("violation timing '{timing}', not the lease's {}", context.timing.name()));
+    }
     let (ruling, replayed) = match context.variant {
         Variant::Xiangqi => replay_xiangqi(&game, context)?,
         Variant::Xiongqi => replay_xiongqi(&game, context)?,
@@ -144,7 +151,7 @@ fn replay_xiangqi(game: &PgnGame, context: &PairContext<'_>) -> Result<(Option<R
         None => &[],
     };
     let first_mover = start.side_to_move();
-    let mut referee = Referee::new(start, RefereeConfig::for_rules(context.rules));
+    let mut referee = Referee::new(start, RefereeConfig::with_timing(context.rules, context.timing));
     for (ply, text) in game.moves.iter().enumerate() {
         if let Some(ruling) = referee.ruling() {
             return Err(format!("move {} ({text}) is played after the game ended: {}", ply + 1, ruling.reason));
@@ -256,6 +263,7 @@ mod tests {
         opening: None,
         variant: Variant::Xiangqi,
         rules: RuleSet::Wxf,
+        timing: ViolationTiming::Threefold,
         names: ["new", "base"],
         conditions: &CONDITIONS,
     };
@@ -293,6 +301,40 @@ mod tests {
         assert!(check_pair([&adjudicated_mate, &timeout], &context).is_err());
         let after_mate = pgn("new", "base", Some(MATE_FEN), "1. b0b8 d9e9 2. a1a9 e9d9", "1-0", "normal");
         assert!(check_pair([&after_mate, &timeout], &context).unwrap_err().problem.contains("after the game ended"));
+    }
+
+    /// A game played under the books' timing (WXF 17.3.G.III): Red's rook checks the
+    /// bare king from e0 and f0 in turn, is warned at the threefold repetition (ply 8)
+    /// and loses at the fourth occurrence (ply 12). Replayed under the lease's timing it
+    /// counts; a game that says another timing than its lease's is refused, and under
+    /// the default timing its moves after ply 8 come after the game ended.
+    #[test]
+    fn games_are_replayed_under_the_lease_s_violation_timing() {
+        const CHECKS: &str = "4k4/9/9/9/9/9/9/9/9/3K1R3 w - - 0 1";
+        let cycles = "1. f0e0 e9f9 2. e0f0 f9e9 3. f0e0 e9f9 4. e0f0 f9e9 5. f0e0 e9f9 6. e0f0 f9e9";
+        let opening = Opening { start: fen::parse(CHECKS).unwrap(), moves: Vec::new() };
+        let warned = PairContext {
+            opening: Some(BookOpening::Xiangqi(&opening)),
+            timing: ViolationTiming::AfterWarning,
+            ..CONTEXT
+        };
+        let perpetual =
+            tagged(&pgn("new", "base", Some(CHECKS), cycles, "0-1", "normal"), "ViolationTiming", "after-warning");
+        let other = tagged(
+            &pgn("base", "new", Some(CHECKS), "1. f0e0 {+0.00 0.100s}", "1/2-1/2", "adjudication"),
+            "ViolationTiming",
+            "after-warning",
+        );
+        let checked = check_pair([&perpetual, &other], &warned).unwrap();
+        assert_eq!(checked[0], CheckedGame { points: 0, reason: "perpetual check".to_owned() });
+
+        let untagged = pgn("new", "base", Some(CHECKS), cycles, "0-1", "normal");
+        let problem = check_pair([&untagged, &other], &warned).unwrap_err().problem;
+        assert!(problem.contains("violation timing 'threefold', not the lease's after-warning"), "{problem}");
+        let threefold = PairContext { timing: ViolationTiming::Threefold, ..warned };
+        let other = pgn("base", "new", Some(CHECKS), "1. f0e0 {+0.00 0.100s}", "1/2-1/2", "adjudication");
+        let problem = check_pair([&untagged, &other], &threefold).unwrap_err().problem;
+        assert!(problem.contains("move 9 (f0e0) is played after the game ended: perpetual check"), "{problem}");
     }
 
     #[test]

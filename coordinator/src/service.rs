@@ -239,8 +239,14 @@ impl WorkerApi {
         let mut rows = Vec::new();
         for pair in &report.pairs {
             let opening = job.openings.as_ref().map(|o| o.for_unit(pair.unit));
-            let pair_context =
-                PairContext { opening, variant: job.variant, rules: job.rules, names, conditions: &conditions };
+            let pair_context = PairContext {
+                opening,
+                variant: job.variant,
+                rules: job.rules,
+                timing: job.timing,
+                names,
+                conditions: &conditions,
+            };
             let checked = check_pair([&pair.first_game_pgn, &pair.second_game_pgn], &pair_context)
                 .map_err(|e| Status::invalid_argument(format!("unit {}: {e}", pair.unit)))?;
             if context.acked.contains(&pair.unit) {

@@ -21,6 +21,12 @@ pub const GRPC_METHODS: &[&str] = include!(concat!(env!("OUT_DIR"), "/grpc_metho
 /// and answers a retry with it, so that a retry after a lost answer makes no twin.
 pub const REQUEST_ID_METADATA: &str = "xq-request-id";
 
+/// The violation timing a match spec or test request names: empty is the default,
+/// the threefold repetition; else the engine's own names (`threefold`, `after-warning`).
+pub fn violation_timing(text: &str) -> Result<xq_engine::xiangqi::rules::ViolationTiming, String> {
+    if text.is_empty() { Ok(xq_engine::xiangqi::rules::ViolationTiming::Threefold) } else { text.parse() }
+}
+
 /// The largest message either side accepts, in bytes: big enough for an artifact
 /// piece or a report of many game pairs, small enough that one request cannot
 /// exhaust memory.

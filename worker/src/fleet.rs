@@ -29,7 +29,7 @@ use xq_engine::xiangqi::fen::{FenFlavour, UnknownFenFlavour};
 use xq_engine::xiangqi::notation::{Dialect, UnknownDialect};
 use xq_engine::xiangqi::pgn::PgnFile;
 use xq_engine::xiangqi::rules::verify::{Reference, unit_report};
-use xq_engine::xiangqi::rules::{Outcome, RuleSet, ViolationTiming};
+use xq_engine::xiangqi::rules::{Outcome, RuleSet};
 use xq_engine::xiongqi;
 use xq_proto::v1::worker_client::WorkerClient;
 use xq_proto::{BearerToken, v1};
@@ -496,6 +496,7 @@ async fn play_pairs(
     let time_control: TimeControl = spec.time_control.parse().map_err(lease_error)?;
     let tc_text = time_control.to_string();
     let rules: RuleSet = spec.rules.parse().map_err(lease_error)?;
+    let violation_timing = xq_proto::violation_timing(&spec.violation_timing).map_err(lease_error)?;
     let match_settings = MatchSettings {
         engines: [new, base],
         pairs: lease.units.iter().map(|&u| u as usize).collect(),
@@ -509,9 +510,7 @@ async fn play_pairs(
             hang_timeout: Duration::from_secs(60),
             adjudication: xq_proto::adjudication(spec.adjudication.as_ref()),
             max_plies: (spec.max_plies > 0).then_some(spec.max_plies as usize),
-            // The coordinator's replay rules at the threefold repetition: a job's spec does
-            // not carry the after-warning timing (local matches only, for now).
-            violation_timing: ViolationTiming::Threefold,
+            violation_timing,
         },
         sprt: None,
     };

@@ -38,6 +38,7 @@ impl Reported {
             opening: None,
             variant: Variant::Xiangqi,
             rules: RuleSet::Wxf,
+            timing: Default::default(),
             names,
             conditions: &conditions,
         };

@@ -31,6 +31,8 @@ struct Fake {
     /// Lease refusals to answer first, and when each was answered.
     lease_refusals: Mutex<Vec<Status>>,
     refused_at: Mutex<Vec<Instant>>,
+    /// The lease's violation timing (empty: the default).
+    violation_timing: &'static str,
 }
 
 impl Fake {
@@ -49,6 +51,7 @@ impl Fake {
             taken: Mutex::new(Vec::new()),
             lease_refusals: Mutex::new(Vec::new()),
             refused_at: Mutex::new(Vec::new()),
+            violation_timing: "",
         }
     }
 
@@ -71,6 +74,7 @@ impl Fake {
             rules: "wxf".to_owned(),
             variant: "xiangqi".to_owned(),
             max_plies: 40,
+            violation_timing: self.violation_timing.to_owned(),
             ..Default::default()
         };
         v1::Lease {
@@ -216,6 +220,19 @@ async fn refused_reports_are_sent_again_until_taken_once() {
     for pgn in [&report.pairs[0].first_game_pgn, &report.pairs[0].second_game_pgn] {
         let games = xq_engine::xiangqi::pgn::parse_pgn(pgn).unwrap();
         assert_eq!(games.len(), 1, "{pgn}");
+    }
+}
+
+/// A lease's violation timing is the one its games are played and recorded under (the
+/// coordinator replays them under the same and refuses a game that names another).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_s_violation_timing_is_played_and_recorded() {
+    let fake = std::sync::Arc::new(Fake { violation_timing: "after-warning", ..Fake::new(false, 0) });
+    work_until(&fake, "timing", |f| !f.taken.lock().unwrap().is_empty()).await;
+    let taken = fake.taken.lock().unwrap();
+    for pgn in [&taken[0].pairs[0].first_game_pgn, &taken[0].pairs[0].second_game_pgn] {
+        let games = xq_engine::xiangqi::pgn::parse_pgn(pgn).unwrap();
+        assert_eq!(games[0].tag("ViolationTiming"), Some("after-warning"), "{pgn}");
     }
 }
 

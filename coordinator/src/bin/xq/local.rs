@@ -188,6 +188,7 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
             tc: args.tc.clone(),
             book,
             rules: "wxf".to_owned(),
+            violation_timing: "threefold".to_owned(),
             variant: "xiangqi".to_owned(),
             max_plies: 0,
             draw: None,

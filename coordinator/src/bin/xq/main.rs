@@ -250,6 +250,11 @@ pub struct PlayArgs {
     /// Rule set: wxf, asian, cxq or computer (Xiongqi has its own rules).
     #[arg(long, default_value = "wxf")]
     pub rules: String,
+    /// When a lone repetition violation loses: threefold (as engines rule) or
+    /// after-warning (as the books rule: the violator is warned at the threefold
+    /// repetition, its repeating moves banned, and loses only if it repeats anyway).
+    #[arg(long, default_value = "threefold")]
+    pub violation_timing: String,
     /// The game: xiangqi or xiongqi.
     #[arg(long, default_value = "xiangqi")]
     pub variant: String,
@@ -1002,6 +1007,7 @@ impl PlayArgs {
             base_engine: base,
             time_control: self.tc.clone(),
             rules: self.rules.clone(),
+            violation_timing: self.violation_timing.clone(),
             variant: self.variant.clone(),
             book,
             max_plies: self.max_plies,
