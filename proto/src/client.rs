@@ -40,7 +40,10 @@ pub enum ClientError {
     #[error("TLS with the given CA certificate: {0}")]
     Tls(String),
     /// Nothing answered at the address.
-    #[error("cannot connect to the coordinator at {url}: {reason}")]
+    #[error(
+        "cannot connect to the coordinator at {url}: {reason}: is `xq-coordinator serve` running there? \
+         (--coordinator or XQ_COORDINATOR names it)"
+    )]
     Connect {
         /// The coordinator's address.
         url: String,
@@ -48,7 +51,7 @@ pub enum ClientError {
         reason: String,
     },
     /// The coordinator refused or failed the call.
-    #[error("the coordinator answered: {0}")]
+    #[error("{}", explain(.0))]
     Status(#[from] tonic::Status),
     /// A file could not be written.
     #[error("cannot write {path}: {source}")]
@@ -71,8 +74,13 @@ pub async fn connect(url: &str, token: &str, ca_pem: Option<Vec<u8>>) -> Result<
             .map_err(|e| ClientError::Tls(e.to_string()))?;
     }
     let channel = endpoint.connect().await.map_err(|e| {
-        let reason = std::error::Error::source(&e).map_or_else(|| e.to_string(), ToString::to_string);
-        ClientError::Connect { url: url.to_owned(), reason }
+        // The innermost cause says what happened ("Connection refused"); the outer ones
+        // only that a connection was tried.
+        let mut cause: &dyn std::error::Error = &e;
+        while let Some(inner) = cause.source() {
+            cause = inner;
+        }
+        ClientError::Connect { url: url.to_owned(), reason: cause.to_string() }
     })?;
     Ok(ClientClient::with_interceptor(channel, auth)
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
@@ -104,6 +112,25 @@ pub async fn connect_to(address: &Address<'_>) -> Result<Client, ClientError> {
     };
     let ca = address.ca_cert.map(read).transpose()?;
     connect(address.url, &token, ca).await
+}
+
+/// A coordinator's refusal in one line, with what usually mends it for the refusals a
+/// newcomer meets: a token it does not know, a call beyond the token's role, a busy or
+/// restarting coordinator.
+pub fn explain(status: &tonic::Status) -> String {
+    use tonic::Code;
+    let message = status.message();
+    match status.code() {
+        Code::Unauthenticated => format!(
+            "the coordinator refused the token ({message}): check --token, XQ_TOKEN or --token-file; an admin \
+             makes tokens with `xq token create` (the first admin token is the coordinator's <data>/client-token)"
+        ),
+        Code::PermissionDenied => format!("the coordinator refused: {message}"),
+        Code::Unavailable | Code::ResourceExhausted => {
+            format!("the coordinator is busy or restarting ({message}): try again shortly")
+        }
+        _ => format!("the coordinator answered: {message}"),
+    }
 }
 
 /// A fresh request id: 32 hex digits, from the process's random hash keys and the

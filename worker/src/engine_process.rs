@@ -54,12 +54,29 @@ pub struct EngineConfig {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum EngineError {
     /// The program could not be started.
-    #[error("cannot start {command}: {reason}")]
+    #[error("cannot start {command}: {reason}{hint}")]
     Spawn {
         /// The program.
         command: String,
         /// The system's reason.
         reason: String,
+        /// What usually mends it, for the common reasons.
+        hint: &'static str,
+    },
+    /// The program started but did not complete the protocol's handshake: most often
+    /// an engine of the other protocol, or not an engine at all.
+    #[error(
+        "it did not answer '{hello}' with '{ok}' ({cause}): is it a {protocol} engine? A {other} engine needs \
+         protocol={other_name}"
+    )]
+    Handshake {
+        hello: &'static str,
+        ok: &'static str,
+        protocol: &'static str,
+        other: &'static str,
+        other_name: &'static str,
+        /// How the handshake failed.
+        cause: Box<EngineError>,
     },
     /// The engine closed its output (it exited or crashed).
     #[error("the engine stopped talking (exited or crashed){}", stderr_note(.stderr))]
@@ -85,6 +102,17 @@ pub enum EngineError {
     /// A `bestmove` line without a move.
     #[error("malformed answer: '{0}'")]
     Garbage(String),
+}
+
+/// What usually mends a program that cannot be started, by the system's reason.
+fn spawn_hint(kind: std::io::ErrorKind) -> &'static str {
+    match kind {
+        std::io::ErrorKind::PermissionDenied => {
+            " (is it executable? `chmod +x` it, or give its interpreter: cmd='python3 engine.py')"
+        }
+        std::io::ErrorKind::NotFound => " (no such program: give its path, such as cmd=./engine)",
+        _ => "",
+    }
 }
 
 /// The next line of `reader` without its end (`\n` or `\r\n`; bytes that are not
@@ -170,9 +198,11 @@ impl EngineProcess {
             command.current_dir(dir);
         }
         command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = command
-            .spawn()
-            .map_err(|e| EngineError::Spawn { command: config.command.display().to_string(), reason: e.to_string() })?;
+        let mut child = command.spawn().map_err(|e| EngineError::Spawn {
+            command: config.command.display().to_string(),
+            reason: e.to_string(),
+            hint: spawn_hint(e.kind()),
+        })?;
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
         let mut stderr_pipe = child.stderr.take().expect("piped stderr");
@@ -276,17 +306,26 @@ impl EngineProcess {
     }
 
     fn handshake(&mut self) -> Result<(), EngineError> {
-        let (hello, ok) = match self.config.protocol {
-            Protocol::Uci => ("uci", "uciok"),
-            Protocol::Ucci => ("ucci", "ucciok"),
+        let (hello, ok, protocol, other, other_name) = match self.config.protocol {
+            Protocol::Uci => ("uci", "uciok", "UCI", "UCCI", "ucci"),
+            Protocol::Ucci => ("ucci", "ucciok", "UCCI", "UCI", "uci"),
         };
-        self.send(hello)?;
         let mut declared = Vec::new();
-        self.read_until("handshake answer", HANDSHAKE_TIMEOUT, |line| {
-            if line.starts_with("option ") {
-                declared.push(line.to_owned());
-            }
-            line == ok
+        let answered = self.send(hello).and_then(|()| {
+            self.read_until("handshake answer", HANDSHAKE_TIMEOUT, |line| {
+                if line.starts_with("option ") {
+                    declared.push(line.to_owned());
+                }
+                line == ok
+            })
+        });
+        answered.map_err(|cause| EngineError::Handshake {
+            hello,
+            ok,
+            protocol,
+            other,
+            other_name,
+            cause: Box::new(cause),
         })?;
         self.declared_options = declared;
         if self.config.protocol == Protocol::Uci && self.declares("UCI_Variant") {

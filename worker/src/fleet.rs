@@ -62,7 +62,7 @@ pub enum FleetError {
         source: std::io::Error,
     },
     /// The coordinator answered a call with an error that retrying cannot mend.
-    #[error("{call} refused: {message} ({code})")]
+    #[error("{call} refused: {message}{}", refusal_hint(*.code))]
     Refused { call: &'static str, code: Code, message: String },
     #[error("artifact {name}: {reason}")]
     Artifact { name: String, reason: String },
@@ -73,6 +73,16 @@ pub enum FleetError {
     Engine { name: String, reason: String },
     #[error("playing: {0}")]
     Play(String),
+}
+
+/// What usually mends a refusal a newcomer meets: a token the coordinator does not know.
+fn refusal_hint(code: Code) -> &'static str {
+    match code {
+        Code::Unauthenticated => {
+            "; an admin makes a worker's token with `xq worker-token NAME`, given to the worker in XQ_WORKER_TOKEN"
+        }
+        _ => "",
+    }
 }
 
 impl FleetError {

@@ -180,3 +180,39 @@ async fn the_dashboard_is_private_off_loopback_unless_made_public() {
         .unwrap();
     assert!(!output.status.success() && String::from_utf8_lossy(&output.stderr).contains("cannot be used with"));
 }
+
+/// First contact: the mistakes a newcomer makes with `xq` are said in one line with
+/// their fix: no coordinator at the address, no token, a token it does not know.
+#[test]
+fn xq_names_a_missing_coordinator_and_a_wrong_token_with_the_fix() {
+    let one_line = |output: std::process::Output| {
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        stderr
+    };
+    // A port nothing listens on: the reason from the system, and where to look.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{closed}");
+    let stderr = one_line(xq(&["--coordinator", &url, "--token", "t", "list"]));
+    assert!(stderr.contains("Connection refused") && stderr.contains("is `xq-coordinator serve` running"), "{stderr}");
+
+    let dir = TempDir::new("first-contact");
+    let serving = Serving::start(&dir, "127.0.0.1:0", &[]);
+    let url = format!("http://127.0.0.1:{}", serving.1);
+    let stderr = one_line(
+        Command::new(binary("xq")).args(["--coordinator", &url, "list"]).env_remove("XQ_TOKEN").output().unwrap(),
+    );
+    assert!(stderr.contains("--token, XQ_TOKEN or --token-file"), "{stderr}");
+    let stderr = one_line(xq(&["--coordinator", &url, "--token", "wrong", "list"]));
+    assert!(stderr.contains("refused the token") && stderr.contains("xq token create"), "{stderr}");
+    // A worker with a token the coordinator does not know stops, saying how to get one.
+    let worker = Command::new(binary("xq-worker"))
+        .args(["connect", "--coordinator", &url, "--name", "w", "--cache"])
+        .arg(dir.0.join("cache"))
+        .env("XQ_WORKER_TOKEN", "wrong")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&worker.stderr);
+    assert!(!worker.status.success() && stderr.contains("`xq worker-token NAME`"), "{stderr}");
+}

@@ -9,6 +9,7 @@ use xq_coordinator::replay::{CheckedGame, PairContext, check_pair};
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::rules::Outcome;
 use xq_engine::xiangqi::rules::RuleSet;
+use xq_worker::engine_process::{EngineConfig, EngineProcess, Protocol};
 use xq_worker::game::Termination;
 use xq_worker::match_runner::{MatchError, MatchSettings, run_match};
 use xq_worker::pgn_out::game_pgn;
@@ -221,4 +222,33 @@ fn an_sprt_stops_the_match_at_its_bound() {
     let state = totals.sprt(&sprt).expect("an SPRT state");
     assert_eq!(state.decision(), Some(true), "{state:?}");
     assert!(totals.games() < 100, "stopped early after {} games", totals.games());
+}
+
+/// First contact: the common mistakes with an engine are named with their fix in one
+/// line: a file that is not executable, a path that names nothing, and a program that
+/// does not complete the handshake of the protocol asked of it.
+#[test]
+fn an_engine_that_cannot_start_or_speaks_another_protocol_is_named_with_the_fix() {
+    let dir = std::env::temp_dir().join(format!("xq-first-contact-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let not_executable = dir.join("engine.sh");
+    std::fs::write(&not_executable, "#!/bin/sh\n").unwrap();
+    let start = |command: &std::path::Path, protocol| {
+        let config = EngineConfig { command: command.to_path_buf(), protocol, ..our_engine("x") };
+        EngineProcess::start(&config).err().expect("refused").to_string()
+    };
+    let error = start(&not_executable, Protocol::Uci);
+    assert!(error.contains("Permission denied") && error.contains("chmod +x"), "{error}");
+    let error = start(&dir.join("missing"), Protocol::Uci);
+    assert!(error.contains("give its path"), "{error}");
+    // A program that reads its input and says something else, then exits.
+    let chatty = dir.join("chatty.sh");
+    std::fs::write(&chatty, "#!/bin/sh\nread line\necho \"hello, I am not an engine\"\n").unwrap();
+    std::fs::set_permissions(&chatty, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let error = start(&chatty, Protocol::Uci);
+    assert!(error.contains("did not answer 'uci' with 'uciok'"), "{error}");
+    assert!(error.contains("A UCCI engine needs protocol=ucci"), "{error}");
+    let error = start(&chatty, Protocol::Ucci);
+    assert!(error.contains("A UCI engine needs protocol=uci"), "{error}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

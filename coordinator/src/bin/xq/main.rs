@@ -503,8 +503,12 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
+        // A refusal of the coordinator's, said with what usually mends it.
         Err(error) => {
-            eprintln!("xq: {error:#}");
+            match error.downcast_ref::<tonic::Status>() {
+                Some(status) => eprintln!("xq: {}", client::explain(status)),
+                None => eprintln!("xq: {error:#}"),
+            }
             ExitCode::FAILURE
         }
     }
