@@ -556,6 +556,17 @@ impl Scheduler {
         Ok((principal, token_id(hash).to_owned()))
     }
 
+    /// The role of the user token with id `id` while it is in force; `None` when it is
+    /// revoked, expired, unknown or not a user's.
+    pub fn role_of(&self, id: &str) -> Option<Role> {
+        let state = self.lock();
+        let (_, token) = state.tokens.iter().find(|(hash, _)| token_id(hash) == id)?;
+        match token.principal {
+            Ok(Principal::Client(role)) if token.expires_ms == 0 || now_ms() < token.expires_ms => Some(role),
+            _ => None,
+        }
+    }
+
     /// Resolves once the token whose hash is `hash` is no longer in force: at once when
     /// it is revoked, within [`TOKEN_RECHECK`] when it expires. Streams opened with it
     /// end then, so that a revocation reaches every call, not only the next ones.

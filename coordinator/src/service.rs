@@ -33,7 +33,7 @@ use crate::spsa::{check_spsa, check_spsa_bounds};
 use crate::storage::{Storage, UnitRow};
 use crate::streams::{Followers, UntilOutOfForce};
 use crate::tokens::{Principal, Role, TokenHash, bearer, token_hash};
-use crate::tournaments::{PairingResults, Tournaments};
+use crate::tournaments::{EventState, ExtendError, PairingResults, Tournaments};
 use xq_engine::xiangqi::rules::verify::Tally;
 
 /// The most pairs one report may carry.
@@ -677,7 +677,8 @@ impl v1::client_server::Client for ClientApi {
             Some(_) => ("sprt", if request.pairs == 0 { DEFAULT_SPRT_PAIRS } else { request.pairs }),
             None => ("games", request.pairs),
         };
-        Ok(Response::new(self.0.create_match(&caller, key.as_ref(), kind, job, units).await?))
+        let origin = self.0.origin(&caller, key.as_ref());
+        Ok(Response::new(self.0.create_match(&caller, origin, kind, job, units).await?))
     }
 
     async fn create_tournament(
@@ -693,7 +694,8 @@ impl v1::client_server::Client for ClientApi {
         }
         let request = request.into_inner();
         let tests = crate::tournaments::plan(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let job_ids = self.0.create_tests_or_none(&caller, tests).await?;
+        let waits = self.0.origin(&caller, None).pending;
+        let job_ids = self.0.create_tests_or_none(&caller, tests.into_iter().map(|test| (test, waits))).await?;
         let id = self.0.tournaments.add(&request, job_ids).await.map_err(|e| Status::unavailable(e.to_string()))?;
         Ok(Response::new(self.0.tournament(id).await?))
     }
@@ -712,6 +714,11 @@ impl v1::client_server::Client for ClientApi {
     }
 
     type DownloadTournamentGamesStream = Stream_<v1::PgnBatch>;
+
+    async fn stop_tournament(&self, request: Request<v1::TournamentId>) -> Result<Response<v1::Tournament>, Status> {
+        let caller = client_of(&request)?;
+        Ok(Response::new(self.0.stop_tournament(&caller, request.get_ref().tournament_id).await?))
+    }
 
     async fn download_tournament_games(
         &self,
@@ -760,7 +767,8 @@ impl v1::client_server::Client for ClientApi {
         let job = check_spsa(request.get_ref()).map_err(invalid)?;
         check_spsa_bounds(request.get_ref()).map_err(invalid)?;
         let pairs = job.request.pairs;
-        Ok(Response::new(self.0.create_match(&caller, key.as_ref(), "spsa", job, pairs).await?))
+        let origin = self.0.origin(&caller, key.as_ref());
+        Ok(Response::new(self.0.create_match(&caller, origin, "spsa", job, pairs).await?))
     }
 
     async fn create_self_play(&self, request: Request<v1::CreateSelfPlayRequest>) -> Result<Response<v1::Job>, Status> {
@@ -1230,7 +1238,7 @@ impl Shared {
     async fn create_match(
         &self,
         caller: &Caller,
-        key: Option<&RequestKey>,
+        origin: crate::scheduler::Origin<'_>,
         kind: &str,
         mut job: MatchJob,
         units: u64,
@@ -1254,10 +1262,7 @@ impl Shared {
                 Some(load_openings(self, &book.sha256, job.variant).await.map_err(Status::invalid_argument)?);
         }
         let job = JobSpec::Match(Box::new(job));
-        Ok(self
-            .scheduler
-            .create_job(kind, job, units, (request.priority, &request.description), self.origin(caller, key))
-            .await?)
+        Ok(self.scheduler.create_job(kind, job, units, (request.priority, &request.description), origin).await?)
     }
 
     /// The newest `limit` tournaments (0: 100, at most 1,000), each as [`Self::tournament`].
@@ -1316,16 +1321,15 @@ impl Shared {
         Ok(results)
     }
 
-    /// Makes the tests that come next in every event made round by round (Swiss,
-    /// knockout) whose tests so far have ended: a round, or a knockout's tie-breaks, for the
-    /// submitter of its first tests (the event was admitted as a whole, so as an admin
-    /// would: no second approval or quota midway). Returns the events that moved on, and
-    /// those that could not, with the reason (each event on its own: one event's trouble
-    /// does not hold up the others).
+    /// Looks after every event not yet over, each on its own (one event's trouble does
+    /// not hold up the others): an event stopped, or one of whose tests ended without
+    /// finishing, stops its other tests and makes no more; a Swiss event or knockout
+    /// whose tests all finished makes its next round or tie-breaks. Returns the events
+    /// that made new tests, and those that could not be looked after, with the reason.
     pub async fn advance_staged_events(&self) -> (Vec<u64>, Vec<(u64, Status)>) {
         let (mut advanced, mut failed) = (Vec::new(), Vec::new());
-        for id in self.tournaments.unfinished_staged_ids() {
-            match self.advance_staged_event(id).await {
+        for id in self.tournaments.open_ids() {
+            match self.tend_event(id).await {
                 Ok(true) => advanced.push(id),
                 Ok(false) => {}
                 Err(status) => failed.push((id, status)),
@@ -1334,34 +1338,115 @@ impl Shared {
         (advanced, failed)
     }
 
-    async fn advance_staged_event(&self, id: u64) -> Result<bool, Status> {
+    /// Looks after event `id` (see [`Self::advance_staged_events`]); whether it made tests.
+    async fn tend_event(&self, id: u64) -> Result<bool, Status> {
         let Some(row) = self.tournaments.get(id) else { return Ok(false) };
-        let results = self.pairing_results(&row).await?;
-        let Some(tests) = crate::tournaments::next_round_tests(&row, &results).map_err(Status::internal)? else {
-            if crate::tournaments::view(&row, &results).is_ok_and(|t| t.state == "finished") {
+        // A test that is gone (a database edited by hand) stops its event.
+        let states: Vec<String> =
+            row.job_ids.iter().map(|&job| self.scheduler.job(job).map_or_else(String::new, |j| j.state)).collect();
+        match crate::tournaments::event_state(&row, states.iter().map(String::as_str)) {
+            EventState::Playing => Ok(false),
+            EventState::Stopped => {
+                self.stop_event_tests(&row).await?;
                 self.tournaments.conclude(id);
+                Ok(false)
             }
-            return Ok(false);
-        };
-        let submitter = row.job_ids.first().and_then(|&job| self.scheduler.submitter(job)).unwrap_or_default();
-        let caller = Caller { role: Role::Admin, token_id: submitter };
-        let job_ids = self.create_tests_or_none(&caller, tests).await?;
-        if let Err(error) = self.tournaments.extend(id, &job_ids).await {
-            // Not kept: the round's tests stop, and the round is made again at the next look.
-            self.stop_jobs(&job_ids).await;
-            return Err(Status::unavailable(error.to_string()));
+            EventState::Settled => self.make_next_tests(&row).await,
         }
-        Ok(true)
     }
 
-    /// Makes a tournament's `tests` (each of its own pairs) for `caller`, all or none:
-    /// when one cannot be made, those made before it stop, so that no half-made event
-    /// or round is left running.
-    async fn create_tests_or_none(&self, caller: &Caller, tests: Vec<MatchJob>) -> Result<Vec<u64>, Status> {
-        let mut job_ids = Vec::with_capacity(tests.len());
-        for test in tests {
+    /// Makes the tests that follow in a settled event: a Swiss round, or a knockout's
+    /// tie-breaks or next round (see [`crate::tournaments::FollowUp`]), for the token
+    /// that made its first tests as that token would make them: under its quotas and,
+    /// for a submitter on a coordinator that asks for approval, waiting for it when no
+    /// approved test covers them. An event with nothing to follow is over.
+    async fn make_next_tests(&self, row: &crate::storage::TournamentRow) -> Result<bool, Status> {
+        let id = row.id as u64;
+        let results = self.pairing_results(row).await?;
+        let Some(tests) = crate::tournaments::next_round_tests(row, &results).map_err(Status::internal)? else {
+            self.tournaments.conclude(id);
+            return Ok(false);
+        };
+        let owner = self.event_owner(row);
+        // A token no longer in force is taken for a submitter: it gains nothing by going.
+        let role = self.scheduler.role_of(&owner).unwrap_or(Role::Submitter);
+        let caller = Caller { role, token_id: owner };
+        // The whole round within the maker's limit of active jobs, or none of it: a
+        // round refused halfway would make and stop tests at every look.
+        let limit = self.scheduler.config.submitter_active_jobs;
+        let active = self.scheduler.active_jobs_of(&caller.token_id);
+        if role == Role::Submitter && limit > 0 && active + tests.len() > limit {
+            return Err(Status::resource_exhausted(format!(
+                "the next {} tests wait: submitter {} has {active} running or pending jobs of at most {limit}",
+                tests.len(),
+                caller.token_id
+            )));
+        }
+        let approval_asked = self.origin(&caller, None).pending;
+        let tests = tests.into_iter().map(|f| (f.test, approval_asked && f.unplayed_engine));
+        let job_ids = self.create_tests_or_none(&caller, tests).await?;
+        match self.tournaments.extend(id, &job_ids).await {
+            Ok(()) => Ok(true),
+            Err(error) => {
+                // Not kept: the round's tests stop; a write error makes the round again
+                // at the next look, a stop ends the event there.
+                self.stop_jobs(&job_ids).await;
+                match error {
+                    ExtendError::Stopped(_) => Ok(false),
+                    ExtendError::Write(error) => Err(Status::unavailable(error.to_string())),
+                }
+            }
+        }
+    }
+
+    /// The token that made the event's first tests, whose event it is.
+    fn event_owner(&self, row: &crate::storage::TournamentRow) -> String {
+        row.job_ids.first().and_then(|&job| self.scheduler.submitter(job)).unwrap_or_default()
+    }
+
+    /// Stops tournament `id` for `caller` (an admin, or the token that made it): it
+    /// makes no more tests, and its tests that wait or play stop.
+    pub async fn stop_tournament(&self, caller: &Caller, id: u64) -> Result<v1::Tournament, Status> {
+        let not_found = || Status::not_found(format!("tournament {id}"));
+        let row = self.tournaments.get(id).ok_or_else(not_found)?;
+        if caller.role != Role::Admin && self.event_owner(&row) != caller.token_id {
+            return Err(Status::permission_denied(format!(
+                "tournament {id} is another submitter's: they or an admin may stop it"
+            )));
+        }
+        let row =
+            self.tournaments.stop(id).await.map_err(|e| Status::unavailable(e.to_string()))?.ok_or_else(not_found)?;
+        self.stop_event_tests(&row).await?;
+        self.tournaments.conclude(id);
+        self.scheduler.audit(&caller.token_id, "tournament.stop", &id.to_string()).await?;
+        self.tournament(id).await
+    }
+
+    /// Stops the tests of a stopped event that still wait or play, saying why.
+    async fn stop_event_tests(&self, row: &crate::storage::TournamentRow) -> Result<(), Status> {
+        let outcome = format!("tournament {} stopped", row.id);
+        for &job in &row.job_ids {
+            match self.scheduler.end_job(job, "stopped", &outcome).await {
+                Ok(_) | Err(ScheduleError::NotFound(_)) => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes a tournament's `tests` (each of its own pairs, with whether it waits for an
+    /// admin's approval) for `caller`, all or none: when one cannot be made, those made
+    /// before it stop, so that no half-made event or round is left running.
+    async fn create_tests_or_none(
+        &self,
+        caller: &Caller,
+        tests: impl IntoIterator<Item = (MatchJob, bool)>,
+    ) -> Result<Vec<u64>, Status> {
+        let mut job_ids = Vec::new();
+        for (test, pending) in tests {
             let pairs = test.request.pairs;
-            match self.create_match(caller, None, "games", test, pairs).await {
+            let origin = crate::scheduler::Origin { submitter: &caller.token_id, pending, request: None };
+            match self.create_match(caller, origin, "games", test, pairs).await {
                 Ok(job) => job_ids.push(job.job_id),
                 Err(status) => {
                     self.stop_jobs(&job_ids).await;

@@ -186,6 +186,8 @@ pub struct TournamentRow {
     /// Its pairings' match tests, in pairing order.
     pub job_ids: Vec<u64>,
     pub created_ms: i64,
+    /// When it was stopped as a whole (0: it was not).
+    pub stopped_ms: i64,
 }
 
 /// A net of the registry ([`crate::nets`]).
@@ -451,7 +453,7 @@ impl Storage {
         {
             snapshot.nets.push(net_from_row(&row)?);
         }
-        for row in sqlx::query("SELECT id, spec, job_ids, created_ms FROM tournaments ORDER BY id")
+        for row in sqlx::query("SELECT id, spec, job_ids, created_ms, stopped_ms FROM tournaments ORDER BY id")
             .fetch_all(&self.pool)
             .await?
         {
@@ -461,6 +463,7 @@ impl Storage {
                 spec: row.try_get("spec")?,
                 job_ids: parse_units(&job_ids)?,
                 created_ms: row.try_get("created_ms")?,
+                stopped_ms: row.try_get("stopped_ms")?,
             });
         }
         Ok(snapshot)
@@ -690,6 +693,11 @@ pub enum Change {
         id: i64,
         job_ids: Vec<u64>,
     },
+    /// A tournament stopped as a whole.
+    TournamentStopped {
+        id: i64,
+        at_ms: i64,
+    },
     /// A worker's new standing; its units of `set_aside_jobs` move to `set_aside_units`
     /// and off those jobs' counts.
     WorkerStanding {
@@ -866,11 +874,21 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
             sqlx::query("UPDATE leases SET state = $1 WHERE id = $2").bind(state).bind(id).execute(&mut *conn).await?;
         }
         Change::Tournament(tournament) => {
-            sqlx::query("INSERT INTO tournaments (id, spec, job_ids, created_ms) VALUES ($1, $2, $3, $4)")
-                .bind(tournament.id)
-                .bind(&tournament.spec)
-                .bind(units_text(&tournament.job_ids))
-                .bind(tournament.created_ms)
+            sqlx::query(
+                "INSERT INTO tournaments (id, spec, job_ids, created_ms, stopped_ms) VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(tournament.id)
+            .bind(&tournament.spec)
+            .bind(units_text(&tournament.job_ids))
+            .bind(tournament.created_ms)
+            .bind(tournament.stopped_ms)
+            .execute(&mut *conn)
+            .await?;
+        }
+        Change::TournamentStopped { id, at_ms } => {
+            sqlx::query("UPDATE tournaments SET stopped_ms = $1 WHERE id = $2")
+                .bind(at_ms)
+                .bind(id)
                 .execute(&mut *conn)
                 .await?;
         }

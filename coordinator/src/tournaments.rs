@@ -7,12 +7,19 @@
 //! Standings are never stored: they are computed from the tests' results when asked.
 //!
 //! Swiss events and knockouts make their first round's tests at once and the tests that
-//! follow when those before have ended ([`next_round_tests`], which the coordinator asks
-//! every second): a Swiss event's next round, a knockout's tie-break pairs and next
-//! round. Only the tests' ids are stored: pairing is deterministic, so rounds, byes and
-//! brackets are rebuilt from the results in order ([`swiss_progress`],
+//! follow when those before have all finished ([`next_round_tests`], which the
+//! coordinator asks every second): a Swiss event's next round, a knockout's tie-break
+//! pairs and next round. Only the tests' ids are stored: pairing is deterministic, so
+//! rounds, byes and brackets are rebuilt from the results in order ([`swiss_progress`],
 //! [`knockout_progress`]). A fleet pairing plays game pairs, so each meeting gives both
 //! engines both colours and the Swiss colour rules never bind.
+//!
+//! An event is its creator's throughout: the tests that follow are made for the token
+//! that made the first ones, under its quotas, and wait for an admin's approval as its
+//! first tests did, unless that approval already covers them ([`FollowUp`]). An event is
+//! stopped as a whole (StopTournament), or by stopping any of its tests: a round without
+//! all its results cannot be paired on, and a stopped test must not be a way round the
+//! approval of its round ([`EventState`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -27,16 +34,29 @@ use xq_tournament::scoring::{GameResult, Points};
 use xq_tournament::standings::{Game, System, standings_with_byes};
 use xq_tournament::swiss::{Entrant, default_rounds, max_rounds, pair_round};
 
-use crate::jobs::{MatchJob, SpecError, check_test};
+use crate::jobs::{MatchJob, SpecError, bad, check_test};
+use crate::scheduler::PENDING;
 use crate::storage::{Change, TournamentRow, now_ms};
 use crate::writer::{WriteError, Writer};
 
-fn bad(field: &'static str, problem: impl Into<String>) -> SpecError {
-    SpecError { field, problem: problem.into() }
-}
-
 /// The most engines in a tournament.
 pub const MAX_ENGINES: usize = 64;
+
+/// The most games a pairing plays (a knockout's match before its tie-breaks).
+pub const MAX_GAMES_PER_PAIRING: u32 = 10_000;
+
+/// The most tie-break pairs a level knockout match plays.
+pub const MAX_TIE_BREAK_PAIRS: u32 = 100;
+
+/// The most tests one event may make, every round and tie-break played: each is a job
+/// the scheduler keeps and the event's view reads (a double round robin of 45 engines
+/// makes 990).
+pub const MAX_TESTS: u64 = 1_000;
+
+/// The most games one event may make, every round and tie-break played, so that one
+/// request cannot hold the fleet for weeks (a double round robin of 32 engines at
+/// 2,000 games a pairing makes 992,000).
+pub const MAX_GAMES: u64 = 1_000_000;
 
 fn points_of(text: &str) -> Result<Points, SpecError> {
     match text {
@@ -51,7 +71,7 @@ fn points_of(text: &str) -> Result<Points, SpecError> {
 pub fn plan(request: &v1::CreateTournamentRequest) -> Result<Vec<MatchJob>, SpecError> {
     let engines = &request.engines;
     if !(2..=MAX_ENGINES).contains(&engines.len()) {
-        return Err(bad("engines", format!("between 2 and {MAX_ENGINES}")));
+        return Err(bad("engines", format!("{} engines: between 2 and {MAX_ENGINES}", engines.len())));
     }
     for (i, engine) in engines.iter().enumerate() {
         if engines[..i].iter().any(|e| e.name == engine.name) {
@@ -63,35 +83,74 @@ pub fn plan(request: &v1::CreateTournamentRequest) -> Result<Vec<MatchJob>, Spec
     {
         return Err(bad("settings", "engines, sprt and pairs come from the tournament: leave them out"));
     }
-    let games = if request.games_per_pairing == 0 { 2 } else { request.games_per_pairing };
-    if !games.is_multiple_of(2) || games > 10_000 {
-        return Err(bad("games_per_pairing", "an even number, at most 10,000: game pairs with colours swapped"));
+    let games = games_per_pairing(request);
+    if !games.is_multiple_of(2) || games > MAX_GAMES_PER_PAIRING {
+        return Err(bad(
+            "games_per_pairing",
+            format!("an even number, at most {MAX_GAMES_PER_PAIRING}: game pairs with colours swapped"),
+        ));
     }
-    let pairings: Vec<Pairing> = match request.system.as_str() {
-        "" | "double-round-robin" => round_robin(engines.len(), false).into_iter().flat_map(|r| r.games).collect(),
+    let n = engines.len() as u64;
+    let (pairings, most_tests): (Vec<Pairing>, u64) = match request.system.as_str() {
+        "" | "double-round-robin" => {
+            (round_robin(engines.len(), false).into_iter().flat_map(|r| r.games).collect(), n * (n - 1) / 2)
+        }
         "gauntlet" => {
             let challengers = request.challengers as usize;
             if challengers == 0 || challengers >= engines.len() {
                 return Err(bad("challengers", format!("1 to {}: the rest is the field", engines.len() - 1)));
             }
-            gauntlet(challengers, engines.len() - challengers, 1)
+            let c = challengers as u64;
+            (gauntlet(challengers, engines.len() - challengers, 1), c * (n - c))
         }
         "swiss" => {
             if request.rounds as usize > max_rounds(engines.len()) {
                 let most = max_rounds(engines.len());
                 return Err(bad("rounds", format!("at most {most}: no two engines meet twice")));
             }
-            pair_round(&vec![Entrant::default(); engines.len()]).expect("a first round always pairs").games
+            let first = pair_round(&vec![Entrant::default(); engines.len()]).expect("a first round always pairs");
+            (first.games, swiss_rounds(request) as u64 * (n / 2))
         }
         "knockout" => {
-            if request.tie_break_pairs > 100 {
-                return Err(bad("tie_break_pairs", "at most 100"));
+            if request.tie_break_pairs > MAX_TIE_BREAK_PAIRS {
+                return Err(bad("tie_break_pairs", format!("at most {MAX_TIE_BREAK_PAIRS}")));
             }
             let first = knockout_bracket(engines.len()).into_iter();
-            first.filter_map(|(a, b)| b.map(|b| Pairing { red: a, black: b })).collect()
+            // Each of the n - 1 matches, and each of its tie-breaks.
+            let most = (n - 1) * (1 + u64::from(request.tie_break_pairs));
+            (first.filter_map(|(a, b)| b.map(|b| Pairing { red: a, black: b })).collect(), most)
         }
         other => return Err(bad("system", format!("'{other}': double-round-robin, gauntlet, swiss or knockout"))),
     };
+    if most_tests > MAX_TESTS {
+        return Err(bad(
+            "engines",
+            format!(
+                "{n} engines make up to {most_tests} tests in this system, every round and tie-break played; \
+                 at most {MAX_TESTS} tests an event: fewer engines, rounds or tie-break pairs"
+            ),
+        ));
+    }
+    let most_games = match request.system.as_str() {
+        // A tie-break is one game pair.
+        "knockout" => (n - 1) * (u64::from(games) + 2 * u64::from(request.tie_break_pairs)),
+        _ => most_tests * u64::from(games),
+    };
+    if most_games > MAX_GAMES {
+        return Err(bad(
+            "games_per_pairing",
+            format!("{games} games a pairing make up to {most_games} games in this event, at most {MAX_GAMES}"),
+        ));
+    }
+    // Every engine is checked now as its tests will check it: one that sits out the
+    // first round would otherwise be refused only when a later round is made.
+    for (i, engine) in engines.iter().enumerate() {
+        let pairing = Pairing { red: i, black: usize::from(i == 0) };
+        pairing_test(request, pairing, 1, false).map_err(|e| match e.field {
+            "new_engine" => bad("engines", format!("'{}': {}", engine.name, e.problem)),
+            _ => e,
+        })?;
+    }
     if !request.tie_break_time_control.is_empty() {
         let pairing = Pairing { red: 0, black: 1 };
         pairing_test(request, pairing, 1, true).map_err(|e| bad("tie_break_time_control", e.problem))?;
@@ -201,10 +260,58 @@ fn record_meetings(entrants: &mut [Entrant], round: &Round, tests: &[PairingResu
     }
 }
 
+/// Where an event stands as a whole, from its tests' states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventState {
+    /// Stopped as a whole, or one of its tests ended without finishing: it makes no more
+    /// tests, and those still waiting or playing stop.
+    Stopped,
+    /// A test waits for approval or plays.
+    Playing,
+    /// Every test finished: the next round or tie-breaks may follow, or it is over.
+    Settled,
+}
+
+/// The state of the event `row`, whose tests are in `test_states` (any that ended
+/// other than "finished", or is gone, stops the event).
+pub fn event_state<'a>(row: &TournamentRow, test_states: impl IntoIterator<Item = &'a str>) -> EventState {
+    if row.stopped_ms != 0 {
+        return EventState::Stopped;
+    }
+    let mut playing = false;
+    for state in test_states {
+        match state {
+            "finished" => {}
+            "running" | PENDING => playing = true,
+            _ => return EventState::Stopped,
+        }
+    }
+    if playing { EventState::Playing } else { EventState::Settled }
+}
+
+/// A test an event makes after its first ones, and whether it plays an engine no
+/// earlier test of the event played (one that sat out every round so far).
+///
+/// The event moves on only when every test it made finished, so an admin approved each
+/// of them when approval was asked; a follow-up playing the same engines runs the
+/// binaries, nets and options already approved and does not wait again. An engine that
+/// has only had byes was never in a test an admin saw running: its first test waits
+/// as the event's first tests did.
+pub struct FollowUp {
+    /// The pairing's test.
+    pub test: MatchJob,
+    /// Whether it plays an engine no earlier test of the event played.
+    pub unplayed_engine: bool,
+}
+
 /// The tests an event made round by round (Swiss, knockout) needs next, once those it
-/// has have all ended: a Swiss event's next round, or a knockout's tie-break pairs or
-/// next round. `None` while tests are in play, or when the event is over.
-pub fn next_round_tests(row: &TournamentRow, results: &[PairingResults]) -> Result<Option<Vec<MatchJob>>, String> {
+/// has have all finished: a Swiss event's next round, or a knockout's tie-break pairs or
+/// next round. `None` while tests are in play, when the event is stopped, or when it is
+/// over.
+pub fn next_round_tests(row: &TournamentRow, results: &[PairingResults]) -> Result<Option<Vec<FollowUp>>, String> {
+    if event_state(row, results.iter().map(|r| r.job.state.as_str())) != EventState::Settled {
+        return Ok(None);
+    }
     let request = decode_request(row)?;
     let points = points_of(&request.points).map_err(|e| e.to_string())?;
     let next: Vec<(Pairing, bool)> = match request.system.as_str() {
@@ -223,9 +330,16 @@ pub fn next_round_tests(row: &TournamentRow, results: &[PairingResults]) -> Resu
         return Ok(None);
     }
     let pairs = u64::from(games_per_pairing(&request) / 2);
-    let tests: Result<Vec<MatchJob>, SpecError> = next
+    let played = |engine: usize| {
+        let name = &request.engines[engine].name;
+        results.iter().any(|r| &r.job.new_engine == name || &r.job.base_engine == name)
+    };
+    let tests: Result<Vec<FollowUp>, SpecError> = next
         .into_iter()
-        .map(|(pairing, tie_break)| pairing_test(&request, pairing, if tie_break { 1 } else { pairs }, tie_break))
+        .map(|(pairing, tie_break)| {
+            let test = pairing_test(&request, pairing, if tie_break { 1 } else { pairs }, tie_break)?;
+            Ok(FollowUp { test, unplayed_engine: !played(pairing.red) || !played(pairing.black) })
+        })
         .collect();
     tests.map(Some).map_err(|e| e.to_string())
 }
@@ -336,12 +450,24 @@ fn half_points(p: i64) -> GameResult {
     }
 }
 
+/// Why a round was not added to an event.
+#[derive(Debug, thiserror::Error)]
+pub enum ExtendError {
+    /// The event was stopped while the tests were made.
+    #[error("tournament {0} was stopped")]
+    Stopped(u64),
+    /// The new list of tests could not be stored.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+}
+
 /// The tournaments, in memory, written through to the database.
 pub struct Tournaments {
     rows: Mutex<BTreeMap<u64, TournamentRow>>,
-    /// Events made round by round seen finished, no longer looked at for more tests.
+    /// Events seen over (finished, or stopped with their tests), no longer looked at.
     concluded: Mutex<std::collections::HashSet<u64>>,
-    /// Serialises additions from choosing a number to keeping the row.
+    /// Serialises changes to the rows, from choosing a number to keeping the row, and a
+    /// stop with a round's addition: a round made while the event stops is not added.
     adding: tokio::sync::Mutex<()>,
     writer: Writer,
 }
@@ -360,8 +486,13 @@ impl Tournaments {
     pub async fn add(&self, request: &v1::CreateTournamentRequest, job_ids: Vec<u64>) -> Result<u64, WriteError> {
         let _adding = self.adding.lock().await;
         let id = self.rows.lock().expect("tournaments").keys().next_back().map_or(1, |id| id + 1);
-        let row =
-            TournamentRow { id: id as i64, spec: hex::encode(request.encode_to_vec()), job_ids, created_ms: now_ms() };
+        let row = TournamentRow {
+            id: id as i64,
+            spec: hex::encode(request.encode_to_vec()),
+            job_ids,
+            created_ms: now_ms(),
+            stopped_ms: 0,
+        };
         self.writer.write(Change::Tournament(row.clone())).await?;
         self.rows.lock().expect("tournaments").insert(id, row);
         Ok(id)
@@ -377,25 +508,39 @@ impl Tournaments {
         self.rows.lock().expect("tournaments").get(&id).cloned()
     }
 
-    /// The numbers of the events made round by round (Swiss, knockout) not yet seen
-    /// finished.
-    pub fn unfinished_staged_ids(&self) -> Vec<u64> {
+    /// The numbers of the events not yet seen over.
+    pub fn open_ids(&self) -> Vec<u64> {
         let concluded = self.concluded.lock().expect("concluded").clone();
         let rows = self.rows.lock().expect("tournaments");
-        let staged =
-            |row: &TournamentRow| decode_request(row).is_ok_and(|r| matches!(r.system.as_str(), "swiss" | "knockout"));
-        rows.iter().filter(|(id, row)| !concluded.contains(id) && staged(row)).map(|(id, _)| *id).collect()
+        rows.keys().filter(|id| !concluded.contains(id)).copied().collect()
     }
 
-    /// Marks event `id` finished: no tests will follow.
+    /// Marks event `id` over: no tests will follow, and none of its tests plays.
     pub fn conclude(&self, id: u64) {
         self.concluded.lock().expect("concluded").insert(id);
     }
 
-    /// Adds the tests `job_ids` (a round, or a knockout's tie-breaks) to tournament `id`.
-    pub async fn extend(&self, id: u64, job_ids: &[u64]) -> Result<(), WriteError> {
+    /// Stops event `id` as a whole: it adds no more tests. Returns its row with every
+    /// test it has, those to stop among them; `None`: no such event.
+    pub async fn stop(&self, id: u64) -> Result<Option<TournamentRow>, WriteError> {
+        let _adding = self.adding.lock().await;
+        let Some(mut row) = self.get(id) else { return Ok(None) };
+        if row.stopped_ms == 0 {
+            row.stopped_ms = now_ms();
+            self.writer.write(Change::TournamentStopped { id: row.id, at_ms: row.stopped_ms }).await?;
+            self.rows.lock().expect("tournaments").insert(id, row.clone());
+        }
+        Ok(Some(row))
+    }
+
+    /// Adds the tests `job_ids` (a round, or a knockout's tie-breaks) to tournament `id`,
+    /// unless it was stopped since they were made.
+    pub async fn extend(&self, id: u64, job_ids: &[u64]) -> Result<(), ExtendError> {
         let _adding = self.adding.lock().await;
         let Some(mut row) = self.get(id) else { return Ok(()) };
+        if row.stopped_ms != 0 {
+            return Err(ExtendError::Stopped(id));
+        }
         row.job_ids.extend_from_slice(job_ids);
         self.writer.write(Change::TournamentJobs { id: row.id, job_ids: row.job_ids.clone() }).await?;
         self.rows.lock().expect("tournaments").insert(id, row);
@@ -416,7 +561,8 @@ pub fn view(row: &TournamentRow, results: &[PairingResults]) -> Result<v1::Tourn
     let points = points_of(&request.points).map_err(|e| e.to_string())?;
     let names: Vec<String> = request.engines.iter().map(|e| e.name.clone()).collect();
     let index = |name: &str| names.iter().position(|n| n == name);
-    let mut running = results.iter().any(|r| matches!(r.job.state.as_str(), "running" | "pending"));
+    // Whether a Swiss event or knockout whose tests all finished has more to make.
+    let mut more_to_come = false;
     let mut byes = Vec::new();
     let mut system = System::RoundRobin;
     let mut knockout = None;
@@ -428,7 +574,7 @@ pub fn view(row: &TournamentRow, results: &[PairingResults]) -> Result<v1::Tourn
             for bye in progress.rounds.iter().filter_map(|r| r.bye) {
                 byes.extend(std::iter::repeat_n(bye, games_per_pairing(&request) as usize));
             }
-            running |= progress.settled
+            more_to_come = progress.settled
                 && progress.rounds.len() < swiss_rounds(&request)
                 && pair_round(&progress.entrants).is_some();
             system = System::Swiss;
@@ -437,7 +583,7 @@ pub fn view(row: &TournamentRow, results: &[PairingResults]) -> Result<v1::Tourn
         }
         "knockout" => {
             let progress = knockout_progress(&request, results, points)?;
-            running |= progress.champion.is_none();
+            more_to_come = progress.champion.is_none();
             let rounds = progress.test_rounds.clone();
             knockout = Some(progress);
             rounds
@@ -504,7 +650,13 @@ pub fn view(row: &TournamentRow, results: &[PairingResults]) -> Result<v1::Tourn
         tournament_id: row.id as u64,
         system: if request.system.is_empty() { "double-round-robin".to_owned() } else { request.system.clone() },
         description: request.settings.map(|s| s.description).unwrap_or_default(),
-        state: if running { "running" } else { "finished" }.to_owned(),
+        state: match event_state(row, results.iter().map(|r| r.job.state.as_str())) {
+            EventState::Stopped => "stopped",
+            EventState::Playing => "running",
+            EventState::Settled if more_to_come => "running",
+            EventState::Settled => "finished",
+        }
+        .to_owned(),
         pairings,
         standings,
         created_ms: row.created_ms,

@@ -1,7 +1,8 @@
 //! Tournaments on the coordinator: each pairing of a double round robin becomes a test
 //! of its own; pairs reported on those tests (as any worker reports them) make the
 //! standings, placed by Articles 9 and 10 exactly as a hand count of the same games; a
-//! Swiss event's rounds are made one after the other from the results.
+//! Swiss event's rounds are made one after the other from the results, each for the
+//! event's maker and under its approval; an event stops as a whole.
 
 use xq_coordinator::scheduler::SchedulerConfig;
 use xq_proto::v1;
@@ -59,6 +60,54 @@ async fn event_games(admin: &mut Client, id: u64) -> Vec<[String; 4]> {
 
 fn game_tags(event: &str, round: &str, white: &str, black: &str) -> [String; 4] {
     [event, round, white, black].map(str::to_owned)
+}
+
+/// Plays `leases` leases of one pair each, the first engine named winning both games.
+async fn play_first_wins(worker: &mut Worker, leases: usize) {
+    for _ in 0..leases {
+        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        let Some(v1::lease::Work::MatchSpec(spec)) = &lease.work else { panic!("a match lease") };
+        let (first, second) =
+            (spec.new_engine.as_ref().unwrap().name.clone(), spec.base_engine.as_ref().unwrap().name.clone());
+        let report = v1::ReportPairsRequest {
+            lease_id: lease.lease_id,
+            pairs: vec![named_pair(lease.units[0], [2, 2], [&first, &second])],
+            cumulative: Some(totals(&[[2, 2]])),
+            ..Default::default()
+        };
+        worker.report_pairs(report).await.unwrap();
+    }
+}
+
+/// A new submitter's client of `served`, and its token's id.
+async fn submitter(served: &Served, name: &str) -> (Client, String) {
+    let mut admin = client(served.address, &served.client_token).await;
+    let request = v1::CreateTokenRequest { role: "submitter".to_owned(), name: name.to_owned(), expires_seconds: 0 };
+    let reply = admin.create_token(request).await.unwrap().into_inner();
+    (client(served.address, &reply.token).await, reply.id)
+}
+
+/// An event of `system` between `names`, one pair a pairing.
+async fn event_request(client: &mut Client, names: &[&str], system: &str) -> v1::CreateTournamentRequest {
+    v1::CreateTournamentRequest {
+        engines: engines(client, names).await,
+        system: system.to_owned(),
+        settings: Some(v1::CreateTestRequest {
+            time_control: "10+0.1".to_owned(),
+            adjudication: Some(ADJUDICATION),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The states of the event's tests, as GetJob gives them.
+async fn test_states(admin: &mut Client, event: &v1::Tournament) -> Vec<String> {
+    let mut states = Vec::new();
+    for pairing in &event.pairings {
+        states.push(admin.get_job(v1::JobId { job_id: pairing.job_id }).await.unwrap().into_inner().state);
+    }
+    states
 }
 
 #[tokio::test]
@@ -193,23 +242,7 @@ async fn a_swiss_event_pairs_each_round_when_the_one_before_has_ended() {
         let id = created.tournament_id;
         let mut worker = registered_worker(&served, "w", &[]).await;
         // The first engine named in a meeting wins both games of its pair.
-        let play_round = async |worker: &mut Worker| {
-            for _ in 0..2 {
-                let lease =
-                    worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
-                let Some(v1::lease::Work::MatchSpec(spec)) = &lease.work else { panic!("a match lease") };
-                let (first, second) =
-                    (spec.new_engine.as_ref().unwrap().name.clone(), spec.base_engine.as_ref().unwrap().name.clone());
-                let report = v1::ReportPairsRequest {
-                    lease_id: lease.lease_id,
-                    pairs: vec![named_pair(lease.units[0], [2, 2], [&first, &second])],
-                    cumulative: Some(totals(&[[2, 2]])),
-                    ..Default::default()
-                };
-                worker.report_pairs(report).await.unwrap();
-            }
-        };
-        play_round(&mut worker).await;
+        play_first_wins(&mut worker, 2).await;
         let second_round = tournament_when(&mut admin, id, "a second round", |t| {
             assert_eq!(t.state, "running", "{backend:?}: more rounds to come");
             t.pairings.len() == 4
@@ -225,7 +258,7 @@ async fn a_swiss_event_pairs_each_round_when_the_one_before_has_ended() {
         };
         let byes = [sat_out(&meetings[..2]), sat_out(&meetings[2..])];
         assert_ne!(byes[0], byes[1], "one bye per engine");
-        play_round(&mut worker).await;
+        play_first_wins(&mut worker, 2).await;
         let done = tournament_when(&mut admin, id, "finished", |t| t.state == "finished").await;
         assert_eq!(done.pairings.len(), 4, "two rounds, then no more");
         assert_eq!(done.pairings.iter().map(|p| p.round).collect::<Vec<_>>(), [1, 1, 2, 2]);
@@ -460,4 +493,252 @@ async fn stored_tests_this_version_cannot_read_back_are_shown_stopped_with_the_r
         let status = admin.list_pairs(v1::ListPairsRequest { job_id: renamed_job, ..Default::default() }).await;
         assert_eq!(status.unwrap_err().code(), tonic::Code::FailedPrecondition);
     }
+}
+
+/// Attack (review N3): with approval asked for, a submitter's Swiss event waits, but its
+/// later rounds were made as an admin's and a stopped test counted as ended, so a
+/// submitter that stopped its own pending first round had round 2 run unapproved. Now
+/// a stopped test ends its event: no round follows, and no worker gets any of it.
+#[tokio::test]
+async fn a_submitter_that_stops_its_pending_round_ends_its_event_and_no_round_runs() {
+    for backend in BACKENDS {
+        let served = serve(backend, SchedulerConfig { require_approval: true, ..config() }).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let (mut mallory, _) = submitter(&served, "mallory").await;
+        let request = event_request(&mut mallory, &["a", "b", "c", "d"], "swiss").await;
+        let event = mallory.create_tournament(request).await.unwrap().into_inner();
+        assert_eq!(test_states(&mut admin, &event).await, ["pending", "pending"], "{backend:?}");
+        let mut worker = registered_worker(&served, "w", &[]).await;
+        for pairing in &event.pairings {
+            mallory.stop_job(v1::JobId { job_id: pairing.job_id }).await.unwrap();
+        }
+        let id = event.tournament_id;
+        tournament_when(&mut admin, id, "the event stopped", |t| t.state == "stopped").await;
+        // Rounds are looked at every second: after several looks, still no second round.
+        tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+        let after = admin.get_tournament(v1::TournamentId { tournament_id: id }).await.unwrap().into_inner();
+        assert_eq!((after.state.as_str(), after.pairings.len()), ("stopped", 2), "{backend:?}");
+        assert!(worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.is_none());
+        // Stopping one test, an approved one too, ends its event the same way: the
+        // other test stops, saying why, and no round follows.
+        let request = event_request(&mut mallory, &["a", "b", "c", "d"], "swiss").await;
+        let event = mallory.create_tournament(request).await.unwrap().into_inner();
+        for pairing in &event.pairings {
+            admin.approve_job(v1::JobId { job_id: pairing.job_id }).await.unwrap();
+        }
+        admin.stop_job(v1::JobId { job_id: event.pairings[1].job_id }).await.unwrap();
+        let id = event.tournament_id;
+        let stopped = tournament_when(&mut admin, id, "stopped", |t| t.state == "stopped").await;
+        let start = std::time::Instant::now();
+        while test_states(&mut admin, &stopped).await != ["stopped", "stopped"] {
+            assert!(start.elapsed() < std::time::Duration::from_secs(20), "{backend:?}: the other test still runs");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        let other = admin.get_job(v1::JobId { job_id: event.pairings[0].job_id }).await.unwrap().into_inner();
+        assert_eq!(other.outcome, format!("tournament {id} stopped"), "{backend:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        let after = admin.get_tournament(v1::TournamentId { tournament_id: id }).await.unwrap().into_inner();
+        assert_eq!(after.pairings.len(), 2, "{backend:?}: no round follows");
+    }
+}
+
+/// An event's approval: once an admin approved a submitter's first round, the rounds
+/// after it run at once, under the submitter's name; a test playing an engine that has
+/// only sat rounds out (a bye) waits, for no admin has seen that engine run.
+#[tokio::test]
+async fn an_approved_event_plays_on_without_new_approvals_but_a_newcomer_waits() {
+    for backend in BACKENDS {
+        let served = serve(backend, SchedulerConfig { require_approval: true, ..config() }).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let (mut alice, alice_id) = submitter(&served, "alice").await;
+        let mut request = event_request(&mut alice, &["a", "b", "c", "d", "e"], "swiss").await;
+        request.rounds = 3;
+        let event = alice.create_tournament(request).await.unwrap().into_inner();
+        let id = event.tournament_id;
+        assert_eq!(test_states(&mut admin, &event).await, ["pending", "pending"], "{backend:?}");
+        let sat_out = |t: &v1::Tournament, round: u32| {
+            let meetings: Vec<&v1::TournamentPairing> = t.pairings.iter().filter(|p| p.round == round).collect();
+            ["a", "b", "c", "d", "e"]
+                .into_iter()
+                .find(|n| !meetings.iter().any(|p| p.first == *n || p.second == *n))
+                .unwrap()
+        };
+        let bye = sat_out(&event, 1);
+        for pairing in &event.pairings {
+            admin.approve_job(v1::JobId { job_id: pairing.job_id }).await.unwrap();
+        }
+        let mut worker = registered_worker(&served, "w", &[]).await;
+        play_first_wins(&mut worker, 2).await;
+        let second = tournament_when(&mut admin, id, "a second round", |t| t.pairings.len() == 4).await;
+        // The engine that sat out round 1 plays in round 2: its test waits; the other,
+        // between engines the admin saw play, runs.
+        let mut waiting = None;
+        for pairing in &second.pairings[2..] {
+            let job = admin.get_job(v1::JobId { job_id: pairing.job_id }).await.unwrap().into_inner();
+            assert_eq!(job.submitter, alice_id, "{backend:?}: the event's maker's test");
+            let newcomer = pairing.first == bye || pairing.second == bye;
+            assert_eq!(job.state, if newcomer { "pending" } else { "running" }, "{backend:?}: {pairing:?}");
+            if newcomer {
+                waiting = Some(job.job_id);
+            }
+        }
+        play_first_wins(&mut worker, 1).await;
+        assert!(worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.is_none());
+        admin.approve_job(v1::JobId { job_id: waiting.expect("the bye's engine plays in round 2") }).await.unwrap();
+        play_first_wins(&mut worker, 1).await;
+        // Every engine has now played: round 3 runs at once, none of it waiting.
+        let third = tournament_when(&mut admin, id, "a third round", |t| t.pairings.len() == 6).await;
+        assert_eq!(test_states(&mut admin, &third).await[4..], ["running", "running"], "{backend:?}");
+        play_first_wins(&mut worker, 2).await;
+        tournament_when(&mut admin, id, "finished", |t| t.state == "finished").await;
+    }
+}
+
+/// StopTournament: the event's maker or an admin stops it (no more rounds, its tests
+/// stopped with the reason), another submitter may not; the audit log says who did.
+#[tokio::test]
+async fn an_event_is_stopped_by_its_maker_or_an_admin_and_not_by_another_submitter() {
+    for backend in BACKENDS {
+        let served = serve(backend, config()).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let (mut alice, alice_id) = submitter(&served, "alice").await;
+        let (mut bob, _) = submitter(&served, "bob").await;
+        let request = event_request(&mut alice, &["a", "b", "c"], "").await;
+        let event = alice.create_tournament(request).await.unwrap().into_inner();
+        let id = v1::TournamentId { tournament_id: event.tournament_id };
+        let denied = bob.stop_tournament(id).await.unwrap_err();
+        assert_eq!(denied.code(), tonic::Code::PermissionDenied, "{backend:?}: {denied:?}");
+        assert!(denied.message().contains("another submitter's"), "{}", denied.message());
+        assert_eq!(test_states(&mut admin, &event).await, ["running"; 3], "{backend:?}: untouched");
+        let stopped = alice.stop_tournament(id).await.unwrap().into_inner();
+        assert_eq!(stopped.state, "stopped", "{backend:?}");
+        assert_eq!(test_states(&mut admin, &stopped).await, ["stopped"; 3], "{backend:?}");
+        // An admin stops a submitter's Swiss event; its next round is never made.
+        let request = event_request(&mut alice, &["a", "b", "c", "d"], "swiss").await;
+        let swiss = alice.create_tournament(request).await.unwrap().into_inner();
+        let swiss_id = v1::TournamentId { tournament_id: swiss.tournament_id };
+        let stopped = admin.stop_tournament(swiss_id).await.unwrap().into_inner();
+        assert_eq!((stopped.state.as_str(), stopped.pairings.len()), ("stopped", 2), "{backend:?}");
+        assert_eq!(test_states(&mut admin, &stopped).await, ["stopped"; 2], "{backend:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        assert_eq!(admin.get_tournament(swiss_id).await.unwrap().into_inner().pairings.len(), 2, "{backend:?}");
+        let missing = admin.stop_tournament(v1::TournamentId { tournament_id: 99 }).await.unwrap_err();
+        assert_eq!(missing.code(), tonic::Code::NotFound);
+        let entries = admin.list_audit(v1::ListAuditRequest::default()).await.unwrap().into_inner().entries;
+        let stops: Vec<(&str, &str)> = entries
+            .iter()
+            .filter(|e| e.action == "tournament.stop")
+            .map(|e| (e.actor.as_str(), e.detail.as_str()))
+            .collect();
+        let admin_hash = xq_coordinator::tokens::token_hash(&served.client_token);
+        let admin_id = xq_coordinator::tokens::token_id(&admin_hash);
+        let expected =
+            [(admin_id, swiss.tournament_id.to_string()), (alice_id.as_str(), event.tournament_id.to_string())];
+        assert_eq!(stops, expected.iter().map(|(a, d)| (*a, d.as_str())).collect::<Vec<_>>(), "{backend:?}");
+    }
+}
+
+/// A stopped test ends any event, a round robin's too: its other tests stop.
+#[tokio::test]
+async fn a_stopped_test_ends_its_event_and_its_other_tests_stop() {
+    let served = serve(BACKENDS[0], config()).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let request = event_request(&mut admin, &["a", "b", "c"], "").await;
+    let event = admin.create_tournament(request).await.unwrap().into_inner();
+    admin.stop_job(v1::JobId { job_id: event.pairings[1].job_id }).await.unwrap();
+    let stopped = tournament_when(&mut admin, event.tournament_id, "stopped", |t| t.state == "stopped").await;
+    let start = std::time::Instant::now();
+    while test_states(&mut admin, &stopped).await != ["stopped"; 3] {
+        assert!(start.elapsed() < std::time::Duration::from_secs(20), "its other tests still run");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// Every count a tournament request sets is bounded, and each refusal names its bound:
+/// engines, games a pairing, a Swiss event's rounds, a knockout's tie-break pairs, and
+/// the tests and games the whole event can make; every engine is checked at creation,
+/// one that sits out the first round too.
+#[tokio::test]
+async fn tournament_requests_past_a_bound_are_refused_naming_it() {
+    let served = serve(BACKENDS[0], config()).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let names: Vec<String> = (0..65).map(|i| format!("e{i}")).collect();
+    let many = engines(&mut admin, &names.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    let base = event_request(&mut admin, &["a", "b", "c", "d", "e"], "").await;
+    let with = |count: usize, system: &str, change: &dyn Fn(&mut v1::CreateTournamentRequest)| {
+        let mut request =
+            v1::CreateTournamentRequest { engines: many[..count].to_vec(), system: system.to_owned(), ..base.clone() };
+        change(&mut request);
+        request
+    };
+    let mut bad_protocol = base.clone();
+    bad_protocol.system = "swiss".to_owned();
+    bad_protocol.engines[4].protocol = "xboard".to_owned();
+    let cases = [
+        (with(65, "swiss", &|_| {}), "65 engines: between 2 and 64"),
+        (with(1, "", &|_| {}), "1 engines: between 2 and 64"),
+        (with(4, "", &|r| r.games_per_pairing = 10_002), "at most 10000"),
+        (with(4, "swiss", &|r| r.rounds = 4), "rounds: at most 3"),
+        (with(4, "knockout", &|r| r.tie_break_pairs = 101), "tie_break_pairs: at most 100"),
+        // 46 engines: 1,035 pairings.
+        (with(46, "", &|_| {}), "46 engines make up to 1035 tests"),
+        // 64 engines: 63 matches, each with up to 100 tie-breaks.
+        (with(64, "knockout", &|r| r.tie_break_pairs = 100), "at most 1000 tests an event"),
+        // 20 engines: 190 pairings of 10,000 games.
+        (with(20, "", &|r| r.games_per_pairing = 10_000), "up to 1900000 games in this event, at most 1000000"),
+        // Every engine is checked, whether or not it plays the first round.
+        (bad_protocol, "engines: 'e': protocol 'xboard'"),
+    ];
+    let before = admin.list_jobs(v1::ListJobsRequest { limit: 1000, ..Default::default() }).await.unwrap();
+    for (request, bound) in cases {
+        let status = admin.create_tournament(request).await.unwrap_err();
+        assert_eq!(status.code(), tonic::Code::InvalidArgument, "{bound}: {status:?}");
+        assert!(status.message().contains(bound), "'{}' does not name '{bound}'", status.message());
+    }
+    let after = admin.list_jobs(v1::ListJobsRequest { limit: 1000, ..Default::default() }).await.unwrap();
+    assert_eq!(before.into_inner().jobs.len(), after.into_inner().jobs.len(), "no test made");
+    // At the bounds, an event is made.
+    let largest = with(45, "", &|r| r.games_per_pairing = 1_000);
+    assert_eq!(admin.create_tournament(largest).await.unwrap().into_inner().pairings.len(), 990);
+}
+
+/// A submitter's event is its own throughout: its later rounds count against its limit
+/// of active jobs (they were made as an admin's, beyond any limit), and a round waits,
+/// whole, until the limit has room for it.
+#[tokio::test]
+async fn later_rounds_wait_for_room_under_their_maker_s_limit_of_active_jobs() {
+    let served = serve(BACKENDS[0], SchedulerConfig { submitter_active_jobs: 2, ..config() }).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let (mut alice, _) = submitter(&served, "alice").await;
+    let request = event_request(&mut alice, &["a", "b", "c", "d"], "swiss").await;
+    let event = alice.create_tournament(request).await.unwrap().into_inner();
+    let id = event.tournament_id;
+    let mut worker = registered_worker(&served, "w", &[]).await;
+    play_first_wins(&mut worker, 1).await;
+    // One round-1 test still runs: alice fills her limit with a test of her own.
+    let own = test_request(&mut alice, 4, None).await;
+    let own = alice.create_test(own).await.unwrap().into_inner();
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    let round_one_test = if lease.job_id == own.job_id {
+        worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap()
+    } else {
+        lease
+    };
+    let Some(v1::lease::Work::MatchSpec(spec)) = &round_one_test.work else { panic!("a match lease") };
+    let names = [spec.new_engine.as_ref().unwrap().name.clone(), spec.base_engine.as_ref().unwrap().name.clone()];
+    let report = v1::ReportPairsRequest {
+        lease_id: round_one_test.lease_id,
+        pairs: vec![named_pair(round_one_test.units[0], [2, 2], [&names[0], &names[1]])],
+        cumulative: Some(totals(&[[2, 2]])),
+        ..Default::default()
+    };
+    worker.report_pairs(report).await.unwrap();
+    // Round 2 (two tests) does not fit beside her own test: none of it is made.
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let waiting = admin.get_tournament(v1::TournamentId { tournament_id: id }).await.unwrap().into_inner();
+    assert_eq!((waiting.state.as_str(), waiting.pairings.len()), ("running", 2));
+    let jobs = admin.list_jobs(v1::ListJobsRequest { limit: 100, ..Default::default() }).await.unwrap();
+    assert_eq!(jobs.into_inner().jobs.len(), 3, "no test made and stopped while the round waits");
+    alice.stop_job(v1::JobId { job_id: own.job_id }).await.unwrap();
+    tournament_when(&mut admin, id, "round 2 once there is room", |t| t.pairings.len() == 4).await;
 }

@@ -81,6 +81,8 @@ enum Command {
     /// A tournament's standings (Articles 9 and 10 of the World Xiangqi Rules) and
     /// its pairings.
     Crosstable { tournament: u64 },
+    /// Stops a tournament: no more rounds, and its tests still waiting or playing stop.
+    TournamentStop { tournament: u64 },
     /// An SPSA run's parameters: theta, the values as UCI options and in fishtest's
     /// format, and theta's history as CSV or JSON.
     SpsaResult {
@@ -623,19 +625,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Tournaments { limit } => {
             let reply = client.list_tournaments(v1::ListTournamentsRequest { limit }).await?.into_inner();
             for t in reply.tournaments {
-                let leader =
-                    t.standings.first().map_or("-".to_owned(), |s| format!("{} ({} points)", s.engine, s.points));
-                out!(
-                    "tournament {} [{}] {}: {} engines, {} pairings, leader {}{}",
-                    t.tournament_id,
-                    t.state,
-                    t.system,
-                    t.standings.len(),
-                    t.pairings.len(),
-                    leader,
-                    if t.description.is_empty() { String::new() } else { format!(", {}", t.description) }
-                );
+                out!("{}", tournament_line(&t));
             }
+            Ok(())
+        }
+        Command::TournamentStop { tournament } => {
+            let t = client.stop_tournament(v1::TournamentId { tournament_id: tournament }).await?.into_inner();
+            out!("{}", tournament_line(&t));
             Ok(())
         }
         Command::Crosstable { tournament } => {
@@ -1124,6 +1120,21 @@ async fn set_standing(client: &mut Client, worker_id: u64, standing: &str, reaso
 async fn after_submit(client: &mut Client, job: v1::Job, follow: bool) -> anyhow::Result<()> {
     out!("job {}: {}", job.job_id, job.summary);
     if follow { watch(client, job.job_id).await } else { Ok(()) }
+}
+
+/// A tournament in one line: number, state, system, size and leader.
+fn tournament_line(t: &v1::Tournament) -> String {
+    let leader = t.standings.first().map_or("-".to_owned(), |s| format!("{} ({} points)", s.engine, s.points));
+    format!(
+        "tournament {} [{}] {}: {} engines, {} pairings, leader {}{}",
+        t.tournament_id,
+        t.state,
+        t.system,
+        t.standings.len(),
+        t.pairings.len(),
+        leader,
+        if t.description.is_empty() { String::new() } else { format!(", {}", t.description) }
+    )
 }
 
 /// One line describing a job.
