@@ -458,6 +458,7 @@ fn test_request(
         base_engine: Some(player(&base_name, best.and_then(|n| n.artifact.clone()))),
         time_control: plan.time_control.clone(),
         rules: "wxf".to_owned(),
+        violation_timing: String::new(),
         variant: "xiangqi".to_owned(),
         book,
         max_plies: 0,
