@@ -1,6 +1,7 @@
 //! Integration tests of the worker: matches between real engines and a scripted fake
 //! engine that fails in every way the runner must survive.
 
+mod config_file;
 mod failures;
 mod fleet;
 mod matches;

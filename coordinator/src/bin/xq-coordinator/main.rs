@@ -160,7 +160,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(Cli::parse())) {
+    match runtime.block_on(run(xq_cli::parse(&["serve"]))) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("xq-coordinator: {error:#}");

@@ -155,7 +155,7 @@ fn main() -> ExitCode {
 }
 
 fn run() -> anyhow::Result<()> {
-    match Cli::parse().command {
+    match xq_cli::parse::<Cli>(&[]).command {
         None | Some(Command::Uci) => {
             // A build for SPSA tuning declares the search's numbers as options.
             let option_set = if cfg!(feature = "tune") { OptionSet::Tuning } else { OptionSet::Standard };

@@ -315,7 +315,7 @@ struct LoopArgs {
 }
 
 fn main() -> anyhow::Result<()> {
-    match Cli::parse().command {
+    match xq_cli::parse::<Cli>(&[]).command {
         Command::Train(args) => run_training(*args),
         Command::Loop(args) => run_loop(*args),
         Command::Export { checkpoint: path, out } => {

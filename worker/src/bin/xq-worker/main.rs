@@ -340,7 +340,7 @@ fn main() -> ExitCode {
 }
 
 fn run() -> anyhow::Result<()> {
-    let matches = Cli::command().get_matches();
+    let matches = xq_cli::matches(Cli::command(), &["connect"]);
     let cli = Cli::from_arg_matches(&matches)?;
     match cli.command {
         Command::Match(args) => {
