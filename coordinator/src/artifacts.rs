@@ -1,6 +1,8 @@
 //! Content-addressed files: engines, books and nets under `<data>/artifacts/<sha256>`.
-//! An upload is hashed while it is written to a temporary file, then renamed into
-//! place, so that a file under its hash always holds exactly those bytes.
+//! An upload is hashed while it is written to a temporary file, sealed (synced, its
+//! hash known) and checked there, and only then renamed into place: a file under its
+//! hash always holds exactly those bytes, and an upload refused by its checks (a net
+//! that does not read, a book that does not parse) leaves nothing on disk.
 
 use std::path::{Path, PathBuf};
 
@@ -67,15 +69,45 @@ impl ArtifactStore {
         Ok(Upload { file, temp, hasher: Sha256::new(), size: 0 })
     }
 
-    /// Finishes an upload: returns its hash and size once it is under its hash on disk.
-    pub async fn finish(&self, mut upload: Upload) -> Result<(String, u64), ArtifactError> {
+    /// Seals an upload: its bytes synced and its hash known, still under its temporary
+    /// name, where it can be checked before it is kept.
+    pub async fn seal(&self, mut upload: Upload) -> Result<Sealed, ArtifactError> {
         upload.file.flush().await?;
         upload.file.sync_all().await?;
         let sha256 = hex::encode(upload.hasher.clone().finalize());
-        tokio::fs::rename(&upload.temp, self.dir.join(&sha256)).await?;
+        Ok(Sealed { sha256, size: upload.size, upload })
+    }
+
+    /// Keeps a sealed upload under its hash; returns its hash and size.
+    pub async fn keep(&self, sealed: Sealed) -> Result<(String, u64), ArtifactError> {
+        tokio::fs::rename(&sealed.upload.temp, self.dir.join(&sealed.sha256)).await?;
         // The rename itself survives a crash only once the directory is synced.
         tokio::fs::File::open(&self.dir).await?.sync_all().await?;
-        Ok((sha256, upload.size))
+        Ok((sealed.sha256.clone(), sealed.size))
+    }
+
+    /// Removes the artifact with this hash (collected: no job or net names it); an
+    /// artifact already gone is no error.
+    pub async fn remove(&self, sha256: &str) -> Result<(), ArtifactError> {
+        match tokio::fs::remove_file(self.path(sha256)?).await {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error.into()),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// An upload whose bytes are all written and synced, not yet kept: dropped (refused by
+/// a check), it leaves nothing behind.
+pub struct Sealed {
+    pub sha256: String,
+    pub size: u64,
+    upload: Upload,
+}
+
+impl Sealed {
+    /// Where its bytes are while they are checked.
+    pub fn path(&self) -> &Path {
+        &self.upload.temp
     }
 }
 
@@ -92,9 +124,9 @@ impl Upload {
     }
 }
 
-/// An upload that did not finish (refused, failed, or its client gone, which drops the
-/// request's future with it) leaves no temporary file behind; a finished one's was
-/// renamed away.
+/// An upload that was not kept (refused, failed, or its client gone, which drops the
+/// request's future with it) leaves no temporary file behind; a kept one's was renamed
+/// away.
 impl Drop for Upload {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.temp);

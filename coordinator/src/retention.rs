@@ -3,7 +3,9 @@
 //! results and unit rows (the dashboard still shows it, its SPRT still stands); only
 //! its games file or its training chunks go, and reading them says when and why.
 //! Submitters' quotas bound what they can start: their running and pending jobs, and
-//! the bytes their jobs store; a job's own size is bounded when it is created.
+//! the bytes their jobs and uploads store; a job's own size is bounded when it is
+//! created. Uploaded artifacts that no job or net names are collected a grace period
+//! after their last upload.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -22,6 +24,8 @@ pub enum RetentionError {
     Storage(#[from] StorageError),
     #[error(transparent)]
     Schedule(#[from] ScheduleError),
+    #[error("collecting an artifact: {0}")]
+    Artifact(String),
     #[error("removing {}: {source}", path.display())]
     Remove {
         path: PathBuf,
@@ -51,6 +55,27 @@ pub async fn remove_expired_data(shared: &Shared, now_ms: i64) -> Result<Vec<u64
     Ok(removed)
 }
 
+/// Removes the artifacts last uploaded before the grace period (as of `now_ms`) that no
+/// job's request and no net of the registry names; returns their hashes. The index row
+/// goes first, then the file: a crash between leaves a file no one can name, which an
+/// upload of the same bytes replaces.
+pub async fn collect_artifacts(shared: &Shared, now_ms: i64) -> Result<Vec<String>, RetentionError> {
+    let Some(grace) = shared.scheduler.config.keep_unreferenced_artifacts else { return Ok(Vec::new()) };
+    let candidates = shared.storage.artifacts_uploaded_before(now_ms - grace.as_millis() as i64).await?;
+    if candidates.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut named = shared.scheduler.artifacts_named_by_jobs();
+    named.extend(shared.nets.list("", &shared.scheduler).into_iter().filter_map(|n| n.artifact).map(|a| a.sha256));
+    let mut collected = Vec::new();
+    for sha256 in candidates.into_iter().filter(|sha256| !named.contains(sha256)) {
+        shared.scheduler.remove_artifact(&sha256).await?;
+        shared.artifacts.remove(&sha256).await.map_err(|e| RetentionError::Artifact(e.to_string()))?;
+        collected.push(sha256);
+    }
+    Ok(collected)
+}
+
 /// Deletes job `id`'s games file and chunk directory, if present.
 fn delete_job_files(data_dir: &Path, id: i64) -> Result<(), RetentionError> {
     let games = data_dir.join("games").join(format!("{id}.pgn"));
@@ -76,6 +101,13 @@ pub async fn keep_removing(shared: Shared, period: Duration) {
             Ok(_) => {}
             Err(error) => tracing::warn!("retention: {error}"),
         }
+        match collect_artifacts(&shared, now_ms()).await {
+            Ok(collected) if !collected.is_empty() => {
+                tracing::info!("retention: collected {} artifacts no job or net names", collected.len())
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!("retention: {error}"),
+        }
         tokio::time::sleep(period).await;
     }
 }
@@ -93,16 +125,28 @@ pub async fn check_quota(shared: &Shared, caller: &Caller) -> Result<(), Status>
             caller.token_id
         )));
     }
-    if config.submitter_quota_bytes > 0 {
+    check_stored_bytes(shared, caller).await
+}
+
+/// A size as people read it: bytes below a megabyte, else megabytes.
+fn bytes(size: u64) -> String {
+    if size < 1 << 20 { format!("{size} bytes") } else { format!("{} MB", size >> 20) }
+}
+
+/// Refuses a submitter new work or uploads once its jobs and uploads store its quota
+/// of bytes (admins have none).
+pub async fn check_stored_bytes(shared: &Shared, caller: &Caller) -> Result<(), Status> {
+    let config = &shared.scheduler.config;
+    if caller.role == Role::Submitter && config.submitter_quota_bytes > 0 {
         let stored =
             shared.storage.stored_bytes_of(&caller.token_id).await.map_err(|e| Status::unavailable(e.to_string()))?;
         if stored >= config.submitter_quota_bytes {
             return Err(Status::resource_exhausted(format!(
-                "submitter {}'s jobs store {} MB of games and training data, its quota is {} MB: \
-                 wait for retention to remove finished jobs' data or ask an admin",
+                "submitter {}'s jobs and uploads store {}, its quota is {}: wait for retention to remove \
+                 finished jobs' data and unused uploads, or ask an admin",
                 caller.token_id,
-                stored >> 20,
-                config.submitter_quota_bytes >> 20
+                bytes(stored),
+                bytes(config.submitter_quota_bytes)
             )));
         }
     }

@@ -61,9 +61,13 @@ pub struct SchedulerConfig {
     pub keep_games: Option<Duration>,
     /// The same for a self-play job's training data.
     pub keep_training_data: Option<Duration>,
-    /// A submitter whose jobs store this many bytes of games and training data creates
-    /// no more jobs (0: no quota). Admins have none.
+    /// A submitter whose jobs store this many bytes of games and training data, with
+    /// its uploads, creates no more jobs and uploads nothing more (0: no quota). Admins
+    /// have none.
     pub submitter_quota_bytes: u64,
+    /// How long after its last upload an artifact no job or net names is kept (none:
+    /// for good).
+    pub keep_unreferenced_artifacts: Option<Duration>,
     /// The most running or pending jobs a submitter may have (0: no limit).
     pub submitter_active_jobs: usize,
     /// The most followers of live streams (the dashboard's, WatchJob), in all and per
@@ -90,6 +94,7 @@ impl Default for SchedulerConfig {
             keep_games: None,
             keep_training_data: None,
             submitter_quota_bytes: 0,
+            keep_unreferenced_artifacts: Some(Duration::from_secs(7 * 24 * 3600)),
             submitter_active_jobs: 0,
             followers: Default::default(),
             spot_check_plies_per_second: crate::verification::SPOT_CHECK_PLIES_PER_SECOND,
@@ -1592,15 +1597,47 @@ impl Scheduler {
 
 impl Scheduler {
     /// Indexes a stored artifact.
-    pub async fn index_artifact(&self, sha256: &str, name: &str, kind: &str, size: u64) -> Result<(), ScheduleError> {
+    pub async fn index_artifact(
+        &self,
+        sha256: &str,
+        (name, kind, size): (&str, &str, u64),
+        uploader: &str,
+    ) -> Result<(), ScheduleError> {
         let change = Change::Artifact {
             sha256: sha256.to_owned(),
             name: name.to_owned(),
             kind: kind.to_owned(),
             size: size as i64,
+            uploader: uploader.to_owned(),
         };
         self.writer.write(change).await?;
         Ok(())
+    }
+
+    /// Forgets an artifact (collected: no job or net names it).
+    pub async fn remove_artifact(&self, sha256: &str) -> Result<(), ScheduleError> {
+        self.writer.write(Change::ArtifactRemoved { sha256: sha256.to_owned() }).await?;
+        Ok(())
+    }
+
+    /// Every artifact hash a job's stored request names (engines, nets, books, PGNs),
+    /// read off the stored bytes themselves, so that a job of any kind (one this
+    /// version cannot read back too) keeps what it names.
+    pub fn artifacts_named_by_jobs(&self) -> std::collections::HashSet<String> {
+        let state = self.lock();
+        let mut named = std::collections::HashSet::new();
+        for job in state.jobs.values() {
+            let bytes = hex::decode(&job.row.spec).unwrap_or_default();
+            for run in bytes.split(|b| !(b.is_ascii_digit() || (b'a'..=b'f').contains(b))) {
+                if run.len() >= 64 {
+                    // A hash in the protobuf is a string field of 64 digits after its
+                    // length byte (64, '@', not a digit); the next field's tag byte may
+                    // read as a digit and lengthen the run, never its start.
+                    named.insert(String::from_utf8_lossy(&run[..64]).into_owned());
+                }
+            }
+        }
+        named
     }
 }
 

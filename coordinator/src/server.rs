@@ -171,8 +171,10 @@ impl Coordinator {
             }
         });
         let config = &self.shared.scheduler.config;
-        let retention = (config.keep_games.is_some() || config.keep_training_data.is_some())
-            .then(|| tokio::spawn(crate::retention::keep_removing(self.shared.clone(), RETENTION_PERIOD)));
+        let retention = (config.keep_games.is_some()
+            || config.keep_training_data.is_some()
+            || config.keep_unreferenced_artifacts.is_some())
+        .then(|| tokio::spawn(crate::retention::keep_removing(self.shared.clone(), RETENTION_PERIOD)));
         let grpc = Routes::new(InterceptedService::new(
             WorkerServer::new(WorkerApi(self.shared.clone()))
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)

@@ -179,6 +179,42 @@ pub async fn load_openings(shared: &Shared, sha256: &str, variant: Variant) -> R
 }
 
 /// Reads a stored book file called `name`.
+/// What an upload's check read, for the caches.
+enum Checked {
+    Net(Network),
+    Pgn(PgnFile),
+    Other,
+}
+
+/// Reads the upload at `path` as what its `kind` says it is (blocking: run it off the
+/// request runtime); the refusal names `name` and what was wrong.
+fn check_upload(path: &Path, kind: &str, name: &str) -> Result<Checked, String> {
+    let bytes = || std::fs::read(path).map_err(|e| format!("the upload {name}: {e}"));
+    match kind {
+        "net" => Network::from_bytes(&bytes()?)
+            .map(Checked::Net)
+            .map_err(|problem| format!("the net {name} cannot be read: {problem}")),
+        "pgn" => match PgnFile::read(&bytes()?) {
+            Ok(file) if file.is_empty() => Err(format!("the PGN {name} holds no games")),
+            Ok(file) => Ok(Checked::Pgn(file)),
+            Err(problem) => Err(format!("the PGN {name} cannot be read: {problem}")),
+        },
+        // A book is for one variant, which the upload does not say: it must read as a
+        // book of either.
+        "book" => {
+            let text = String::from_utf8(bytes()?).map_err(|_| format!("the book {name} is not UTF-8 text"))?;
+            match Book::parse(Variant::Xiangqi, &text, name) {
+                Ok(_) => Ok(Checked::Other),
+                Err(_) if Book::parse(Variant::Xiongqi, &text, name).is_ok() => Ok(Checked::Other),
+                Err(problem) => {
+                    Err(format!("the book cannot be read: {problem} (nor is it a Xiongqi book of FEN lines)"))
+                }
+            }
+        }
+        _ => Ok(Checked::Other),
+    }
+}
+
 async fn read_book(path: &Path, name: &str, variant: Variant) -> Result<Arc<Book>, String> {
     let text = tokio::fs::read_to_string(path).await.map_err(|e| format!("book {name}: {e}"))?;
     Book::parse(variant, &text, name).map(Arc::new).map_err(|e| e.to_string())
@@ -592,8 +628,9 @@ impl v1::client_server::Client for ClientApi {
         &self,
         request: Request<Streaming<v1::ArtifactPiece>>,
     ) -> Result<Response<v1::ArtifactRef>, Status> {
-        client_of(&request)?;
+        let caller = client_of(&request)?;
         self.0.check_reserve()?;
+        crate::retention::check_stored_bytes(&self.0, &caller).await?;
         let mut pieces = request.into_inner();
         let first =
             pieces.message().await?.ok_or_else(|| Status::invalid_argument("an upload needs at least one piece"))?;
@@ -611,11 +648,11 @@ impl v1::client_server::Client for ClientApi {
             }
             next = pieces.message().await?;
         }
-        let (sha256, size) = self.0.artifacts.finish(upload).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        let sealed = self.0.artifacts.seal(upload).await.map_err(|e| Status::unavailable(e.to_string()))?;
         // The index keeps an artifact's first kind: the same bytes cannot become a
         // net or a book that was never checked as one.
         if let Some((name, kind, _)) =
-            self.0.storage.artifact(&sha256).await.map_err(|e| Status::unavailable(e.to_string()))?
+            self.0.storage.artifact(&sealed.sha256).await.map_err(|e| Status::unavailable(e.to_string()))?
             && kind != first.kind
         {
             return Err(Status::invalid_argument(format!(
@@ -623,45 +660,22 @@ impl v1::client_server::Client for ClientApi {
                 first.kind
             )));
         }
-        // Checked before they are indexed, so that nothing unreadable is ever offered.
-        let path = self.0.artifacts.path(&sha256).map_err(|e| Status::internal(e.to_string()))?;
-        if first.kind == "net" {
-            let bytes = tokio::fs::read(&path).await.map_err(|e| Status::unavailable(e.to_string()))?;
-            match Network::from_bytes(&bytes) {
-                // Kept: a verification job playing with it may follow.
-                Ok(net) => self.0.verification_nets.keep(&sha256, Arc::new(net)),
-                Err(problem) => {
-                    return Err(Status::invalid_argument(format!("the net {} cannot be read: {problem}", first.name)));
-                }
-            }
+        // Checked while still under the temporary name, off the request runtime (a net,
+        // a PGN or a book may be hundreds of megabytes), and kept only once they read:
+        // a refused upload leaves nothing behind, and nothing unreadable is offered.
+        let (path, kind, name) = (sealed.path().to_owned(), first.kind.clone(), first.name.clone());
+        let checked = tokio::task::spawn_blocking(move || check_upload(&path, &kind, &name))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(Status::invalid_argument)?;
+        let (sha256, size) = self.0.artifacts.keep(sealed).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        // Kept for what is likely to follow: a verification job with the net, or over the PGN.
+        match checked {
+            Checked::Net(net) => self.0.verification_nets.keep(&sha256, Arc::new(net)),
+            Checked::Pgn(file) => self.0.pgn_files.keep(&sha256, Arc::new(file)),
+            Checked::Other => {}
         }
-        if first.kind == "pgn" {
-            let bytes = tokio::fs::read(&path).await.map_err(|e| Status::unavailable(e.to_string()))?;
-            let parsed = tokio::task::spawn_blocking(move || PgnFile::read(&bytes))
-                .await
-                .map_err(|e| Status::internal(e.to_string()))?;
-            match parsed {
-                Ok(file) if file.is_empty() => {
-                    return Err(Status::invalid_argument(format!("the PGN {} holds no games", first.name)));
-                }
-                // Kept: a verification job over it is likely to follow.
-                Ok(file) => self.0.pgn_files.keep(&sha256, Arc::new(file)),
-                Err(problem) => {
-                    return Err(Status::invalid_argument(format!("the PGN {} cannot be read: {problem}", first.name)));
-                }
-            }
-        }
-        // A book is for one variant, which the upload does not say: it must read as
-        // a book of either.
-        if first.kind == "book"
-            && let Err(problem) = read_book(&path, &first.name, Variant::Xiangqi).await
-            && read_book(&path, &first.name, Variant::Xiongqi).await.is_err()
-        {
-            return Err(Status::invalid_argument(format!(
-                "the book cannot be read: {problem} (nor is it a Xiongqi book of FEN lines)"
-            )));
-        }
-        self.0.scheduler.index_artifact(&sha256, &first.name, &first.kind, size).await?;
+        self.0.scheduler.index_artifact(&sha256, (&first.name, &first.kind, size), &caller.token_id).await?;
         Ok(Response::new(v1::ArtifactRef { sha256, name: first.name, size }))
     }
 
@@ -1157,9 +1171,11 @@ impl Shared {
             let (_, bytes) = unit?;
             upload.write(&bytes).await.map_err(|e| Status::unavailable(e.to_string()))?;
         }
-        let (sha256, size) = self.artifacts.finish(upload).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        let sealed = self.artifacts.seal(upload).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        let (sha256, size) = self.artifacts.keep(sealed).await.map_err(|e| Status::unavailable(e.to_string()))?;
         let name = format!("job-{id}.pgn");
-        self.scheduler.index_artifact(&sha256, &name, "pgn", size).await?;
+        // The coordinator's own copy: no submitter's upload.
+        self.scheduler.index_artifact(&sha256, (&name, "pgn", size), "").await?;
         Ok(v1::ArtifactRef { sha256, name, size })
     }
 

@@ -567,14 +567,29 @@ impl Storage {
 
     /// Bytes of games and training data stored for the jobs `submitter` created.
     pub async fn stored_bytes_of(&self, submitter: &str) -> Result<u64, StorageError> {
-        let row = sqlx::query(
+        let units = sqlx::query(
             "SELECT CAST(COALESCE(SUM(u.length), 0) AS BIGINT) AS bytes FROM units u JOIN jobs j ON j.id = u.job_id \
              WHERE j.submitter = $1 AND j.data_removed_ms = 0",
         )
         .bind(submitter)
         .fetch_one(&self.pool)
         .await?;
-        Ok(row.try_get::<i64, _>("bytes")?.max(0) as u64)
+        let artifacts =
+            sqlx::query("SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) AS bytes FROM artifacts WHERE uploader = $1")
+                .bind(submitter)
+                .fetch_one(&self.pool)
+                .await?;
+        let bytes = |row: &sqlx::any::AnyRow| row.try_get::<i64, _>("bytes").map(|b| b.max(0) as u64);
+        Ok(bytes(&units)? + bytes(&artifacts)?)
+    }
+
+    /// The artifacts last uploaded before `before_ms`, by hash.
+    pub async fn artifacts_uploaded_before(&self, before_ms: i64) -> Result<Vec<String>, StorageError> {
+        let rows = sqlx::query("SELECT sha256 FROM artifacts WHERE created_ms < $1 ORDER BY sha256")
+            .bind(before_ms)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(|row| row.try_get("sha256")).collect::<Result<_, _>>()?)
     }
 
     /// Totals recomputed from the unit rows: (units, wins, draws, losses, pentanomial).
@@ -657,11 +672,17 @@ pub enum Change {
     Audit(AuditRow),
     /// Inserts or updates a worker.
     Worker(WorkerRow),
+    /// An artifact uploaded (again: its upload time is renewed, its first uploader kept).
     Artifact {
         sha256: String,
         name: String,
         kind: String,
         size: i64,
+        uploader: String,
+    },
+    /// An artifact collected: no job or net names it.
+    ArtifactRemoved {
+        sha256: String,
     },
     NewJob(Box<JobRow>),
     /// A finished job's stored games or training data were removed at `at_ms`.
@@ -784,18 +805,22 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
             .execute(&mut *conn)
             .await?;
         }
-        Change::Artifact { sha256, name, kind, size } => {
+        Change::Artifact { sha256, name, kind, size, uploader } => {
             sqlx::query(
-                "INSERT INTO artifacts (sha256, name, kind, size, created_ms) VALUES ($1, $2, $3, $4, $5) \
-                 ON CONFLICT (sha256) DO NOTHING",
+                "INSERT INTO artifacts (sha256, name, kind, size, created_ms, uploader) VALUES ($1, $2, $3, $4, $5, $6) \
+                 ON CONFLICT (sha256) DO UPDATE SET created_ms = excluded.created_ms",
             )
             .bind(sha256)
             .bind(name)
             .bind(kind)
             .bind(size)
             .bind(now)
+            .bind(uploader)
             .execute(&mut *conn)
             .await?;
+        }
+        Change::ArtifactRemoved { sha256 } => {
+            sqlx::query("DELETE FROM artifacts WHERE sha256 = $1").bind(sha256).execute(&mut *conn).await?;
         }
         Change::NewJob(job) => {
             sqlx::query(concat!(

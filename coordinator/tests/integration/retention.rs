@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use tonic::Code;
-use xq_coordinator::retention::remove_expired_data;
+use xq_coordinator::retention::{collect_artifacts, remove_expired_data};
 use xq_coordinator::scheduler::SchedulerConfig;
 use xq_coordinator::storage::now_ms;
 use xq_proto::v1;
@@ -103,7 +103,8 @@ async fn finished_jobs_lose_their_stored_data_after_its_retention_and_keep_their
 #[tokio::test]
 async fn submitters_are_held_to_their_quotas_and_admins_are_not() {
     for backend in BACKENDS {
-        let config = SchedulerConfig { submitter_quota_bytes: 1, submitter_active_jobs: 2, ..config() };
+        // 100 bytes: its engine's upload (10 bytes) fits, a pair of games does not.
+        let config = SchedulerConfig { submitter_quota_bytes: 100, submitter_active_jobs: 2, ..config() };
         let served = serve(backend, config).await;
         let mut admin = client(served.address, &served.client_token).await;
         let request =
@@ -119,12 +120,14 @@ async fn submitters_are_held_to_their_quotas_and_admins_are_not() {
         assert!(refused.message().contains("2 running or pending jobs"), "{refused:?}");
         as_alice.stop_job(v1::JobId { job_id: second.job_id }).await.unwrap();
 
-        // Past its stored bytes (one pair of games is more than the 1-byte quota).
+        // Past its stored bytes (one pair of games is more than the 100-byte quota).
         let mut worker = registered_worker(&served, "w", &[]).await;
         report(&mut worker, 1).await;
         let state = admin.get_job(v1::JobId { job_id: first.job_id }).await.unwrap().into_inner();
         assert_eq!(state.state, "finished");
-        let refused = create(&mut as_alice, 1).await.unwrap_err();
+        // (The request's engine uploaded by the admin: alice's own upload is refused too.)
+        let request = test_request(&mut admin, 1, None).await;
+        let refused = as_alice.create_test(request).await.unwrap_err();
         assert_eq!(refused.code(), Code::ResourceExhausted);
         assert!(refused.message().contains("quota"), "{refused:?}");
         create(&mut admin, 1).await.unwrap();
@@ -133,4 +136,70 @@ async fn submitters_are_held_to_their_quotas_and_admins_are_not() {
         remove_expired_data(&served.coordinator.shared, now_ms() + 2 * DAY_MS).await.unwrap();
         create(&mut as_alice, 1).await.unwrap();
     }
+}
+
+/// The artifact files of `served`, by name (their hashes), and the temporary ones.
+fn artifact_files(served: &Served) -> (Vec<String>, usize) {
+    let dir = served.data.join("artifacts");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "tmp")
+        .collect();
+    names.sort();
+    (names, std::fs::read_dir(dir.join("tmp")).unwrap().count())
+}
+
+/// Attack (review N12): a submitter uploads blobs the checks refuse, or blobs no job
+/// uses, until the disk reaches its reserve and the fleet stops. A refused upload now
+/// leaves nothing on disk, a submitter's uploads count against its quota, and an
+/// artifact no job or net names is collected after its grace period.
+#[tokio::test]
+async fn refused_uploads_leave_nothing_uploads_count_against_quotas_and_unused_ones_are_collected() {
+    let config = SchedulerConfig { submitter_quota_bytes: 3_000, ..config() };
+    let served = serve(BACKENDS[0], config).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    for (name, kind, bytes) in
+        [("bad.xqnn", "net", &b"not a net"[..]), ("bad.pgn", "pgn", b"\n"), ("bad.epd", "book", b"no fen")]
+    {
+        let refused = upload(&mut admin, name, kind, bytes).await.unwrap_err();
+        assert!(refused.message().contains(name) || refused.message().contains("book"), "{refused:?}");
+        assert_eq!(artifact_files(&served), (Vec::new(), 0), "nothing of {name} is kept");
+    }
+
+    // A submitter's uploads count: 2,000 bytes pass, 2,000 more pass (under 3,000 when
+    // asked), then nothing more, neither an upload nor a job.
+    let request = v1::CreateTokenRequest { role: "submitter".to_owned(), name: "s".to_owned(), expires_seconds: 0 };
+    let token = admin.create_token(request).await.unwrap().into_inner().token;
+    let mut submitter = client(served.address, &token).await;
+    upload(&mut submitter, "a", "engine", &[1; 2_000]).await.unwrap();
+    upload(&mut submitter, "b", "engine", &[2; 2_000]).await.unwrap();
+    let over = upload(&mut submitter, "c", "engine", &[3; 10]).await.unwrap_err();
+    assert_eq!(over.code(), Code::ResourceExhausted, "{over:?}");
+    assert!(over.message().contains("jobs and uploads store"), "{}", over.message());
+    let request = test_request(&mut admin, 2, None).await;
+    assert_eq!(submitter.create_test(request).await.unwrap_err().code(), Code::ResourceExhausted);
+
+    // Collected: what no job or net names, once its grace period has passed.
+    let used = create(&mut admin, 2).await.unwrap();
+    let net = upload(&mut admin, "net.xqnn", "net", &xq_engine::xiangqi::nnue::Network::random(1).to_bytes()).await;
+    let net = net.unwrap();
+    let spec = v1::SelfPlaySpec { nodes: 100, games_per_unit: 1, net: Some(net.clone()), ..Default::default() };
+    admin
+        .create_self_play(v1::CreateSelfPlayRequest { spec: Some(spec), units: 1, ..Default::default() })
+        .await
+        .unwrap();
+    let shared = &served.coordinator.shared;
+    let week = 7 * DAY_MS;
+    assert!(collect_artifacts(shared, now_ms() + week - DAY_MS).await.unwrap().is_empty(), "within the grace");
+    let collected = collect_artifacts(shared, now_ms() + week + DAY_MS).await.unwrap();
+    assert_eq!(collected.len(), 2, "the submitter's two unused engines: {collected:?}");
+    let (kept, temporary) = artifact_files(&served);
+    assert_eq!(temporary, 0);
+    assert_eq!(kept.len(), 2, "the test's engine and the self-play job's net: {kept:?}");
+    assert!(kept.contains(&net.sha256), "{kept:?}");
+    assert!(shared.storage.artifact(&collected[0]).await.unwrap().is_none(), "forgotten by the index");
+    // The submitter's quota is free again, and the used test goes on.
+    upload(&mut submitter, "c", "engine", &[3; 10]).await.unwrap();
+    assert_eq!(admin.get_job(v1::JobId { job_id: used.job_id }).await.unwrap().into_inner().state, "running");
 }

@@ -112,6 +112,7 @@ async fn rows_round_trip_and_the_snapshot_holds_what_was_written() {
                 name: "e".to_owned(),
                 kind: "engine".to_owned(),
                 size: 9,
+                uploader: "0123456789ab".to_owned(),
             })
             .await
             .unwrap();

@@ -127,8 +127,12 @@ struct ServeArgs {
     /// Days a finished or stopped self-play job's training data is kept (0: for good).
     #[arg(long, default_value_t = 0)]
     keep_data_days: u64,
-    /// Megabytes of games and training data a submitter's jobs may store before it can
-    /// create no more (0: no quota; admins have none).
+    /// Days an uploaded artifact (engine, book, net, PGN) that no job or net names is
+    /// kept after its last upload (0: for good).
+    #[arg(long, default_value_t = 7)]
+    keep_unreferenced_artifacts_days: u64,
+    /// Megabytes of games and training data a submitter's jobs may store, with its
+    /// uploads, before it can create and upload no more (0: no quota; admins have none).
     #[arg(long, default_value_t = 0)]
     submitter_quota_mb: u64,
     /// Running or pending jobs a submitter may have at once (0: no limit).
@@ -186,6 +190,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         keep_games: days(args.keep_games_days),
         keep_training_data: days(args.keep_data_days),
         submitter_quota_bytes: args.submitter_quota_mb.saturating_mul(1 << 20),
+        keep_unreferenced_artifacts: days(args.keep_unreferenced_artifacts_days),
         submitter_active_jobs: args.submitter_active_jobs,
         followers: FollowerCaps { total: args.max_followers, per_address: args.max_followers_per_address },
         spot_check_plies_per_second: args.spot_check_plies,
