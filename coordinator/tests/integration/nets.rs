@@ -6,7 +6,7 @@ use xq_engine::xiangqi::nnue::Network;
 use xq_proto::v1;
 
 use crate::common::{
-    BACKENDS, Client, Served, TempDir, client, fresh_database, pair, registered_worker, serve_on, totals, upload,
+    BACKENDS, Client, Served, TempDir, client, fresh_database, pair, registered_worker, serve, serve_on, totals, upload,
 };
 
 /// A random net's file, as the trainer's export would upload it.
@@ -226,9 +226,7 @@ async fn the_registry_checks_nets_and_reads_their_state_off_their_tests() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lineage_may_start_from_a_seed_net_that_its_children_are_tested_against() {
-    let dir = TempDir::new("nets-seed");
-    let url = fresh_database(BACKENDS[0], &dir.0).await;
-    let served = serve_on(&dir.0, &url, SchedulerConfig::default(), 100).await;
+    let served = serve(BACKENDS[0], SchedulerConfig::default()).await;
     let mut admin = client(served.address, &served.client_token).await;
     let seed = upload(&mut admin, "seed.xqnn", "net", &net_bytes(7)).await.unwrap();
     let child = upload(&mut admin, "gen1.xqnn", "net", &net_bytes(8)).await.unwrap();
@@ -262,9 +260,7 @@ async fn a_lineage_may_start_from_a_seed_net_that_its_children_are_tested_agains
 /// lineage. A lineage now belongs to the token that recorded its first net.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_a_lineages_owner_or_an_admin_adds_its_nets_and_names_their_tests() {
-    let dir = TempDir::new("nets-owner");
-    let url = fresh_database(BACKENDS[0], &dir.0).await;
-    let served = serve_on(&dir.0, &url, SchedulerConfig::default(), 100).await;
+    let served = serve(BACKENDS[0], SchedulerConfig::default()).await;
     let mut admin = client(served.address, &served.client_token).await;
     let mut submitters = Vec::new();
     for name in ["alice", "bob"] {
