@@ -116,6 +116,7 @@ impl MatchJob {
             time_margin_ms: xq_proto::DEFAULT_TIME_MARGIN_MS,
             adjudication: self.request.adjudication,
             violation_timing: self.timing.name().to_owned(),
+            book_offset: self.request.book_offset,
         }
     }
 

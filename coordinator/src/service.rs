@@ -274,7 +274,7 @@ impl WorkerApi {
         let (mut wdl, mut penta) = (context.acked_wdl, context.acked_penta);
         let mut rows = Vec::new();
         for pair in &report.pairs {
-            let opening = job.openings.as_ref().map(|o| o.for_unit(pair.unit));
+            let opening = job.openings.as_ref().map(|o| o.for_unit(pair.unit.wrapping_add(job.request.book_offset)));
             let pair_context = PairContext {
                 opening,
                 variant: job.variant,

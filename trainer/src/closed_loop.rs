@@ -57,6 +57,11 @@ pub struct TestPlan {
     pub beta: f64,
     /// The most pairs before the test stops undecided (the net is then rejected).
     pub max_pairs: u64,
+    /// Pairs of the fixed-length match a promoted net then plays against its parent,
+    /// from the openings after those the SPRT counted: the Elo to quote, which the
+    /// SPRT's own is not (stopping when the evidence is strong enough biases it up).
+    /// 0: none.
+    pub confirm_pairs: u64,
     /// Opening book; none: the start position.
     pub book: Option<PathBuf>,
 }
@@ -180,6 +185,8 @@ pub struct GenerationReport {
     pub net: v1::Net,
     /// Its test.
     pub test: v1::Job,
+    /// The fixed-length match a promoted net played after its test, if the plan asks.
+    pub confirmation: Option<v1::Job>,
 }
 
 /// The best net a generation starts from: the lineage's newest promoted net of an
@@ -378,7 +385,25 @@ pub async fn run(
         let nets = client.list_nets(v1::ListNetsRequest { lineage: settings.lineage.clone() }).await?.into_inner();
         let net = nets.nets.into_iter().find(|n| n.net_id == net.net_id).unwrap_or(net);
         say(&format!("generation {generation}: net {} {} ({})", net.net_id, net.state, test.outcome));
-        report(&GenerationReport { net, test });
+        let confirmation = if net.state == "promoted" && settings.test.confirm_pairs > 0 {
+            let mut request = test_request(settings, &engine, &artifact, best.as_ref(), book.clone(), generation);
+            request.sprt = None;
+            request.pairs = settings.test.confirm_pairs;
+            request.book_offset = test.units_done;
+            request.description = format!("{}: fixed-length confirmation", request.description);
+            let id = request_id(&settings.lineage, generation, "confirmation");
+            let job = client::create_named(|| {
+                let (mut client, request) = (client.clone(), client::named(request.clone(), &id));
+                async move { client.create_test(request).await }
+            })
+            .await?;
+            say(&format!("generation {generation}: confirmation job {}: {}", job.job_id, job.summary));
+            let Some(played) = wait_for(client, job.job_id, settings, &stop, &say).await? else { return Ok(()) };
+            Some(played)
+        } else {
+            None
+        };
+        report(&GenerationReport { net, test, confirmation });
         state = LoopState { generation: generation + 1, data_job_created: false, test_job: None, ..state };
         state.save(&settings.dir)?;
     }
@@ -459,6 +484,7 @@ fn test_request(
         time_control: plan.time_control.clone(),
         rules: "wxf".to_owned(),
         violation_timing: String::new(),
+        book_offset: 0,
         variant: "xiangqi".to_owned(),
         book,
         max_plies: 0,

@@ -503,6 +503,13 @@ async fn play_pairs(
         (None, Variant::Xiangqi) => vec![Start::from(Opening { start: Position::startpos(), moves: Vec::new() })],
         (None, Variant::Xiongqi) => vec![Start::Xiongqi(xiongqi::Position::startpos())],
     };
+    // Unit i plays opening (i + offset) modulo the book's size, as the coordinator
+    // replays it: the runner takes unit i's opening at i modulo the size.
+    let mut starts = starts;
+    if !starts.is_empty() {
+        let offset = (spec.book_offset % starts.len() as u64) as usize;
+        starts.rotate_left(offset);
+    }
     let time_control: TimeControl = spec.time_control.parse().map_err(lease_error)?;
     let tc_text = time_control.to_string();
     let rules: RuleSet = spec.rules.parse().map_err(lease_error)?;

@@ -116,7 +116,10 @@ async fn a_lineage_seeded_with_the_embedded_net_plays_trains_from_and_tests_agai
     let _worker = start_worker(&mut admin, address, dir.0.join("w"), "w").await;
     let out = dir.0.join("loop");
 
-    let run = loop_command(address, &dir.0, &out, 1, &["--seed-net", "embedded"]).output().await.unwrap();
+    // A net the test promotes plays a fixed-length confirmation from the openings after
+    // the test's; the tiny test's outcome is chance, so both paths are checked.
+    let args = ["--seed-net", "embedded", "--confirm-pairs", "2"];
+    let run = loop_command(address, &dir.0, &out, 1, &args).output().await.unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stderr}");
     let [net, seed] = nets(&mut admin).await.try_into().expect("the seed and one net");
@@ -131,6 +134,16 @@ async fn a_lineage_seeded_with_the_embedded_net_plays_trains_from_and_tests_agai
     assert!(stderr.contains(&format!("from {}", out.join("seed.xqnn").display())), "{stderr}");
     let test = admin.get_job(v1::JobId { job_id: net.test_job_id }).await.unwrap().into_inner();
     assert!(test.summary.contains("gen0"), "{}", test.summary);
+    let jobs = admin.list_jobs(v1::ListJobsRequest::default()).await.unwrap().into_inner().jobs;
+    let confirmations: Vec<_> = jobs.iter().filter(|j| j.description.ends_with("fixed-length confirmation")).collect();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    if net.state == "promoted" {
+        let [confirmation] = confirmations[..] else { panic!("one confirmation: {jobs:?}") };
+        assert_eq!((confirmation.kind.as_str(), confirmation.units_done), ("games", 2), "{confirmation:?}");
+        assert!(stdout.contains("confirmation") && stdout.contains("Elo"), "{stdout}");
+    } else {
+        assert!(confirmations.is_empty(), "a rejected net is not confirmed: {jobs:?}");
+    }
 
     // Run again, the loop is done; with another seed it is refused, naming the clash.
     let again = loop_command(address, &dir.0, &out, 1, &["--seed-net", "embedded"]).output().await.unwrap();

@@ -187,6 +187,7 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
         play: PlayArgs {
             tc: args.tc.clone(),
             book,
+            book_offset: 0,
             rules: "wxf".to_owned(),
             violation_timing: "threefold".to_owned(),
             variant: "xiangqi".to_owned(),

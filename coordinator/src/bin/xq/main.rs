@@ -249,6 +249,10 @@ pub struct PlayArgs {
     /// Opening book (FEN/EPD lines or PGN; for Xiongqi, FEN lines).
     #[arg(long)]
     pub book: Option<PathBuf>,
+    /// The book's opening the first pair plays (pair i plays opening i + N): a match
+    /// on openings another test did not play.
+    #[arg(long, default_value_t = 0)]
+    pub book_offset: u64,
     /// Rule set: wxf, asian, cxq or computer (Xiongqi has its own rules).
     #[arg(long, default_value = "wxf")]
     pub rules: String,
@@ -1010,6 +1014,7 @@ impl PlayArgs {
             violation_timing: self.violation_timing.clone(),
             variant: self.variant.clone(),
             book,
+            book_offset: self.book_offset,
             max_plies: self.max_plies,
             priority: self.priority,
             throughput: self.throughput,

@@ -304,6 +304,11 @@ struct LoopArgs {
     /// The most pairs before a test stops undecided (the net is then rejected).
     #[arg(long, default_value_t = 10_000)]
     max_pairs: u64,
+    /// Pairs of a fixed-length match a promoted net then plays against its parent from
+    /// the openings after the SPRT's, whose Elo is the one to quote (an SPRT's own is
+    /// biased by its stopping); 0: none.
+    #[arg(long, default_value_t = 0)]
+    confirm_pairs: u64,
     /// The test's opening book (such as books/xiangqi-2ply.epd).
     #[arg(long)]
     book: Option<PathBuf>,
@@ -439,6 +444,7 @@ fn run_loop(args: LoopArgs) -> anyhow::Result<()> {
             alpha: args.alpha,
             beta: args.beta,
             max_pairs: args.max_pairs,
+            confirm_pairs: args.confirm_pairs,
             book: args.book.clone(),
         },
         train: args.training.settings(String::new(), None),
@@ -460,6 +466,22 @@ fn run_loop(args: LoopArgs) -> anyhow::Result<()> {
                 generation.test.outcome,
                 net.validation_loss
             );
+            if let Some(confirmation) = &generation.confirmation {
+                let totals = confirmation.totals.clone().unwrap_or_default();
+                let elo = confirmation.elo.clone().unwrap_or_default();
+                println!(
+                    "generation {}: confirmation {} over {} pairs: W/D/L {}/{}/{}, Elo {:+.1} [{:+.1}, {:+.1}]",
+                    net.generation,
+                    confirmation.job_id,
+                    confirmation.units_done,
+                    totals.wins,
+                    totals.draws,
+                    totals.losses,
+                    elo.elo,
+                    elo.low,
+                    elo.high
+                );
+            }
         };
         closed_loop::run(&mut client, &settings, stop, report, |line| eprintln!("{line}")).await?;
         anyhow::Ok(())
