@@ -2,7 +2,10 @@
 //! changes waiting for it into one transaction, so that thousands of reports a second
 //! cost a few commits (and fsyncs) a second. A caller's change is durable when its
 //! reply arrives. A failing batch is retried change by change, so that one bad change
-//! fails alone.
+//! fails alone, unless the database itself failed (unreachable, or silent past the
+//! write timeout): then the whole batch fails at once, since each retry would wait as
+//! long again (2,048 changes at 5 s each held reports for hours), and the next batch
+//! tries the database afresh, so that writes resume as soon as it answers.
 //!
 //! The pipeline has two stages, so that the two fsyncs a batch needs overlap instead
 //! of adding up: a thread appends a batch's games to their files and syncs them while
@@ -85,7 +88,7 @@ impl Writer {
                     Err(error) => return drop(connected.send(Err(StorageError::WriterThread(error)))),
                 };
                 runtime.block_on(async move {
-                    match storage.reconnect(1).await {
+                    match storage.for_writes().await {
                         Ok(own) => {
                             let _ = connected.send(Ok(()));
                             commit(own, to_commit, &metrics).await;
@@ -229,9 +232,11 @@ async fn commit(storage: Storage, mut to_commit: mpsc::Receiver<Batch>, metrics:
                     let _ = reply.send(Ok(applied));
                 }
             }
-            Err(error) if batch.len() == 1 => {
-                let (_, reply) = batch.pop().expect("one change");
-                let _ = reply.send(Err(error.to_string()));
+            Err(error) if batch.len() == 1 || error.is_unreachable() => {
+                let message = error.to_string();
+                for (_, reply) in batch.drain(..) {
+                    let _ = reply.send(Err(message.clone()));
+                }
             }
             Err(_) => {
                 for (change, reply) in batch.drain(..) {

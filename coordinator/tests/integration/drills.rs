@@ -1,5 +1,6 @@
 //! Fault drills: the database taken away in the middle of a test and given back, the
-//! disk filled up and freed, the coordinator killed between a commit and its
+//! database black-holed (no answer, no reset) and let through again, the disk filled
+//! up and freed, the coordinator killed between a commit and its
 //! acknowledgement and restarted. A worker keeps reporting as a real one does (what was
 //! not acknowledged is sent again); every acknowledged result must be stored once and
 //! counted once, and the coordinator must take reports again, unaided, once the fault
@@ -11,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use sqlx::Row;
 use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::storage::WRITE_TIMEOUT_PARAMETER;
 use xq_proto::v1;
 
 use crate::common::*;
@@ -191,6 +193,183 @@ async fn postgresql_stopped_mid_test_and_restarted_loses_and_doubles_nothing() {
     let mut admin = client(again.address, &again.client_token).await;
     let reread = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
     assert_eq!(reread.units_done as usize, reporter.acknowledged);
+}
+
+/// A TCP relay between the coordinator and PostgreSQL that the drill can black-hole:
+/// then it passes nothing on in either direction yet closes nothing, so the coordinator
+/// hears neither an answer nor a reset, as across a route that drops packets. Bytes
+/// sent meanwhile pass once it forwards again, as TCP's retransmissions would deliver
+/// them.
+struct BlackHole {
+    address: std::net::SocketAddr,
+    forwarding: tokio::sync::watch::Sender<bool>,
+    /// The database's URL, straight to the server.
+    direct: String,
+}
+
+impl BlackHole {
+    /// A relay to the server of the PostgreSQL URL `direct`.
+    async fn start(direct: &str) -> BlackHole {
+        use std::net::ToSocketAddrs;
+        let to = server_of(direct).to_socket_addrs().unwrap().next().unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let (forwarding, open) = tokio::sync::watch::channel(true);
+        tokio::spawn(async move {
+            while let Ok((inbound, _)) = listener.accept().await {
+                let mut open = open.clone();
+                tokio::spawn(async move {
+                    // A connection made in the hole reaches the server only after it.
+                    if open.wait_for(|open| *open).await.is_err() {
+                        return;
+                    }
+                    let Ok(outbound) = tokio::net::TcpStream::connect(to).await else { return };
+                    let (from_client, to_client) = inbound.into_split();
+                    let (from_server, to_server) = outbound.into_split();
+                    tokio::join!(
+                        Self::pass(from_client, to_server, open.clone()),
+                        Self::pass(from_server, to_client, open)
+                    );
+                });
+            }
+        });
+        BlackHole { address, forwarding, direct: direct.to_owned() }
+    }
+
+    /// Passes bytes on while forwarding; holds them, reading no more, while not.
+    async fn pass(
+        mut from: tokio::net::tcp::OwnedReadHalf,
+        mut to: tokio::net::tcp::OwnedWriteHalf,
+        mut open: tokio::sync::watch::Receiver<bool>,
+    ) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut buffer = vec![0; 1 << 16];
+        loop {
+            if open.wait_for(|open| *open).await.is_err() {
+                return;
+            }
+            let read = match from.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(read) => read,
+            };
+            if open.wait_for(|open| *open).await.is_err() || to.write_all(&buffer[..read]).await.is_err() {
+                return;
+            }
+        }
+        let _ = to.shutdown().await;
+    }
+
+    fn set_forwarding(&self, forwarding: bool) {
+        self.forwarding.send_replace(forwarding);
+    }
+
+    /// The database's URL through this relay, with the coordinator's `write_timeout`.
+    fn url(&self, write_timeout: Duration) -> String {
+        let through = self.direct.replacen(server_of(&self.direct), &self.address.to_string(), 1);
+        format!("{through}?{WRITE_TIMEOUT_PARAMETER}={}", write_timeout.as_millis())
+    }
+}
+
+/// The `host:port` of a PostgreSQL `url` (`postgres://user@host:port/db`).
+fn server_of(url: &str) -> &str {
+    url.split_once('@').and_then(|(_, rest)| rest.split_once('/')).expect("postgres://user@host:port/db").0
+}
+
+/// Each worker reports once, all at the same moment, so that the writer gathers their
+/// changes into batches of several; returns them with whether each report was taken
+/// and how long it took.
+async fn report_together(fleet: Vec<(Reporter, Worker)>) -> (Vec<(Reporter, Worker)>, Vec<(bool, Duration)>) {
+    let reports: Vec<_> = fleet
+        .into_iter()
+        .map(|(mut reporter, mut worker)| {
+            tokio::spawn(async move {
+                let start = Instant::now();
+                let taken = reporter.play_and_report(&mut worker).await;
+                ((reporter, worker), (taken, start.elapsed()))
+            })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for report in reports {
+        outcomes.push(report.await.unwrap());
+    }
+    outcomes.into_iter().unzip()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_black_holed_postgresql_refuses_reports_within_seconds_and_resumes_losing_and_doubling_nothing() {
+    // Short, so that the drill is; the default is WRITE_TIMEOUT.
+    let write_timeout = Duration::from_secs(2);
+    let dir = TempDir::new("drill-black-hole");
+    let relay = BlackHole::start(&fresh_database(Backend::Postgres, &dir.0).await).await;
+    let config = SchedulerConfig { lease_seconds: 1000.0 * 72.0, reference_nps: 0, ..SchedulerConfig::default() };
+    let served = serve_on(&dir.0, &relay.url(write_timeout), config, 100).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let mut fleet = Vec::new();
+    for name in ["w1", "w2", "w3", "w4"] {
+        let request = test_request(&mut admin, 200, None).await;
+        admin.create_test(request).await.unwrap();
+        let (mut worker, _) = registered_worker_token(&served, name, &[]).await;
+        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        assert!(lease.units.len() >= 40, "a lease for the whole drill: {} units", lease.units.len());
+        fleet.push((Reporter::new(lease, &[tonic::Code::Unavailable]), worker));
+    }
+    let jobs: std::collections::HashSet<u64> = fleet.iter().map(|(reporter, _)| reporter.lease.job_id).collect();
+    assert_eq!(jobs.len(), fleet.len(), "a job for each worker");
+
+    for _ in 0..10 {
+        let taken;
+        (fleet, taken) = report_together(fleet).await;
+        assert!(taken.iter().all(|&(taken, _)| taken), "before the black hole");
+    }
+
+    // Every report fails fast, batch after batch: a batch waits out at most the one
+    // before it, and fails whole, not retried change by change.
+    relay.set_forwarding(false);
+    let cut = Instant::now();
+    let bound = 2 * write_timeout + Duration::from_secs(1);
+    let mut slowest = Duration::ZERO;
+    for _ in 0..3 {
+        let taken;
+        (fleet, taken) = report_together(fleet).await;
+        for (taken, took) in taken {
+            assert!(!taken, "a black-holed database takes no report");
+            assert!(took < bound, "a report refused within {bound:?}, not {took:?}");
+            slowest = slowest.max(took);
+        }
+        // And the coordinator answers what it serves from memory meanwhile.
+        let listed = Instant::now();
+        let jobs = tokio::time::timeout(Duration::from_secs(1), admin.list_jobs(v1::ListJobsRequest::default()))
+            .await
+            .expect("jobs listed while the database is away")
+            .unwrap();
+        assert_eq!(jobs.into_inner().jobs.len(), fleet.len(), "listed in {:?}", listed.elapsed());
+    }
+    relay.set_forwarding(true);
+    let hole = cut.elapsed();
+
+    let mut recovered = Duration::ZERO;
+    for (reporter, worker) in &mut fleet {
+        recovered = recovered.max(reporter.report_until_taken(worker, Duration::from_secs(30)).await);
+    }
+    for _ in 0..10 {
+        let taken;
+        (fleet, taken) = report_together(fleet).await;
+        assert!(taken.iter().all(|&(taken, _)| taken), "after the black hole");
+    }
+    let pool = served.coordinator.shared.storage.pool();
+    for (reporter, _) in &fleet {
+        reporter.check_counted_and_stored(&mut admin, pool, reporter.lease.job_id).await;
+    }
+    println!(
+        "drill: {} pairs acknowledged = counted = stored; {} reports refused in a {:.1} s black hole, the slowest \
+         after {:.2} s (write timeout {write_timeout:?}); every worker's report taken again within {:.2} s",
+        fleet.iter().map(|(reporter, _)| reporter.acknowledged).sum::<usize>(),
+        fleet.iter().map(|(reporter, _)| reporter.refused).sum::<usize>(),
+        hole.as_secs_f64(),
+        slowest.as_secs_f64(),
+        recovered.as_secs_f64()
+    );
 }
 
 /// A tmpfs of its own (root only), so that the drill can fill a disk without filling

@@ -35,7 +35,9 @@ struct ServeArgs {
     /// training chunks and the first client token.
     #[arg(long)]
     data: PathBuf,
-    /// A database URL (postgres://...) instead of the embedded SQLite.
+    /// A database URL (postgres://...) instead of the embedded SQLite. Its
+    /// `write_timeout_ms=N` parameter bounds how long PostgreSQL has to answer a write
+    /// before it fails as unavailable (default 10000).
     #[arg(long)]
     database: Option<String>,
     /// The address to listen on (port 0: any free port; the address is printed).
