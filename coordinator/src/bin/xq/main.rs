@@ -1179,7 +1179,11 @@ pub fn job_line(job: &v1::Job) -> String {
 
 /// One line describing a net of the registry.
 pub fn net_line(net: &v1::Net) -> String {
-    let parent = if net.parent_id == 0 { "handcrafted".to_owned() } else { format!("net {}", net.parent_id) };
+    let parent = match (net.generation, net.parent_id) {
+        (0, _) => "none (the lineage's seed)".to_owned(),
+        (_, 0) => "handcrafted".to_owned(),
+        (_, id) => format!("net {id}"),
+    };
     let test = if net.test_job_id == 0 { String::new() } else { format!(" by job {}", net.test_job_id) };
     format!(
         "net {} {} generation {} [{}{test}] {}: parent {parent}, data job {}, {} positions, {} epochs, \
