@@ -468,7 +468,7 @@ fn run_loop(args: LoopArgs) -> anyhow::Result<()> {
             );
             if let Some(confirmation) = &generation.confirmation {
                 let totals = confirmation.totals.clone().unwrap_or_default();
-                let elo = confirmation.elo.clone().unwrap_or_default();
+                let elo = confirmation.elo.unwrap_or_default();
                 println!(
                     "generation {}: confirmation {} over {} pairs: W/D/L {}/{}/{}, Elo {:+.1} [{:+.1}, {:+.1}]",
                     net.generation,
