@@ -34,6 +34,13 @@ fn add(artifact: &v1::ArtifactRef, generation: u32, parent_id: u64, data_job_id:
     }
 }
 
+/// A one-unit self-play job with `net` (none: the handcrafted evaluation): a net's data job.
+async fn self_play_job(admin: &mut Client, net: Option<&v1::ArtifactRef>) -> Result<v1::Job, tonic::Status> {
+    let spec = v1::SelfPlaySpec { nodes: 100, games_per_unit: 1, net: net.cloned(), ..Default::default() };
+    let request = v1::CreateSelfPlayRequest { spec: Some(spec), units: 1, ..Default::default() };
+    admin.create_self_play(request).await.map(tonic::Response::into_inner)
+}
+
 /// A test of the engine with `new` against the engine with `base` (none: handcrafted).
 async fn net_test(admin: &mut Client, new: &v1::ArtifactRef, base: Option<&v1::ArtifactRef>) -> u64 {
     let sprt = v1::SprtSpec { elo0: 0.0, elo1: 10.0, alpha: 0.05, beta: 0.05, ..Default::default() };
@@ -109,12 +116,7 @@ async fn the_registry_checks_nets_and_reads_their_state_off_their_tests() {
         let first = upload(&mut admin, "gen1.xqnn", "net", &net_bytes(1)).await.unwrap();
         let second = upload(&mut admin, "gen2.xqnn", "net", &net_bytes(2)).await.unwrap();
         let engine = upload(&mut admin, "engine", "engine", b"#!/bin/sh\necho\n").await.unwrap();
-        let spec = v1::SelfPlaySpec { nodes: 100, games_per_unit: 1, net: Some(first.clone()), ..Default::default() };
-        let data = admin
-            .create_self_play(v1::CreateSelfPlayRequest { spec: Some(spec), units: 1, ..Default::default() })
-            .await
-            .unwrap()
-            .into_inner();
+        let data = self_play_job(&mut admin, Some(&first)).await.unwrap();
         assert!(data.summary.contains("net gen1.xqnn"), "{}", data.summary);
         admin.stop_job(v1::JobId { job_id: data.job_id }).await.unwrap();
         let data = data.job_id;
@@ -126,11 +128,7 @@ async fn the_registry_checks_nets_and_reads_their_state_off_their_tests() {
         let junk = v1::ArtifactRef { sha256: sha256_hex(b"not a net"), name: "junk.xqnn".to_owned(), size: 9 };
         let unknown = admin.add_net(add(&junk, 1, 0, data)).await.unwrap_err();
         assert!(unknown.message().contains("has not been uploaded"), "{unknown:?}");
-        let spec = v1::SelfPlaySpec { nodes: 100, games_per_unit: 1, net: Some(junk.clone()), ..Default::default() };
-        let unknown = admin
-            .create_self_play(v1::CreateSelfPlayRequest { spec: Some(spec), units: 1, ..Default::default() })
-            .await
-            .unwrap_err();
+        let unknown = self_play_job(&mut admin, Some(&junk)).await.unwrap_err();
         assert!(unknown.message().contains("has not been uploaded"), "{unknown:?}");
         // The same bytes cannot change kind: a net uploaded again as a book is refused.
         let recast = upload(&mut admin, "gen1.epd", "book", &net_bytes(1)).await.unwrap_err();
@@ -230,13 +228,7 @@ async fn a_lineage_may_start_from_a_seed_net_that_its_children_are_tested_agains
     let mut admin = client(served.address, &served.client_token).await;
     let seed = upload(&mut admin, "seed.xqnn", "net", &net_bytes(7)).await.unwrap();
     let child = upload(&mut admin, "gen1.xqnn", "net", &net_bytes(8)).await.unwrap();
-    let spec = v1::SelfPlaySpec { nodes: 100, games_per_unit: 1, net: Some(seed.clone()), ..Default::default() };
-    let data = admin
-        .create_self_play(v1::CreateSelfPlayRequest { spec: Some(spec), units: 1, ..Default::default() })
-        .await
-        .unwrap()
-        .into_inner()
-        .job_id;
+    let data = self_play_job(&mut admin, Some(&seed)).await.unwrap().job_id;
 
     // A seed was trained elsewhere: no data job of this coordinator, no parent.
     let with_data = admin.add_net(add(&seed, 0, 0, data)).await.unwrap_err();
@@ -275,13 +267,7 @@ async fn only_a_lineages_owner_or_an_admin_adds_its_nets_and_names_their_tests()
     for (index, bytes) in nets.iter().enumerate() {
         artifacts.push(upload(&mut admin, &format!("gen{index}.xqnn"), "net", bytes).await.unwrap());
     }
-    let spec = v1::SelfPlaySpec { nodes: 100, games_per_unit: 1, ..Default::default() };
-    let data = admin
-        .create_self_play(v1::CreateSelfPlayRequest { spec: Some(spec), units: 1, ..Default::default() })
-        .await
-        .unwrap()
-        .into_inner()
-        .job_id;
+    let data = self_play_job(&mut admin, None).await.unwrap().job_id;
 
     let first = alice.add_net(add(&artifacts[0], 1, 0, data)).await.unwrap().into_inner();
     let intruder = bob.add_net(add(&artifacts[1], 2, first.net_id, data)).await.unwrap_err();
