@@ -445,6 +445,7 @@ fn line_game(line: &Value) -> Option<PgnGame> {
         notes: vec![None; moves.len()],
         moves,
         result: None,
+        comment: None,
     })
 }
 

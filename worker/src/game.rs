@@ -96,6 +96,19 @@ impl Termination {
             Termination::Adjudication => "adjudication",
         }
     }
+
+    /// The termination a PGN `Termination` tag names.
+    pub fn from_pgn(tag: &str) -> Option<Termination> {
+        [
+            Termination::Rules,
+            Termination::TimeForfeit,
+            Termination::IllegalMove,
+            Termination::EngineFailure,
+            Termination::Adjudication,
+        ]
+        .into_iter()
+        .find(|termination| termination.pgn() == tag)
+    }
 }
 
 /// A move as played, with what the engine said of it.

@@ -4,7 +4,8 @@
 //!
 //! Layout: [`engine_process`] talks to one engine; [`time_control`] keeps the clocks;
 //! [`game`] plays one game; [`openings`] reads books; [`match_runner`] plays pairs
-//! concurrently and keeps the totals; [`pgn_out`] writes the records; [`selfplay`]
+//! concurrently and keeps the totals, [`resume`] takes a stopped match up again from
+//! its PGN; [`pgn_out`] writes the records; [`selfplay`]
 //! generates training data; [`spsa`] tunes an engine's parameters with local games;
 //! [`tournament`] plays round robins and gauntlets of many engines;
 //! [`sandbox`] confines engines a coordinator sends; [`reference`] asks pyffish for
@@ -18,6 +19,7 @@ pub mod match_runner;
 pub mod openings;
 pub mod pgn_out;
 pub mod reference;
+pub mod resume;
 pub mod sandbox;
 pub mod selfplay;
 pub mod spsa;

@@ -15,7 +15,7 @@ use xq_engine::xiangqi::rules::Outcome;
 use xq_stats::{EloEstimate, Sprt, SprtState, elo_estimate};
 
 use crate::engine_process::{EngineConfig, EngineError, EngineProcess};
-use crate::game::{GameRecord, GameSettings, Start, play_game};
+use crate::game::{GameRecord, GameSettings, Start, Termination, play_game};
 
 /// A match to play.
 #[derive(Clone, Debug)]
@@ -93,8 +93,22 @@ impl MatchTotals {
     }
 
     fn add_game(&mut self, game: &GameRecord, first_is_red: bool) -> u64 {
+        let failed = game.failure.as_ref().map(|(color, _)| game.players[*color].as_str());
+        self.add_result(game.outcome, first_is_red, &game.reason, game.termination, failed)
+    }
+
+    /// Counts a game by its result, the reason it ended (its first words) and the
+    /// engine that failed in it, if one did; gives the first engine's half points.
+    pub(crate) fn add_result(
+        &mut self,
+        outcome: Outcome,
+        first_is_red: bool,
+        reason: &str,
+        termination: Termination,
+        failed: Option<&str>,
+    ) -> u64 {
         let first = if first_is_red { Color::Red } else { Color::Black };
-        let half_points = match game.outcome {
+        let half_points = match outcome {
             Outcome::Win(winner) if winner == first => {
                 self.wins += 1;
                 2
@@ -108,15 +122,14 @@ impl MatchTotals {
                 1
             }
         };
-        let reason = game.reason.split(" (").next().unwrap_or(&game.reason);
-        let reason = if game.termination == crate::game::Termination::Rules {
-            reason.to_owned()
+        let reason = if termination == Termination::Rules {
+            reason.split(" (").next().unwrap_or(reason).to_owned()
         } else {
-            game.termination.pgn().to_owned()
+            termination.pgn().to_owned()
         };
         *self.reasons.entry(reason).or_default() += 1;
-        if let Some((color, _)) = &game.failure {
-            *self.failures.entry(game.players[*color].clone()).or_default() += 1;
+        if let Some(name) = failed {
+            *self.failures.entry(name.to_owned()).or_default() += 1;
         }
         half_points
     }
@@ -163,11 +176,30 @@ pub fn run_match(
     run_match_with_options(settings, &|_| None, on_game)
 }
 
+/// Plays the match as [`run_match`] does, on from `carried`, the totals of the games it
+/// played before it stopped ([`crate::resume`]): the SPRT sees them all.
+pub fn resume_match(
+    settings: &MatchSettings,
+    carried: MatchTotals,
+    on_game: impl FnMut(&FinishedGame, &MatchTotals) -> bool,
+) -> Result<MatchTotals, MatchError> {
+    play_pairs(settings, &|_| None, carried, on_game)
+}
+
 /// Plays the match as [`run_match`] does, giving the engines `pair_options(pair)`
 /// before each pair (SPSA's probes: the engines' values change from pair to pair).
 pub fn run_match_with_options(
     settings: &MatchSettings,
     pair_options: PairOptions<'_>,
+    on_game: impl FnMut(&FinishedGame, &MatchTotals) -> bool,
+) -> Result<MatchTotals, MatchError> {
+    play_pairs(settings, pair_options, MatchTotals::default(), on_game)
+}
+
+fn play_pairs(
+    settings: &MatchSettings,
+    pair_options: PairOptions<'_>,
+    carried: MatchTotals,
     mut on_game: impl FnMut(&FinishedGame, &MatchTotals) -> bool,
 ) -> Result<MatchTotals, MatchError> {
     if settings.openings.is_empty() {
@@ -177,7 +209,7 @@ pub fn run_match_with_options(
     let pair_count = settings.pairs.len();
     let stop = AtomicBool::new(false);
     let (sender, receiver) = channel::<Result<FinishedGame, MatchError>>();
-    let mut totals = MatchTotals::default();
+    let mut totals = carried;
     let mut first_leg: BTreeMap<usize, u64> = BTreeMap::new();
     std::thread::scope(|scope| {
         let cores = if settings.pin_cores { core_affinity::get_core_ids().unwrap_or_default() } else { Vec::new() };

@@ -21,6 +21,9 @@ pub struct PgnGame {
     pub notes: Vec<Option<String>>,
     /// The result token at the end of the movetext, if any.
     pub result: Option<String>,
+    /// The last comment that is no move's note: where the product writes how the game
+    /// ended (`{repetition draw (WXF 3.2.B)} 1/2-1/2`).
+    pub comment: Option<String>,
 }
 
 impl PgnGame {
@@ -134,6 +137,12 @@ impl PgnFile {
         self.starts.is_empty()
     }
 
+    /// Game `index`'s text as the file has it (the last game's runs to the end).
+    pub fn game_text(&self, index: usize) -> &str {
+        let end = self.starts.get(index + 1).copied().unwrap_or(self.text.len());
+        &self.text[self.starts[index]..end]
+    }
+
     /// Games `range` (clipped to the file), parsed.
     pub fn games(&self, range: std::ops::Range<usize>) -> Vec<PgnGame> {
         let end = range.end.min(self.len());
@@ -184,6 +193,8 @@ fn read_games(text: &str, mut each: impl FnMut(usize, PgnGame)) -> Result<(), Pg
                         let text = std::mem::take(&mut comment).trim().to_owned();
                         if std::mem::take(&mut after_move) {
                             *game.notes.last_mut().expect("a note follows a move") = Some(text);
+                        } else {
+                            game.comment = Some(text);
                         }
                     }
                     None => {
@@ -395,6 +406,15 @@ mod tests {
         let notes: Vec<Option<MoveNote>> = game.notes.iter().map(|n| n.as_deref().and_then(MoveNote::parse)).collect();
         let engine = |score, depth, ms| Some(MoveNote::Engine { score, depth, elapsed: Duration::from_millis(ms) });
         assert_eq!(notes, [Some(MoveNote::Book), engine(Some(25), Some(12), 500), engine(Some(-100), None, 1250)]);
+    }
+
+    #[test]
+    fn the_last_comment_that_is_no_note_tells_how_the_game_ended() {
+        let text = "1. h2e2 {book} h9g7 {+0.25/12 0.500s} {an aside} 2. h0g2 {0.100s} {checkmate} 1-0\n\n[Round \"2\"]\n1. h2e2 *\n";
+        let games = parse_pgn(text).unwrap();
+        assert_eq!(games[0].comment.as_deref(), Some("checkmate"));
+        assert_eq!(games[0].notes.len(), 3, "the ending is no move's note");
+        assert_eq!(games[1].comment, None);
     }
 
     #[test]

@@ -112,5 +112,6 @@ pub fn fresh_game(settings: &PlaySettings, game: usize) -> PgnGame {
         notes: vec![None; moves.len()],
         moves,
         result: Some(played.result.pgn().to_owned()),
+        comment: None,
     }
 }

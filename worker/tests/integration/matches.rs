@@ -160,3 +160,71 @@ fn xiongqi_games_are_refereed_by_its_rules_and_replay_to_the_same_results() {
     assert!(pgn.contains("[Variant \"xiongqi\"]"), "{pgn}");
     replays_to_the_same_results(&records);
 }
+
+/// `xq-worker match --resume`: a match stopped part-way (its PGN cut after five games,
+/// one of them the first leg of an unfinished pair) goes on from the file: the complete
+/// pairs count, the lone leg is dropped and its pair played again, and the file ends
+/// with each of the match's games once. A file of another match is refused, naming what
+/// differs, and left as it was.
+#[test]
+fn a_stopped_match_resumes_from_its_pgn() {
+    let directory = std::env::temp_dir().join(format!("xq-match-resume-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let pgn = directory.join("games.pgn");
+    let engine = our_engine("xq").command;
+    let book = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../books/xiangqi-2ply.epd");
+    let run = |tc: &str, resume: bool| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_xq-worker"));
+        command.arg("match");
+        for name in ["a", "b"] {
+            command.args(["--engine", &format!("name={name}"), &format!("cmd={}", engine.display())]);
+        }
+        command.args(["--tc", tc, "--games", "8", "--concurrency", "2", "--maxplies", "60", "--book"]);
+        command.arg(&book).args(["--shuffle", "3", "--pgnout"]).arg(&pgn);
+        if resume {
+            command.arg("--resume");
+        }
+        command.output().expect("xq-worker runs")
+    };
+    let rounds = |text: &str| -> Vec<usize> {
+        parse_pgn(text).unwrap().iter().map(|game| game.tag("Round").unwrap().parse().unwrap()).collect()
+    };
+    let full = run("depth=2", false);
+    assert!(full.status.success(), "{}", String::from_utf8_lossy(&full.stderr));
+    let text = std::fs::read_to_string(&pgn).unwrap();
+    let mut played = rounds(&text);
+    played.sort_unstable();
+    assert_eq!(played, (1..=8).collect::<Vec<_>>());
+
+    // Cut the file after five games, as a kill would leave it.
+    let games: Vec<&str> = text.split("\n[Event ").collect();
+    let cut = games[..5].join("\n[Event ") + "\n";
+    std::fs::write(&pgn, &cut).unwrap();
+    let kept = rounds(&cut);
+    let complete =
+        kept.iter().filter(|&&round| kept.contains(&if round % 2 == 1 { round + 1 } else { round - 1 })).count();
+    assert!(complete < 5, "five games hold at least one lone leg");
+
+    let refused = run("depth=3", true);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(err.contains("[TimeControl] is \"depth=2\" where this match's is \"depth=3\""), "{err}");
+    assert_eq!(std::fs::read_to_string(&pgn).unwrap(), cut, "a refused resume leaves the file as it was");
+
+    let resumed = run("depth=2", true);
+    let err = String::from_utf8_lossy(&resumed.stderr);
+    let out = String::from_utf8_lossy(&resumed.stdout);
+    assert!(resumed.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{complete} games of complete pairs count, {} of unfinished pairs dropped",
+            5 - complete
+        )),
+        "{err}"
+    );
+    assert!(out.starts_with("a vs b: games 8,"), "{out}");
+    let mut played = rounds(&std::fs::read_to_string(&pgn).unwrap());
+    played.sort_unstable();
+    assert_eq!(played, (1..=8).collect::<Vec<_>>(), "each game once, the dropped leg played again");
+    std::fs::remove_dir_all(&directory).unwrap();
+}

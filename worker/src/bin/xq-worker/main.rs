@@ -22,10 +22,11 @@ use xq_tournament::swiss::{default_rounds, max_rounds};
 use xq_worker::engine_process::{EngineConfig, EngineProcess, Protocol};
 use xq_worker::fleet::{ConnectSettings, capabilities, connect};
 use xq_worker::game::{Adjudication, GameSettings, Opening, Start};
-use xq_worker::match_runner::{MatchSettings, MatchTotals, run_match};
+use xq_worker::match_runner::{MatchSettings, MatchTotals, resume_match};
 use xq_worker::openings::{arrange, read_book, read_xiongqi_book};
 use xq_worker::pgn_out::game_pgn;
 use xq_worker::reference::Pyffish;
+use xq_worker::resume::{PlayedPairs, ThisMatch, played_games};
 use xq_worker::sandbox::Sandbox;
 use xq_worker::selfplay::{SelfPlaySettings, load_self_play_net, run_selfplay};
 use xq_worker::spsa::{SpsaSettings, run_spsa};
@@ -145,6 +146,11 @@ struct MatchArgs {
     /// Write the games here as PGN.
     #[arg(long)]
     pgnout: Option<PathBuf>,
+    /// Go on from the games already in --pgnout (a match stopped by a time limit or a
+    /// lost machine, run again with the same arguments): its complete pairs count, the
+    /// SPRT included, and only the pairs it lacks are played.
+    #[arg(long, requires = "pgnout")]
+    resume: bool,
     #[command(flatten)]
     play: PlayArgs,
 }
@@ -542,22 +548,63 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
         args.play.announce_variant(engine);
     }
     let sprt = args.sprt.as_deref().map(sprt).transpose()?;
-    let settings = MatchSettings {
+    let mut settings = MatchSettings {
         engines: engines.clone(),
-        pairs: (0..args.games / 2).collect(),
+        pairs: Vec::new(),
         concurrency: args.play.concurrency(),
         pin_cores: args.play.pin,
         openings: args.play.openings()?,
         game: args.play.game()?,
         sprt,
     };
-    let mut pgn = match &args.pgnout {
-        Some(path) => Some(std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?),
-        None => None,
-    };
     let names = [engines[0].name.clone(), engines[1].name.clone()];
     let event = format!("{} vs {}", names[0], names[1]);
     let tc_text = args.play.tc.to_string();
+    let played = match &args.pgnout {
+        Some(path) if args.resume && path.exists() => {
+            let this = ThisMatch {
+                event: &event,
+                names: [&names[0], &names[1]],
+                time_control: &tc_text,
+                openings: &settings.openings,
+                games: args.games,
+            };
+            let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+            let played =
+                played_games(&bytes, &this).with_context(|| format!("cannot resume from {}", path.display()))?;
+            // The file keeps only what counts: a lone leg is played again with its pair.
+            let resuming = path.with_extension("resuming");
+            std::fs::write(&resuming, &played.kept)
+                .and_then(|()| std::fs::rename(&resuming, path))
+                .with_context(|| format!("cannot rewrite {}", path.display()))?;
+            eprintln!(
+                "resuming from {}: {} games of complete pairs count, {} of unfinished pairs dropped",
+                path.display(),
+                played.totals.games(),
+                played.dropped
+            );
+            played
+        }
+        _ => PlayedPairs::default(),
+    };
+    settings.pairs = (0..args.games / 2).filter(|pair| !played.pairs.contains(pair)).collect();
+    let decided = settings.sprt.as_ref().and_then(|s| played.totals.sprt(s)).and_then(|s| s.decision()).is_some();
+    if decided || settings.pairs.is_empty() {
+        println!("{}", summary(&played.totals, &names, sprt.as_ref()));
+        return Ok(());
+    }
+    let mut pgn = match &args.pgnout {
+        Some(path) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .write(true)
+                .append(args.resume)
+                .truncate(!args.resume)
+                .open(path)
+                .with_context(|| format!("cannot write {}", path.display()))?,
+        ),
+        None => None,
+    };
     let mut write_error = None;
     // On a terminal: a progress bar carrying the summary, game results above it. In a
     // log: one line per game and one summary line.
@@ -567,9 +614,10 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
             ProgressStyle::with_template("{bar:30} {pos}/{len} games {elapsed_precise} eta {eta} {msg}")
                 .expect("a valid template"),
         );
+        bar.set_position(played.totals.games());
         bar
     });
-    let totals = run_match(&settings, |finished, totals| {
+    let totals = resume_match(&settings, played.totals.clone(), |finished, totals| {
         if let Some(file) = pgn.as_mut() {
             let text = game_pgn(&finished.record, &event, finished.pair * 2 + finished.leg + 1, &tc_text);
             if let Err(error) = file.write_all(text.as_bytes()) {
