@@ -476,6 +476,9 @@ impl WorkerApi {
                     held = file.games(first..first + count);
                     UnitGames::Pgn(&held)
                 }
+                None if job.spec.generated => {
+                    UnitGames::Generated { first: job.spec.first_generated + first as u64, count }
+                }
                 None => {
                     let spec =
                         job.spec.selfplay.as_ref().ok_or_else(|| Status::internal("a verification without games"))?;
@@ -483,9 +486,9 @@ impl WorkerApi {
                     UnitGames::SelfPlay { settings: &settings, count }
                 }
             };
-            let cost = games.game_cost(job.rules.len());
+            let cost = games.game_cost(job.rulings());
             let draws = checks.draw(SPOT_CHECKED_GAMES.min(count), cost);
-            let check = spot_check(&lines, &job.rules, games, first + 1, draws, &mut rng);
+            let check = spot_check(&lines, &job.scope(unit), games, draws, &mut rng);
             if let Ok(done) = &check {
                 checks.charge(done.plies as f64 - draws as f64 * cost);
                 checks.record(job_id, *done);
@@ -1115,16 +1118,22 @@ impl Shared {
         may_prioritise(caller, request.priority, DEFAULT_PRIORITY)?;
         crate::retention::check_quota(self, caller).await?;
         self.check_reserve()?;
-        if request.selfplay.is_some() && (request.pgn.is_some() || request.test_job_id != 0) {
-            return Err(Status::invalid_argument("selfplay: games from a PGN or a test, or self-play games, not both"));
+        let sources =
+            [request.pgn.is_some() || request.test_job_id != 0, request.selfplay.is_some(), request.generated];
+        if sources.iter().filter(|&&named| named).count() > 1 {
+            return Err(Status::invalid_argument(
+                "selfplay: games from a PGN or a test, self-play games, or generated games: one of them",
+            ));
         }
         let pgn = match (request.pgn, request.test_job_id, &request.selfplay) {
             (Some(pgn), _, _) => Some(self.uploaded(("pgn", "pgn", "a PGN"), &pgn.sha256).await?),
             (None, test, _) if test != 0 => Some(self.store_test_games(test).await?),
             (None, _, Some(_)) => None,
+            (None, _, None) if request.generated => None,
             (None, _, None) => {
                 return Err(Status::invalid_argument(
-                    "pgn: name an uploaded PGN, test_job_id a test whose games to verify, or selfplay games to play",
+                    "pgn: name an uploaded PGN, test_job_id a test whose games to verify, selfplay games to play, or \
+                     generated games",
                 ));
             }
         };
@@ -1133,11 +1142,22 @@ impl Shared {
             None => (request.games, request.selfplay),
         };
         let games_per_unit = match request.games_per_unit {
+            0 if request.generated => crate::verification::DEFAULT_GENERATED_PER_UNIT,
             0 => crate::verification::DEFAULT_GAMES_PER_UNIT,
             n => n,
         };
         let rules = rules.iter().map(|r| r.name().to_owned()).collect();
-        let spec = v1::VerificationSpec { pgn, rules, games_per_unit, games, reference: request.reference, selfplay };
+        let spec = v1::VerificationSpec {
+            pgn,
+            rules,
+            games_per_unit,
+            games,
+            reference: request.reference,
+            selfplay,
+            generated: request.generated,
+            first_generated: request.first_generated,
+            metamorphic: request.metamorphic,
+        };
         let job = crate::verification::check_spec(&spec).map_err(invalid)?;
         let units = job.units();
         let job = JobSpec::Verify(Box::new(job));
@@ -1234,6 +1254,7 @@ impl Shared {
             by_articles: tally.by_articles.into_iter().collect(),
             spot_checked_games: self.spot_checks.of_job(id).games,
             rechecked_lines: self.spot_checks.of_job(id).lines,
+            metamorphic: tally.metamorphic,
         })
     }
 

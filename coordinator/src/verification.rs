@@ -1,8 +1,9 @@
-//! Rule verification jobs: the games of a PGN (uploaded, or a test's stored games), or
-//! fresh self-play games the workers play for the job, cut into units of consecutive
-//! games, each verified by a worker under the job's rule sets with the engine's
-//! `rules::verify::check_game` (the judge's code path, as `xq-engine verify` runs it)
-//! and reported as JSON lines closed by the unit's tally.
+//! Rule verification jobs: the games of a PGN (uploaded, or a test's stored games),
+//! fresh self-play games the workers play for the job, or the engine's rule-hard
+//! generated games, cut into units of consecutive games, each verified by a worker under
+//! the job's rule sets with the engine's `rules::verify::check_game_with` (the judge's
+//! code path, as `xq-engine verify` runs it; with the metamorphic properties if the job
+//! asks) and reported as JSON lines closed by the unit's tally.
 //! The coordinator checks each report's shape and counts before storing it, sums the
 //! tallies and serves the lines, and the parting games as PGN.
 
@@ -12,8 +13,10 @@ use serde_json::Value;
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::pgn::{Movetext, PgnGame};
 use xq_engine::xiangqi::rules::RuleSet;
+use xq_engine::xiangqi::rules::hard_games::hard_game_pgn;
+use xq_engine::xiangqi::rules::metamorphic::Property;
 use xq_engine::xiangqi::rules::verify::{
-    ARBITER_BUILD, Disagreement, FAIRY_STOCKFISH, Tally, check_game, kind_pair, report_tally,
+    ARBITER_BUILD, Disagreement, FAIRY_STOCKFISH, Tally, check_game_with, kind_pair, report_tally,
 };
 use xq_engine::xiangqi::selfplay::{PlaySettings, fresh_game};
 use xq_proto::v1;
@@ -25,10 +28,19 @@ pub const DEFAULT_RULES: [RuleSet; 3] = [RuleSet::Wxf, RuleSet::Asian, RuleSet::
 /// Games a unit when a request does not say: a second or so of a worker's core.
 pub const DEFAULT_GAMES_PER_UNIT: u32 = 1_000;
 const MAX_GAMES_PER_UNIT: u32 = 100_000;
+/// Generated games a unit when a request does not say, and at most: most generated
+/// games part the rule sets, and each parting game's line (its moves, each verdict's
+/// cycle) takes several kilobytes of the unit's report, which must fit a message.
+pub const DEFAULT_GENERATED_PER_UNIT: u32 = 250;
+const MAX_GENERATED_PER_UNIT: u32 = 500;
 /// The deepest a verification's fresh self-play games are searched, in nodes a move.
 pub const MAX_FRESH_NODES: u64 = 10_000;
 /// Fairy-Stockfish's rules through pyffish, the one reference workers offer.
 pub const REFERENCE_PYFFISH: &str = "pyffish";
+/// Rulings of each ply under a rule set with the metamorphic properties, for the
+/// scheduler's and the spot checks' estimates: the game, its mirror, its colour swap,
+/// and for a game ruled on a repetition (the ones that cost) its suffix and detour.
+const METAMORPHIC_RULINGS: usize = 5;
 
 /// A verification job, checked.
 #[derive(Clone, Debug)]
@@ -48,14 +60,22 @@ impl VerificationJob {
     }
 
     /// Seconds a unit takes a core of `nps` nodes a second: a million plies a second for
-    /// each rule set, pyffish's replays from the start (a few milliseconds a game) for a
-    /// reference, and the searches of fresh self-play games.
+    /// each rule set (several times that with the metamorphic properties, which rule
+    /// transformed copies of each game), pyffish's replays from the start (a few
+    /// milliseconds a game) for a reference, and the searches of fresh self-play games.
     pub fn unit_seconds(&self, plies_per_game: u32, nps: u64) -> f64 {
         let games = f64::from(self.spec.games_per_unit);
         let plies = f64::from(plies_per_game);
         let reference = if self.spec.reference.is_empty() { 0.0 } else { 0.02 };
         let play = self.spec.selfplay.as_ref().map_or(0.0, |s| plies * s.nodes as f64 / nps.max(1) as f64);
-        games * (plies * self.rules.len() as f64 / 1e6 + reference + play)
+        games * (plies * self.rulings() as f64 / 1e6 + reference + play)
+    }
+
+    /// Rulings of a game's plies a verification makes: one under each rule set, and
+    /// with the metamorphic properties those of the mirrored and colour-swapped copies
+    /// and, for a game ruled on a repetition, of its suffix and its detour.
+    pub fn rulings(&self) -> usize {
+        self.rules.len() * if self.spec.metamorphic { METAMORPHIC_RULINGS } else { 1 }
     }
 
     /// Units to verify: the games cut into units, the last perhaps shorter.
@@ -83,11 +103,15 @@ impl VerificationJob {
                 let net = selfplay.net.as_ref().map_or(String::new(), |net| format!(", net {}", net.name));
                 format!("self-play games ({} nodes, {} random plies{net})", selfplay.nodes, selfplay.random_plies)
             }
+            (None, None) if self.spec.generated => {
+                format!("generated rule-hard games (from hard game {})", self.spec.first_generated)
+            }
             (None, None) => "games".to_owned(),
         };
         let reference =
             if self.spec.reference.is_empty() { String::new() } else { format!(" and {}", self.spec.reference) };
-        format!("verification of {} {source} under {}{reference}", self.spec.games, names.join(", "))
+        let metamorphic = if self.spec.metamorphic { " with the metamorphic properties" } else { "" };
+        format!("verification of {} {source} under {}{reference}{metamorphic}", self.spec.games, names.join(", "))
     }
 }
 
@@ -113,7 +137,15 @@ pub fn rule_sets(names: &[String]) -> Result<Vec<RuleSet>, SpecError> {
 
 /// Checks a stored or requested spec.
 pub fn check_spec(spec: &v1::VerificationSpec) -> Result<VerificationJob, SpecError> {
+    if spec.generated && (spec.pgn.is_some() || spec.selfplay.is_some()) {
+        return Err(bad("generated", "generated games, or a PGN or self-play games, not both"));
+    }
     match (&spec.pgn, &spec.selfplay) {
+        (None, None) if spec.generated => {
+            if spec.first_generated.checked_add(spec.games).is_none() {
+                return Err(bad("first_generated", "the games' numbers pass 2^64"));
+            }
+        }
         (Some(pgn), None) => check_artifact("pgn", pgn)?,
         (None, Some(selfplay)) => {
             if check_self_play_games(selfplay)? != Variant::Xiangqi {
@@ -130,11 +162,13 @@ pub fn check_spec(spec: &v1::VerificationSpec) -> Result<VerificationJob, SpecEr
             }
         }
         (Some(_), Some(_)) => return Err(bad("selfplay", "a PGN or self-play games, not both")),
-        (None, None) => return Err(bad("pgn", "missing: a PGN, or self-play games")),
+        (None, None) => return Err(bad("pgn", "missing: a PGN, self-play games or generated games")),
     }
     let rules = rule_sets(&spec.rules)?;
-    if !(1..=MAX_GAMES_PER_UNIT).contains(&spec.games_per_unit) {
-        return Err(bad("games_per_unit", format!("between 1 and {MAX_GAMES_PER_UNIT}")));
+    let most = if spec.generated { MAX_GENERATED_PER_UNIT } else { MAX_GAMES_PER_UNIT };
+    if !(1..=most).contains(&spec.games_per_unit) {
+        let why = if spec.generated { " for generated games, whose reports are long" } else { "" };
+        return Err(bad("games_per_unit", format!("between 1 and {most}{why}")));
     }
     if spec.games == 0 {
         let field = if spec.pgn.is_some() { "pgn" } else { "games" };
@@ -169,6 +203,8 @@ pub struct ReportScope<'a> {
     pub rules: &'a [RuleSet],
     /// The job's reference ("" for none).
     pub reference: &'a str,
+    /// Whether the job checks the metamorphic properties too.
+    pub metamorphic: bool,
 }
 
 impl VerificationJob {
@@ -179,6 +215,7 @@ impl VerificationJob {
             games: self.unit_games(unit),
             rules: &self.rules,
             reference: &self.spec.reference,
+            metamorphic: self.spec.metamorphic,
         }
     }
 }
@@ -197,6 +234,15 @@ fn foreign_kind(kind: &str, scope: &ReportScope) -> Option<String> {
     let (a, b) = kind_pair(kind);
     let how = kind.split_once(": ").map_or("", |(_, how)| how);
     let names: Vec<&str> = scope.rules.iter().map(|r| r.name()).collect();
+    // A property broken under one rule set: "wxf metamorphic: detour".
+    if scope.metamorphic
+        && let Some(rules) = a.strip_suffix(" metamorphic")
+        && b.is_empty()
+        && names.contains(&rules)
+        && Property::ALL.iter().any(|p| p.name() == how)
+    {
+        return None;
+    }
     // The job's `pyffish` reports its partings as Fairy-Stockfish's.
     let reference = if scope.reference == REFERENCE_PYFFISH { FAIRY_STOCKFISH } else { scope.reference };
     let known = names.contains(&a)
@@ -208,7 +254,11 @@ fn foreign_kind(kind: &str, scope: &ReportScope) -> Option<String> {
     }
     let shown: String = kind.chars().filter(|c| !c.is_control()).take(80).collect();
     let reference = if scope.reference.is_empty() { String::new() } else { format!(" and {}", scope.reference) };
-    Some(format!("a kind '{shown}' that is no parting of the job's rule sets ({}){reference}", names.join(", ")))
+    let metamorphic = if scope.metamorphic { " or metamorphic property" } else { "" };
+    Some(format!(
+        "a kind '{shown}' that is no parting{metamorphic} of the job's rule sets ({}){reference}",
+        names.join(", ")
+    ))
 }
 
 /// Checks a unit's report against the games it should cover (`scope`): a JSON object
@@ -250,8 +300,10 @@ pub fn check_report(report: &str, scope: &ReportScope) -> Result<CheckedReport, 
         if !named.insert(number) {
             return Err(format!("line {at}: game {number} named twice"));
         }
-        if value.get("error").is_none() && !value.get("verdicts").is_some_and(Value::is_array) {
-            return Err(format!("line {at}: neither an error nor verdicts"));
+        let broken = scope.metamorphic && value.get("metamorphic").is_some_and(Value::is_array);
+        if value.get("error").is_none() && !value.get("verdicts").is_some_and(Value::is_array) && !broken {
+            let metamorphic = if scope.metamorphic { ", nor broken properties" } else { "" };
+            return Err(format!("line {at}: neither an error nor verdicts{metamorphic}"));
         }
         if let Some(kinds) = value.get("kinds") {
             let kinds = kinds.as_array().ok_or_else(|| format!("line {at}: kinds that are not a list"))?;
@@ -386,22 +438,32 @@ pub enum UnitGames<'a> {
         /// Games in the unit.
         count: usize,
     },
+    /// Rule-hard generated games: hard games `first` to `first + count - 1`.
+    Generated {
+        /// The number of the unit's first hard game.
+        first: u64,
+        /// Games in the unit.
+        count: usize,
+    },
 }
 
 /// Plies a fresh self-play game is expected to last, for the budget.
 const EXPECTED_FRESH_PLIES: u64 = 150;
+/// Plies a generated game lasts at most, for the budget (`rules::hard_games`: 60 to
+/// 160 plies).
+const GENERATED_PLIES: u64 = 160;
 
 impl UnitGames<'_> {
     fn len(&self) -> usize {
         match self {
             UnitGames::Pgn(games) => games.len(),
-            UnitGames::SelfPlay { count, .. } => *count,
+            UnitGames::SelfPlay { count, .. } | UnitGames::Generated { count, .. } => *count,
         }
     }
 
     /// What verifying one of the unit's games again is expected to cost, in replayed
-    /// plies ([`SpotChecks`]) under `rules` rule sets: its plies ruled under each, and
-    /// for a fresh game the nodes searched to play it again.
+    /// plies ([`SpotChecks`]) for `rules` rulings a ply ([`VerificationJob::rulings`]),
+    /// and for a fresh game the nodes searched to play it again.
     pub fn game_cost(&self, rules: usize) -> f64 {
         let rules = rules as u64;
         match self {
@@ -413,6 +475,7 @@ impl UnitGames<'_> {
                 let plies = (settings.max_plies as u64).clamp(1, EXPECTED_FRESH_PLIES);
                 plies.saturating_mul(rules + settings.nodes) as f64
             }
+            UnitGames::Generated { .. } => (GENERATED_PLIES * rules) as f64,
         }
     }
 
@@ -421,7 +484,7 @@ impl UnitGames<'_> {
     fn cost_of(&self, game: &PgnGame, rules: usize) -> u64 {
         let plies = game.moves.len() as u64;
         match self {
-            UnitGames::Pgn(_) => plies * rules as u64,
+            UnitGames::Pgn(_) | UnitGames::Generated { .. } => plies * rules as u64,
             UnitGames::SelfPlay { settings, .. } => plies * (rules as u64 + settings.nodes),
         }
     }
@@ -431,6 +494,7 @@ impl UnitGames<'_> {
         match self {
             UnitGames::Pgn(games) => games[index].clone(),
             UnitGames::SelfPlay { settings, .. } => fresh_game(settings, first_index + index),
+            UnitGames::Generated { first, .. } => hard_game_pgn(first + index as u64),
         }
     }
 }
@@ -450,7 +514,8 @@ fn line_game(line: &Value) -> Option<PgnGame> {
 }
 
 /// Checks a report's game lines (those [`check_report`] passed) by verifying games of
-/// its unit (numbered from `first_number`) again with the engine's `check_game`:
+/// its unit (`scope`: numbered from its first number, under its rule sets, with the
+/// metamorphic properties if the job asks) again with the engine's `check_game_with`:
 ///
 /// - every line: the job's game (from its PGN), or for fresh self-play games the game
 ///   of the line's own start and moves, ruled again to the same verdicts (a fresh game
@@ -463,12 +528,15 @@ fn line_game(line: &Value) -> Option<PgnGame> {
 /// the rule sets' verdicts.
 pub fn spot_check(
     report: &[Value],
-    rules: &[RuleSet],
+    scope: &ReportScope,
     games: UnitGames,
-    first_number: usize,
     draws: usize,
     rng: &mut impl rand::Rng,
 ) -> Result<SpotCheck, String> {
+    let (rules, first_number) = (scope.rules, scope.first_number as usize);
+    let rulings = rules.len() * if scope.metamorphic { METAMORPHIC_RULINGS } else { 1 };
+    let verify =
+        |game: &PgnGame, name: &str| check_game_with(game, rules, name, &mut Tally::default(), None, scope.metamorphic);
     let mut check = SpotCheck::default();
     let first_index = first_number.saturating_sub(1);
     let mut lines: BTreeMap<usize, &Value> = BTreeMap::new();
@@ -490,8 +558,8 @@ pub fn spot_check(
             }
         };
         check.lines += 1;
-        check.plies += games.cost_of(&game, rules.len());
-        let ours = check_game(&game, rules, &name, &mut Tally::default(), None)?;
+        check.plies += games.cost_of(&game, rulings);
+        let ours = verify(&game, &name)?;
         compare(&name, ours.as_ref(), Some(theirs), rules)?;
     }
     let drawn = rand::seq::index::sample(rng, games.len(), draws.min(games.len()));
@@ -501,8 +569,8 @@ pub fn spot_check(
         let name = format!("game {}", first_number + index);
         let game = games.game(index, first_index);
         check.games += 1;
-        check.plies += games.cost_of(&game, rules.len());
-        let ours = check_game(&game, rules, &name, &mut Tally::default(), None)?;
+        check.plies += games.cost_of(&game, rulings);
+        let ours = verify(&game, &name)?;
         compare(&name, ours.as_ref(), lines.get(&index).copied(), rules)?;
     }
     Ok(check)
@@ -527,7 +595,13 @@ fn rule_kinds<'a>(line: &'a Value, rules: &[RuleSet]) -> Vec<&'a str> {
 fn compare(name: &str, ours: Option<&Value>, theirs: Option<&Value>, rules: &[RuleSet]) -> Result<(), String> {
     match (ours, theirs) {
         (None, None) => Ok(()),
-        (None, Some(theirs)) if theirs.get("error").is_none() && rule_kinds(theirs, rules).is_empty() => Ok(()),
+        (None, Some(theirs))
+            if theirs.get("error").is_none()
+                && rule_kinds(theirs, rules).is_empty()
+                && theirs.get("metamorphic").is_none() =>
+        {
+            Ok(())
+        }
         (None, Some(_)) => Err(format!("{name}: reported as parting or unplayable, where the rule sets agree")),
         (Some(ours), None) => match ours.get("error") {
             Some(error) => Err(format!("{name}: left out, where it cannot be replayed ({error})")),
@@ -542,6 +616,9 @@ fn compare(name: &str, ours: Option<&Value>, theirs: Option<&Value>, rules: &[Ru
             }
             if ours.get("verdicts") != theirs.get("verdicts") || rule_kinds(ours, rules) != rule_kinds(theirs, rules) {
                 return Err(format!("{name}: verdicts other than the arbiter's"));
+            }
+            if ours.get("metamorphic") != theirs.get("metamorphic") {
+                return Err(format!("{name}: broken metamorphic properties other than the arbiter's"));
             }
             Ok(())
         }
@@ -614,7 +691,7 @@ mod tests {
     /// What a unit of `games` games from game `first_number` may name, under the
     /// default rule sets.
     fn scope(first_number: u64, games: u64) -> ReportScope<'static> {
-        ReportScope { first_number, games, rules: &DEFAULT_RULES, reference: "" }
+        ReportScope { first_number, games, rules: &DEFAULT_RULES, reference: "", metamorphic: false }
     }
 
     /// A chariot chasing a lone cannon (WXF and Asian: the chaser's loss at ply 8; CXQ
@@ -724,34 +801,40 @@ mod tests {
         let report = unit_report(&games, 5, &DEFAULT_RULES, None).unwrap();
         let pgn = |games| UnitGames::Pgn(games);
         assert_eq!(
-            spot_check(&lines_of(&report), &DEFAULT_RULES, pgn(&games), 5, SPOT_CHECKED_GAMES, &mut rng).map(drop),
+            spot_check(&lines_of(&report), &scope(5, games.len() as u64), pgn(&games), SPOT_CHECKED_GAMES, &mut rng)
+                .map(drop),
             Ok(())
         );
         let lines: Vec<String> = report.lines().take(2).map(str::to_owned).collect();
         // Units of fewer games than are drawn: every game and line is checked.
         let left_out = with_tally(&lines[1..], 3);
         let found =
-            spot_check(&lines_of(&left_out), &DEFAULT_RULES, pgn(&games), 5, SPOT_CHECKED_GAMES, &mut rng).unwrap_err();
+            spot_check(&lines_of(&left_out), &scope(5, games.len() as u64), pgn(&games), SPOT_CHECKED_GAMES, &mut rng)
+                .unwrap_err();
         assert!(found.starts_with("game 5: left out, where the rule sets part (wxf vs cxq"), "{found}");
         let mut moved: Value = serde_json::from_str(&lines[0]).unwrap();
         moved["verdicts"][0]["ply"] = serde_json::json!(12);
         let misstated = with_tally(&[moved.to_string(), lines[1].clone()], 3);
-        let found = spot_check(&lines_of(&misstated), &DEFAULT_RULES, pgn(&games), 5, SPOT_CHECKED_GAMES, &mut rng)
-            .unwrap_err();
+        let found =
+            spot_check(&lines_of(&misstated), &scope(5, games.len() as u64), pgn(&games), SPOT_CHECKED_GAMES, &mut rng)
+                .unwrap_err();
         assert_eq!(found, "game 5: verdicts other than the arbiter's");
         // Every line is verified again, with no game drawn.
-        let found = spot_check(&lines_of(&misstated), &DEFAULT_RULES, pgn(&games), 5, 0, &mut rng).unwrap_err();
+        let found =
+            spot_check(&lines_of(&misstated), &scope(5, games.len() as u64), pgn(&games), 0, &mut rng).unwrap_err();
         assert_eq!(found, "game 5: verdicts other than the arbiter's");
         // The quiet game reported as parting, with the chase's line renamed.
         let mut renamed: Value = serde_json::from_str(&lines[0]).unwrap();
         renamed["game"] = serde_json::json!("game 6");
         let made_up = with_tally(&[lines[0].clone(), renamed.to_string(), lines[1].clone()], 3);
         let found =
-            spot_check(&lines_of(&made_up), &DEFAULT_RULES, pgn(&games), 5, SPOT_CHECKED_GAMES, &mut rng).unwrap_err();
+            spot_check(&lines_of(&made_up), &scope(5, games.len() as u64), pgn(&games), SPOT_CHECKED_GAMES, &mut rng)
+                .unwrap_err();
         assert!(found.starts_with("game 6: "), "{found}");
         let foreign = with_tally(&[renamed.to_string().replace("game 6", "game 9")], 3);
         let found =
-            spot_check(&lines_of(&foreign), &DEFAULT_RULES, pgn(&games), 5, SPOT_CHECKED_GAMES, &mut rng).unwrap_err();
+            spot_check(&lines_of(&foreign), &scope(5, games.len() as u64), pgn(&games), SPOT_CHECKED_GAMES, &mut rng)
+                .unwrap_err();
         assert_eq!(found, "game 9: not a game of this unit");
     }
 
@@ -769,7 +852,7 @@ mod tests {
         assert!((1..=SPOT_CHECKED_GAMES).contains(&lines.len()), "{report}");
         let fresh = || UnitGames::SelfPlay { settings: &settings, count: 40 };
         assert_eq!(
-            spot_check(&lines_of(&report), &DEFAULT_RULES, fresh(), 31, SPOT_CHECKED_GAMES, &mut rng).map(drop),
+            spot_check(&lines_of(&report), &scope(31, 40), fresh(), SPOT_CHECKED_GAMES, &mut rng).map(drop),
             Ok(())
         );
         // A verdict misstated: every line is drawn when a unit has 8 or fewer.
@@ -778,18 +861,17 @@ mod tests {
         moved["verdicts"][0]["ply"] = serde_json::json!(3);
         let misstated = with_tally(&[[moved.to_string()].as_slice(), &lines[1..]].concat(), 40);
         let found =
-            spot_check(&lines_of(&misstated), &DEFAULT_RULES, fresh(), 31, SPOT_CHECKED_GAMES, &mut rng).unwrap_err();
+            spot_check(&lines_of(&misstated), &scope(31, 40), fresh(), SPOT_CHECKED_GAMES, &mut rng).unwrap_err();
         assert_eq!(found, format!("{name}: verdicts other than the arbiter's"));
         // Ruled again from the line's own moves: no game played again.
-        let found = spot_check(&lines_of(&misstated), &DEFAULT_RULES, fresh(), 31, 0, &mut rng).unwrap_err();
+        let found = spot_check(&lines_of(&misstated), &scope(31, 40), fresh(), 0, &mut rng).unwrap_err();
         assert_eq!(found, format!("{name}: verdicts other than the arbiter's"));
-        let honest = spot_check(&lines_of(&report), &DEFAULT_RULES, fresh(), 31, 0, &mut rng).unwrap();
+        let honest = spot_check(&lines_of(&report), &scope(31, 40), fresh(), 0, &mut rng).unwrap();
         assert_eq!((honest.games, honest.lines), (0, lines.len() as u64));
         // A game marked unplayable in place of its parting line, to hide it.
         let hidden = format!(r#"{{"game":"{name}","error":"ply 3: made up"}}"#);
         let hiding = with_tally(&[[hidden].as_slice(), &lines[1..]].concat(), 40);
-        let found =
-            spot_check(&lines_of(&hiding), &DEFAULT_RULES, fresh(), 31, SPOT_CHECKED_GAMES, &mut rng).unwrap_err();
+        let found = spot_check(&lines_of(&hiding), &scope(31, 40), fresh(), SPOT_CHECKED_GAMES, &mut rng).unwrap_err();
         assert_eq!(found, format!("{name}: its error is not the arbiter's"));
     }
 
@@ -805,6 +887,46 @@ mod tests {
         let dear = SpotChecks::new(10.0);
         assert_eq!(dear.draw(8, 1e6), 0);
         assert_eq!(SpotChecks::new(0.0).draw(8, 1.0), 0, "no budget, no draws");
+    }
+
+    /// Generated games with the metamorphic properties, as a worker verifies them: the
+    /// honest report passes the shape check and the spot checks; a forged broken
+    /// property is refused by the spot check (the arbiter keeps the property), and a
+    /// metamorphic kind in a job that did not ask for the properties by the shape check.
+    #[test]
+    fn generated_games_with_metamorphic_properties_are_checked_like_any_others() {
+        use xq_engine::xiangqi::rules::verify::unit_report_with;
+        let (first, count) = (5_000_u64, 30_usize);
+        let games: Vec<PgnGame> = (0..count as u64).map(|g| hard_game_pgn(first + g)).collect();
+        let report = unit_report_with(&games, 1, &DEFAULT_RULES, true, None).unwrap();
+        let metamorphic = ReportScope { metamorphic: true, ..scope(1, count as u64) };
+        let lines = check_report(&report, &metamorphic).unwrap().lines;
+        assert!(!lines.is_empty(), "generated games part the rule sets");
+        let unit = || UnitGames::Generated { first, count };
+        let mut rng = rand::rng();
+        let honest = spot_check(&lines, &metamorphic, unit(), SPOT_CHECKED_GAMES, &mut rng).unwrap();
+        assert_eq!(honest.lines, lines.len() as u64);
+
+        // A quiet game (one the report leaves out) reported as breaking the detour.
+        let numbered: HashSet<&str> = lines.iter().filter_map(|l| l["game"].as_str()).collect();
+        let quiet = (1..=count).map(|n| format!("game {n}")).find(|n| !numbered.contains(n.as_str())).unwrap();
+        let forged = serde_json::json!({
+            "game": quiet,
+            "metamorphic": [{"rules": "wxf", "property": "detour"}],
+            "kinds": ["wxf metamorphic: detour"],
+        });
+        let mut forged_lines: Vec<String> = report.lines().map(str::to_owned).collect();
+        forged_lines.pop();
+        forged_lines.push(forged.to_string());
+        let forged_report = with_tally(&forged_lines, count as u64);
+        let checked = check_report(&forged_report, &metamorphic).unwrap().lines;
+        let found = spot_check(&checked, &metamorphic, unit(), 0, &mut rng).unwrap_err();
+        assert!(found.contains(&format!("{quiet}: reported as parting or unplayable")), "{found}");
+        let refused = check_report(&forged_report, &scope(1, count as u64)).unwrap_err();
+        assert!(refused.ends_with("neither an error nor verdicts"), "{refused}");
+        let other = forged_report.replace("wxf metamorphic: detour", "computer metamorphic: detour");
+        let refused = check_report(&other, &metamorphic).unwrap_err();
+        assert!(refused.contains("no parting or metamorphic property of the job's rule sets"), "{refused}");
     }
 
     #[test]

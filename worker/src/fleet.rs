@@ -28,7 +28,8 @@ use xq_engine::xiangqi::data::{MAX_RECORDS, read_chunk, read_xiongqi_chunk, writ
 use xq_engine::xiangqi::fen::{FenFlavour, UnknownFenFlavour};
 use xq_engine::xiangqi::notation::{Dialect, UnknownDialect};
 use xq_engine::xiangqi::pgn::PgnFile;
-use xq_engine::xiangqi::rules::verify::{Reference, unit_report};
+use xq_engine::xiangqi::rules::hard_games::hard_game_pgn;
+use xq_engine::xiangqi::rules::verify::{Reference, unit_report_with};
 use xq_engine::xiangqi::rules::{Outcome, RuleSet};
 use xq_engine::xiongqi;
 use xq_proto::v1::worker_client::WorkerClient;
@@ -689,10 +690,12 @@ async fn self_play(
     Ok(())
 }
 
-/// A verification job's games: a PGN's, or fresh self-play games played unit by unit.
+/// A verification job's games: a PGN's, fresh self-play games played unit by unit, or
+/// rule-hard generated games from the given number on.
 enum Games {
     Pgn(Arc<PgnFile>),
     SelfPlay(PlaySettings),
+    Generated(u64),
 }
 
 /// The last verification PGN read, by its hash: a job's leases read the same file, and
@@ -751,10 +754,12 @@ async fn verify(
             // take the games' settings from the spec through one function.
             Games::SelfPlay(played.play)
         }
+        (None, None) if spec.generated => Games::Generated(spec.first_generated),
         (None, None) => return Err(FleetError::Lease("it names no games: no PGN, no self-play".to_owned())),
     };
     let source = Arc::new(source);
     let (total, per_unit) = (spec.games as usize, spec.games_per_unit.max(1) as usize);
+    let metamorphic = spec.metamorphic;
     let rules = Arc::new(rules);
     for batch in lease.units.chunks(references.len()) {
         if stop.load(Ordering::Relaxed) {
@@ -775,8 +780,11 @@ async fn verify(
                             let games = match &**source {
                                 Games::Pgn(file) => file.games(first..end),
                                 Games::SelfPlay(played) => (first..end).map(|g| fresh_game(played, g)).collect(),
+                                Games::Generated(from) => {
+                                    (first..end).map(|g| hard_game_pgn(from.saturating_add(g as u64))).collect()
+                                }
                             };
-                            unit_report(&games, first + 1, rules, reference)
+                            unit_report_with(&games, first + 1, rules, metamorphic, reference)
                         })
                     })
                     .collect();

@@ -863,6 +863,30 @@ async fn a_verification_job_across_two_workers_counts_what_one_pass_over_the_gam
     let state =
         wait_for(&mut admin, id, Duration::from_secs(300), "a verification with a net", |j| j.state != "running").await;
     assert_eq!((state.state.as_str(), state.units_done, state.refused_reports), ("finished", 4, 0));
+
+    // Generated rule-hard games with the metamorphic properties: the workers report
+    // what one pass of the engine over the same games gives, and the arbiter keeps
+    // every property on them (the build with the window bug does not: scripts/test).
+    let args = ["verify", "--generate", "600", "--first", "5000", "--metamorphic", "--games-per-unit", "150"];
+    let created = xq_at(address, &dir.0, &args);
+    assert!(
+        created.contains("generated rule-hard games (from hard game 5000) under wxf, asian, cxq with the metamorphic"),
+        "{created}"
+    );
+    let id: u64 = created.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap();
+    let state =
+        wait_for(&mut admin, id, Duration::from_secs(300), "a generated verification", |j| j.state != "running").await;
+    assert_eq!((state.state.as_str(), state.units_done, state.refused_reports), ("finished", 4, 0));
+    let mut expected = xq_engine::xiangqi::rules::verify::Tally::default();
+    for number in 5000..5600 {
+        let game = xq_engine::xiangqi::rules::hard_games::hard_game_pgn(number);
+        let rules = xq_coordinator::verification::DEFAULT_RULES;
+        xq_engine::xiangqi::rules::verify::check_game_with(&game, &rules, "g", &mut expected, None, true).unwrap();
+    }
+    let summary = admin.get_verification(v1::JobId { job_id: id }).await.unwrap().into_inner();
+    assert_eq!((summary.games, summary.parting, summary.metamorphic), (600, expected.parting, 0));
+    assert_eq!(summary.by_kind, expected.by_kind.into_iter().collect());
+    assert!(summary.parting > 0 && summary.rechecked_lines > 0, "{summary:?}");
     for mut worker in workers {
         worker.start_kill().unwrap();
         worker.wait().await.unwrap();

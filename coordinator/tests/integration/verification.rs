@@ -214,7 +214,24 @@ async fn a_verification_job_sums_its_units_to_one_pass_over_the_games_and_serves
             (v1::CreateVerificationRequest::default(), "name an uploaded PGN"),
             (v1::CreateVerificationRequest { rules: vec!["wxf".to_owned()], ..request.clone() }, "two or more"),
             (v1::CreateVerificationRequest { test_job_id: job.job_id, ..Default::default() }, "a verification job"),
-            (v1::CreateVerificationRequest { selfplay: Some(fresh(20)), ..request.clone() }, "not both"),
+            (v1::CreateVerificationRequest { selfplay: Some(fresh(20)), ..request.clone() }, "one of them"),
+            (
+                v1::CreateVerificationRequest { selfplay: Some(fresh(20)), generated: true, ..Default::default() },
+                "one of them",
+            ),
+            (
+                v1::CreateVerificationRequest { generated: true, games: 10, games_per_unit: 501, ..Default::default() },
+                "games_per_unit: between 1 and 500 for generated games",
+            ),
+            (
+                v1::CreateVerificationRequest {
+                    generated: true,
+                    first_generated: u64::MAX,
+                    games: 10,
+                    ..Default::default()
+                },
+                "first_generated: the games' numbers pass 2^64",
+            ),
             (v1::CreateVerificationRequest { selfplay: Some(fresh(20)), ..Default::default() }, "games: no games"),
             (v1::CreateVerificationRequest { games: 10, selfplay: Some(fresh(0)), ..Default::default() }, "spec.nodes"),
             (

@@ -432,7 +432,7 @@ struct SelfplayArgs {
 }
 
 #[derive(Args)]
-#[command(group(clap::ArgGroup::new("source").required(true).args(["pgn", "test", "selfplay"])))]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["pgn", "test", "selfplay", "generate"])))]
 struct VerifyArgs {
     /// The games: a PGN file, uploaded (UTF-8, GBK or Big5; moves in UCI, ICCS, WXF or
     /// Chinese notation).
@@ -445,6 +445,21 @@ struct VerifyArgs {
     /// first rule set (few nodes a move make repetitions frequent).
     #[arg(long)]
     selfplay: Option<u64>,
+    /// The games: this many rule-hard generated games (revisits by other routes,
+    /// checks and chases of one and several pieces, protected and unprotected targets),
+    /// the same on every build.
+    #[arg(long)]
+    generate: Option<u64>,
+    /// Generated games: the number of the first (game N is the same on every build; a
+    /// later job checks games an earlier one did not).
+    #[arg(long, default_value_t = 0, requires = "generate")]
+    first: u64,
+    /// Check the metamorphic properties of every game too: mirrored, colour-swapped,
+    /// started at a repetition's first counted occurrence, and with a detour inserted,
+    /// each game must be ruled alike (a broken one is a fault of the arbiter, found
+    /// without a reference).
+    #[arg(long)]
+    metamorphic: bool,
     /// Self-play: search nodes a move.
     #[arg(long, default_value_t = 20, requires = "selfplay")]
     nodes: u64,
@@ -461,9 +476,11 @@ struct VerifyArgs {
     /// The rule sets to compare, comma-separated (wxf, asian, cxq, computer).
     #[arg(long, default_value = "wxf,asian,cxq")]
     rules: String,
-    /// Games a unit (a worker's lease holds whole units).
-    #[arg(long, default_value_t = 1000)]
-    games_per_unit: u32,
+    /// Games a unit (a worker's lease holds whole units); default: the coordinator's,
+    /// 1,000, or 250 generated games (most of which part the rule sets, each with a long
+    /// line in the unit's report).
+    #[arg(long)]
+    games_per_unit: Option<u32>,
     #[arg(long, default_value_t = 0)]
     priority: i32,
     #[arg(long, default_value = "")]
@@ -738,12 +755,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 pgn,
                 test_job_id: args.test.unwrap_or(0),
                 rules,
-                games_per_unit: args.games_per_unit,
+                games_per_unit: args.games_per_unit.unwrap_or(0),
                 priority: args.priority,
                 description: args.description,
                 reference: args.reference,
                 selfplay,
-                games: args.selfplay.unwrap_or(0),
+                games: args.selfplay.or(args.generate).unwrap_or(0),
+                generated: args.generate.is_some(),
+                first_generated: args.first,
+                metamorphic: args.metamorphic,
             };
             let id = client::new_request_id();
             let job = client::create_named(|| {
@@ -1351,6 +1371,9 @@ fn verification_text(summary: &v1::VerificationSummary) -> String {
         summary.parting,
         summary.refused
     );
+    if summary.metamorphic > 0 {
+        text.push_str(&format!("; {} that break a metamorphic property", summary.metamorphic));
+    }
     for (title, counts) in [("by kind", &summary.by_kind), ("by articles", &summary.by_articles)] {
         let mut counts: Vec<(&String, &u64)> = counts.iter().collect();
         counts.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));

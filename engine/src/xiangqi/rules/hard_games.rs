@@ -9,7 +9,8 @@
 
 use crate::splitmix::splitmix64;
 use crate::xiangqi::movegen::legal_moves;
-use crate::xiangqi::{Move, PieceKind, Position};
+use crate::xiangqi::pgn::PgnGame;
+use crate::xiangqi::{Move, PieceKind, Position, fen};
 
 /// Random numbers from SplitMix64.
 struct Draw(u64);
@@ -30,6 +31,20 @@ impl Draw {
 const THINNING_PLIES: (usize, usize) = (10, 60);
 /// Plies of the game itself.
 const GAME_PLIES: (usize, usize) = (60, 160);
+
+/// The rule-hard game `number` as a game record (its start as the FEN tag, its moves in
+/// the product's coordinates): what a verification job of generated games verifies, as
+/// it verifies a PGN's games.
+pub fn hard_game_pgn(number: u64) -> PgnGame {
+    let (start, moves) = hard_game(number);
+    PgnGame {
+        tags: vec![("FEN".to_owned(), fen::to_fen(&start))],
+        notes: vec![None; moves.len()],
+        moves: moves.iter().map(ToString::to_string).collect(),
+        result: None,
+        comment: None,
+    }
+}
 
 /// The rule-hard game number `number`: its start position (the standard one thinned by
 /// random captures) and its moves.
@@ -115,6 +130,26 @@ mod tests {
     fn a_game_number_gives_the_same_game_every_time() {
         assert_eq!(hard_game(7), hard_game(7));
         assert_ne!(hard_game(7), hard_game(8));
+    }
+
+    #[test]
+    fn a_game_s_record_is_verified_as_the_game_itself() {
+        use crate::xiangqi::rules::verify::{Tally, check_game_with, check_hard_game};
+        let rules = [RuleSet::Wxf, RuleSet::Cxq];
+        let (mut by_record, mut by_number) = (Tally::default(), Tally::default());
+        for number in 0..40 {
+            let line = check_game_with(&hard_game_pgn(number), &rules, "g", &mut by_record, None, true).unwrap();
+            let direct = check_hard_game(number, &rules, true, &mut by_number);
+            let unlabelled = |line: Option<serde_json::Value>| {
+                line.map(|mut line| {
+                    line["game"] = serde_json::Value::Null;
+                    line
+                })
+            };
+            assert_eq!(unlabelled(line), unlabelled(direct), "hard game {number}");
+        }
+        assert_eq!(by_record, by_number);
+        assert!(by_record.parting > 0, "forty games hold partings of WXF and CXQ");
     }
 
     #[test]

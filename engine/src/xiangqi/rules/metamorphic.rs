@@ -45,6 +45,9 @@ pub enum Property {
 }
 
 impl Property {
+    /// Every property.
+    pub const ALL: [Property; 4] = [Property::Mirror, Property::ColourSwap, Property::Suffix, Property::Detour];
+
     /// How reports name it.
     pub fn name(self) -> &'static str {
         match self {

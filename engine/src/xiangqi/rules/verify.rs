@@ -382,7 +382,21 @@ pub fn check_game(
     tally: &mut Tally,
     reference: Option<&mut dyn Reference>,
 ) -> Result<Option<Value>, String> {
-    let line = game_line(game, rule_sets, label, reference, false)?;
+    check_game_with(game, rule_sets, label, tally, reference, false)
+}
+
+/// [`check_game`], with the metamorphic properties checked too if `metamorphic`
+/// ([`check_game_metamorphic`]): what a verification job's workers and its
+/// coordinator's spot checks both run.
+pub fn check_game_with(
+    game: &PgnGame,
+    rule_sets: &[RuleSet],
+    label: &str,
+    tally: &mut Tally,
+    reference: Option<&mut dyn Reference>,
+    metamorphic: bool,
+) -> Result<Option<Value>, String> {
+    let line = game_line(game, rule_sets, label, reference, metamorphic)?;
     tally.count(line.as_ref());
     Ok(line)
 }
@@ -505,9 +519,7 @@ fn replayable(game: &PgnGame, rule_sets: &[RuleSet]) -> Result<(Position, Vec<Mo
 /// transformed game (both cut to the shortest counterexample found) and their verdicts.
 pub fn check_game_metamorphic(game: &PgnGame, rule_sets: &[RuleSet], label: &str, tally: &mut Tally) -> Option<Value> {
     // Only a reference can fail a line, and there is none.
-    let line = game_line(game, rule_sets, label, None, true).expect("no reference to fail");
-    tally.count(line.as_ref());
-    line
+    check_game_with(game, rule_sets, label, tally, None, true).expect("no reference to fail")
 }
 
 /// Verifies the rule-hard game `number` ([`hard_game`]) as [`check_game`] does, with
@@ -528,6 +540,18 @@ pub fn unit_report(
     games: &[PgnGame],
     first_number: usize,
     rule_sets: &[RuleSet],
+    reference: Option<&mut dyn Reference>,
+) -> Result<String, String> {
+    unit_report_with(games, first_number, rule_sets, false, reference)
+}
+
+/// [`unit_report`], with the metamorphic properties checked too if `metamorphic`
+/// ([`check_game_with`]).
+pub fn unit_report_with(
+    games: &[PgnGame],
+    first_number: usize,
+    rule_sets: &[RuleSet],
+    metamorphic: bool,
     mut reference: Option<&mut dyn Reference>,
 ) -> Result<String, String> {
     let mut tally = Tally::default();
@@ -538,7 +562,7 @@ pub fn unit_report(
             Some(ref mut reference) => Some(&mut **reference),
             None => None,
         };
-        if let Some(line) = check_game(game, rule_sets, &label, &mut tally, again)? {
+        if let Some(line) = check_game_with(game, rule_sets, &label, &mut tally, again, metamorphic)? {
             report.push_str(&line.to_string());
             report.push('\n');
         }
