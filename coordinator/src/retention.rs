@@ -112,18 +112,23 @@ pub async fn keep_removing(shared: Shared, period: Duration) {
     }
 }
 
-/// Refuses a submitter a new job past its quotas (admins have none).
-pub async fn check_quota(shared: &Shared, caller: &Caller) -> Result<(), Status> {
+/// Refuses a submitter `jobs` new jobs (a tournament's tests, all or none) past its
+/// quotas (admins have none).
+pub async fn check_quota(shared: &Shared, caller: &Caller, jobs: usize) -> Result<(), Status> {
     let config = &shared.scheduler.config;
     if caller.role != Role::Submitter {
         return Ok(());
     }
-    let active = shared.scheduler.active_jobs_of(&caller.token_id);
-    if config.submitter_active_jobs > 0 && active >= config.submitter_active_jobs {
-        return Err(Status::resource_exhausted(format!(
-            "submitter {} has {active} running or pending jobs, the most allowed: stop one or wait",
-            caller.token_id
-        )));
+    let (active, limit) = (shared.scheduler.active_jobs_of(&caller.token_id), config.submitter_active_jobs);
+    if limit > 0 && active + jobs > limit {
+        let id = &caller.token_id;
+        return Err(Status::resource_exhausted(match jobs {
+            1 => format!("submitter {id} has {active} running or pending jobs, the most allowed: stop one or wait"),
+            _ => format!(
+                "submitter {id} has {active} running or pending jobs and this request makes {jobs}, \
+                 over the {limit} allowed: stop some or wait"
+            ),
+        }));
     }
     check_stored_bytes(shared, caller).await
 }

@@ -285,6 +285,34 @@ pub struct RequestKey {
     pub digest: String,
 }
 
+/// A job checked and numbered, not yet stored nor scheduled: [`Scheduler::create_job`]
+/// stores one alone; a tournament stores its tests with the event that lists them, in
+/// one transaction, so that a crash leaves the event whole or not at all, and then
+/// schedules them ([`Scheduler::enter_job`]).
+pub struct NewJob {
+    row: JobRow,
+    spec: JobSpec,
+}
+
+impl NewJob {
+    /// Its number.
+    pub fn id(&self) -> u64 {
+        self.row.id as u64
+    }
+
+    /// What storing it writes: its row, and the audit log's entry of its creation.
+    pub fn changes(&self) -> [Change; 2] {
+        let row = &self.row;
+        let entry = AuditRow {
+            at_ms: row.created_ms,
+            actor: row.submitter.clone(),
+            action: "job.create".to_owned(),
+            detail: format!("{} {} '{}'", row.id, row.kind, row.description),
+        };
+        [Change::NewJob(Box::new(row.clone())), Change::Audit(entry)]
+    }
+}
+
 /// The state of a job that waits for approval: it gets no leases.
 pub const PENDING: &str = "pending";
 
@@ -774,18 +802,9 @@ impl Scheduler {
         kind: &str,
         spec: JobSpec,
         units_total: u64,
-        (priority, description): (i32, &str),
+        labels: (i32, &str),
         origin: Origin<'_>,
     ) -> Result<v1::Job, ScheduleError> {
-        // A lease over the limit would never reach a worker: refused now, not by each
-        // worker that leases the job.
-        let largest = self.largest_lease_reply(&spec, units_total);
-        if largest > MAX_MESSAGE_BYTES {
-            return Err(ScheduleError::Invalid(format!(
-                "a lease of this job could take {largest} bytes, over the {MAX_MESSAGE_BYTES}-byte limit of a reply: \
-                 fewer or shorter options, parameters or time control periods"
-            )));
-        }
         let _named = match origin.request {
             Some(key) => {
                 let guard = self.named_creations.lock().await;
@@ -796,6 +815,30 @@ impl Scheduler {
             }
             None => None,
         };
+        let job = self.new_job(kind, spec, units_total, labels, origin)?;
+        self.writer.write(Change::Together(job.changes().into())).await?;
+        Ok(self.enter_job(job))
+    }
+
+    /// Checks that a job's leases fit a reply and numbers it; nothing is stored yet
+    /// (see [`NewJob`]).
+    pub fn new_job(
+        &self,
+        kind: &str,
+        spec: JobSpec,
+        units_total: u64,
+        (priority, description): (i32, &str),
+        origin: Origin<'_>,
+    ) -> Result<NewJob, ScheduleError> {
+        // A lease over the limit would never reach a worker: refused now, not by each
+        // worker that leases the job.
+        let largest = self.largest_lease_reply(&spec, units_total);
+        if largest > MAX_MESSAGE_BYTES {
+            return Err(ScheduleError::Invalid(format!(
+                "a lease of this job could take {largest} bytes, over the {MAX_MESSAGE_BYTES}-byte limit of a reply: \
+                 fewer or shorter options, parameters or time control periods"
+            )));
+        }
         let id = {
             let mut state = self.lock();
             state.next_job += 1;
@@ -822,14 +865,18 @@ impl Scheduler {
             request_id: origin.request.map(|k| k.id.clone()).unwrap_or_default(),
             request_digest: origin.request.map(|k| k.digest.clone()).unwrap_or_default(),
         };
-        self.writer.write(Change::NewJob(Box::new(row.clone()))).await?;
-        self.audit(origin.submitter, "job.create", &format!("{id} {kind} '{description}'")).await?;
+        Ok(NewJob { row, spec })
+    }
+
+    /// Schedules a job once it is stored ([`NewJob::changes`]); returns its view.
+    pub fn enter_job(&self, job: NewJob) -> v1::Job {
+        let NewJob { row, spec } = job;
         let spsa = spsa_run(&spec);
         let view = job_view(&row, &spec, (0, 0), spsa.as_ref().map(SpsaRun::view));
         let course = matches!(spec, JobSpec::Match(_)).then(Course::default);
         let (changes, _) = watch::channel(0);
         self.lock().jobs.insert(
-            id,
+            row.id as u64,
             JobState {
                 row,
                 spec: Arc::new(spec),
@@ -846,7 +893,7 @@ impl Scheduler {
             },
         );
         self.any_change.send_modify(|version| *version += 1);
-        Ok(view)
+        view
     }
 
     /// An SPSA job's theta over its pairs; `None` for other jobs.

@@ -28,7 +28,7 @@ use crate::kept::{Kept, ReadError};
 use crate::metrics::Metrics;
 use crate::nets::Nets;
 use crate::replay::{PairContext, check_pair};
-use crate::scheduler::{LeaseContext, RequestKey, ScheduleError, Scheduler, TokenRefused};
+use crate::scheduler::{LeaseContext, NewJob, RequestKey, ScheduleError, Scheduler, TokenRefused};
 use crate::spsa::{check_spsa, check_spsa_bounds};
 use crate::storage::{Storage, UnitRow};
 use crate::streams::{Followers, UntilOutOfForce};
@@ -703,18 +703,8 @@ impl v1::client_server::Client for ClientApi {
         request: Request<v1::CreateTournamentRequest>,
     ) -> Result<Response<v1::Tournament>, Status> {
         let caller = client_of(&request)?;
-        if request_key(&request)?.is_some() {
-            return Err(Status::invalid_argument(format!(
-                "{}: a tournament's creation cannot be named yet; send it without",
-                xq_proto::REQUEST_ID_METADATA
-            )));
-        }
-        let request = request.into_inner();
-        let tests = crate::tournaments::plan(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let waits = self.0.origin(&caller, None).pending;
-        let job_ids = self.0.create_tests_or_none(&caller, tests.into_iter().map(|test| (test, waits))).await?;
-        let id = self.0.tournaments.add(&request, job_ids).await.map_err(|e| Status::unavailable(e.to_string()))?;
-        Ok(Response::new(self.0.tournament(id).await?))
+        let key = request_key(&request)?;
+        Ok(Response::new(self.0.create_tournament(&caller, key.as_ref(), request.into_inner()).await?))
     }
 
     async fn get_tournament(&self, request: Request<v1::TournamentId>) -> Result<Response<v1::Tournament>, Status> {
@@ -797,7 +787,7 @@ impl v1::client_server::Client for ClientApi {
         let request = request.into_inner();
         check_self_play(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
         may_prioritise(&caller, request.priority, DEFAULT_PRIORITY)?;
-        crate::retention::check_quota(&self.0, &caller).await?;
+        crate::retention::check_quota(&self.0, &caller, 1).await?;
         if let Some(net) = request.spec.as_ref().and_then(|s| s.net.as_ref()) {
             self.0.uploaded(("spec.net", "net", "a net"), &net.sha256).await?;
         }
@@ -1095,12 +1085,72 @@ impl Shared {
     }
 
     /// The job an earlier call named by `key` made for `caller`: a retry's answer,
-    /// looked for before the quota and the checks that the first call changed.
+    /// looked for before the quota and the checks that the first call changed. A name
+    /// that made a tournament is refused, naming it.
     fn created_before(&self, caller: &Caller, key: Option<&RequestKey>) -> Result<Option<v1::Job>, Status> {
-        match key {
-            Some(key) => Ok(self.scheduler.created_before(&caller.token_id, key)?),
-            None => Ok(None),
+        let Some(key) = key else { return Ok(None) };
+        if let Some(event) = self.own_event_named(caller, key) {
+            return Err(Status::invalid_argument(format!(
+                "request id '{}' made tournament {}: a new request needs a new id",
+                key.id, event.id
+            )));
         }
+        Ok(self.scheduler.created_before(&caller.token_id, key)?)
+    }
+
+    /// The event `caller` made under `key`'s request id, if any.
+    fn own_event_named(&self, caller: &Caller, key: &RequestKey) -> Option<crate::storage::TournamentRow> {
+        self.tournaments.named(&key.id).into_iter().find(|row| self.event_owner(row) == caller.token_id)
+    }
+
+    /// The tournament an earlier call named by `key` made for `caller`: a retry's
+    /// answer, looked for before the quota that the first call used. The name used for
+    /// another request, or for a job, is refused, naming what it made.
+    fn tournament_created_before(&self, caller: &Caller, key: &RequestKey) -> Result<Option<u64>, Status> {
+        if let Some(job) = self.scheduler.created_before(&caller.token_id, key)? {
+            return Err(Status::invalid_argument(format!(
+                "request id '{}' made job {}: a new request needs a new id",
+                key.id, job.job_id
+            )));
+        }
+        match self.own_event_named(caller, key) {
+            None => Ok(None),
+            Some(event) if event.request_digest == key.digest => Ok(Some(event.id as u64)),
+            Some(event) => Err(Status::invalid_argument(format!(
+                "request id '{}' made tournament {} from another request: a new request needs a new id",
+                key.id, event.id
+            ))),
+        }
+    }
+
+    /// Creates a tournament for `caller` with its first tests, all stored together or
+    /// none (see [`Tournaments::add`]); one named by `key` is made once per request id
+    /// (a retry gets the event the first call made).
+    pub async fn create_tournament(
+        &self,
+        caller: &Caller,
+        key: Option<&RequestKey>,
+        request: v1::CreateTournamentRequest,
+    ) -> Result<v1::Tournament, Status> {
+        let _named = match key {
+            Some(key) => {
+                let guard = self.tournaments.named_creation().await;
+                if let Some(id) = self.tournament_created_before(caller, key)? {
+                    return self.tournament(id).await;
+                }
+                Some(guard)
+            }
+            None => None,
+        };
+        let tests = crate::tournaments::plan(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let waits = self.origin(caller, None).pending;
+        let tests = self.new_tests(caller, tests.into_iter().map(|test| (test, waits)).collect()).await?;
+        let id = self
+            .tournaments
+            .add(&request, key, tests, &self.scheduler)
+            .await
+            .map_err(|e| Status::unavailable(e.to_string()))?;
+        self.tournament(id).await
     }
 
     /// Creates a verification job over an uploaded PGN, a test's stored games (copied
@@ -1116,7 +1166,7 @@ impl Shared {
         crate::jobs::check_name("description", &request.description, 200).map_err(invalid)?;
         let rules = crate::verification::rule_sets(&request.rules).map_err(invalid)?;
         may_prioritise(caller, request.priority, DEFAULT_PRIORITY)?;
-        crate::retention::check_quota(self, caller).await?;
+        crate::retention::check_quota(self, caller, 1).await?;
         self.check_reserve()?;
         let sources =
             [request.pgn.is_some() || request.test_job_id != 0, request.selfplay.is_some(), request.generated];
@@ -1277,11 +1327,19 @@ impl Shared {
         caller: &Caller,
         origin: crate::scheduler::Origin<'_>,
         kind: &str,
-        mut job: MatchJob,
+        job: MatchJob,
         units: u64,
     ) -> Result<v1::Job, Status> {
+        crate::retention::check_quota(self, caller, 1).await?;
+        let (priority, description) = (job.request.priority, job.request.description.clone());
+        let job = self.checked_match(caller, job).await?;
+        Ok(self.scheduler.create_job(kind, job, units, (priority, &description), origin).await?)
+    }
+
+    /// Checks a match job (a test, an SPSA run, a tournament's test) for `caller`: its
+    /// priority, its artifacts uploaded, its book read.
+    async fn checked_match(&self, caller: &Caller, mut job: MatchJob) -> Result<JobSpec, Status> {
         may_prioritise(caller, job.request.priority, DEFAULT_PRIORITY)?;
-        crate::retention::check_quota(self, caller).await?;
         let request = job.request.clone();
         let mut hashes = Vec::new();
         for engine in [&request.new_engine, &request.base_engine].into_iter().flatten() {
@@ -1298,8 +1356,7 @@ impl Shared {
             job.openings =
                 Some(load_openings(self, &book.sha256, job.variant).await.map_err(Status::invalid_argument)?);
         }
-        let job = JobSpec::Match(Box::new(job));
-        Ok(self.scheduler.create_job(kind, job, units, (request.priority, &request.description), origin).await?)
+        Ok(JobSpec::Match(Box::new(job)))
     }
 
     /// The newest `limit` tournaments (0: 100, at most 1,000), each as [`Self::tournament`].
@@ -1420,19 +1477,14 @@ impl Shared {
             )));
         }
         let approval_asked = self.origin(&caller, None).pending;
-        let tests = tests.into_iter().map(|f| (f.test, approval_asked && f.unplayed_engine));
-        let job_ids = self.create_tests_or_none(&caller, tests).await?;
-        match self.tournaments.extend(id, &job_ids).await {
+        let tests = tests.into_iter().map(|f| (f.test, approval_asked && f.unplayed_engine)).collect();
+        let tests = self.new_tests(&caller, tests).await?;
+        match self.tournaments.extend(id, tests, &self.scheduler).await {
             Ok(()) => Ok(true),
-            Err(error) => {
-                // Not kept: the round's tests stop; a write error makes the round again
-                // at the next look, a stop ends the event there.
-                self.stop_jobs(&job_ids).await;
-                match error {
-                    ExtendError::Stopped(_) => Ok(false),
-                    ExtendError::Write(error) => Err(Status::unavailable(error.to_string())),
-                }
-            }
+            // None of the round was made: a stop ends the event at the next look, a
+            // write error makes the round again then.
+            Err(ExtendError::Stopped(_)) => Ok(false),
+            Err(ExtendError::Write(error)) => Err(Status::unavailable(error.to_string())),
         }
     }
 
@@ -1471,33 +1523,21 @@ impl Shared {
         Ok(())
     }
 
-    /// Makes a tournament's `tests` (each of its own pairs, with whether it waits for an
-    /// admin's approval) for `caller`, all or none: when one cannot be made, those made
-    /// before it stop, so that no half-made event or round is left running.
-    async fn create_tests_or_none(
-        &self,
-        caller: &Caller,
-        tests: impl IntoIterator<Item = (MatchJob, bool)>,
-    ) -> Result<Vec<u64>, Status> {
-        let mut job_ids = Vec::new();
+    /// Checks a tournament's `tests` (each with whether it waits for an admin's
+    /// approval) for `caller`, within its quotas all at once, and numbers them; they are
+    /// stored with their event or not at all ([`Tournaments::add`],
+    /// [`Tournaments::extend`]), so that no half-made event or round is left running.
+    async fn new_tests(&self, caller: &Caller, tests: Vec<(MatchJob, bool)>) -> Result<Vec<NewJob>, Status> {
+        crate::retention::check_quota(self, caller, tests.len()).await?;
+        let mut checked = Vec::with_capacity(tests.len());
         for (test, pending) in tests {
-            let pairs = test.request.pairs;
+            let (pairs, priority, description) =
+                (test.request.pairs, test.request.priority, test.request.description.clone());
+            let spec = self.checked_match(caller, test).await?;
             let origin = crate::scheduler::Origin { submitter: &caller.token_id, pending, request: None };
-            match self.create_match(caller, origin, "games", test, pairs).await {
-                Ok(job) => job_ids.push(job.job_id),
-                Err(status) => {
-                    self.stop_jobs(&job_ids).await;
-                    return Err(status);
-                }
-            }
+            checked.push(self.scheduler.new_job("games", spec, pairs, (priority, &description), origin)?);
         }
-        Ok(job_ids)
-    }
-
-    async fn stop_jobs(&self, ids: &[u64]) {
-        for &id in ids {
-            let _ = self.scheduler.end_job(id, "stopped", "").await;
-        }
+        Ok(checked)
     }
 
     /// Stops job `id` for `caller`.

@@ -260,6 +260,10 @@ pub struct TournamentRow {
     pub created_ms: i64,
     /// When it was stopped as a whole (0: it was not).
     pub stopped_ms: i64,
+    /// The client's name for the request that created it (empty: none given) and the
+    /// request's SHA-256: a retry of the creation finds this event.
+    pub request_id: String,
+    pub request_digest: String,
 }
 
 /// A net of the registry ([`crate::nets`]).
@@ -548,10 +552,10 @@ impl Storage {
         {
             snapshot.nets.push(net_from_row(&row)?);
         }
-        for row in sqlx::query("SELECT id, spec, job_ids, created_ms, stopped_ms FROM tournaments ORDER BY id")
-            .fetch_all(&self.pool)
-            .await?
-        {
+        let tournaments = sqlx::query(
+            "SELECT id, spec, job_ids, created_ms, stopped_ms, request_id, request_digest FROM tournaments ORDER BY id",
+        );
+        for row in tournaments.fetch_all(&self.pool).await? {
             let job_ids: String = row.try_get("job_ids")?;
             snapshot.tournaments.push(TournamentRow {
                 id: row.try_get("id")?,
@@ -559,6 +563,8 @@ impl Storage {
                 job_ids: parse_units(&job_ids)?,
                 created_ms: row.try_get("created_ms")?,
                 stopped_ms: row.try_get("stopped_ms")?,
+                request_id: row.try_get("request_id")?,
+                request_digest: row.try_get("request_digest")?,
             });
         }
         Ok(snapshot)
@@ -802,9 +808,10 @@ pub enum Change {
     },
     /// Inserts a net, or updates the one with its id (only its test can change).
     Net(Box<NetRow>),
-    /// Inserts a tournament.
+    /// Inserts a tournament (with its first tests, in a [`Change::Together`]).
     Tournament(TournamentRow),
-    /// A Swiss event's tests after a round was added.
+    /// A Swiss event's or knockout's tests after a round was added (with the round's
+    /// tests, in a [`Change::Together`]).
     TournamentJobs {
         id: i64,
         job_ids: Vec<u64>,
@@ -822,6 +829,11 @@ pub enum Change {
         reason: String,
         set_aside_jobs: Vec<i64>,
     },
+    /// Changes that stand or fall together: applied in one transaction even when the
+    /// batch that carries them is retried change by change, so that a crash or a
+    /// refusal leaves all of them or none (a tournament and its tests). Never unit
+    /// rows, which a batch inserts at its end.
+    Together(Vec<Change>),
     /// Finished units of a lease; those already stored are skipped. Units counted
     /// `by_records` (self-play positions, verified games) add their records to the
     /// job's positions, match units game results.
@@ -852,6 +864,11 @@ pub struct SetAside {
     pub records: i64,
     pub reasons: Vec<String>,
 }
+
+/// The fail point of a new tournament's row written, its first tests not yet, inside
+/// the transaction that writes them all (the drills check that a crash there leaves
+/// nothing).
+const TOURNAMENT_WRITTEN: &str = "tournament-written";
 
 /// Applies a change other than unit rows inside the caller's transaction.
 async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, StorageError> {
@@ -995,15 +1012,19 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
         }
         Change::Tournament(tournament) => {
             sqlx::query(
-                "INSERT INTO tournaments (id, spec, job_ids, created_ms, stopped_ms) VALUES ($1, $2, $3, $4, $5)",
+                "INSERT INTO tournaments (id, spec, job_ids, created_ms, stopped_ms, request_id, request_digest) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
             )
             .bind(tournament.id)
             .bind(&tournament.spec)
             .bind(units_text(&tournament.job_ids))
             .bind(tournament.created_ms)
             .bind(tournament.stopped_ms)
+            .bind(&tournament.request_id)
+            .bind(&tournament.request_digest)
             .execute(&mut *conn)
             .await?;
+            crate::fail_point::reached(TOURNAMENT_WRITTEN);
         }
         Change::TournamentStopped { id, at_ms } => {
             sqlx::query("UPDATE tournaments SET stopped_ms = $1 WHERE id = $2")
@@ -1057,6 +1078,11 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
                 set_aside.extend(set_aside_units(conn, job_id, *worker_id, now).await?);
             }
             return Ok(Applied { set_aside, ..Applied::default() });
+        }
+        Change::Together(changes) => {
+            for change in changes {
+                Box::pin(apply(conn, change)).await?;
+            }
         }
         Change::Units { .. } => unreachable!("unit rows are inserted by apply_all"),
     }

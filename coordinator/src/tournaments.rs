@@ -20,6 +20,11 @@
 //! stopped as a whole (StopTournament), or by stopping any of its tests: a round without
 //! all its results cannot be paired on, and a stopped test must not be a way round the
 //! approval of its round ([`EventState`]).
+//!
+//! An event is stored with its first tests in one transaction, and each later round
+//! with the event's new list of tests, so that a crash leaves an event or a round whole
+//! or not at all ([`Tournaments::add`], [`Tournaments::extend`]); a creation its client
+//! names (`xq-request-id`) makes one event however often it is sent.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -35,7 +40,7 @@ use xq_tournament::standings::{Game, System, standings_with_byes};
 use xq_tournament::swiss::{Entrant, default_rounds, max_rounds, pair_round};
 
 use crate::jobs::{MatchJob, SpecError, bad, check_test};
-use crate::scheduler::PENDING;
+use crate::scheduler::{NewJob, PENDING, RequestKey, Scheduler};
 use crate::storage::{Change, TournamentRow, now_ms};
 use crate::writer::{WriteError, Writer};
 
@@ -453,7 +458,7 @@ fn half_points(p: i64) -> GameResult {
 /// Why a round was not added to an event.
 #[derive(Debug, thiserror::Error)]
 pub enum ExtendError {
-    /// The event was stopped while the tests were made.
+    /// The event was stopped while the tests were planned.
     #[error("tournament {0} was stopped")]
     Stopped(u64),
     /// The new list of tests could not be stored.
@@ -469,7 +474,25 @@ pub struct Tournaments {
     /// Serialises changes to the rows, from choosing a number to keeping the row, and a
     /// stop with a round's addition: a round made while the event stops is not added.
     adding: tokio::sync::Mutex<()>,
+    /// Serialises creations that carry a request id, from the look for an earlier one
+    /// to the new event's entry, so that two retries racing make one event.
+    named_creations: tokio::sync::Mutex<()>,
     writer: Writer,
+}
+
+/// Stores `changes` in one transaction, then schedules `tests` (which they store).
+async fn store_with_tests(
+    writer: &Writer,
+    scheduler: &Scheduler,
+    mut changes: Vec<Change>,
+    tests: Vec<NewJob>,
+) -> Result<(), WriteError> {
+    changes.extend(tests.iter().flat_map(NewJob::changes));
+    writer.write(Change::Together(changes)).await?;
+    for test in tests {
+        scheduler.enter_job(test);
+    }
+    Ok(())
 }
 
 impl Tournaments {
@@ -478,22 +501,46 @@ impl Tournaments {
             rows: Mutex::new(rows.into_iter().map(|r| (r.id as u64, r)).collect()),
             concluded: Mutex::new(std::collections::HashSet::new()),
             adding: tokio::sync::Mutex::new(()),
+            named_creations: tokio::sync::Mutex::new(()),
             writer,
         }
     }
 
-    /// Stores a tournament of `request` made of the tests `job_ids`; returns its number.
-    pub async fn add(&self, request: &v1::CreateTournamentRequest, job_ids: Vec<u64>) -> Result<u64, WriteError> {
+    /// Held by a named creation from its look for an earlier event to its end.
+    pub async fn named_creation(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.named_creations.lock().await
+    }
+
+    /// The events created under the request id `id` (by any token: the caller tells
+    /// whose each is).
+    pub fn named(&self, id: &str) -> Vec<TournamentRow> {
+        let rows = self.rows.lock().expect("tournaments");
+        rows.values().filter(|row| !row.request_id.is_empty() && row.request_id == id).cloned().collect()
+    }
+
+    /// Stores a tournament of `request` with its first `tests`, all in one transaction
+    /// (a crash leaves the event whole or not at all), then schedules the tests;
+    /// returns its number. `key` is the client's name for the creation.
+    pub async fn add(
+        &self,
+        request: &v1::CreateTournamentRequest,
+        key: Option<&RequestKey>,
+        tests: Vec<NewJob>,
+        scheduler: &Scheduler,
+    ) -> Result<u64, WriteError> {
         let _adding = self.adding.lock().await;
         let id = self.rows.lock().expect("tournaments").keys().next_back().map_or(1, |id| id + 1);
         let row = TournamentRow {
             id: id as i64,
             spec: hex::encode(request.encode_to_vec()),
-            job_ids,
+            job_ids: tests.iter().map(NewJob::id).collect(),
             created_ms: now_ms(),
             stopped_ms: 0,
+            request_id: key.map(|k| k.id.clone()).unwrap_or_default(),
+            request_digest: key.map(|k| k.digest.clone()).unwrap_or_default(),
         };
-        self.writer.write(Change::Tournament(row.clone())).await?;
+        store_with_tests(&self.writer, scheduler, vec![Change::Tournament(row.clone())], tests).await?;
+        // Its tests are scheduled first: an event is never seen without them.
         self.rows.lock().expect("tournaments").insert(id, row);
         Ok(id)
     }
@@ -533,16 +580,19 @@ impl Tournaments {
         Ok(Some(row))
     }
 
-    /// Adds the tests `job_ids` (a round, or a knockout's tie-breaks) to tournament `id`,
-    /// unless it was stopped since they were made.
-    pub async fn extend(&self, id: u64, job_ids: &[u64]) -> Result<(), ExtendError> {
+    /// Stores the `tests` of tournament `id`'s next round (or a knockout's tie-breaks)
+    /// with its new list of tests, in one transaction (a crash leaves the round whole
+    /// or not at all), then schedules them; unless it was stopped since they were
+    /// planned, when none is made.
+    pub async fn extend(&self, id: u64, tests: Vec<NewJob>, scheduler: &Scheduler) -> Result<(), ExtendError> {
         let _adding = self.adding.lock().await;
         let Some(mut row) = self.get(id) else { return Ok(()) };
         if row.stopped_ms != 0 {
             return Err(ExtendError::Stopped(id));
         }
-        row.job_ids.extend_from_slice(job_ids);
-        self.writer.write(Change::TournamentJobs { id: row.id, job_ids: row.job_ids.clone() }).await?;
+        row.job_ids.extend(tests.iter().map(NewJob::id));
+        let listed = Change::TournamentJobs { id: row.id, job_ids: row.job_ids.clone() };
+        store_with_tests(&self.writer, scheduler, vec![listed], tests).await?;
         self.rows.lock().expect("tournaments").insert(id, row);
         Ok(())
     }

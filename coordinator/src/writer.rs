@@ -33,6 +33,10 @@ use crate::storage::{Applied, Change, Storage, StorageError, apply_all};
 /// sent (the drills' most dangerous crash).
 const AFTER_UNITS_COMMIT: &str = "after-units-commit";
 
+/// The fail point of a committed new tournament whose creation is not yet answered
+/// (the client's retry must find it).
+const AFTER_TOURNAMENT_COMMIT: &str = "after-tournament-commit";
+
 /// The most changes in one transaction.
 const MAX_BATCH: usize = 2048;
 
@@ -228,6 +232,10 @@ async fn commit(storage: Storage, mut to_commit: mpsc::Receiver<Batch>, metrics:
                 {
                     crate::fail_point::reached(AFTER_UNITS_COMMIT);
                 }
+                if crate::fail_point::armed_for(AFTER_TOURNAMENT_COMMIT) && changes.iter().any(|c| makes_tournament(c))
+                {
+                    crate::fail_point::reached(AFTER_TOURNAMENT_COMMIT);
+                }
                 for ((_, reply), applied) in batch.drain(..).zip(results) {
                     let _ = reply.send(Ok(applied));
                 }
@@ -246,4 +254,9 @@ async fn commit(storage: Storage, mut to_commit: mpsc::Receiver<Batch>, metrics:
             }
         }
     }
+}
+
+/// Whether `change` makes a tournament (its row with its first tests).
+fn makes_tournament(change: &Change) -> bool {
+    matches!(change, Change::Together(changes) if changes.iter().any(|c| matches!(c, Change::Tournament(_))))
 }

@@ -17,8 +17,9 @@ pub mod v1 {
 pub const GRPC_METHODS: &[&str] = include!(concat!(env!("OUT_DIR"), "/grpc_methods.rs"));
 
 /// The gRPC metadata key under which a client names a creation request (a test, an
-/// SPSA run, a self-play or verification job): the coordinator makes one job per name
-/// and answers a retry with it, so that a retry after a lost answer makes no twin.
+/// SPSA run, a self-play or verification job, a tournament): the coordinator makes one
+/// job or event per name and answers a retry with it, so that a retry after a lost
+/// answer makes no twin.
 pub const REQUEST_ID_METADATA: &str = "xq-request-id";
 
 /// The violation timing a match spec or test request names: empty is the default,

@@ -539,3 +539,69 @@ async fn the_coordinator_killed_between_commit_and_acknowledgement_loses_and_dou
         recovered.as_secs_f64()
     );
 }
+
+/// The tournaments and jobs stored in the database at `url`: each event's number with
+/// its tests' numbers, and every job's number.
+async fn stored_events_and_jobs(url: &str) -> (Vec<(u64, Vec<u64>)>, Vec<u64>) {
+    let storage = xq_coordinator::storage::Storage::open(url).await.unwrap();
+    let events =
+        sqlx::query("SELECT id, job_ids FROM tournaments ORDER BY id").fetch_all(storage.pool()).await.unwrap();
+    let events = events
+        .iter()
+        .map(|row| {
+            let job_ids: String = row.try_get("job_ids").unwrap();
+            let tests = job_ids.split(',').filter(|id| !id.is_empty()).map(|id| id.parse().unwrap()).collect();
+            (row.try_get::<i64, _>("id").unwrap() as u64, tests)
+        })
+        .collect();
+    let jobs = sqlx::query("SELECT id FROM jobs ORDER BY id").fetch_all(storage.pool()).await.unwrap();
+    (events, jobs.iter().map(|row| row.try_get::<i64, _>("id").unwrap() as u64).collect())
+}
+
+/// A tournament is written with its first tests in one transaction (N11): the
+/// coordinator killed with the event's row written and its tests not yet leaves
+/// nothing; killed after the commit and before the answer, the whole event; and the
+/// client's retry under the same name then gets that event and makes nothing more. On
+/// both databases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coordinator_killed_while_creating_a_tournament_leaves_the_whole_event_or_nothing() {
+    use std::os::unix::process::ExitStatusExt;
+    use xq_proto::client::named;
+
+    for backend in BACKENDS {
+        let dir = TempDir::new("drill-tournament");
+        let url = fresh_database(backend, &dir.0).await;
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let args = ["--database", url.as_str()];
+        let start = |fail_point: &'static str| {
+            let env: Vec<(&str, &str)> =
+                if fail_point.is_empty() { Vec::new() } else { vec![("XQ_FAIL_POINT", fail_point)] };
+            let dir = dir.0.clone();
+            async move { crate::cluster::start_coordinator_with(&dir, port, &args, &env).await }
+        };
+
+        let (mut coordinator, address) = start("tournament-written:1").await;
+        let token = crate::cluster::token(&dir.0);
+        let mut admin = client(address, &token).await;
+        let request = crate::creations::cup_request(&mut admin).await;
+        admin.create_tournament(named(request.clone(), "cup")).await.unwrap_err();
+        let status = coordinator.wait().await.unwrap();
+        assert_eq!(status.signal(), Some(9), "{backend:?}: killed at the fail point: {status:?}");
+        assert_eq!(stored_events_and_jobs(&url).await, (vec![], vec![]), "{backend:?}: nothing of the event");
+
+        let (mut coordinator, address) = start("after-tournament-commit:1").await;
+        let mut admin = client(address, &token).await;
+        admin.create_tournament(named(request.clone(), "cup")).await.unwrap_err();
+        let status = coordinator.wait().await.unwrap();
+        assert_eq!(status.signal(), Some(9), "{backend:?}: killed at the fail point: {status:?}");
+        let (events, jobs) = stored_events_and_jobs(&url).await;
+        assert_eq!(events.len(), 1, "{backend:?}: {events:?}");
+        assert_eq!((events[0].1.len(), &events[0].1), (3, &jobs), "{backend:?}: the whole event");
+
+        let (_coordinator, address) = start("").await;
+        let mut admin = client(address, &token).await;
+        let retried = admin.create_tournament(named(request, "cup")).await.unwrap().into_inner();
+        assert_eq!(crate::creations::event_and_tests(&retried), events[0], "{backend:?}");
+        assert_eq!(stored_events_and_jobs(&url).await, (events, jobs), "{backend:?}: nothing more");
+    }
+}

@@ -633,7 +633,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 tie_break_time_control: args.tie_break_tc.clone(),
                 tie_break_pairs: args.tie_break_pairs,
             };
-            let tournament = client.create_tournament(request).await?.into_inner();
+            let id = client::new_request_id();
+            let tournament = client::create_named(|| {
+                let (mut client, request) = (client.clone(), client::named(request.clone(), &id));
+                async move { client.create_tournament(request).await }
+            })
+            .await?;
             out!(
                 "tournament {}: {} pairings ({}), tests {}",
                 tournament.tournament_id,
