@@ -81,6 +81,7 @@ impl Coordinator {
             verification_nets: Arc::new(crate::kept::nets()),
             followers: Followers::new(config.followers),
             spot_checks: Arc::new(crate::verification::SpotChecks::new(config.spot_check_plies_per_second)),
+            tallies: Arc::default(),
         };
         // A book that no longer reads (a stricter parser, a lost file) ends its job,
         // not the start.
@@ -128,6 +129,7 @@ impl Coordinator {
             verification_nets,
             followers: partial.followers.clone(),
             spot_checks: partial.spot_checks.clone(),
+            tallies: partial.tallies.clone(),
         };
         Ok(Coordinator {
             shared,

@@ -71,6 +71,8 @@ pub struct Shared {
     pub followers: Arc<Followers>,
     /// The spot checks of verification reports, under their budget.
     pub spot_checks: Arc<crate::verification::SpotChecks>,
+    /// Verification jobs' counts, kept as their reports are counted.
+    pub tallies: Arc<crate::verification::Tallies>,
 }
 
 /// Checks the bearer token and records who sent the request: its principal, and for a
@@ -439,6 +441,7 @@ impl WorkerApi {
         }
         let bytes = Arc::unwrap_or_clone(text).into_bytes();
         let reply = self.store_unit(worker, &context, report.unit, file, bytes, records).await?;
+        self.0.tallies.count(context.job_id, report.unit, &checked.tally);
         for (suspect, reason) in self.0.scheduler.confirm_suspects(context.job_id, report.unit, worker) {
             let reason = format!("{reason} (worker {worker} verified the unit)");
             self.0.scheduler.quarantine_in_job(suspect, context.job_id, &reason).await?;
@@ -1285,14 +1288,24 @@ impl Shared {
         let JobSpec::Verify(job) = &*spec else {
             return Err(Status::invalid_argument(format!("job {id} is not a verification job")));
         };
-        let mut tally = Tally::default();
-        let mut reports = self.unit_bytes(id, Stored::Reports)?;
-        while let Some(report) = reports.next().await {
-            let (unit, bytes) = report?;
-            let unit_tally = xq_engine::xiangqi::rules::verify::report_tally(&String::from_utf8_lossy(&bytes))
-                .ok_or_else(|| Status::data_loss(format!("job {id}'s report of unit {unit} has no tally")))?;
-            tally.merge(&unit_tally);
-        }
+        use crate::verification::TallyRead;
+        let tally = match self.tallies.read(id) {
+            TallyRead::Kept(tally) => tally,
+            TallyRead::Load => match self.stored_tallies(id).await {
+                Ok(stored) => self.tallies.loaded(id, stored),
+                Err(status) => {
+                    self.tallies.failed(id);
+                    return Err(status);
+                }
+            },
+            TallyRead::Busy => {
+                let mut tally = Tally::default();
+                for (_, unit) in self.stored_tallies(id).await? {
+                    tally.merge(&unit);
+                }
+                tally
+            }
+        };
         Ok(v1::VerificationSummary {
             job_id: id,
             rules: job.rules.iter().map(|r| r.name().to_owned()).collect(),
@@ -1306,6 +1319,19 @@ impl Shared {
             rechecked_lines: self.spot_checks.of_job(id).lines,
             metamorphic: tally.metamorphic,
         })
+    }
+
+    /// The tallies of verification job `id`'s stored reports, a unit each.
+    async fn stored_tallies(&self, id: u64) -> Result<Vec<(u64, Tally)>, Status> {
+        let mut tallies = Vec::new();
+        let mut reports = self.unit_bytes(id, Stored::Reports)?;
+        while let Some(report) = reports.next().await {
+            let (unit, bytes) = report?;
+            let tally = xq_engine::xiangqi::rules::verify::report_tally(&String::from_utf8_lossy(&bytes))
+                .ok_or_else(|| Status::data_loss(format!("job {id}'s report of unit {unit} has no tally")))?;
+            tallies.push((unit, tally));
+        }
+        Ok(tallies)
     }
 
     /// Refuses `caller` a change to job `id` unless an admin or its submitter.

@@ -417,6 +417,96 @@ impl SpotChecks {
     }
 }
 
+/// Each verification job's counts, summed as its reports are counted, so that reading
+/// them (the dashboard refetches a job's every few seconds, and for anyone when it is
+/// public) is a lookup, not a read and parse of every stored report (finding N4 of the
+/// security review). A job's counts are read from its stored reports once, at their
+/// first read after the coordinator starts; reports counted during that read wait in
+/// the job's entry and join after it. Each unit counts once, whoever reports it.
+#[derive(Default)]
+pub struct Tallies {
+    jobs: std::sync::Mutex<HashMap<u64, JobTally>>,
+}
+
+#[derive(Default)]
+struct JobTally {
+    /// Whether the stored reports have been read into `tally`.
+    loaded: bool,
+    tally: Tally,
+    units: HashSet<u64>,
+    /// Units counted while the stored reports were being read.
+    pending: Vec<(u64, Tally)>,
+}
+
+impl JobTally {
+    fn count(&mut self, unit: u64, tally: &Tally) {
+        if self.units.insert(unit) {
+            self.tally.merge(tally);
+        }
+    }
+}
+
+/// Whether a job's counts are kept already, or who reads them from the stored reports.
+pub enum TallyRead {
+    /// The job's counts.
+    Kept(Tally),
+    /// The caller reads the stored reports and gives them to [`Tallies::loaded`].
+    Load,
+    /// Another caller is reading them: read the stored reports without keeping them.
+    Busy,
+}
+
+impl Tallies {
+    fn jobs(&self) -> std::sync::MutexGuard<'_, HashMap<u64, JobTally>> {
+        self.jobs.lock().expect("the tallies' lock is never poisoned")
+    }
+
+    /// Counts unit `unit`'s report (its `tally`) in job `job`'s counts, if they are kept
+    /// or being read; a unit counted before is not counted again.
+    pub fn count(&self, job: u64, unit: u64, tally: &Tally) {
+        if let Some(entry) = self.jobs().get_mut(&job) {
+            if entry.loaded {
+                entry.count(unit, tally);
+            } else {
+                entry.pending.push((unit, tally.clone()));
+            }
+        }
+    }
+
+    /// Job `job`'s counts if they are kept; else whether the caller should read them.
+    pub fn read(&self, job: u64) -> TallyRead {
+        let mut jobs = self.jobs();
+        match jobs.get(&job) {
+            Some(entry) if entry.loaded => TallyRead::Kept(entry.tally.clone()),
+            Some(_) => TallyRead::Busy,
+            None => {
+                jobs.insert(job, JobTally::default());
+                TallyRead::Load
+            }
+        }
+    }
+
+    /// Keeps job `job`'s counts as its stored reports give them (`stored`, a tally a
+    /// unit), with the units counted while they were read; gives the counts.
+    pub fn loaded(&self, job: u64, stored: impl IntoIterator<Item = (u64, Tally)>) -> Tally {
+        let mut jobs = self.jobs();
+        let entry = jobs.entry(job).or_default();
+        for (unit, tally) in stored.into_iter().chain(std::mem::take(&mut entry.pending)) {
+            entry.count(unit, &tally);
+        }
+        entry.loaded = true;
+        entry.tally.clone()
+    }
+
+    /// Forgets a read of job `job`'s stored reports that failed: the next read tries again.
+    pub fn failed(&self, job: u64) {
+        let mut jobs = self.jobs();
+        if jobs.get(&job).is_some_and(|entry| !entry.loaded) {
+            jobs.remove(&job);
+        }
+    }
+}
+
 /// What a spot check replayed: the unit's games drawn and verified again, the reported
 /// lines verified again, and the plies it cost (as [`SpotChecks`] counts them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -927,6 +1017,28 @@ mod tests {
         let other = forged_report.replace("wxf metamorphic: detour", "computer metamorphic: detour");
         let refused = check_report(&other, &metamorphic).unwrap_err();
         assert!(refused.contains("no parting or metamorphic property of the job's rule sets"), "{refused}");
+    }
+
+    #[test]
+    fn kept_tallies_count_each_unit_once_whether_it_lands_before_during_or_after_the_read() {
+        let unit = |games: u64, parting: u64| Tally { games, parting, ..Tally::default() };
+        let tallies = Tallies::default();
+        tallies.count(1, 0, &unit(10, 1));
+        assert!(matches!(tallies.read(1), TallyRead::Load), "not kept before a first read");
+        assert!(matches!(tallies.read(1), TallyRead::Busy), "one reader loads");
+        // Units 1 and 2 land during the read; the read finds units 0 and 1 stored.
+        tallies.count(1, 1, &unit(10, 2));
+        tallies.count(1, 2, &unit(5, 0));
+        let loaded = tallies.loaded(1, [(0, unit(10, 1)), (1, unit(10, 2))]);
+        assert_eq!((loaded.games, loaded.parting), (25, 3));
+        tallies.count(1, 2, &unit(5, 0));
+        tallies.count(1, 3, &unit(5, 4));
+        let TallyRead::Kept(kept) = tallies.read(1) else { panic!("kept after the read") };
+        assert_eq!((kept.games, kept.parting), (30, 7));
+        // A failed read is forgotten: the next reader loads.
+        assert!(matches!(tallies.read(2), TallyRead::Load));
+        tallies.failed(2);
+        assert!(matches!(tallies.read(2), TallyRead::Load));
     }
 
     #[test]

@@ -477,3 +477,55 @@ async fn a_job_of_one_game_units_keeps_the_coordinator_s_replays_under_its_budge
     assert!(summary.spot_checked_games < units / 2, "{} of {units}", summary.spot_checked_games);
     assert_eq!(summary.rechecked_lines, summary.parting + summary.refused, "every line verified again");
 }
+
+/// A job's counts are kept as its reports are counted, not read again from the stored
+/// reports for every request (the dashboard refetches them every few seconds): once read,
+/// they still answer with the stored reports gone, and the units reported after that
+/// join them, each once however often it is resent.
+#[tokio::test]
+async fn a_job_s_counts_are_kept_as_its_reports_land_not_read_again_per_request() {
+    let dir = TempDir::new("verification-tallies");
+    let url = fresh_database(BACKENDS[0], &dir.0).await;
+    let served = serve_on(&dir.0, &url, config(), 100).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let pgn = upload(&mut admin, "chases.pgn", "pgn", GAMES.as_bytes()).await.unwrap();
+    let request = v1::CreateVerificationRequest { pgn: Some(pgn), games_per_unit: 1, ..Default::default() };
+    let job = admin.create_verification(request).await.unwrap().into_inner();
+    assert_eq!(job.units_total, 4);
+    let games = parse_pgn(GAMES).unwrap();
+    let mut worker = registered_worker(&served, "w", &[]).await;
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    let report = |unit: u64, lease_id: u64| v1::VerificationReport {
+        lease_id,
+        unit,
+        report: unit_report(&games[unit as usize..unit as usize + 1], unit as usize + 1, &DEFAULT_RULES, None).unwrap(),
+    };
+    let first = lease.units[0];
+    worker.report_verification(report(first, lease.lease_id)).await.unwrap();
+    let summary = |mut admin: Client| async move {
+        admin.get_verification(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner()
+    };
+    assert_eq!(summary(admin.clone()).await.games, 1, "read from the stored report");
+
+    // The stored reports gone, the counts still answer, and the rest join them.
+    std::fs::remove_dir_all(served.data.join("verification")).unwrap();
+    assert_eq!(summary(admin.clone()).await.games, 1);
+    let mut lease = lease;
+    loop {
+        for &unit in lease.units.iter().filter(|&&unit| unit != first) {
+            worker.report_verification(report(unit, lease.lease_id)).await.unwrap();
+            worker.report_verification(report(unit, lease.lease_id)).await.unwrap();
+        }
+        match worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease {
+            Some(next) => lease = next,
+            None => break,
+        }
+    }
+    let mut expected = Tally::default();
+    for (index, game) in games.iter().enumerate() {
+        check_game(game, &DEFAULT_RULES, &format!("game {}", index + 1), &mut expected, None).unwrap();
+    }
+    let kept = summary(admin.clone()).await;
+    assert_eq!((kept.games, kept.parting, kept.refused), (4, expected.parting, expected.refused));
+    assert_eq!(kept.by_kind, expected.by_kind.into_iter().collect());
+}
