@@ -82,6 +82,7 @@ impl Coordinator {
             followers: Followers::new(config.followers),
             spot_checks: Arc::new(crate::verification::SpotChecks::new(config.spot_check_plies_per_second)),
             tallies: Arc::default(),
+            pair_points: Arc::default(),
         };
         // A book that no longer reads (a stricter parser, a lost file) ends its job,
         // not the start.
@@ -130,6 +131,7 @@ impl Coordinator {
             followers: partial.followers.clone(),
             spot_checks: partial.spot_checks.clone(),
             tallies: partial.tallies.clone(),
+            pair_points: partial.pair_points.clone(),
         };
         Ok(Coordinator {
             shared,

@@ -73,6 +73,32 @@ pub struct Shared {
     pub spot_checks: Arc<crate::verification::SpotChecks>,
     /// Verification jobs' counts, kept as their reports are counted.
     pub tallies: Arc<crate::verification::Tallies>,
+    /// Tournament tests' pair points as last read, with the counts they were read at.
+    pub pair_points: Arc<PairPoints>,
+}
+
+/// Tournament tests' pair points, read from storage only when a test's counts have
+/// changed since they were last read: an event's standings (which the dashboard
+/// refetches every few seconds, for anyone when it is public) otherwise read every
+/// pair of every test of every listed event per request (finding N4 of the security
+/// review). A finished event's tests are read once.
+#[derive(Default)]
+pub struct PairPoints(std::sync::Mutex<std::collections::HashMap<u64, (PointsKey, Arc<Vec<[i64; 2]>>)>>);
+
+/// What a test's pair points depend on: its counted units and its totals (which
+/// change when pairs are counted or set aside).
+type PointsKey = (u64, Option<v1::Totals>);
+
+impl PairPoints {
+    fn get(&self, job: &v1::Job) -> Option<Arc<Vec<[i64; 2]>>> {
+        let kept = self.0.lock().expect("the pair points' lock is never poisoned");
+        kept.get(&job.job_id).filter(|(key, _)| *key == (job.units_done, job.totals.clone())).map(|(_, p)| p.clone())
+    }
+
+    fn keep(&self, job: &v1::Job, points: Arc<Vec<[i64; 2]>>) {
+        let key = (job.units_done, job.totals.clone());
+        self.0.lock().expect("the pair points' lock is never poisoned").insert(job.job_id, (key, points));
+    }
 }
 
 /// Checks the bearer token and records who sent the request: its principal, and for a
@@ -1434,9 +1460,18 @@ impl Shared {
                     unreadable.problem
                 )));
             }
-            let pairs =
-                self.storage.pair_points(job_id as i64).await.map_err(|e| Status::unavailable(e.to_string()))?;
-            results.push(PairingResults { job, pairs: pairs.into_iter().map(|(_, points)| points).collect() });
+            let pairs = match self.pair_points.get(&job) {
+                Some(pairs) => pairs,
+                None => {
+                    let read = self.storage.pair_points(job_id as i64).await;
+                    let pairs = Arc::new(
+                        read.map_err(|e| Status::unavailable(e.to_string()))?.into_iter().map(|(_, p)| p).collect(),
+                    );
+                    self.pair_points.keep(&job, Arc::clone(&pairs));
+                    pairs
+                }
+            };
+            results.push(PairingResults { job, pairs: Arc::unwrap_or_clone(pairs) });
         }
         Ok(results)
     }

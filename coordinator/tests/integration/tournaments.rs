@@ -742,3 +742,44 @@ async fn later_rounds_wait_for_room_under_their_maker_s_limit_of_active_jobs() {
     alice.stop_job(v1::JobId { job_id: own.job_id }).await.unwrap();
     tournament_when(&mut admin, id, "round 2 once there is room", |t| t.pairings.len() == 4).await;
 }
+
+/// An event's standings read its tests' pairs from storage only when a test's counts
+/// change, not on every request (the dashboard refetches them every few seconds): with
+/// the stored pairs removed behind the coordinator's back, the standings stay as they
+/// were; a pair counted on the other test makes that test's pairs read again, and the
+/// first test's are still the ones kept.
+#[tokio::test]
+async fn standings_read_a_test_s_pairs_again_only_when_its_counts_change() {
+    let served = serve(BACKENDS[0], config()).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let request = v1::CreateTournamentRequest {
+        games_per_pairing: 2,
+        ..event_request(&mut admin, &["a", "b", "c"], "double-round-robin").await
+    };
+    let event = admin.create_tournament(request).await.unwrap().into_inner();
+    assert_eq!(event.pairings.len(), 3, "{event:?}");
+    let mut worker = registered_worker(&served, "w", &[]).await;
+    play_first_wins(&mut worker, 1).await;
+    let total = |t: &v1::Tournament| t.standings.iter().map(|s| s.points).sum::<f64>();
+    let id = event.tournament_id;
+    let once = tournament_when(&mut admin, id, "one pair counted", |t| total(t) > 0.0).await;
+    let pool = served.coordinator.shared.storage.pool().clone();
+    sqlx::query("DELETE FROM units").execute(&pool).await.unwrap();
+    let again = admin.get_tournament(v1::TournamentId { tournament_id: id }).await.unwrap().into_inner();
+    assert_eq!(again.standings, once.standings, "read from the kept pairs");
+    // A drawn pair on the other test: that test's pairs are read again (the draw), the
+    // first test's kept (the wins): as many points again, and the winner still ahead.
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    let Some(v1::lease::Work::MatchSpec(spec)) = &lease.work else { panic!("a match lease") };
+    let names = [spec.new_engine.as_ref().unwrap().name.as_str(), spec.base_engine.as_ref().unwrap().name.as_str()];
+    let report = v1::ReportPairsRequest {
+        lease_id: lease.lease_id,
+        pairs: vec![named_pair(lease.units[0], [1, 1], names)],
+        cumulative: Some(totals(&[[1, 1]])),
+        ..Default::default()
+    };
+    worker.report_pairs(report).await.unwrap();
+    let after = tournament_when(&mut admin, id, "the draw counted", |t| total(t) != total(&once)).await;
+    assert_eq!(total(&after), 2.0 * total(&once), "{after:?}");
+    assert_ne!(after.standings[0].points, after.standings[1].points, "{after:?}");
+}
