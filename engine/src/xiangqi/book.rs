@@ -110,6 +110,33 @@ pub fn parse_book(text: &str, pgn: bool, pgn_plies: Option<usize>, name: &str) -
 mod tests {
     use super::*;
 
+    /// Every book the repository ships reads whole: each of its lines an opening, a
+    /// legal position with moves to play, no position twice (counters aside).
+    #[test]
+    fn the_shipped_books_read_whole_each_position_once() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../books");
+        let mut books = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "epd") {
+                continue;
+            }
+            books += 1;
+            let text = std::fs::read_to_string(&path).unwrap();
+            let lines = text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')).count();
+            let openings = read_book(&path, None).unwrap();
+            assert_eq!(openings.len(), lines, "{}", path.display());
+            let mut seen = std::collections::HashSet::new();
+            for opening in &openings {
+                let fen = opening.start.to_string();
+                let key: Vec<&str> = fen.split_whitespace().take(2).collect();
+                assert!(seen.insert(key.join(" ")), "{}: {fen} twice", path.display());
+                assert!(!crate::xiangqi::movegen::legal_moves(&opening.start).is_empty(), "{fen}");
+            }
+        }
+        assert!(books >= 2, "the two-ply and four-ply books");
+    }
+
     #[test]
     fn epd_operations_are_dropped() {
         assert_eq!(fen_part("4k4/9/9/9/9/9/9/9/9/3K5 w - - bm e1e2; id \"x\";"), "4k4/9/9/9/9/9/9/9/9/3K5 w - -");
