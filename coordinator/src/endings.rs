@@ -11,10 +11,17 @@
 //!   the side to move as the loser.
 //! - An adjudication needs the test's own settings to end the game at its last ply
 //!   with its result, or the game to have reached the test's ply limit as a draw.
-//! - No game goes on past a ply where adjudication or the ply limit ended it.
+//! - An engine's failure ("abandoned": a crash, a hang under a node or depth budget, a
+//!   flood of output) needs `[FailedEngine]`, the side whose engine failed, and the
+//!   result against that side. An engine fails getting ready for the game, before any
+//!   engine has moved, or thinking on its own move: past the opening, the failed side
+//!   must be the side to move.
+//! - No game goes on past a ply where adjudication or the ply limit ended it, and no
+//!   other ending (a forfeit, an infraction, a failure) comes at a ply where they did.
 //!
-//! What the evidence cannot show: an engine that crashed or hung ("abandoned") and
-//! times a worker made up consistently. Those are left to the per-worker statistics.
+//! What the evidence cannot show: that an engine really crashed or hung (a worker may
+//! say that the side to move failed), and times a worker made up consistently. Those
+//! are left to the per-worker statistics.
 
 use std::time::Duration;
 
@@ -92,6 +99,19 @@ pub fn check(
     {
         return Err(format!("adjudication ended it at ply {ply}, yet it goes on to ply {plies}"));
     }
+    // The worker looks at the settings after each engine move, before the next move is
+    // asked for: an ending of its own there would have come too late.
+    let settled = if verdict.is_some_and(|(ply, _)| ply == plies) {
+        Some("adjudication")
+    } else {
+        (conditions.max_plies == Some(plies)).then_some("the ply limit")
+    };
+    if let Some(settled) = settled
+        && matches!(termination, "time forfeit" | "rules infraction" | "abandoned")
+        && plies > replayed.book_plies
+    {
+        return Err(format!("{termination} at ply {plies}, where {settled} had ended it"));
+    }
     let loser_to_move = || {
         if outcome == Outcome::Win(!to_move) {
             Ok(())
@@ -102,8 +122,21 @@ pub fn check(
     match termination {
         "normal" => Ok(()),
         // An engine that fails loses (the worker cannot tell a crash from a forfeit).
-        "abandoned" if outcome == Outcome::Draw => Err("abandoned, yet drawn".to_owned()),
-        "abandoned" => Ok(()),
+        "abandoned" => {
+            let failed = match game.tag("FailedEngine") {
+                Some("red") => Color::Red,
+                Some("black") => Color::Black,
+                Some(other) => return Err(format!("a bad [FailedEngine] {other:?}: red or black")),
+                None => return Err("abandoned without [FailedEngine]".to_owned()),
+            };
+            if outcome != Outcome::Win(!failed) {
+                return Err(format!("{failed:?}'s engine failed, but the result says otherwise"));
+            }
+            if failed != to_move && plies > replayed.book_plies {
+                return Err(format!("{failed:?}'s engine failed after ply {plies}, where {to_move:?} was to move"));
+            }
+            Ok(())
+        }
         "time forfeit" => {
             loser_to_move()?;
             let over = game.tag("OverTime").ok_or("a time forfeit without [OverTime]")?;

@@ -516,10 +516,52 @@ mod tests {
         assert!(problem(&game("1. h2e2 {+0.00 0.100s} h9g7"), &CONTEXT).contains("ply 2 has no note"));
         assert!(problem(&game("1. h2e2 {fast}"), &CONTEXT).contains("unreadable note 'fast'"));
         assert!(problem(&game("1. h2e2 {book}"), &CONTEXT).contains("opening's 0 plies"));
-        // Abandoned games are lost by the engine that failed, never drawn.
-        let abandoned = |result: &str| pgn("new", "base", None, "1. h2e2", result, "abandoned");
-        assert_eq!(problem(&abandoned("0-1"), &CONTEXT), "");
-        assert!(problem(&abandoned("1/2-1/2"), &CONTEXT).contains("abandoned, yet drawn"));
+    }
+
+    #[test]
+    fn an_abandoned_game_is_lost_by_the_engine_it_names_on_that_engine_s_move() {
+        let game = |moves: &str, result: &str, failed: Option<&str>| {
+            let text = pgn("new", "base", None, moves, result, "abandoned");
+            failed.map_or(text.clone(), |side| tagged(&text, "FailedEngine", side))
+        };
+        // Black's engine fails thinking on its first move: Red wins.
+        assert_eq!(problem(&game("1. h2e2", "1-0", Some("black")), &CONTEXT), "");
+        // Before any engine has moved, either may fail getting ready for the game.
+        assert_eq!(problem(&game("", "0-1", Some("red")), &CONTEXT), "");
+        assert_eq!(problem(&game("", "1-0", Some("black")), &CONTEXT), "");
+        // No evidence, a side that is not one, a result for the failed side: refused.
+        assert!(problem(&game("1. h2e2", "1-0", None), &CONTEXT).contains("abandoned without [FailedEngine]"));
+        assert!(problem(&game("1. h2e2", "1-0", Some("base")), &CONTEXT).contains("a bad [FailedEngine] \"base\""));
+        assert!(problem(&game("1. h2e2", "0-1", Some("black")), &CONTEXT).contains("the result says otherwise"));
+        assert!(problem(&game("1. h2e2", "1/2-1/2", Some("black")), &CONTEXT).contains("the result says otherwise"));
+        // Red's engine is not asked anything while Black thinks.
+        let problem_text = problem(&game("1. h2e2", "0-1", Some("red")), &CONTEXT);
+        assert!(problem_text.contains("Red's engine failed after ply 1, where Black was to move"), "{problem_text}");
+        // Nor does an engine fail after adjudication or the ply limit ended the game.
+        let drawn = problem(&game("1. h2e2 {+0.00 0.100s}", "1-0", Some("black")), &CONTEXT);
+        assert!(drawn.contains("abandoned at ply 1, where adjudication had ended it"), "{drawn}");
+        let at_one = Conditions { max_plies: Some(1), ..CONDITIONS.clone() };
+        let limited = PairContext { conditions: &at_one, ..CONTEXT };
+        let limit = problem(&game("1. h2e2", "1-0", Some("black")), &limited);
+        assert!(limit.contains("abandoned at ply 1, where the ply limit had ended it"), "{limit}");
+        // Inside the opening no engine has moved yet: the side not to move may fail.
+        let opening = Opening {
+            start: Position::startpos(),
+            moves: vec![parse_uci(&Position::startpos(), "h2e2", Dialect::ZeroBased).unwrap()],
+        };
+        let book = PairContext { opening: Some(BookOpening::Xiangqi(&opening)), ..CONTEXT };
+        assert_eq!(problem(&game("1. h2e2 {book}", "0-1", Some("red")), &book), "");
+    }
+
+    /// The forfeits and infractions of a forger fare no better where the test's
+    /// settings ended the game.
+    #[test]
+    fn no_forfeit_or_infraction_comes_where_adjudication_ended_the_game() {
+        let moves = "1. h2e2 {+0.00 0.100s}";
+        let forfeit = tagged(&pgn("new", "base", None, moves, "1-0", "time forfeit"), "OverTime", "5");
+        assert!(problem(&forfeit, &CONTEXT).contains("time forfeit at ply 1, where adjudication had ended it"));
+        let infraction = tagged(&pgn("new", "base", None, moves, "1-0", "rules infraction"), "IllegalMove", "h0h9");
+        assert!(problem(&infraction, &CONTEXT).contains("rules infraction at ply 1, where adjudication had ended it"));
     }
 
     #[test]

@@ -24,6 +24,7 @@ use xq_proto::{MAX_MESSAGE_BYTES, v1};
 
 use crate::jobs::{Course, JobSpec, Unreadable, add_points, job_view, listed};
 use crate::metrics::{KindLabel, Metrics};
+use crate::pace::{Pace, units_allowed};
 use crate::spsa::SpsaRun;
 use crate::storage::{AuditRow, Change, JobRow, LeaseRow, Snapshot, TokenRow, UnitRow, WorkerRow, now_ms};
 use crate::tokens::{Principal, Role, new_token, token_hash, token_id};
@@ -112,6 +113,20 @@ fn slowness(config: &SchedulerConfig, capabilities: &v1::Capabilities) -> f64 {
 
 /// Plies a game is assumed to last when sizing leases.
 const ASSUMED_PLIES: u32 = 160;
+
+/// The estimated seconds of one of `spec`'s units on a worker `slowness` times slower
+/// than the reference, whose bench gives `nps`: what leases are sized by.
+fn unit_seconds(spec: &JobSpec, slowness: f64, nps: u64) -> f64 {
+    let nps = nps.max(1);
+    match spec {
+        JobSpec::Match(m) => 2.0 * m.time_control.scaled(slowness).game_seconds(ASSUMED_PLIES, nps),
+        JobSpec::SelfPlay(r) => r.spec.as_ref().map_or(0.0, |spec| {
+            f64::from(spec.games_per_unit) * f64::from(ASSUMED_PLIES) * spec.nodes as f64 / nps as f64
+        }),
+        JobSpec::Verify(v) => v.unit_seconds(ASSUMED_PLIES, nps),
+        JobSpec::Unreadable(_) => 0.0,
+    }
+}
 
 /// A request the scheduler refuses.
 #[derive(Debug, thiserror::Error)]
@@ -204,6 +219,9 @@ struct LeaseState {
     /// How much slower than the reference its worker was when it was leased: its time
     /// control is the job's scaled by this, and its games are checked against that.
     slowness: f64,
+    /// The estimated seconds of one of its units on its worker: how much work its
+    /// unreported units hold, and how much each report shows ([`crate::pace`]).
+    unit_seconds: f64,
     deadline: Instant,
     /// Units this lease has reported, and their totals: what the next cumulative
     /// report must extend.
@@ -247,11 +265,13 @@ struct WorkerState {
     units_done: u64,
     /// Its reports refused since the coordinator started.
     refused: u64,
+    /// What it has shown it plays: the work it may hold.
+    pace: Pace,
 }
 
 impl WorkerState {
     fn new(row: WorkerRow, capabilities: v1::Capabilities, units_done: u64) -> Self {
-        WorkerState { row, capabilities, leases: BTreeSet::new(), units_done, refused: 0 }
+        WorkerState { row, capabilities, leases: BTreeSet::new(), units_done, refused: 0, pace: Pace::default() }
     }
 
     /// Refuses a worker that was disabled or quarantined.
@@ -517,12 +537,16 @@ impl Scheduler {
             );
         }
         state.next_lease = snapshot.max_lease_id as u64;
-        let deadline = Instant::now() + config.lease_ttl;
+        let restarted = Instant::now();
+        let deadline = restarted + config.lease_ttl;
         for row in snapshot.active_leases {
             let (id, job_id, worker_id) = (row.id as u64, row.job_id as u64, row.worker_id as u64);
             let slowness = state.workers.get(&worker_id).map_or(1.0, |w| slowness(&config, &w.capabilities));
+            let nps = state.workers.get(&worker_id).map_or(0, |w| w.capabilities.bench_nps);
+            let unit_seconds = state.jobs.get(&job_id).map_or(0.0, |j| unit_seconds(&j.spec, slowness, nps));
             let mut lease = LeaseState {
                 slowness,
+                unit_seconds,
                 units: row.units.iter().copied().collect(),
                 row,
                 deadline,
@@ -543,6 +567,7 @@ impl Scheduler {
             }
             if let Some(worker) = state.workers.get_mut(&worker_id) {
                 worker.leases.insert(id);
+                worker.pace.lease_taken(restarted);
             }
             state.leases.insert(id, lease);
         }
@@ -1333,8 +1358,18 @@ impl Scheduler {
             // cores, none asking for more games at once, so that one worker (or one
             // that lies about its concurrency) cannot hold a test's units.
             let cores = capabilities.cores.max(1);
-            let active = state.workers[&worker].leases.iter().filter(|id| state.leases[*id].active).count();
-            if active >= cores as usize {
+            let open: Vec<&LeaseState> =
+                player.leases.iter().filter_map(|id| state.leases.get(id)).filter(|l| l.active).collect();
+            if open.len() >= cores as usize {
+                return Ok(None);
+            }
+            // Nor more work than its reports have shown it plays (its cores are only
+            // its word): the estimated seconds of its unreported units.
+            let now = Instant::now();
+            let held: f64 =
+                open.iter().map(|l| l.units.len().saturating_sub(l.acked.len()) as f64 * l.unit_seconds).sum();
+            let allowance = player.pace.allowance(now, self.config.lease_seconds);
+            if held > 0.0 && held >= allowance {
                 return Ok(None);
             }
             let flags: HashSet<&str> = capabilities.cpu_flags.iter().map(String::as_str).collect();
@@ -1353,19 +1388,12 @@ impl Scheduler {
             let Some(job_id) = chosen else { return Ok(None) };
             let slowness = slowness(&self.config, &capabilities);
             let concurrency = concurrency.clamp(1, cores);
-            let nps = capabilities.bench_nps.max(1);
             let job = state.jobs.get_mut(&job_id).expect("chosen from the map");
             let mut work = job.spec.lease_work(slowness);
-            let unit_seconds = match &*job.spec {
-                JobSpec::Match(m) => 2.0 * m.time_control.scaled(slowness).game_seconds(ASSUMED_PLIES, nps),
-                JobSpec::SelfPlay(r) => r.spec.as_ref().map_or(0.0, |spec| {
-                    f64::from(spec.games_per_unit) * f64::from(ASSUMED_PLIES) * spec.nodes as f64 / nps as f64
-                }),
-                JobSpec::Verify(v) => v.unit_seconds(ASSUMED_PLIES, nps),
-                JobSpec::Unreadable(_) => unreachable!("unreadable jobs are never chosen"),
-            };
+            let unit_seconds = unit_seconds(&job.spec, slowness, capabilities.bench_nps);
             let wanted = (self.config.lease_seconds * f64::from(concurrency) / unit_seconds.max(1e-3)).ceil() as usize;
-            let wanted = wanted.clamp(1, self.config.max_units_per_lease);
+            let wanted =
+                wanted.clamp(1, self.config.max_units_per_lease).min(units_allowed(allowance, held, unit_seconds));
             let mut units: Vec<u64> = Vec::with_capacity(wanted);
             while units.len() < wanted {
                 if let Some(unit) = job.requeue.pop_first() {
@@ -1405,6 +1433,7 @@ impl Scheduler {
                     row: row.clone(),
                     units: units.iter().copied().collect(),
                     slowness,
+                    unit_seconds,
                     deadline: Instant::now() + self.config.lease_ttl,
                     acked: HashSet::new(),
                     acked_wdl: [0; 3],
@@ -1415,6 +1444,7 @@ impl Scheduler {
             );
             if let Some(w) = state.workers.get_mut(&worker) {
                 w.leases.insert(id);
+                w.pace.lease_taken(now);
             }
             let lease = v1::Lease {
                 lease_id: id,
@@ -1438,10 +1468,17 @@ impl Scheduler {
     /// `requeue`. Returns whether it was active.
     fn close_lease(&self, id: u64, requeue: bool) -> bool {
         let mut state = self.lock();
-        let State { leases, jobs, .. } = &mut *state;
+        let State { leases, jobs, workers, .. } = &mut *state;
         let Some(lease) = leases.get_mut(&id).filter(|l| l.active) else { return false };
+        let now = Instant::now();
         lease.active = false;
-        lease.closed_at = Some(Instant::now());
+        lease.closed_at = Some(now);
+        let lease = &leases[&id];
+        if let Some(worker) = workers.get_mut(&(lease.row.worker_id as u64))
+            && !worker.leases.iter().any(|other| leases.get(other).is_some_and(|l| l.active))
+        {
+            worker.pace.idle(now);
+        }
         if let Some(job) = jobs.get_mut(&(lease.row.job_id as u64)) {
             job.active_leases = job.active_leases.saturating_sub(1);
             if job.row.state == "running" {
@@ -1571,9 +1608,13 @@ impl Scheduler {
             for row in &rows {
                 if let Some(lease) = lease.as_deref_mut()
                     && lease.acked.insert(row.unit)
-                    && !by_records
                 {
-                    add_points(&mut lease.acked_wdl, &mut lease.acked_penta, row.points);
+                    if let Some(player) = workers.get_mut(&worker) {
+                        player.pace.reported(lease.unit_seconds);
+                    }
+                    if !by_records {
+                        add_points(&mut lease.acked_wdl, &mut lease.acked_penta, row.points);
+                    }
                 }
                 if !new.contains(&row.unit) || set_aside {
                     continue;

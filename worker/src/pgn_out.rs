@@ -3,8 +3,10 @@
 //! and `[Termination]`, moves in UCI coordinates, and a note after each move (book, or
 //! the engine's score, depth and time: `MoveNote`). An ending the rules did not make
 //! carries its evidence for the coordinator: `[OverTime]`, the seconds a side that
-//! lost on time thought on its last, unplayed move, and `[IllegalMove]`, the move an
-//! engine sent that the rules refused. Games played with the books' timing of
+//! lost on time thought on its last, unplayed move, `[IllegalMove]`, the move an
+//! engine sent that the rules refused, and `[FailedEngine]`, the side (`red` or
+//! `black`; South and North in Xiongqi) whose engine crashed, hung or misbehaved in a
+//! game ended "abandoned", which it lost. Games played with the books' timing of
 //! repetition violations say so, `[ViolationTiming "after-warning"]`, with the
 //! arbiter's warnings: `[Warnings "9:f0e0 11:e0f0"]`, before ply 9 the moves banned for
 //! its mover.
@@ -15,7 +17,7 @@ use xq_engine::color::Color;
 use xq_engine::xiangqi::pgn::{MoveNote, Movetext};
 use xq_engine::xiangqi::rules::ViolationTiming;
 
-use crate::game::GameRecord;
+use crate::game::{GameRecord, Termination};
 
 /// Escapes a tag value.
 fn quoted(value: &str) -> String {
@@ -47,6 +49,11 @@ pub fn game_pgn(game: &GameRecord, event: &str, round: usize, time_control: &str
     }
     if let Some(illegal) = &game.illegal_move {
         tag("IllegalMove", illegal);
+    }
+    if game.termination == Termination::EngineFailure
+        && let Some((failed, _)) = &game.failure
+    {
+        tag("FailedEngine", failed.fold("red", "black"));
     }
     if game.violation_timing != ViolationTiming::Threefold {
         tag("ViolationTiming", game.violation_timing.name());

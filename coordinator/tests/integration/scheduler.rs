@@ -179,6 +179,69 @@ async fn a_hoarding_worker_gets_no_more_than_its_cores() {
     assert!(refused.message().starts_with("worker ") && refused.message().contains("Register"), "{refused:?}");
 }
 
+/// A pair of [`pair`]'s played at 1,000 nodes a move.
+fn pair_at_nodes(unit: u64, points: [u8; 2]) -> v1::PairResult {
+    let mut pair = pair(unit, points);
+    pair.first_game_pgn = pair.first_game_pgn.replace("10+0.1", "nodes=1000");
+    pair.second_game_pgn = pair.second_game_pgn.replace("10+0.1", "nodes=1000");
+    pair
+}
+
+/// A worker's cores are its word. One that declares a thousand and reports a pair
+/// every half second (0.32 s of work each: under one core) holds what a new worker
+/// may, four cores' worth, and takes more only as its reports free room; before, it
+/// held up to a thousand leases of 256 units. An honest worker that reports its first
+/// lease at once gets full leases for its cores from the next one on.
+#[tokio::test]
+async fn a_worker_holds_the_work_its_reports_show_not_the_cores_it_declares() {
+    // At 1,000 nodes a move and the workers' 1M nodes/s a pair is sized at 0.32 s: a
+    // lease holds 4 pairs per core, and a new worker 16 pairs in all.
+    let config = SchedulerConfig { lease_seconds: 4.0 * 0.32, lease_ttl: Duration::from_secs(60), ..config() };
+    let served = serve(BACKENDS[0], config).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let mut request = test_request(&mut admin, 10_000, None).await;
+    request.time_control = "nodes=1000".to_owned();
+    admin.create_test(request).await.unwrap();
+    let lease = |concurrency: u32| v1::LeaseRequest { concurrency };
+
+    let (mut liar, _) = registered_worker_with_cores(&served, "liar", &[], 1000).await;
+    let first = liar.lease(lease(1000)).await.unwrap().into_inner().lease.unwrap();
+    assert_eq!(first.units.len(), 16, "a new worker's four cores, not its thousand");
+    assert!(liar.lease(lease(1000)).await.unwrap().into_inner().lease.is_none(), "nothing more before it reports");
+    let mut held = vec![first.clone()];
+    let mut reported: Vec<[u8; 2]> = Vec::new();
+    for &unit in first.units.iter().take(5) {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        reported.push([1, 1]);
+        let report = v1::ReportPairsRequest {
+            lease_id: first.lease_id,
+            pairs: vec![pair_at_nodes(unit, [1, 1])],
+            cumulative: Some(totals(&reported)),
+            ..Default::default()
+        };
+        liar.report_pairs(report).await.unwrap();
+        while let Some(more) = liar.lease(lease(1000)).await.unwrap().into_inner().lease {
+            held.push(more);
+        }
+        let unreported = held.iter().map(|l| l.units.len()).sum::<usize>() - reported.len();
+        assert_eq!(unreported, 16, "each report frees room for one pair, no more ({} leases)", held.len());
+    }
+
+    let (mut honest, _) = registered_worker_with_cores(&served, "honest", &[], 16).await;
+    let first = honest.lease(lease(16)).await.unwrap().into_inner().lease.unwrap();
+    assert_eq!(first.units.len(), 16, "a new worker's four cores of its sixteen");
+    let pairs: Vec<[u8; 2]> = first.units.iter().map(|_| [1, 1]).collect();
+    let report = v1::ReportPairsRequest {
+        lease_id: first.lease_id,
+        pairs: first.units.iter().map(|&unit| pair_at_nodes(unit, [1, 1])).collect(),
+        cumulative: Some(totals(&pairs)),
+        ..Default::default()
+    };
+    honest.report_pairs(report).await.unwrap();
+    let second = honest.lease(lease(16)).await.unwrap().into_inner().lease.unwrap();
+    assert_eq!(second.units.len(), 64, "its sixteen cores' lease, once it showed their pace");
+}
+
 #[tokio::test]
 async fn priority_first_and_only_work_a_worker_can_run() {
     for backend in BACKENDS {

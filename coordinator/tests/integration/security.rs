@@ -159,6 +159,62 @@ async fn reports_are_replayed_and_their_totals_checked() {
     }
 }
 
+/// A game ended "abandoned" (an engine crashed or hung) counted for whichever side
+/// the worker said: it must now name the side whose engine failed, lose for it, and
+/// fail on that side's move, before adjudication ended the game.
+#[tokio::test]
+async fn a_forged_abandoned_win_is_refused_and_an_honest_one_counts() {
+    for backend in BACKENDS {
+        let served = serve(backend, config()).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let job = create(&mut admin, 10).await;
+        let mut worker = registered_worker(&served, "w", &[]).await;
+        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        // The new engine, Red, wins the first game because the base's engine failed.
+        let abandoned = |moves: &str, failed: &str| {
+            let text = game("new", "base", moves, "1-0").replace("\"adjudication\"", "\"abandoned\"");
+            if failed.is_empty() { text } else { format!("[FailedEngine \"{failed}\"]\n{text}") }
+        };
+        let report = |first_game_pgn: String| {
+            let mut pair = pair(lease.units[0], [2, 1]);
+            pair.first_game_pgn = first_game_pgn;
+            v1::ReportPairsRequest {
+                lease_id: lease.lease_id,
+                pairs: vec![pair],
+                cumulative: Some(totals(&[[2, 1]])),
+                ..Default::default()
+            }
+        };
+        let refused = |status: tonic::Status, needle: &str| {
+            assert_eq!(status.code(), Code::InvalidArgument, "{backend:?} {status:?}");
+            let unit = format!("unit {}: game 1 of the pair: ", lease.units[0]);
+            assert!(status.message().starts_with(&unit), "{backend:?}: '{}' names no game", status.message());
+            assert!(status.message().contains(needle), "{backend:?}: '{}' lacks '{needle}'", status.message());
+        };
+        let black_to_move = "1. h2e2 {+0.10 0.100s}";
+        let red_to_move = "1. h2e2 {+0.10 0.100s} h9g7 {-0.10 0.100s}";
+        // No engine named; the base blamed on the new engine's move; a failure after
+        // the test's adjudication drew the game (at the first 0.00).
+        let status = worker.report_pairs(report(abandoned(black_to_move, ""))).await.unwrap_err();
+        refused(status, "abandoned without [FailedEngine]");
+        let status = worker.report_pairs(report(abandoned(red_to_move, "black"))).await.unwrap_err();
+        refused(status, "Black's engine failed after ply 2, where Red was to move");
+        let status = worker.report_pairs(report(abandoned("1. h2e2 {+0.00 0.100s}", "black"))).await.unwrap_err();
+        refused(status, "abandoned at ply 1, where adjudication had ended it");
+        // The new engine's own failure, reported as its win.
+        let status = worker.report_pairs(report(abandoned(red_to_move, "red"))).await.unwrap_err();
+        refused(status, "Red's engine failed, but the result says otherwise");
+        assert_eq!(admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner().units_done, 0);
+        // The base's engine failing on its own move counts as the new engine's win.
+        worker.report_pairs(report(abandoned(black_to_move, "black"))).await.unwrap();
+        let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        assert_eq!(state.units_done, 1, "{backend:?}");
+        let t = state.totals.unwrap();
+        assert_eq!([t.wins, t.draws, t.losses], [1, 1, 0], "{backend:?}");
+        assert_eq!(state.reasons.get("abandoned"), Some(&1), "{backend:?}: {:?}", state.reasons);
+    }
+}
+
 #[tokio::test]
 async fn self_play_chunks_are_checked_then_stored_and_streamed() {
     let served = serve(BACKENDS[1], config()).await;

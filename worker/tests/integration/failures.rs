@@ -85,13 +85,31 @@ fn played_against_fake(mode: &str, time_control: &str) -> (Vec<(Outcome, Termina
 
 #[test]
 fn a_crashing_engine_loses_each_game_and_is_restarted() {
-    let games = against_fake("crash", "nodes=500");
+    let (games, reported) = played_against_fake("crash", "nodes=500");
     assert_eq!(games.len(), 2, "both games of the pair are played: the engine was restarted");
     for (_, termination, reason, fake_lost) in games {
         assert!(fake_lost);
         assert_eq!(termination, Termination::EngineFailure);
         assert!(reason.contains("stopped talking") && reason.contains("segmentation fault (simulated)"), "{reason}");
     }
+    // The coordinator counts both losses on the engine each game names (Red's at its
+    // first move, then Black's after Red's first), and not a game that blames the
+    // other engine or names none.
+    assert!(reported.pgns[0].contains("[FailedEngine \"red\"]"), "{}", reported.pgns[0]);
+    assert!(reported.pgns[1].contains("[FailedEngine \"black\"]"), "{}", reported.pgns[1]);
+    assert_eq!(reported.judged().map(|games| games.map(|g| g.points)), Ok([0, 0]));
+    let blamed = |tag: &str| Reported {
+        pgns: vec![
+            reported.pgns[0].clone(),
+            reported.pgns[1].replace("[FailedEngine \"black\"]\n", tag).replace("1-0", "0-1"),
+        ],
+        names: reported.names.clone(),
+        time_control: reported.time_control.clone(),
+    };
+    let other = blamed("[FailedEngine \"red\"]\n").judged().unwrap_err();
+    assert!(other.contains("Red's engine failed after ply 1, where Black was to move"), "{other}");
+    let none = blamed("").judged().unwrap_err();
+    assert!(none.contains("abandoned without [FailedEngine]"), "{none}");
 }
 
 #[test]
@@ -127,11 +145,13 @@ fn an_engine_that_answers_too_late_loses_on_time_and_is_restarted() {
 
 #[test]
 fn a_hanging_engine_is_a_failure_under_a_node_budget() {
-    for (_, termination, reason, fake_lost) in against_fake("hang", "nodes=500") {
+    let (games, reported) = played_against_fake("hang", "nodes=500");
+    for (_, termination, reason, fake_lost) in games {
         assert!(fake_lost);
         assert_eq!(termination, Termination::EngineFailure);
         assert!(reason.contains("no bestmove"), "{reason}");
     }
+    assert_eq!(reported.judged().map(|games| games.map(|g| g.points)), Ok([0, 0]));
 }
 
 #[test]
