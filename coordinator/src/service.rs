@@ -83,11 +83,11 @@ pub struct Shared {
 /// pair of every test of every listed event per request (finding N4 of the security
 /// review). A finished event's tests are read once.
 #[derive(Default)]
-pub struct PairPoints(std::sync::Mutex<std::collections::HashMap<u64, (PointsKey, Arc<Vec<[i64; 2]>>)>>);
+pub struct PairPoints(std::sync::Mutex<std::collections::HashMap<u64, KeptPoints>>);
 
-/// What a test's pair points depend on: its counted units and its totals (which
-/// change when pairs are counted or set aside).
-type PointsKey = (u64, Option<v1::Totals>);
+/// A test's pair points with what they depend on: its counted units and its totals
+/// (which change when pairs are counted or set aside).
+type KeptPoints = ((u64, Option<v1::Totals>), Arc<Vec<[i64; 2]>>);
 
 impl PairPoints {
     fn get(&self, job: &v1::Job) -> Option<Arc<Vec<[i64; 2]>>> {
