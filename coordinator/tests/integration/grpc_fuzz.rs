@@ -196,7 +196,38 @@ fn methods(job: u64, lease: &v1::Lease) -> Vec<Method> {
             "/xq.v1.Client/DownloadTournamentGames",
             vec![v1::TournamentId { tournament_id: 1 }.encode_to_vec()],
         ),
+        client_method("/xq.v1.Client/StopTournament", vec![v1::TournamentId { tournament_id: 1 }.encode_to_vec()]),
+        client_method("/xq.v1.Client/ApproveJob", vec![v1::JobId { job_id: job }.encode_to_vec()]),
+        client_method("/xq.v1.Client/StopJob", vec![v1::JobId { job_id: job + 1 }.encode_to_vec()]),
+        client_method(
+            "/xq.v1.Client/CreateToken",
+            vec![
+                v1::CreateTokenRequest { role: "submitter".to_owned(), name: "fuzz".to_owned(), expires_seconds: 60 }
+                    .encode_to_vec(),
+            ],
+        ),
+        client_method("/xq.v1.Client/ListTokens", vec![v1::ListTokensRequest {}.encode_to_vec()]),
+        // A made-up id: the fuzz must not revoke the tokens it calls with.
+        client_method("/xq.v1.Client/RevokeToken", vec![v1::RevokeTokenRequest { id: "0".repeat(16) }.encode_to_vec()]),
+        client_method("/xq.v1.Client/ListAudit", vec![v1::ListAuditRequest { limit: 5 }.encode_to_vec()]),
     ]
+}
+
+/// Every method the services declare, as its path: read from the proto itself, so that
+/// a method added later and not fuzzed fails the test instead of going unnoticed.
+fn declared_methods() -> std::collections::BTreeSet<String> {
+    let proto = include_str!("../../../proto/xq/v1/cluster.proto");
+    let mut service = "";
+    let mut paths = std::collections::BTreeSet::new();
+    for line in proto.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("service ") {
+            service = rest.trim_end_matches('{').trim();
+        } else if let Some(rest) = line.strip_prefix("rpc ") {
+            let name = rest.split('(').next().unwrap_or_default().trim();
+            paths.insert(format!("/xq.v1.{service}/{name}"));
+        }
+    }
+    paths
 }
 
 /// Hostile values a varint field can carry.
@@ -277,6 +308,8 @@ async fn arbitrary_messages_to_every_method_are_refused_cleanly() {
     let (mut worker, worker_token) = registered_worker_token(&served, "w1", &[]).await;
     let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
     let methods = methods(job, &lease);
+    let fuzzed_paths: std::collections::BTreeSet<String> = methods.iter().map(|m| m.path.to_owned()).collect();
+    assert_eq!(fuzzed_paths, declared_methods(), "the fuzz covers exactly the declared methods");
     let channel = channel(served.address).await;
     let seed = 0x6E9C_F022;
     let mut random = Random(seed);
