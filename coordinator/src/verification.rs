@@ -42,6 +42,11 @@ pub const REFERENCE_PYFFISH: &str = "pyffish";
 /// and for a game ruled on a repetition (the ones that cost) its suffix and detour.
 const METAMORPHIC_RULINGS: usize = 5;
 
+/// The rulings a game's ply costs under `rules`, with or without the properties.
+fn rulings(rules: &[RuleSet], metamorphic: bool) -> usize {
+    rules.len() * if metamorphic { METAMORPHIC_RULINGS } else { 1 }
+}
+
 /// A verification job, checked.
 #[derive(Clone, Debug)]
 pub struct VerificationJob {
@@ -75,7 +80,7 @@ impl VerificationJob {
     /// with the metamorphic properties those of the mirrored and colour-swapped copies
     /// and, for a game ruled on a repetition, of its suffix and its detour.
     pub fn rulings(&self) -> usize {
-        self.rules.len() * if self.spec.metamorphic { METAMORPHIC_RULINGS } else { 1 }
+        rulings(&self.rules, self.spec.metamorphic)
     }
 
     /// Units to verify: the games cut into units, the last perhaps shorter.
@@ -624,7 +629,7 @@ pub fn spot_check(
     rng: &mut impl rand::Rng,
 ) -> Result<SpotCheck, String> {
     let (rules, first_number) = (scope.rules, scope.first_number as usize);
-    let rulings = rules.len() * if scope.metamorphic { METAMORPHIC_RULINGS } else { 1 };
+    let rulings = rulings(rules, scope.metamorphic);
     let verify =
         |game: &PgnGame, name: &str| check_game_with(game, rules, name, &mut Tally::default(), None, scope.metamorphic);
     let mut check = SpotCheck::default();
