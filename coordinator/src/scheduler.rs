@@ -21,12 +21,15 @@ use std::time::{Duration, Instant};
 use prost::Message;
 use tokio::sync::watch;
 use xq_proto::{MAX_MESSAGE_BYTES, v1};
+use xq_stats::conduct::{Checks, Failures, Leases};
 
 use crate::jobs::{Course, JobSpec, Unreadable, add_points, job_view, listed};
 use crate::metrics::{KindLabel, Metrics};
 use crate::pace::{Pace, units_allowed};
 use crate::spsa::SpsaRun;
-use crate::storage::{AuditRow, Change, JobRow, LeaseRow, Snapshot, TokenRow, UnitRow, WorkerRow, now_ms};
+use crate::storage::{
+    AuditRow, Change, JobRow, LeaseRow, Snapshot, Suspicion, TokenRow, UnitRow, WorkerRow, abandoned_games, now_ms,
+};
 use crate::tokens::{Principal, Role, new_token, token_hash, token_id};
 use crate::writer::{WriteError, Writer};
 
@@ -52,6 +55,11 @@ pub struct SchedulerConfig {
     pub quarantine_z: f64,
     /// ... once both it and the others have counted this many pairs in the test.
     pub quarantine_min_pairs: u64,
+    /// The other checks of a worker's conduct (`None`: none): its pairs' shape in a
+    /// test, its results against an SPSA run's flips, its games ended by an engine's
+    /// failure against the other workers', and its expired leases against the fleet's
+    /// ([`xq_stats::conduct`]); a worker they flag is quarantined.
+    pub conduct: Option<Checks>,
     /// Jobs from submitters' tokens wait for an admin's approval (fishtest's approvers).
     pub require_approval: bool,
     /// Free bytes the data directory's disk keeps for reports of leased work: below
@@ -90,6 +98,7 @@ impl Default for SchedulerConfig {
             closed_lease_memory: Duration::from_secs(3600),
             quarantine_z: 5.0,
             quarantine_min_pairs: 200,
+            conduct: Some(Checks::default()),
             require_approval: false,
             reserve_bytes: 0,
             keep_games: None,
@@ -166,12 +175,14 @@ struct JobState {
     /// Each worker's counted pairs by the new engine's points (a match's; the
     /// residuals that quarantine a worker), or units (self-play, in slot 0).
     by_worker: HashMap<u64, [u64; 5]>,
+    /// Each worker's counted games of a match and those ended by an engine's failure.
+    failures: HashMap<u64, Failures>,
     /// An SPSA job's run: theta and the probes of its leases.
     spsa: Option<SpsaRun>,
     /// Workers whose report of a unit (of a verification job) a spot check found false,
     /// with those units and why: each gets no more of the job's work until another
-    /// worker's report of one of its units passes, which quarantines it. Kept in
-    /// memory only: after a restart the unit is simply leased again.
+    /// worker's report of one of its units passes, which quarantines it. Stored, and
+    /// read back at start.
     suspects: HashMap<u64, Vec<(u64, String)>>,
 }
 
@@ -267,11 +278,21 @@ struct WorkerState {
     refused: u64,
     /// What it has shown it plays: the work it may hold.
     pace: Pace,
+    /// How its leases ended (from storage at start, then as they end).
+    lease_endings: Leases,
 }
 
 impl WorkerState {
-    fn new(row: WorkerRow, capabilities: v1::Capabilities, units_done: u64) -> Self {
-        WorkerState { row, capabilities, leases: BTreeSet::new(), units_done, refused: 0, pace: Pace::default() }
+    fn new(row: WorkerRow, capabilities: v1::Capabilities, units_done: u64, lease_endings: Leases) -> Self {
+        WorkerState {
+            row,
+            capabilities,
+            leases: BTreeSet::new(),
+            units_done,
+            refused: 0,
+            pace: Pace::default(),
+            lease_endings,
+        }
     }
 
     /// Refuses a worker that was disabled or quarantined.
@@ -373,6 +394,65 @@ pub fn residual(worker: &[u64; 5], all: &[u64; 5], min_pairs: u64) -> Option<f64
     (variance > 0.0).then(|| (m_worker - m_rest) / (variance * (1.0 / n_worker as f64 + 1.0 / n_rest as f64)).sqrt())
 }
 
+/// Counts a pair's two games, `abandoned` of them ended by an engine's failure.
+fn add_games(failures: &mut Failures, abandoned: u64) {
+    failures.games += 2;
+    failures.abandoned += abandoned;
+}
+
+/// Why `worker`'s pairs in `job` show that it does not report its games as they fell,
+/// if they do: in a test, its mean pair score against the other workers' (the
+/// residual) or its pentanomial's shape against theirs; in an SPSA job, its results
+/// following a parameter's flips unlike theirs; in either, its games ending by an
+/// engine's failure more often than theirs.
+///
+/// Neither the residual nor the shape judges an SPSA job: each lease's flips tilt all
+/// its pairs one way, so honest workers' means and shapes differ by more than either
+/// check allows (simulated: 12% of honest workers flagged by the shape under a steep
+/// gradient with leases of 64 pairs); the steering check allows for it.
+fn misconduct(config: &SchedulerConfig, job: &JobState, job_id: u64, worker: u64) -> Option<String> {
+    let all = job.row.pentanomial.map(|c| c.max(0) as u64);
+    let tally = job.by_worker.get(&worker).copied().unwrap_or_default();
+    let spsa = job.spsa.as_ref();
+    if spsa.is_none()
+        && config.quarantine_z > 0.0
+        && let Some(z) = residual(&tally, &all, config.quarantine_min_pairs).filter(|z| z.abs() > config.quarantine_z)
+    {
+        return Some(format!(
+            "its pairs in job {job_id} lie {z:+.1} standard errors from the other workers' (limit {})",
+            config.quarantine_z
+        ));
+    }
+    let checks = config.conduct.as_ref()?;
+    if spsa.is_none()
+        && let Some(p) = checks.shape_flag(&tally, &all)
+    {
+        return Some(format!(
+            "its pairs in job {job_id} are shaped unlike the other workers': pentanomial {tally:?} of {all:?} \
+             in all, p = {p:.1e} (limit {:.0e})",
+            checks.shape_p
+        ));
+    }
+    let mine = job.failures.get(&worker).copied().unwrap_or_default();
+    let fleet = job.failures.values().fold(Failures::default(), |sum, f| Failures {
+        abandoned: sum.abandoned + f.abandoned,
+        games: sum.games + f.games,
+    });
+    if let Some(p) = checks.failures_flag(mine, fleet) {
+        return Some(format!(
+            "{} of its {} games in job {job_id} ended by an engine's failure, against {} of all {}: p = {p:.1e} \
+             (limit {:.0e})",
+            mine.abandoned, mine.games, fleet.abandoned, fleet.games, checks.failures_p
+        ));
+    }
+    let (parameter, steering) = spsa?.steering(worker, checks)?;
+    Some(format!(
+        "its results in SPSA job {job_id} follow the flips of {parameter} unlike the other workers' \
+         ({:+.1} standard errors, p = {:.1e} over all parameters, limit {:.0e})",
+        steering.z, steering.p_value, checks.steering_p
+    ))
+}
+
 /// A token in force.
 struct TokenState {
     /// Who holds it; `Err`: a stored token that grants nothing, and why (its row names
@@ -387,6 +467,8 @@ struct State {
     jobs: BTreeMap<u64, JobState>,
     leases: HashMap<u64, LeaseState>,
     workers: HashMap<u64, WorkerState>,
+    /// How the fleet's leases ended: the yardstick of a worker's.
+    lease_endings: Leases,
     /// The tokens in force (not revoked), by hash.
     tokens: HashMap<String, TokenState>,
     next_job: u64,
@@ -475,7 +557,10 @@ impl Scheduler {
             state.next_worker = state.next_worker.max(row.id as u64);
             let capabilities = decode_capabilities(&row.capabilities);
             let units_done = snapshot.worker_units.get(&row.id).copied().unwrap_or(0);
-            state.workers.insert(row.id as u64, WorkerState::new(row, capabilities, units_done));
+            let endings = snapshot.worker_leases.get(&row.id).copied().unwrap_or_default();
+            state.lease_endings.expired += endings.expired;
+            state.lease_endings.finished += endings.finished;
+            state.workers.insert(row.id as u64, WorkerState::new(row, capabilities, units_done, endings));
         }
         let mut specs = specs;
         let any_change = Arc::new(watch::channel(0).0);
@@ -496,8 +581,10 @@ impl Scheduler {
             let stored = snapshot.done_units.get(&row.id);
             let done: HashSet<u64> = stored.into_iter().flatten().map(|d| d.unit).collect();
             let mut by_worker: HashMap<u64, [u64; 5]> = HashMap::new();
+            let mut failures: HashMap<u64, Failures> = HashMap::new();
             for unit in stored.into_iter().flatten() {
                 by_worker.entry(unit.worker_id as u64).or_default()[pair_slot(unit.points)] += 1;
+                add_games(failures.entry(unit.worker_id as u64).or_default(), unit.abandoned);
             }
             // Stored in the order they counted: the running matches' courses.
             let course = (matches!(spec, JobSpec::Match(_)) && row.state == "running").then(|| {
@@ -513,10 +600,17 @@ impl Scheduler {
                     run.restore_probe(*lease as u64, probe);
                 }
                 for unit in stored.into_iter().flatten() {
-                    run.count(unit.lease_id as u64, unit.unit, unit.points);
+                    run.count(unit.lease_id as u64, unit.unit, unit.worker_id as u64, unit.points);
                 }
                 run
             });
+            let mut suspects: HashMap<u64, Vec<(u64, String)>> = HashMap::new();
+            for suspicion in snapshot.suspicions.get(&row.id).into_iter().flatten() {
+                suspects
+                    .entry(suspicion.worker_id as u64)
+                    .or_default()
+                    .push((suspicion.unit, suspicion.reason.clone()));
+            }
             let (changes, _) = watch::channel(0);
             state.jobs.insert(
                 row.id as u64,
@@ -531,8 +625,9 @@ impl Scheduler {
                     course,
                     refused: 0,
                     by_worker,
+                    failures,
                     spsa,
-                    suspects: HashMap::new(),
+                    suspects,
                 },
             );
         }
@@ -737,7 +832,7 @@ impl Scheduler {
             }))
             .await?;
         let mut state = self.lock();
-        state.workers.insert(id, WorkerState::new(row, v1::Capabilities::default(), 0));
+        state.workers.insert(id, WorkerState::new(row, v1::Capabilities::default(), 0, Leases::default()));
         state.tokens.insert(hash, TokenState { principal: Ok(Principal::Worker(id)), expires_ms: 0 });
         Ok((id, token))
     }
@@ -913,6 +1008,7 @@ impl Scheduler {
                 course,
                 refused: 0,
                 by_worker: HashMap::new(),
+                failures: HashMap::new(),
                 spsa,
                 suspects: HashMap::new(),
             },
@@ -1009,6 +1105,8 @@ impl Scheduler {
             let job = state.jobs.get_mut(&job).ok_or_else(|| ScheduleError::NotFound(format!("job {job}")))?;
             job.suspects.entry(worker).or_default().push((unit, reason.to_owned()));
         }
+        let suspicion = Suspicion { worker_id: worker as i64, unit, reason: reason.to_owned() };
+        self.writer.write(Change::Suspicion { job_id: job as i64, suspicion }).await?;
         if self.close_lease(lease, true) {
             self.writer.write(Change::LeaseState { id: lease as i64, state: "cancelled".to_owned() }).await?;
         }
@@ -1019,19 +1117,32 @@ impl Scheduler {
     /// The workers held suspect of job `job`'s `unit` whom `reporter`'s report of it,
     /// found true, confirms: each with why it was suspected. They are no longer held
     /// suspect (the caller quarantines them).
-    pub fn confirm_suspects(&self, job: u64, unit: u64, reporter: u64) -> Vec<(u64, String)> {
-        let mut state = self.lock();
-        let Some(job) = state.jobs.get_mut(&job) else { return Vec::new() };
-        let confirmed: Vec<(u64, String)> = job
-            .suspects
-            .iter()
-            .filter(|(worker, _)| **worker != reporter)
-            .filter_map(|(worker, units)| units.iter().find(|(u, _)| *u == unit).map(|(_, why)| (*worker, why.clone())))
-            .collect();
+    pub async fn confirm_suspects(
+        &self,
+        job_id: u64,
+        unit: u64,
+        reporter: u64,
+    ) -> Result<Vec<(u64, String)>, ScheduleError> {
+        let confirmed: Vec<(u64, String)> = {
+            let mut state = self.lock();
+            let Some(job) = state.jobs.get_mut(&job_id) else { return Ok(Vec::new()) };
+            let confirmed: Vec<(u64, String)> = job
+                .suspects
+                .iter()
+                .filter(|(worker, _)| **worker != reporter)
+                .filter_map(|(worker, units)| {
+                    units.iter().find(|(u, _)| *u == unit).map(|(_, why)| (*worker, why.clone()))
+                })
+                .collect();
+            for (worker, _) in &confirmed {
+                job.suspects.remove(worker);
+            }
+            confirmed
+        };
         for (worker, _) in &confirmed {
-            job.suspects.remove(worker);
+            self.writer.write(Change::SuspicionsSettled { job_id: job_id as i64, worker_id: *worker as i64 }).await?;
         }
-        confirmed
+        Ok(confirmed)
     }
 
     /// Whether a job's unit is stored and counted.
@@ -1232,6 +1343,7 @@ impl Scheduler {
         for (id, units) in touched {
             let job = jobs.get_mut(&id).expect("touched jobs exist");
             job.by_worker.remove(&worker);
+            job.failures.remove(&worker);
             if let Some(run) = job.spsa.as_mut() {
                 run.set_aside(&units);
             }
@@ -1506,10 +1618,45 @@ impl Scheduler {
                 count += 1;
                 self.metrics.leases_expired.inc();
                 self.writer.write(Change::LeaseState { id: id as i64, state: "expired".to_owned() }).await?;
+                if let Some((worker, reason)) = self.lease_ended(id, true) {
+                    self.set_standing(worker, QUARANTINED, &reason).await?;
+                }
             }
         }
         self.forget_closed_leases(now);
         Ok(count)
+    }
+
+    /// Counts how lease `id` ended: expired with units unreported, or every unit
+    /// reported. When it expired and its worker now lets its leases expire far more
+    /// often than the fleet does (a worker that reports only its good pairs must let
+    /// every lease holding a withheld one expire), the worker and why.
+    fn lease_ended(&self, id: u64, expired: bool) -> Option<(u64, String)> {
+        let mut state = self.lock();
+        let State { leases, workers, lease_endings, .. } = &mut *state;
+        let worker_id = leases.get(&id)?.row.worker_id as u64;
+        let worker = workers.get_mut(&worker_id)?;
+        for endings in [&mut worker.lease_endings, lease_endings] {
+            *if expired { &mut endings.expired } else { &mut endings.finished } += 1;
+        }
+        if !expired || worker.row.standing != ACTIVE {
+            return None;
+        }
+        let checks = self.config.conduct.as_ref()?;
+        let p = checks.expiry_flag(worker.lease_endings, *lease_endings)?;
+        let (mine, fleet) = (worker.lease_endings, *lease_endings);
+        Some((
+            worker_id,
+            format!(
+                "{} of its {} leases expired with units unreported, against {} of the fleet's {}: p = {p:.1e} \
+                 (limit {:.0e})",
+                mine.expired,
+                mine.ended(),
+                fleet.expired,
+                fleet.ended(),
+                checks.expiry_p
+            ),
+        ))
     }
 
     /// Forgets the leases closed longer than `closed_lease_memory` ago.
@@ -1630,7 +1777,7 @@ impl Scheduler {
                     course.add(row.created_ms, row.points);
                 }
                 if let Some(run) = job.spsa.as_mut() {
-                    run.count(context.lease_id, row.unit, row.points);
+                    run.count(context.lease_id, row.unit, worker, row.points);
                 }
                 if by_records {
                     job.row.positions += row.records;
@@ -1650,16 +1797,13 @@ impl Scheduler {
                     for reason in &row.reasons {
                         *job.row.reasons.entry(reason.clone()).or_default() += 1;
                     }
+                    let abandoned = abandoned_games(row.reasons.iter().map(String::as_str));
+                    add_games(job.failures.entry(worker).or_default(), abandoned);
                 }
             }
             job.notify();
-            let flagged = if by_records || set_aside || self.config.quarantine_z <= 0.0 {
-                None
-            } else {
-                let all = job.row.pentanomial.map(|c| c.max(0) as u64);
-                let tally = job.by_worker.get(&worker).copied().unwrap_or_default();
-                residual(&tally, &all, self.config.quarantine_min_pairs).filter(|z| z.abs() > self.config.quarantine_z)
-            };
+            let flagged =
+                if by_records || set_aside { None } else { misconduct(&self.config, job, context.job_id, worker) };
             let mut ending = None;
             if job.row.state == "running" && flagged.is_none() && !set_aside {
                 if let JobSpec::Match(m) = &*job.spec
@@ -1674,11 +1818,7 @@ impl Scheduler {
             let finished_lease = lease.is_some_and(|l| l.active && l.units.iter().all(|u| l.acked.contains(u)));
             (job.row.state != "running" || ending.is_some(), ending, finished_lease, flagged, set_aside)
         };
-        if let Some(z) = flagged {
-            let reason = format!(
-                "its pairs in job {} lie {z:+.1} standard errors from the other workers' (limit {})",
-                context.job_id, self.config.quarantine_z
-            );
+        if let Some(reason) = flagged {
             self.set_standing(worker, QUARANTINED, &reason).await?;
             return Ok(true);
         }
@@ -1693,6 +1833,7 @@ impl Scheduler {
         }
         if finished_lease && self.close_lease(context.lease_id, false) {
             self.writer.write(Change::LeaseState { id: context.lease_id as i64, state: "done".to_owned() }).await?;
+            self.lease_ended(context.lease_id, false);
         }
         Ok(stop)
     }

@@ -468,7 +468,7 @@ impl WorkerApi {
         let bytes = Arc::unwrap_or_clone(text).into_bytes();
         let reply = self.store_unit(worker, &context, report.unit, file, bytes, records).await?;
         self.0.tallies.count(context.job_id, report.unit, &checked.tally);
-        for (suspect, reason) in self.0.scheduler.confirm_suspects(context.job_id, report.unit, worker) {
+        for (suspect, reason) in self.0.scheduler.confirm_suspects(context.job_id, report.unit, worker).await? {
             let reason = format!("{reason} (worker {worker} verified the unit)");
             self.0.scheduler.quarantine_in_job(suspect, context.job_id, &reason).await?;
         }

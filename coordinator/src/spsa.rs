@@ -17,6 +17,7 @@ use std::collections::{HashMap, HashSet};
 
 use rand::Rng;
 use xq_proto::v1;
+use xq_stats::conduct::{Checks, FlipCorrelation, Steering};
 use xq_stats::spsa::{
     DEFAULT_A_RATIO, DEFAULT_ALPHA, DEFAULT_GAMMA, History, Schedule, Tuner, option_value, parse_parameters,
 };
@@ -168,11 +169,13 @@ fn parse_probe(text: &str, parameters: usize) -> Option<(u64, Vec<i8>)> {
     (flips.len() == parameters).then_some((iteration.parse().ok()?, flips))
 }
 
-/// A counted pair: its lease, unit and plus's wins minus losses.
+/// A counted pair: its lease, unit, the worker that played it and plus's wins minus
+/// losses.
 #[derive(Clone, Copy, Debug)]
 struct Counted {
     lease: u64,
     unit: u64,
+    worker: u64,
     result: i64,
 }
 
@@ -186,6 +189,10 @@ pub struct SpsaRun {
     probes: HashMap<u64, (u64, Vec<i8>)>,
     /// The pairs counted, in the order they counted.
     counted: Vec<Counted>,
+    /// How each worker's results go with the flips, and the whole fleet's: a worker
+    /// that steers a parameter shows it against the others ([`SpsaRun::steering`]).
+    by_worker: HashMap<u64, FlipCorrelation>,
+    fleet: FlipCorrelation,
 }
 
 impl SpsaRun {
@@ -195,9 +202,11 @@ impl SpsaRun {
         SpsaRun {
             history: History::of(&start),
             tuner: start.clone(),
+            fleet: FlipCorrelation::new(start.parameters().len()),
             start,
             probes: HashMap::new(),
             counted: Vec::new(),
+            by_worker: HashMap::new(),
         }
     }
 
@@ -226,10 +235,10 @@ impl SpsaRun {
         }
     }
 
-    /// Counts a pair of `lease` in which plus scored `points` half points a game; a
-    /// lease without a probe (its text unreadable) moves nothing.
-    pub fn count(&mut self, lease: u64, unit: u64, points: [i64; 2]) {
-        let counted = Counted { lease, unit, result: points.iter().map(|p| p - 1).sum() };
+    /// Counts a pair of `lease`, played by `worker`, in which plus scored `points` half
+    /// points a game; a lease without a probe (its text unreadable) moves nothing.
+    pub fn count(&mut self, lease: u64, unit: u64, worker: u64, points: [i64; 2]) {
+        let counted = Counted { lease, unit, worker, result: points.iter().map(|p| p - 1).sum() };
         if self.apply(counted) {
             self.counted.push(counted);
         }
@@ -240,7 +249,21 @@ impl SpsaRun {
         let probe = self.tuner.probe_at(*iteration, flips).expect("stored with a flip per parameter");
         self.tuner.apply(&probe, counted.result, 1);
         self.history.observe(&self.tuner);
+        let parameters = flips.len();
+        let worker = self.by_worker.entry(counted.worker).or_insert_with(|| FlipCorrelation::new(parameters));
+        // Neither can refuse the pair: the probe has a flip of +1 or -1 per parameter,
+        // and two games' points (0 to 2 each, checked before they count) make a result
+        // within ±2.
+        let _ = worker.add(counted.lease, flips, counted.result);
+        let _ = self.fleet.add(counted.lease, flips, counted.result);
         true
+    }
+
+    /// The parameter whose flips `worker`'s results follow unlike the other workers',
+    /// by name, when `checks` flag it.
+    pub fn steering(&self, worker: u64, checks: &Checks) -> Option<(&str, Steering)> {
+        let steering = checks.steering_flag(self.by_worker.get(&worker)?, &self.fleet)?;
+        Some((self.tuner.parameters().get(steering.parameter)?.name.as_str(), steering))
     }
 
     /// Takes pairs off the run (a quarantined worker's) and replays the rest.
@@ -248,6 +271,8 @@ impl SpsaRun {
         self.counted.retain(|c| !units.contains(&c.unit));
         self.tuner = self.start.clone();
         self.history = History::of(&self.start);
+        self.by_worker.clear();
+        self.fleet = FlipCorrelation::new(self.start.parameters().len());
         for counted in std::mem::take(&mut self.counted) {
             if self.apply(counted) {
                 self.counted.push(counted);
@@ -345,9 +370,9 @@ mod tests {
             let (_, text) = run.probe_for(lease, &mut rng);
             assert!(clean.restore_probe(lease, &text));
             let points = [(lease % 3) as i64, ((lease / 3) % 3) as i64];
-            run.count(lease, lease, points);
+            run.count(lease, lease, lease % 4, points);
             if lease % 4 != 0 {
-                clean.count(lease, lease, points);
+                clean.count(lease, lease, lease % 4, points);
             }
         }
         run.set_aside(&(1..=20).filter(|u| u % 4 == 0).collect());

@@ -11,6 +11,7 @@ use sqlx::any::AnyPoolOptions;
 use sqlx::{AnyConnection, AnyPool, Connection, Executor, Row};
 
 use xq_proto::v1;
+use xq_stats::conduct::Leases;
 
 use crate::jobs::add_points;
 
@@ -330,6 +331,8 @@ pub struct DoneUnit {
     /// The new engine's half points per game (0 for self-play).
     pub points: [i64; 2],
     pub created_ms: i64,
+    /// Its games that ended by an engine's failure.
+    pub abandoned: u64,
 }
 
 /// Everything the scheduler needs at start.
@@ -348,11 +351,33 @@ pub struct Snapshot {
     pub probes: HashMap<i64, Vec<(i64, String)>>,
     /// Units counted per worker.
     pub worker_units: HashMap<i64, u64>,
+    /// How each worker's leases ended: expired, or every unit reported.
+    pub worker_leases: HashMap<i64, Leases>,
     /// The net registry, by id.
     pub nets: Vec<NetRow>,
     /// The tournaments, by id.
     pub tournaments: Vec<TournamentRow>,
+    /// Verification jobs' suspects: by job, each worker held suspect with the unit its
+    /// false report was of and why.
+    pub suspicions: HashMap<i64, Vec<Suspicion>>,
 }
+
+/// A worker held suspect in a verification job: a spot check found its report of
+/// `unit` false, for `reason`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Suspicion {
+    pub worker_id: i64,
+    pub unit: u64,
+    pub reason: String,
+}
+
+/// How many of a unit's games' reasons say an engine failed.
+pub fn abandoned_games<'a>(reasons: impl IntoIterator<Item = &'a str>) -> u64 {
+    reasons.into_iter().filter(|reason| *reason == ABANDONED).count() as u64
+}
+
+/// The reason of a game ended by an engine's failure (its PGN termination).
+const ABANDONED: &str = "abandoned";
 
 fn units_text(units: &[u64]) -> String {
     units.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
@@ -522,7 +547,7 @@ impl Storage {
         // A finished SPSA job's theta is replayed from its units too.
         for job in snapshot.jobs.iter().filter(|j| j.state == "running" || j.kind == "spsa") {
             let rows = sqlx::query(
-                "SELECT unit, lease_id, worker_id, first_points, second_points, created_ms FROM units \
+                "SELECT unit, lease_id, worker_id, first_points, second_points, created_ms, reasons FROM units \
                  WHERE job_id = $1 ORDER BY created_ms, unit",
             )
             .bind(job.id)
@@ -537,6 +562,7 @@ impl Storage {
                         worker_id: r.try_get("worker_id")?,
                         points: [r.try_get("first_points")?, r.try_get("second_points")?],
                         created_ms: r.try_get("created_ms")?,
+                        abandoned: abandoned_games(r.try_get::<String, _>("reasons")?.split('|')),
                     })
                 })
                 .collect::<Result<_, _>>()?;
@@ -546,6 +572,27 @@ impl Storage {
             sqlx::query("SELECT worker_id, COUNT(*) AS n FROM units GROUP BY worker_id").fetch_all(&self.pool).await?
         {
             snapshot.worker_units.insert(row.try_get("worker_id")?, row.try_get::<i64, _>("n")?.max(0) as u64);
+        }
+        for row in
+            sqlx::query("SELECT job_id, worker_id, unit, reason FROM suspicions ORDER BY job_id, worker_id, unit")
+                .fetch_all(&self.pool)
+                .await?
+        {
+            snapshot.suspicions.entry(row.try_get("job_id")?).or_default().push(Suspicion {
+                worker_id: row.try_get("worker_id")?,
+                unit: row.try_get::<i64, _>("unit")?.max(0) as u64,
+                reason: row.try_get("reason")?,
+            });
+        }
+        let endings = "SELECT worker_id, state, COUNT(*) AS n FROM leases WHERE state IN ('expired', 'done') \
+                       GROUP BY worker_id, state";
+        for row in sqlx::query(endings).fetch_all(&self.pool).await? {
+            let leases = snapshot.worker_leases.entry(row.try_get("worker_id")?).or_default();
+            let n = row.try_get::<i64, _>("n")?.max(0) as u64;
+            match row.try_get::<String, _>("state")?.as_str() {
+                "expired" => leases.expired = n,
+                _ => leases.finished = n,
+            }
         }
         for row in
             sqlx::query(concat!("SELECT ", net_columns!(), " FROM nets ORDER BY id")).fetch_all(&self.pool).await?
@@ -816,6 +863,16 @@ pub enum Change {
         id: i64,
         job_ids: Vec<u64>,
     },
+    /// A worker held suspect in job `job_id` (see [`Suspicion`]).
+    Suspicion {
+        job_id: i64,
+        suspicion: Suspicion,
+    },
+    /// A worker's suspicions in a job settled: its quarantine follows.
+    SuspicionsSettled {
+        job_id: i64,
+        worker_id: i64,
+    },
     /// A tournament stopped as a whole.
     TournamentStopped {
         id: i64,
@@ -1025,6 +1082,25 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
             .execute(&mut *conn)
             .await?;
             crate::fail_point::reached(TOURNAMENT_WRITTEN);
+        }
+        Change::Suspicion { job_id, suspicion } => {
+            sqlx::query(
+                "INSERT INTO suspicions (job_id, worker_id, unit, reason) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (job_id, worker_id, unit) DO NOTHING",
+            )
+            .bind(job_id)
+            .bind(suspicion.worker_id)
+            .bind(suspicion.unit as i64)
+            .bind(&suspicion.reason)
+            .execute(&mut *conn)
+            .await?;
+        }
+        Change::SuspicionsSettled { job_id, worker_id } => {
+            sqlx::query("DELETE FROM suspicions WHERE job_id = $1 AND worker_id = $2")
+                .bind(job_id)
+                .bind(worker_id)
+                .execute(&mut *conn)
+                .await?;
         }
         Change::TournamentStopped { id, at_ms } => {
             sqlx::query("UPDATE tournaments SET stopped_ms = $1 WHERE id = $2")

@@ -11,8 +11,11 @@
 //!
 //! [`spsa`] is the other thing a testing cluster computes from game pairs: fishtest's
 //! SPSA tuning of engine parameters; [`ratings`] rates many engines from all their
-//! games, as Ordo does for tournaments and rating lists.
+//! games, as Ordo does for tournaments and rating lists; [`conduct`] checks whether a
+//! worker's results look played rather than picked: their shape, the leases it lets
+//! expire, and in SPSA, results that follow a parameter's flips.
 
+pub mod conduct;
 pub mod ratings;
 pub mod spsa;
 

@@ -12,7 +12,7 @@ use xq_proto::v1;
 
 use crate::common::{
     BACKENDS, Served, TempDir, Worker, client, fresh_database, pair, registered_worker, registered_worker_token,
-    registered_worker_with_cores, serve_on, test_request, totals, upload, worker,
+    registered_worker_with_cores, serve, serve_on, test_request, totals, upload, worker,
 };
 use crate::verification::GAMES;
 
@@ -139,6 +139,124 @@ async fn a_forging_worker_is_quarantined_and_the_test_counts_only_honest_pairs()
     }
 }
 
+/// A forger who keeps the mean (as many lost pairs as won ones, nothing between) passes
+/// the residual; the shape of its pentanomial gives it away once it and the others have
+/// 100 pairs (`Checks::min_pairs`), and only then.
+#[tokio::test]
+async fn a_worker_forging_pairs_of_the_right_mean_is_caught_by_their_shape() {
+    for backend in BACKENDS {
+        let served = serve(backend, config()).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let request = test_request(&mut admin, 1000, None).await;
+        let id = v1::JobId { job_id: admin.create_test(request).await.unwrap().into_inner().job_id };
+        let (mut a, _) = registered_worker_token(&served, "a", &[]).await;
+        let (mut b, _) = registered_worker_token(&served, "b", &[]).await;
+        let (mut forger, _) = registered_worker_token(&served, "forger", &[]).await;
+        let mut leases = Vec::new();
+        for player in [&mut a, &mut b, &mut forger] {
+            leases.push(player.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap());
+        }
+        report(&mut a, &leases[0], &honest(60), 0).await.unwrap();
+        report(&mut b, &leases[1], &honest(60), 0).await.unwrap();
+        // Two points a pair on average, as the honest pairs score, but all 0 or 4.
+        let forged: Vec<[u8; 2]> = [[0, 0], [2, 2]].into_iter().cycle().take(100).collect();
+        let reply = report(&mut forger, &leases[2], &forged[..90], 0).await.unwrap();
+        assert!(!reply.stop, "{backend:?}: 90 pairs are too few to judge a shape");
+        assert_eq!(admin.get_job(id).await.unwrap().into_inner().units_done, 210, "{backend:?}");
+        let reply = report(&mut forger, &leases[2], &forged, 90).await.unwrap();
+        assert!(reply.stop, "{backend:?}: told to stop");
+        let state = admin.get_job(id).await.unwrap().into_inner();
+        assert_eq!(state.units_done, 120, "{backend:?}: only the honest pairs count");
+        let workers = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
+        let listed = workers.iter().find(|w| w.capabilities.as_ref().unwrap().name == "forger").unwrap();
+        assert_eq!(listed.standing, "quarantined", "{backend:?}");
+        assert!(listed.standing_reason.contains("shaped unlike the other workers'"), "{}", listed.standing_reason);
+    }
+}
+
+/// A worker that reports only the pairs it likes must let every lease holding one it
+/// withholds expire. Against a fleet whose leases finish, four of four expired is one
+/// chance in 6 million at the 2% an honest machine may lose: quarantined, with the
+/// counts kept across a restart (read back from the leases' stored states).
+#[tokio::test]
+async fn a_worker_that_lets_its_leases_expire_is_quarantined_across_a_restart() {
+    for backend in BACKENDS {
+        let dir = TempDir::new("quarantine-expiry");
+        let url = fresh_database(backend, &dir.0).await;
+        let config =
+            SchedulerConfig { lease_ttl: std::time::Duration::from_millis(300), max_units_per_lease: 2, ..config() };
+        let first = serve_on(&dir.0, &url, config.clone(), 100).await;
+        let mut admin = client(first.address, &first.client_token).await;
+        let request = test_request(&mut admin, 1000, None).await;
+        admin.create_test(request).await.unwrap();
+        let (mut honest_worker, honest_token) = registered_worker_token(&first, "honest", &[]).await;
+        let (mut withholder, withholder_token) = registered_worker_token(&first, "withholder", &[]).await;
+        let finish = |worker: &mut Worker| {
+            let mut worker = worker.clone();
+            async move {
+                for _ in 0..10 {
+                    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner();
+                    let lease = lease.lease.unwrap();
+                    let played: Vec<[u8; 2]> = honest(lease.units.len());
+                    let request = v1::ReportPairsRequest {
+                        lease_id: lease.lease_id,
+                        pairs: lease.units.iter().zip(&played).map(|(&u, &p)| pair(u, p)).collect(),
+                        cumulative: Some(totals(&played)),
+                        ..Default::default()
+                    };
+                    worker.report_pairs(request).await.unwrap();
+                }
+            }
+        };
+        // Reports its first pair, withholds the second, and lets the lease expire.
+        let withhold = |worker: &mut Worker| {
+            let mut worker = worker.clone();
+            async move {
+                let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await?.into_inner().lease.unwrap();
+                let request = v1::ReportPairsRequest {
+                    lease_id: lease.lease_id,
+                    pairs: vec![pair(lease.units[0], [2, 2])],
+                    cumulative: Some(totals(&[[2, 2]])),
+                    ..Default::default()
+                };
+                worker.report_pairs(request).await?;
+                tokio::time::sleep(std::time::Duration::from_millis(900)).await;
+                Ok::<_, tonic::Status>(())
+            }
+        };
+        finish(&mut honest_worker).await;
+        for _ in 0..3 {
+            withhold(&mut withholder).await.unwrap();
+        }
+        let standing = |admin: &mut crate::common::Client| {
+            let mut admin = admin.clone();
+            async move {
+                let workers = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
+                let listed = workers.into_iter().find(|w| w.capabilities.as_ref().unwrap().name == "withholder");
+                let listed = listed.unwrap();
+                (listed.standing, listed.standing_reason)
+            }
+        };
+        assert_eq!(standing(&mut admin).await.0, "active", "{backend:?}: three expired leases are not yet enough");
+        drop(first);
+
+        let second = serve_on(&dir.0, &url, config.clone(), 100).await;
+        let mut admin = client(second.address, &second.client_token).await;
+        let mut honest_worker = worker(second.address, &honest_token).await;
+        let mut withholder = worker(second.address, &withholder_token).await;
+        finish(&mut honest_worker).await;
+        withhold(&mut withholder).await.unwrap();
+        let (standing, reason) = standing(&mut admin).await;
+        assert_eq!(standing, "quarantined", "{backend:?}: the fourth, after a restart");
+        assert!(reason.contains("4 of its 4 leases expired"), "{backend:?}: {reason}");
+        let status = withholder.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap_err();
+        assert_eq!(status.code(), Code::PermissionDenied, "{backend:?}");
+        // Its reported pairs are set aside: only the honest worker's count.
+        let jobs = admin.list_jobs(v1::ListJobsRequest::default()).await.unwrap().into_inner().jobs;
+        assert_eq!(jobs[0].units_done, 40, "{backend:?}");
+    }
+}
+
 #[tokio::test]
 async fn a_quarantine_by_hand_sets_the_worker_s_results_aside() {
     let backend = BACKENDS[0];
@@ -219,7 +337,7 @@ async fn a_worker_of_another_arbiter_build_gets_no_verification_work_and_is_not_
 }
 
 #[tokio::test]
-async fn a_false_verification_report_confirmed_by_a_second_worker_sets_aside_only_that_job_s_units() {
+async fn a_false_verification_report_confirmed_by_a_second_worker_across_a_restart_sets_aside_only_that_job_s_units() {
     let backend = BACKENDS[0];
     let dir = TempDir::new("quarantine-verification");
     let url = fresh_database(backend, &dir.0).await;
@@ -227,7 +345,7 @@ async fn a_false_verification_report_confirmed_by_a_second_worker_sets_aside_onl
     let mut admin = client(served.address, &served.client_token).await;
     let request = test_request(&mut admin, 1000, None).await;
     let test = admin.create_test(request).await.unwrap().into_inner();
-    let (mut liar, _) = registered_worker_with_cores(&served, "liar", &[], 2).await;
+    let (mut liar, liar_token) = registered_worker_with_cores(&served, "liar", &[], 2).await;
     let lease = liar.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
     report(&mut liar, &lease, &honest(20), 0).await.unwrap();
     // A verification job of a game a unit, before the test: the liar reports the quiet
@@ -248,6 +366,14 @@ async fn a_false_verification_report_confirmed_by_a_second_worker_sets_aside_onl
     assert!(refused.message().contains("game 1: left out"), "{}", refused.message());
     let job = |id| v1::JobId { job_id: id };
     assert_eq!(admin.get_job(job(verification)).await.unwrap().into_inner().units_done, 1);
+    // Held suspect across a restart: meanwhile the liar gets none of the verification
+    // job's work, which it would be given first (its priority is the higher).
+    drop(served);
+    let served = serve_on(&dir.0, &url, config(), 100).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let mut liar = worker(served.address, &liar_token).await;
+    let lease = liar.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease;
+    assert!(lease.as_ref().is_none_or(|l| l.job_id != verification), "a suspect's lease: {lease:?}");
     // A second worker verifies the unit: its report passes, which confirms the
     // liar's false. The liar is quarantined, its unit of this job set aside (and
     // verified again), its test pairs kept.

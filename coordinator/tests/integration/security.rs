@@ -215,6 +215,58 @@ async fn a_forged_abandoned_win_is_refused_and_an_honest_one_counts() {
     }
 }
 
+/// A worker can name an engine failure that never happened, within the evidence rules
+/// (the side it names was to move and loses). The same engines play on every worker:
+/// one whose base engine "fails" far more often than on the others is quarantined by its
+/// rate of failures against theirs, its pairs set aside.
+#[tokio::test]
+async fn a_worker_whose_base_engine_fails_far_more_often_than_on_the_others_is_quarantined() {
+    for backend in BACKENDS {
+        let served = serve(backend, SchedulerConfig { lease_seconds: 64.0 * 72.0, ..config() }).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let job = create(&mut admin, 400).await;
+        let mut honest = registered_worker(&served, "honest", &[]).await;
+        let (mut forger, _) = registered_worker_token(&served, "forger", &[]).await;
+        let honest_lease = honest.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        let lease = forger.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        let played = vec![[2u8, 1u8]; 40];
+        let request = v1::ReportPairsRequest {
+            lease_id: honest_lease.lease_id,
+            pairs: honest_lease.units.iter().zip(&played).map(|(&u, &p)| pair(u, p)).collect(),
+            cumulative: Some(totals(&played)),
+            ..Default::default()
+        };
+        honest.report_pairs(request).await.unwrap();
+        // Each pair's first game won because the base's engine "failed" on its move.
+        let forged = |unit: u64| {
+            let mut pair = pair(unit, [2, 1]);
+            let text = game("new", "base", "1. h2e2 {+0.10 0.100s}", "1-0");
+            pair.first_game_pgn =
+                format!("[FailedEngine \"black\"]\n{}", text.replace("\"adjudication\"", "\"abandoned\""));
+            pair
+        };
+        let report = |count: usize| v1::ReportPairsRequest {
+            lease_id: lease.lease_id,
+            pairs: lease.units[count - 5..count].iter().map(|&u| forged(u)).collect(),
+            cumulative: Some(totals(&played[..count])),
+            ..Default::default()
+        };
+        // Five pairs are ten games, too few to judge; at ten pairs, half its games
+        // failed where the others' never did.
+        let reply = forger.report_pairs(report(5)).await.unwrap().into_inner();
+        assert!(!reply.stop, "{backend:?}");
+        let reply = forger.report_pairs(report(10)).await.unwrap().into_inner();
+        assert!(reply.stop, "{backend:?}: told to stop");
+        let workers = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
+        let listed = workers.iter().find(|w| w.capabilities.as_ref().unwrap().name == "forger").unwrap();
+        assert_eq!(listed.standing, "quarantined", "{backend:?}");
+        assert!(listed.standing_reason.contains("10 of its 20 games"), "{backend:?}: {}", listed.standing_reason);
+        let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        assert_eq!(state.units_done, 40, "{backend:?}: only the honest pairs count");
+        assert_eq!(state.reasons.get("abandoned"), None, "{backend:?}: {:?}", state.reasons);
+    }
+}
+
 #[tokio::test]
 async fn self_play_chunks_are_checked_then_stored_and_streamed() {
     let served = serve(BACKENDS[1], config()).await;

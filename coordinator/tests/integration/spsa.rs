@@ -189,6 +189,76 @@ async fn a_quarantined_workers_pairs_are_taken_out_of_theta() {
     }
 }
 
+/// A worker that steers a parameter (its pairs' results always agree with the lease's
+/// flip of A) while keeping the mean and the shape of honest pairs (it swaps which side
+/// won) is caught by its results against the flips, compared with the other workers':
+/// quarantined, its pairs taken out of theta.
+#[tokio::test]
+async fn a_worker_steering_a_parameter_is_quarantined() {
+    for backend in BACKENDS {
+        let served = serve(backend, SchedulerConfig { max_units_per_lease: 4, ..config() }).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let job = create_spsa(&mut admin, 2000).await;
+        // Honest results, independent of the flips: pairs of 1, 2 and 3 points.
+        let honest: Vec<[u8; 2]> = [[2, 0], [1, 1], [0, 2], [1, 2], [1, 0], [2, 1], [0, 1], [1, 1]].to_vec();
+        let play = |worker: &mut Worker, leases: usize, steer: bool| {
+            let mut worker = worker.clone();
+            let honest = honest.clone();
+            async move {
+                let mut last = v1::ReportReply::default();
+                for n in 0..leases {
+                    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await?.into_inner().lease.unwrap();
+                    let Some(v1::lease::Work::MatchSpec(spec)) = &lease.work else { panic!("a match lease") };
+                    let (plus, minus) = (spec.new_engine.as_ref().unwrap(), spec.base_engine.as_ref().unwrap());
+                    let a_up = plus.options["A"].parse::<f64>().unwrap() > minus.options["A"].parse::<f64>().unwrap();
+                    let played: Vec<[u8; 2]> = (0..lease.units.len())
+                        .map(|i| {
+                            let [x, y] = honest[(n * 4 + i) % honest.len()];
+                            // The steerer turns the pair round when plus won it and A is
+                            // down, or lost it and A is up.
+                            let plus_won = x + y > 2;
+                            if steer && x + y != 2 && plus_won != a_up { [2 - x, 2 - y] } else { [x, y] }
+                        })
+                        .collect();
+                    let request = v1::ReportPairsRequest {
+                        lease_id: lease.lease_id,
+                        pairs: lease
+                            .units
+                            .iter()
+                            .zip(&played)
+                            .map(|(&u, &p)| named_pair(u, p, ["plus", "minus"]))
+                            .collect(),
+                        cumulative: Some(totals(&played)),
+                        ..Default::default()
+                    };
+                    last = worker.report_pairs(request).await?.into_inner();
+                    if last.stop {
+                        break;
+                    }
+                }
+                Ok::<_, tonic::Status>(last)
+            }
+        };
+        let (mut a, _) = registered_worker_token(&served, "a", &[]).await;
+        let (mut b, _) = registered_worker_token(&served, "b", &[]).await;
+        let (mut steerer, _) = registered_worker_token(&served, "steerer", &[]).await;
+        play(&mut a, 40, false).await.unwrap();
+        play(&mut b, 40, false).await.unwrap();
+        let reply = play(&mut steerer, 40, true).await.unwrap();
+        assert!(reply.stop, "{backend:?}: the steerer is told to stop within 160 pairs");
+        let workers = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
+        let listed = workers.iter().find(|w| w.capabilities.as_ref().unwrap().name == "steerer").unwrap();
+        assert_eq!(listed.standing, "quarantined", "{backend:?}");
+        assert!(listed.standing_reason.contains("follow the flips of A"), "{}", listed.standing_reason);
+        let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        assert_eq!(state.units_done, 320, "{backend:?}: only the honest pairs count");
+        // Honest workers are not flagged: a third one plays on beside them.
+        let (mut c, _) = registered_worker_token(&served, "c", &[]).await;
+        let reply = play(&mut c, 40, false).await.unwrap();
+        assert!(!reply.stop, "{backend:?}");
+    }
+}
+
 /// `xq spsa --tune` reads the parameters from the spin options our engine declares
 /// (start at their defaults, fishtest's end settings), and refuses a name it does not
 /// declare, listing the ones it does.
