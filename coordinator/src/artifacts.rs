@@ -52,7 +52,7 @@ pub struct Upload {
 impl ArtifactStore {
     /// The store under `dir` (created if missing).
     pub fn open(dir: &Path) -> Result<Self, ArtifactError> {
-        std::fs::create_dir_all(dir.join("tmp"))?;
+        crate::durable::create_dir_all(&dir.join("tmp"))?;
         Ok(ArtifactStore { dir: dir.to_owned() })
     }
 
@@ -80,9 +80,10 @@ impl ArtifactStore {
 
     /// Keeps a sealed upload under its hash; returns its hash and size.
     pub async fn keep(&self, sealed: Sealed) -> Result<(String, u64), ArtifactError> {
-        tokio::fs::rename(&sealed.upload.temp, self.dir.join(&sealed.sha256)).await?;
-        // The rename itself survives a crash only once the directory is synced.
-        tokio::fs::File::open(&self.dir).await?.sync_all().await?;
+        let (temp, kept) = (sealed.upload.temp.clone(), self.dir.join(&sealed.sha256));
+        tokio::task::spawn_blocking(move || crate::durable::rename(&temp, &kept))
+            .await
+            .map_err(std::io::Error::other)??;
         Ok((sealed.sha256.clone(), sealed.size))
     }
 

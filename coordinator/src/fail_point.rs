@@ -25,10 +25,10 @@ fn armed() -> Option<&'static Armed> {
         .as_ref()
 }
 
-/// Whether `name` is the armed point: callers skip the work of finding out whether
-/// they reached it when it is not.
-pub fn armed_for(name: &str) -> bool {
-    armed().is_some_and(|armed| armed.name == name)
+/// The armed point's name, if one is: callers skip the work of finding out whether
+/// they reached a point when none is armed, or when it is not theirs.
+pub fn armed_name() -> Option<&'static str> {
+    armed().map(|armed| armed.name.as_str())
 }
 
 /// Marks that the point `name` was reached; kills the process if it is the armed one

@@ -528,22 +528,40 @@ pub fn add_points(wdl: &mut [u64; 3], penta: &mut [u64; 5], points: [i64; 2]) {
     penta[(points[0] + points[1]).clamp(0, 4) as usize] += 1;
 }
 
-/// Whether a job's view passes a list request's filters.
-pub fn listed(job: &v1::Job, request: &v1::ListJobsRequest) -> bool {
-    let lower = |text: &str| text.to_lowercase();
-    let search = lower(&request.search);
-    let bounds = job.sprt_spec.as_ref().map(|s| (s.elo0, s.elo1));
-    (!request.active_only || job.state == "running" || job.state == "pending")
-        && (request.state.is_empty() || job.state == request.state)
-        && (request.kind.is_empty() || job.kind == request.kind)
-        && (search.is_empty()
-            || lower(&job.description).contains(&search)
-            || lower(&job.summary).contains(&search)
-            || job.job_id.to_string() == search)
-        && (request.time_control.is_empty() || job.time_control == request.time_control)
-        && (request.engine.is_empty() || job.new_engine == request.engine || job.base_engine == request.engine)
-        && request.elo0.is_none_or(|elo0| bounds.is_some_and(|b| b.0 == elo0))
-        && request.elo1.is_none_or(|elo1| bounds.is_some_and(|b| b.1 == elo1))
+/// What a job list's filters look at that never changes once a job is made (its text
+/// already in lower case), kept with each job so that a searched list is a pass of
+/// comparisons, not a view built for every job ever made (finding N4 of the security
+/// review). Whether a job is running, and its kind, are read off its row.
+pub struct Listing {
+    /// The description and the summary, in lower case.
+    text: [String; 2],
+    id: String,
+    time_control: String,
+    engines: [String; 2],
+    bounds: Option<(f64, f64)>,
+}
+
+impl Listing {
+    /// The listing of a job, from its first view.
+    pub fn of(job: &v1::Job) -> Listing {
+        Listing {
+            text: [job.description.to_lowercase(), job.summary.to_lowercase()],
+            id: job.job_id.to_string(),
+            time_control: job.time_control.clone(),
+            engines: [job.new_engine.clone(), job.base_engine.clone()],
+            bounds: job.sprt_spec.as_ref().map(|s| (s.elo0, s.elo1)),
+        }
+    }
+
+    /// Whether the job passes `request`'s filters on what never changes; `search` is
+    /// the request's search text in lower case.
+    pub fn matches(&self, request: &v1::ListJobsRequest, search: &str) -> bool {
+        (search.is_empty() || self.text.iter().any(|text| text.contains(search)) || self.id == search)
+            && (request.time_control.is_empty() || self.time_control == request.time_control)
+            && (request.engine.is_empty() || self.engines.contains(&request.engine))
+            && request.elo0.is_none_or(|elo0| self.bounds.is_some_and(|b| b.0 == elo0))
+            && request.elo1.is_none_or(|elo1| self.bounds.is_some_and(|b| b.1 == elo1))
+    }
 }
 
 /// The Elo estimate of results (pentanomial, or losses, draws, wins), if there are any.

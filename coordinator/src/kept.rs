@@ -1,12 +1,18 @@
 //! Artifacts the coordinator reads once and keeps decoded while they are in use: the
 //! PGN files of verification jobs and the nets their fresh self-play games are played
 //! with, both needed by the spot check of every report (read again for each report,
-//! a net cost more than the check itself).
+//! a net cost more than the check itself), and the stored pairs the dashboard shows
+//! judged ply by ply (judged again for each view, a viewer could keep the cores busy:
+//! finding N4 of the security review). Reads run off the async runtime, at most one a
+//! core at once, the rest waiting their turn.
 
 use std::sync::{Arc, Mutex};
 
+use prost::Message;
+use tokio::sync::Semaphore;
 use xq_engine::xiangqi::nnue::Network;
 use xq_engine::xiangqi::pgn::PgnFile;
+use xq_proto::v1;
 
 /// Decoded artifacts by content hash, at most `most` of them and `most_bytes` bytes by
 /// `weigh`, the least recently used going first (one is kept whatever its size).
@@ -15,6 +21,8 @@ pub struct Kept<T> {
     most: usize,
     most_bytes: usize,
     weigh: fn(&T) -> usize,
+    /// Turns to read: one a core.
+    turns: Semaphore,
 }
 
 /// Verification jobs' PGN files: more files than verification jobs run at once, in
@@ -26,6 +34,12 @@ pub fn pgn_files() -> Kept<PgnFile> {
 /// Nets of verification jobs' fresh self-play games (a few MB each).
 pub fn nets() -> Kept<Network> {
     Kept::new(4, usize::MAX, |_| 0)
+}
+
+/// Stored pairs judged ply by ply, by where their bytes are stored (a counted pair's
+/// bytes never change): the last 256 viewed, up to 64 MiB.
+pub fn judged_pairs() -> Kept<v1::JudgedPair> {
+    Kept::new(256, 64 << 20, |pair| pair.encoded_len())
 }
 
 /// Why [`Kept::get_or_read`] has no value.
@@ -42,7 +56,8 @@ pub enum ReadError {
 impl<T: Send + Sync + 'static> Kept<T> {
     /// Keeps at most `most` values and `most_bytes` bytes as `weigh` counts them.
     pub fn new(most: usize, most_bytes: usize, weigh: fn(&T) -> usize) -> Self {
-        Kept { entries: Mutex::new(Vec::new()), most, most_bytes, weigh }
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        Kept { entries: Mutex::new(Vec::new()), most, most_bytes, weigh, turns: Semaphore::new(cores) }
     }
 
     /// The value of hash `sha256`, if kept (it becomes the most recently used).
@@ -67,8 +82,8 @@ impl<T: Send + Sync + 'static> Kept<T> {
         }
     }
 
-    /// The value of hash `sha256`: kept, or made by `read` off the async runtime and
-    /// kept.
+    /// The value of hash `sha256`: kept, or made by `read` off the async runtime (when
+    /// a turn is free) and kept.
     pub async fn get_or_read(
         &self,
         sha256: &str,
@@ -77,6 +92,7 @@ impl<T: Send + Sync + 'static> Kept<T> {
         if let Some(value) = self.get(sha256) {
             return Ok(value);
         }
+        let _turn = self.turns.acquire().await.map_err(|e| ReadError::Failed(e.to_string()))?;
         let read = tokio::task::spawn_blocking(read).await.map_err(|e| ReadError::Failed(e.to_string()))?;
         let value = read.map_err(ReadError::Refused)?;
         let value = Arc::new(value);
@@ -123,5 +139,33 @@ mod tests {
         let refused = kept.get_or_read("y", || Err("damaged".to_owned())).await.unwrap_err();
         assert_eq!(refused, ReadError::Refused("damaged".to_owned()));
         assert!(kept.get("y").is_none());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn no_more_reads_run_at_once_than_there_are_cores() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let kept = Arc::new(Kept::new(100, usize::MAX, |_: &usize| 0));
+        let (running, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let reads: Vec<_> = (0..4 * cores + 4)
+            .map(|i| {
+                let (kept, running, most) = (kept.clone(), running.clone(), most.clone());
+                tokio::spawn(async move {
+                    let read = move || {
+                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        running.fetch_sub(1, Ordering::SeqCst);
+                        Ok(i)
+                    };
+                    *kept.get_or_read(&i.to_string(), read).await.unwrap()
+                })
+            })
+            .collect();
+        for (i, read) in reads.into_iter().enumerate() {
+            assert_eq!(read.await.unwrap(), i);
+        }
+        let most = most.load(Ordering::SeqCst);
+        assert!((1..=cores).contains(&most), "{most} reads at once on {cores} cores");
     }
 }

@@ -7,17 +7,19 @@
 //! and presents jobs; [`replay`] checks reported games with the arbiter; [`nets`] is the
 //! registry of trained nets; [`artifacts`] stores engines, books and nets by hash;
 //! [`tokens`] authenticates; [`endings`] checks the evidence of endings the rules did
-//! not make; [`disk`] keeps a reserve of free space; [`retention`] ages finished jobs'
-//! data out and holds submitters to their quotas; [`fail_point`] lets the fault drills
-//! crash it on cue; [`service`] is the gRPC surface, [`listener`] its capped accept
-//! loop, [`admission`] bounds the requests in flight and their rates, [`detached`] runs
-//! each request to its end, [`streams`] bounds and ends the live streams, and
-//! [`server`] puts them together.
+//! not make; [`disk`] keeps a reserve of free space; [`durable`] makes the files and
+//! folders that must survive a crash; [`retention`] ages finished jobs' data out and
+//! holds submitters to their quotas; [`fail_point`] lets the fault drills crash it on
+//! cue; [`service`] is the gRPC surface, [`listener`] its capped accept loop,
+//! [`admission`] bounds the requests in flight and their rates, [`detached`] runs each
+//! request to its end, [`streams`] bounds and ends the live streams, and [`server`]
+//! puts them together.
 
 pub mod admission;
 pub mod artifacts;
 pub mod detached;
 pub mod disk;
+pub mod durable;
 pub mod endings;
 pub mod fail_point;
 pub mod http;

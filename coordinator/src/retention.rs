@@ -6,6 +6,11 @@
 //! the bytes their jobs and uploads store; a job's own size is bounded when it is
 //! created. Uploaded artifacts that no job or net names are collected a grace period
 //! after their last upload.
+//!
+//! Ages are read on the wall clock, the one clock that spans restarts: a clock set
+//! forward ages finished jobs' data and unnamed uploads early, one set back keeps them
+//! longer. What a rule keeps is kept whatever the clock: every job's row, counts and
+//! results, running jobs' data, and the artifacts a job or net names.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! writer and the lease sweeper started, and both services served on one listener.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,7 +47,7 @@ impl Coordinator {
     /// data directory), and rebuilds the scheduler. At first start it creates a client
     /// token and writes it to `<data>/client-token`.
     pub async fn open(data_dir: &Path, database_url: Option<&str>, config: SchedulerConfig) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(data_dir)?;
+        crate::durable::create_dir_all(data_dir)?;
         let url = database_url.map_or_else(|| sqlite_url(data_dir), str::to_owned);
         let storage = Storage::open(&url).await?;
         let artifacts = ArtifactStore::open(&data_dir.join("artifacts"))?;
@@ -79,6 +79,7 @@ impl Coordinator {
             metrics: metrics.clone(),
             pgn_files: Arc::new(crate::kept::pgn_files()),
             verification_nets: Arc::new(crate::kept::nets()),
+            judged_pairs: Arc::new(crate::kept::judged_pairs()),
             followers: Followers::new(config.followers),
             spot_checks: Arc::new(crate::verification::SpotChecks::new(config.spot_check_plies_per_second)),
             tallies: Arc::default(),
@@ -113,8 +114,9 @@ impl Coordinator {
         let tournaments = Arc::new(Tournaments::new(std::mem::take(&mut snapshot.tournaments), writer.clone()));
         let scheduler = Arc::new(Scheduler::new(snapshot, specs, writer, config, metrics.clone()));
         if !scheduler.has_client_token() {
-            let token = scheduler.create_client_token().await?;
+            let token = crate::tokens::new_token();
             write_secret(&data_dir.join(CLIENT_TOKEN_FILE), &token)?;
+            scheduler.create_client_token(&token).await?;
         }
         let data_dir = data_dir.to_owned();
         let (pgn_files, verification_nets) = (Arc::new(crate::kept::pgn_files()), Arc::new(crate::kept::nets()));
@@ -128,6 +130,7 @@ impl Coordinator {
             metrics,
             pgn_files,
             verification_nets,
+            judged_pairs: partial.judged_pairs.clone(),
             followers: partial.followers.clone(),
             spot_checks: partial.spot_checks.clone(),
             tallies: partial.tallies.clone(),
@@ -258,13 +261,16 @@ pub fn dashboard_access(listen: std::net::SocketAddr, private: bool, public: boo
     if private || (!public && !listen.ip().is_loopback()) { ReadAccess::Token } else { ReadAccess::Open }
 }
 
-/// Writes a secret readable by its owner only.
-pub fn write_secret(path: &PathBuf, secret: &str) -> std::io::Result<()> {
+/// Writes a secret readable by its owner only, its name synced into its directory: the
+/// database holds the token from now on, and a lost file would leave no admin token to
+/// read.
+pub fn write_secret(path: &Path, secret: &str) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new().create(true).write(true).truncate(true).mode(0o600).open(path)?;
     writeln!(file, "{secret}")?;
-    file.sync_all()
+    file.sync_all()?;
+    crate::durable::sync_dir(path.parent().expect("a file in the data directory"))
 }
 
 #[cfg(test)]

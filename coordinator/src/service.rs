@@ -67,6 +67,8 @@ pub struct Shared {
     pub pgn_files: Arc<Kept<PgnFile>>,
     /// The nets of verification jobs' fresh self-play games, for the same.
     pub verification_nets: Arc<Kept<Network>>,
+    /// Matches' stored pairs judged ply by ply, as the dashboard last showed them.
+    pub judged_pairs: Arc<Kept<v1::JudgedPair>>,
     /// The followers of live streams, under their caps.
     pub followers: Arc<Followers>,
     /// The spot checks of verification reports, under their budget.
@@ -397,16 +399,10 @@ impl WorkerApi {
         bytes: Vec<u8>,
         records: i64,
     ) -> Result<v1::ReportReply, Status> {
-        let UnitFile { dir, extension, what } = file;
-        let digest = chunk_digest(&bytes);
-        let relative = format!("{dir}/{}/{unit}-{}-{digest}.{extension}", context.job_id, context.lease_id);
+        let relative = file.path(context, unit, &bytes);
         let length = bytes.len() as i64;
         if !self.0.scheduler.unit_done(context.job_id, unit) {
-            let path = self.0.data_dir.join(&relative);
-            tokio::task::spawn_blocking(move || write_durably(&path, &bytes))
-                .await
-                .map_err(|e| Status::internal(e.to_string()))?
-                .map_err(|e| Status::unavailable(format!("storing the {what}: {e}")))?;
+            self.write_unit_file(&relative, bytes, file.what).await?;
         }
         let row = UnitRow {
             unit,
@@ -423,13 +419,24 @@ impl WorkerApi {
         Ok(v1::ReportReply { stop })
     }
 
+    /// Writes an upload durably to `relative`, under the data directory.
+    async fn write_unit_file(&self, relative: &str, bytes: Vec<u8>, what: &str) -> Result<(), Status> {
+        let path = self.0.data_dir.join(relative);
+        tokio::task::spawn_blocking(move || crate::durable::write_file(&path, &bytes))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(|e| Status::unavailable(format!("storing the {what}: {e}")))
+    }
+
     /// Checks a verification unit's report (its lines and tally against the unit's
     /// games: `check_report`, then `spot_check` under the coordinator's budget), stores
     /// it, then counts its unit; the job's `positions` count the games. A report the
     /// spot check finds false is refused and its unit goes to another worker; the
     /// worker is quarantined once that other worker's report of the unit passes
     /// (`Scheduler::suspect`), so that one disagreement alone (the coordinator's own
-    /// fault, say) quarantines no one.
+    /// fault, say) quarantines no one. A report of a unit drawn for a re-check of the
+    /// reference's verdicts, by a worker that has not reported it before, is checked
+    /// the same way, then goes to [`Self::recheck_report`].
     async fn verification_report(
         &self,
         worker: u64,
@@ -447,18 +454,20 @@ impl WorkerApi {
         .await
         .map_err(|e| Status::internal(e.to_string()))?
         .map_err(|problem| Status::invalid_argument(format!("report of unit {}: {problem}", report.unit)))?;
-        let file = UnitFile { dir: "verification", extension: "jsonl", what: "report" };
         let records = checked.tally.games as i64;
+        let recheck = self.0.scheduler.recheck(context.job_id, report.unit, worker);
         // A unit already counted (a resend) is not checked again: nothing of it is kept.
-        if self.0.scheduler.unit_done(context.job_id, report.unit) {
+        if recheck.is_none() && self.0.scheduler.unit_done(context.job_id, report.unit) {
             let bytes = Arc::unwrap_or_clone(text).into_bytes();
-            return self.store_unit(worker, &context, report.unit, file, bytes, records).await;
+            return self.store_unit(worker, &context, report.unit, REPORT_FILE, bytes, records).await;
         }
+        let lines = if recheck.is_some() { checked.lines.clone() } else { Vec::new() };
         let spot = self.spot_check(context.job_id, job, report.unit, checked.lines).await?;
         if let Err(problem) = spot {
             let problem: String = problem.chars().filter(|c| !c.is_control()).take(300).collect();
             let reason = format!("its report of unit {} of job {} misstates {problem}", report.unit, context.job_id);
-            self.0.scheduler.suspect(worker, context.job_id, report.unit, context.lease_id, &reason).await?;
+            let lease = Some(context.lease_id);
+            self.0.scheduler.suspect(worker, context.job_id, report.unit, lease, &reason).await?;
             return Err(Status::invalid_argument(format!(
                 "report of unit {}: a spot check finds {problem}; the unit goes to another worker, and this worker is \
                  quarantined if that one's report passes",
@@ -466,13 +475,123 @@ impl WorkerApi {
             )));
         }
         let bytes = Arc::unwrap_or_clone(text).into_bytes();
-        let reply = self.store_unit(worker, &context, report.unit, file, bytes, records).await?;
-        self.0.tallies.count(context.job_id, report.unit, &checked.tally);
-        for (suspect, reason) in self.0.scheduler.confirm_suspects(context.job_id, report.unit, worker).await? {
-            let reason = format!("{reason} (worker {worker} verified the unit)");
-            self.0.scheduler.quarantine_in_job(suspect, context.job_id, &reason).await?;
+        // A re-check settles before the report is stored: a counted report it outvotes
+        // is set aside first, so that this one counts the unit in its place.
+        if let Some(recheck) = recheck {
+            self.recheck_report(worker, &context, job, recheck, &bytes, lines).await?;
         }
+        let reply = self.store_unit(worker, &context, report.unit, REPORT_FILE, bytes, records).await?;
+        self.0.tallies.count(context.job_id, report.unit, &checked.tally);
+        self.confirm_suspects(context.job_id, report.unit, worker).await?;
         Ok(reply)
+    }
+
+    /// Quarantines in job `job_id` the workers held suspect of `unit` whom `reporter`'s
+    /// report of it, found true, confirms; the job's kept counts are read again from
+    /// the reports still counted.
+    async fn confirm_suspects(&self, job_id: u64, unit: u64, reporter: u64) -> Result<(), Status> {
+        for (suspect, reason) in self.0.scheduler.confirm_suspects(job_id, unit, reporter).await? {
+            let reason = format!("{reason} (worker {reporter} verified the unit)");
+            self.0.scheduler.quarantine_in_job(suspect, job_id, &reason).await?;
+            self.0.tallies.forget(job_id);
+        }
+        Ok(())
+    }
+
+    /// Takes `worker`'s report of a unit drawn for a re-check (`report`, whose game
+    /// lines `lines` the spot checks passed) a step towards settling it, comparing it
+    /// with the unit's counted report on the reference's verdicts
+    /// (`verification::reference_verdicts`):
+    ///
+    /// - as the second report, agreeing, it settles the re-check; disagreeing, it is
+    ///   stored, and a third worker (neither of the two) reports the unit;
+    /// - as the third, it sides with one of the two: the other's worker, whom two
+    ///   workers contradict, is suspected and at once confirmed (`Scheduler::suspect`,
+    ///   as a spot check's suspect is), which quarantines it in the job and sets its
+    ///   units aside; when that was the counted report, the caller counts the unit from
+    ///   this one in its place. Siding with neither, it settles the re-check and no
+    ///   one is suspected.
+    ///
+    /// The caller then stores the report as a resend (the unit counts once) or, its
+    /// counted report set aside, as the unit's.
+    async fn recheck_report(
+        &self,
+        worker: u64,
+        context: &LeaseContext,
+        job: &crate::verification::VerificationJob,
+        recheck: crate::storage::Recheck,
+        report: &[u8],
+        lines: Vec<serde_json::Value>,
+    ) -> Result<(), Status> {
+        use crate::verification::{check_report, reference_difference, reference_verdicts};
+        let (job_id, unit) = (context.job_id, recheck.unit);
+        let counted = self.0.counted_report(job_id, unit).await?;
+        let second = match recheck.second_worker {
+            0 => None,
+            _ => Some(
+                tokio::fs::read(self.0.data_dir.join(&recheck.second_file))
+                    .await
+                    .map_err(|e| Status::unavailable(format!("{}: {e}", recheck.second_file)))?,
+            ),
+        };
+        let job_copy = job.clone();
+        let compared = tokio::task::spawn_blocking(move || {
+            let (scope, reference) = (job_copy.scope(unit), job_copy.spec.reference.as_str());
+            let stored = |report: &[u8]| -> Result<_, String> {
+                let checked = check_report(&String::from_utf8_lossy(report), &scope)?;
+                Ok(reference_verdicts(&checked.lines, reference))
+            };
+            let ours = reference_verdicts(&lines, reference);
+            let from_counted = reference_difference(&stored(counted.as_bytes())?, &ours);
+            let from_second = second.map(|second| stored(&second).map(|theirs| reference_difference(&theirs, &ours)));
+            let from_second = from_second.transpose()?;
+            Ok::<_, String>((from_counted, from_second))
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))?
+        .map_err(|e| Status::data_loss(format!("job {job_id}'s stored reports of unit {unit}: {e}")))?;
+        let (first, second) = (recheck.first_worker as u64, recheck.second_worker as u64);
+        let odd = match compared {
+            (None, None | Some(None)) => None,
+            (Some(game), None) => {
+                let relative = REPORT_FILE.path(context, unit, report);
+                self.write_unit_file(&relative, report.to_vec(), REPORT_FILE.what).await?;
+                self.0.scheduler.recheck_disputed(job_id, unit, worker, &relative).await?;
+                tracing::warn!(
+                    job_id,
+                    unit,
+                    first,
+                    worker,
+                    game,
+                    "the reference's verdicts disputed: a third worker decides"
+                );
+                return Ok(());
+            }
+            (None, Some(Some(game))) => Some((second, first, game)),
+            (Some(game), Some(None)) => Some((first, second, game)),
+            (Some(game), Some(Some(_))) => {
+                tracing::warn!(
+                    job_id,
+                    unit,
+                    first,
+                    second,
+                    worker,
+                    game,
+                    "three reports of the reference's verdicts, none alike"
+                );
+                None
+            }
+        };
+        if let Some((odd, other, game)) = odd {
+            let reason = format!(
+                "its report of unit {unit} of job {job_id} gives the reference's verdicts on game {game} otherwise \
+                 than workers {other} and {worker}"
+            );
+            self.0.scheduler.suspect(odd, job_id, unit, None, &reason).await?;
+        }
+        self.confirm_suspects(job_id, unit, worker).await?;
+        self.0.scheduler.recheck_settled(job_id, unit).await?;
+        Ok(())
     }
 
     /// Verifies a unit's report lines again, and games of the unit drawn under the
@@ -639,19 +758,6 @@ impl v1::worker_server::Worker for WorkerApi {
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(receiver))))
     }
-}
-
-/// Writes `bytes` to `path` through a temporary file, synced, then renamed.
-fn write_durably(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = path.parent().expect("a file under a directory");
-    std::fs::create_dir_all(dir)?;
-    let temp = path.with_extension("tmp");
-    let mut file = std::fs::File::create(&temp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&temp, path)?;
-    std::fs::File::open(dir)?.sync_all()
 }
 
 #[tonic::async_trait]
@@ -1066,6 +1172,18 @@ struct UnitFile {
     what: &'static str,
 }
 
+impl UnitFile {
+    /// The file, under the data directory, of `bytes` uploaded for `unit` on a lease:
+    /// each distinct upload its own.
+    fn path(&self, context: &LeaseContext, unit: u64, bytes: &[u8]) -> String {
+        let UnitFile { dir, extension, .. } = self;
+        format!("{dir}/{}/{unit}-{}-{}.{extension}", context.job_id, context.lease_id, chunk_digest(bytes))
+    }
+}
+
+/// Where a verification unit's report is stored.
+const REPORT_FILE: UnitFile = UnitFile { dir: "verification", extension: "jsonl", what: "report" };
+
 /// What a job's units store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stored {
@@ -1345,6 +1463,25 @@ impl Shared {
             rechecked_lines: self.spot_checks.of_job(id).lines,
             metamorphic: tally.metamorphic,
         })
+    }
+
+    /// Where job `id`'s `unit` is stored, if it is counted.
+    async fn counted_unit(&self, id: u64, unit: u64) -> Result<Option<crate::storage::UnitFile>, Status> {
+        let page = self.storage.unit_files(id as i64, unit.checked_sub(1), 1).await;
+        Ok(page.map_err(|e| Status::unavailable(e.to_string()))?.into_iter().find(|u| u.unit == unit))
+    }
+
+    /// Verification job `id`'s counted report of `unit`, as stored.
+    async fn counted_report(&self, id: u64, unit: u64) -> Result<String, Status> {
+        // Set aside since the report came (its worker quarantined): sent again, the
+        // report counts the unit.
+        let stored = self.counted_unit(id, unit).await?.ok_or_else(|| {
+            Status::unavailable(format!("job {id}'s unit {unit} is no longer counted: send the report again"))
+        })?;
+        let bytes = read_slice(self.data_dir.join(&stored.file), stored.offset, stored.length)
+            .await
+            .map_err(|e| Status::unavailable(format!("{}: {e}", stored.file)))?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     /// The tallies of verification job `id`'s stored reports, a unit each.
@@ -1670,25 +1807,28 @@ impl Shared {
         let spec = self.match_job(id)?;
         let JobSpec::Match(job) = &*spec else { unreachable!("match_job returns matches") };
         let stored = self
-            .storage
-            .unit_files(id as i64, unit.checked_sub(1), 1)
-            .await
-            .map_err(|e| Status::unavailable(e.to_string()))?
-            .into_iter()
-            .find(|u| u.unit == unit)
+            .counted_unit(id, unit)
+            .await?
             .ok_or_else(|| Status::not_found(format!("job {id} has no pair {unit} counted")))?;
+        let place = format!("{}@{}+{}", stored.file, stored.offset, stored.length);
+        if let Some(judged) = self.judged_pairs.get(&place) {
+            return Ok((*judged).clone());
+        }
         let bytes = read_slice(self.data_dir.join(&stored.file), stored.offset, stored.length)
             .await
             .map_err(|e| Status::unavailable(format!("{}: {e}", stored.file)))?;
         let pgn = String::from_utf8_lossy(&bytes).into_owned();
-        let rules = job.rules;
-        let text = pgn.clone();
-        // Replaying and classifying every ply is CPU work: off the request runtime.
-        let games = tokio::task::spawn_blocking(move || judge_games(&text, rules))
-            .await
-            .map_err(|e| Status::internal(e.to_string()))?
-            .map_err(|e| Status::data_loss(format!("pair {unit} of job {id} as stored: {e}")))?;
-        Ok(v1::JudgedPair { unit, variant: job.variant.name().to_owned(), rules: rules.name().to_owned(), pgn, games })
+        let (rules, variant) = (job.rules, job.variant.name().to_owned());
+        // Replaying and classifying every ply is CPU work: kept, and made in turns.
+        let judge = move || {
+            let games = judge_games(&pgn, rules)?;
+            Ok(v1::JudgedPair { unit, variant, rules: rules.name().to_owned(), pgn, games })
+        };
+        let judged = self.judged_pairs.get_or_read(&place, judge).await.map_err(|e| match e {
+            crate::kept::ReadError::Refused(e) => Status::data_loss(format!("pair {unit} of job {id} as stored: {e}")),
+            crate::kept::ReadError::Failed(e) => Status::internal(e),
+        })?;
+        Ok((*judged).clone())
     }
 
     /// Why job `id`'s stored units cannot be read as `wanted`, if they cannot: no such

@@ -360,6 +360,8 @@ pub struct Snapshot {
     /// Verification jobs' suspects: by job, each worker held suspect with the unit its
     /// false report was of and why.
     pub suspicions: HashMap<i64, Vec<Suspicion>>,
+    /// Verification jobs' pending re-checks of a reference's verdicts, by job.
+    pub rechecks: HashMap<i64, Vec<Recheck>>,
 }
 
 /// A worker held suspect in a verification job: a spot check found its report of
@@ -369,6 +371,20 @@ pub struct Suspicion {
     pub worker_id: i64,
     pub unit: u64,
     pub reason: String,
+}
+
+/// A unit of a verification job with a reference whose counted report, by
+/// `first_worker`, another worker reports again so that the reference's verdicts are
+/// checked; when that second report gives them otherwise, its worker and where it is
+/// stored, until a third worker's report settles it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recheck {
+    pub unit: u64,
+    pub first_worker: i64,
+    /// 0 until a second report disagreed.
+    pub second_worker: i64,
+    /// The disagreeing second report's file, under the data directory.
+    pub second_file: String,
 }
 
 /// How many of a unit's games' reasons say an engine failed.
@@ -582,6 +598,16 @@ impl Storage {
                 worker_id: row.try_get("worker_id")?,
                 unit: row.try_get::<i64, _>("unit")?.max(0) as u64,
                 reason: row.try_get("reason")?,
+            });
+        }
+        let rechecks = "SELECT job_id, unit, first_worker_id, second_worker_id, second_file FROM rechecks \
+                        ORDER BY job_id, unit";
+        for row in sqlx::query(rechecks).fetch_all(&self.pool).await? {
+            snapshot.rechecks.entry(row.try_get("job_id")?).or_default().push(Recheck {
+                unit: row.try_get::<i64, _>("unit")?.max(0) as u64,
+                first_worker: row.try_get("first_worker_id")?,
+                second_worker: row.try_get("second_worker_id")?,
+                second_file: row.try_get("second_file")?,
             });
         }
         let endings = "SELECT worker_id, state, COUNT(*) AS n FROM leases WHERE state IN ('expired', 'done') \
@@ -873,6 +899,17 @@ pub enum Change {
         job_id: i64,
         worker_id: i64,
     },
+    /// A re-check of a reference's verdicts drawn, or its second report stored (see
+    /// [`Recheck`]).
+    Recheck {
+        job_id: i64,
+        recheck: Recheck,
+    },
+    /// A re-check settled: the reports agreed, or a third decided between them.
+    RecheckSettled {
+        job_id: i64,
+        unit: u64,
+    },
     /// A tournament stopped as a whole.
     TournamentStopped {
         id: i64,
@@ -1102,6 +1139,28 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
                 .execute(&mut *conn)
                 .await?;
         }
+        Change::Recheck { job_id, recheck } => {
+            sqlx::query(
+                "INSERT INTO rechecks (job_id, unit, first_worker_id, second_worker_id, second_file) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (job_id, unit) DO UPDATE SET \
+                 first_worker_id = excluded.first_worker_id, second_worker_id = excluded.second_worker_id, \
+                 second_file = excluded.second_file",
+            )
+            .bind(job_id)
+            .bind(recheck.unit as i64)
+            .bind(recheck.first_worker)
+            .bind(recheck.second_worker)
+            .bind(&recheck.second_file)
+            .execute(&mut *conn)
+            .await?;
+        }
+        Change::RecheckSettled { job_id, unit } => {
+            sqlx::query("DELETE FROM rechecks WHERE job_id = $1 AND unit = $2")
+                .bind(job_id)
+                .bind(*unit as i64)
+                .execute(&mut *conn)
+                .await?;
+        }
         Change::TournamentStopped { id, at_ms } => {
             sqlx::query("UPDATE tournaments SET stopped_ms = $1 WHERE id = $2")
                 .bind(at_ms)
@@ -1322,6 +1381,12 @@ async fn set_aside_units(
     );
     sqlx::query(sqlx::AssertSqlSafe(copy)).bind(now).bind(job_id).bind(worker_id).execute(&mut *conn).await?;
     sqlx::query("DELETE FROM units WHERE job_id = $1 AND worker_id = $2")
+        .bind(job_id)
+        .bind(worker_id)
+        .execute(&mut *conn)
+        .await?;
+    // Their re-checks with them: each unit is verified and drawn again.
+    sqlx::query("DELETE FROM rechecks WHERE job_id = $1 AND first_worker_id = $2")
         .bind(job_id)
         .bind(worker_id)
         .execute(&mut *conn)

@@ -1,6 +1,11 @@
 //! Bearer tokens: 256 random bits shown once, stored as their SHA-256, so that a copy of
 //! the database does not let anyone in. Each has a role, a name, an id (the hash's
 //! first 12 hex digits: what lists show and revocation names) and may expire.
+//!
+//! An expiry is a date on the coordinator's wall clock, as lists show it, like a
+//! certificate's: a clock set past it ends the token (and, within a recheck, the
+//! streams opened with it), a clock set back before it gives the token its time back.
+//! Revocation ends a token whatever the clock.
 
 use rand::RngCore;
 use sha2::{Digest, Sha256};

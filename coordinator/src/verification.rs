@@ -5,7 +5,9 @@
 //! code path, as `xq-engine verify` runs it; with the metamorphic properties if the job
 //! asks) and reported as JSON lines closed by the unit's tally.
 //! The coordinator checks each report's shape and counts before storing it, sums the
-//! tallies and serves the lines, and the parting games as PGN.
+//! tallies and serves the lines, and the parting games as PGN. It rules the rule sets'
+//! verdicts again itself ([`spot_check`]); a reference's, which it cannot rule, are
+//! compared between workers on a sample of units ([`reference_verdicts`]).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -37,6 +39,11 @@ const MAX_GENERATED_PER_UNIT: u32 = 500;
 pub const MAX_FRESH_NODES: u64 = 10_000;
 /// Fairy-Stockfish's rules through pyffish, the one reference workers offer.
 pub const REFERENCE_PYFFISH: &str = "pyffish";
+/// One in how many counted units of a job with a reference another worker reports
+/// again by default ([`reference_verdicts`]): the coordinator cannot rule the
+/// reference's verdicts itself. A worker that forges them on 100 units is caught with
+/// odds of 87%, on 230 of 99%, for 2% more of the fleet's work.
+pub const RECHECK_ONE_IN: u32 = 50;
 /// Rulings of each ply under a rule set with the metamorphic properties, for the
 /// scheduler's and the spot checks' estimates: the game, its mirror, its colour swap,
 /// and for a game ruled on a repetition (the ones that cost) its suffix and detour.
@@ -233,6 +240,12 @@ const DISAGREEMENTS: [Disagreement; 4] = [
     Disagreement::DifferentReason,
 ];
 
+/// The name under which a job's reference reports its partings: the job's `pyffish`
+/// as Fairy-Stockfish's.
+fn reported_name(reference: &str) -> &str {
+    if reference == REFERENCE_PYFFISH { FAIRY_STOCKFISH } else { reference }
+}
+
 /// Why `kind` is not a parting a job of `scope` can report, if it is not: two of its
 /// rule sets (the first of them and its reference) and a disagreement's name.
 fn foreign_kind(kind: &str, scope: &ReportScope) -> Option<String> {
@@ -248,8 +261,7 @@ fn foreign_kind(kind: &str, scope: &ReportScope) -> Option<String> {
     {
         return None;
     }
-    // The job's `pyffish` reports its partings as Fairy-Stockfish's.
-    let reference = if scope.reference == REFERENCE_PYFFISH { FAIRY_STOCKFISH } else { scope.reference };
+    let reference = reported_name(scope.reference);
     let known = names.contains(&a)
         && a != b
         && (names.contains(&b) || (!reference.is_empty() && b == reference))
@@ -441,6 +453,8 @@ struct JobTally {
     units: HashSet<u64>,
     /// Units counted while the stored reports were being read.
     pending: Vec<(u64, Tally)>,
+    /// Forgotten while they were being read: what that read found is not kept.
+    forgotten: bool,
 }
 
 impl JobTally {
@@ -500,7 +514,22 @@ impl Tallies {
             entry.count(unit, &tally);
         }
         entry.loaded = true;
-        entry.tally.clone()
+        let tally = entry.tally.clone();
+        if entry.forgotten {
+            jobs.remove(&job);
+        }
+        tally
+    }
+
+    /// Forgets job `job`'s counts (units of it were set aside): the next read reads the
+    /// stored reports again, and a read under way now is not kept.
+    pub fn forget(&self, job: u64) {
+        let mut jobs = self.jobs();
+        match jobs.get_mut(&job) {
+            Some(entry) if !entry.loaded => entry.forgotten = true,
+            Some(_) => drop(jobs.remove(&job)),
+            None => {}
+        }
     }
 
     /// Forgets a read of job `job`'s stored reports that failed: the next read tries again.
@@ -718,6 +747,32 @@ fn compare(name: &str, ours: Option<&Value>, theirs: Option<&Value>, rules: &[Ru
             Ok(())
         }
     }
+}
+
+/// What a unit's report lines (as [`check_report`] passed them) say of the job's
+/// `reference`'s verdicts, which the spot checks cannot check: for each game where the
+/// reference parts from the first rule set, by its number, its kinds of parting with
+/// the reference and the reference's verdict (its ply and result, and the known
+/// difference that explains the parting). The games where it agrees are left out,
+/// whether a line names them or not (one does when the rule sets part among
+/// themselves), and so is the rest of each line, the rule sets' verdicts, which the
+/// spot checks verify. Lines carry no timing: two honest workers of the coordinator's
+/// arbiter build with the same reference give the same.
+pub fn reference_verdicts(lines: &[Value], reference: &str) -> BTreeMap<u64, Value> {
+    let name = reported_name(reference);
+    let verdicts = lines.iter().filter_map(|line| {
+        let number = line.get("game")?.as_str()?.strip_prefix("game ")?.parse().ok()?;
+        let kinds = line.get("kinds")?.as_array()?.iter().filter_map(Value::as_str);
+        let kinds: Vec<&str> = kinds.filter(|kind| kind_pair(kind).1 == name).collect();
+        let verdict = serde_json::json!({ "kinds": kinds, "reference": line.get("reference") });
+        (!kinds.is_empty()).then_some((number, verdict))
+    });
+    verdicts.collect()
+}
+
+/// The first game on which two reports' [`reference_verdicts`] differ, if any.
+pub fn reference_difference(a: &BTreeMap<u64, Value>, b: &BTreeMap<u64, Value>) -> Option<u64> {
+    a.keys().chain(b.keys()).copied().filter(|game| a.get(game) != b.get(game)).min()
 }
 
 /// A stored report's game lines, without its tally.
@@ -1044,6 +1099,62 @@ mod tests {
         assert!(matches!(tallies.read(2), TallyRead::Load));
         tallies.failed(2);
         assert!(matches!(tallies.read(2), TallyRead::Load));
+    }
+
+    #[test]
+    fn forgotten_tallies_are_read_again_and_a_read_under_way_is_not_kept() {
+        let unit = |games: u64| Tally { games, ..Tally::default() };
+        let tallies = Tallies::default();
+        assert!(matches!(tallies.read(1), TallyRead::Load));
+        tallies.loaded(1, [(0, unit(10)), (1, unit(10))]);
+        tallies.forget(1);
+        assert!(matches!(tallies.read(1), TallyRead::Load), "read again from the stored reports");
+        // Forgotten during that read: what it found is given, not kept.
+        tallies.forget(1);
+        assert_eq!(tallies.loaded(1, [(0, unit(10))]).games, 10);
+        assert!(matches!(tallies.read(1), TallyRead::Load));
+        assert_eq!(tallies.loaded(1, [(1, unit(10))]).games, 10);
+        let TallyRead::Kept(kept) = tallies.read(1) else { panic!("kept after a read not forgotten") };
+        assert_eq!(kept.games, 10);
+    }
+
+    /// A reference that never rules, under Fairy-Stockfish's name.
+    struct Silent;
+
+    impl xq_engine::xiangqi::rules::verify::Reference for Silent {
+        fn name(&self) -> &'static str {
+            FAIRY_STOCKFISH
+        }
+        fn verdict(
+            &mut self,
+            _: &xq_engine::xiangqi::Position,
+            _: &[xq_engine::xiangqi::Move],
+            _: &[usize],
+        ) -> Result<Option<(usize, xq_engine::xiangqi::rules::Outcome)>, String> {
+            Ok(None)
+        }
+    }
+
+    #[test]
+    fn two_reports_are_compared_on_the_reference_s_verdicts_alone() {
+        let games = games();
+        let with_reference = ReportScope { reference: REFERENCE_PYFFISH, ..scope(1, 3) };
+        let honest = unit_report(&games, 1, &DEFAULT_RULES, Some(&mut Silent)).unwrap();
+        let honest = reference_verdicts(&check_report(&honest, &with_reference).unwrap().lines, REFERENCE_PYFFISH);
+        // The chase, which WXF rules and the reference does not: its kind and verdict.
+        assert_eq!(honest.keys().copied().collect::<Vec<_>>(), [1]);
+        assert_eq!(honest[&1]["kinds"], serde_json::json!(["wxf vs fairy-stockfish: only one rules"]));
+        assert_eq!(honest[&1]["reference"]["result"], "*");
+        // The rule sets' own verdicts are not compared (the spot checks verify them).
+        let again = unit_report(&games, 1, &DEFAULT_RULES, Some(&mut Silent)).unwrap();
+        let mut lines = check_report(&again, &with_reference).unwrap().lines;
+        lines[0]["verdicts"] = serde_json::json!([]);
+        assert_eq!(reference_difference(&honest, &reference_verdicts(&lines, REFERENCE_PYFFISH)), None);
+        // A report that has the reference agree everywhere hides the chase's parting.
+        let forged = unit_report(&games, 1, &DEFAULT_RULES, None).unwrap();
+        let forged = reference_verdicts(&check_report(&forged, &with_reference).unwrap().lines, REFERENCE_PYFFISH);
+        assert_eq!(reference_difference(&honest, &forged), Some(1));
+        assert_eq!(reference_difference(&forged, &honest), Some(1));
     }
 
     #[test]

@@ -5,7 +5,10 @@
 //! fails alone, unless the database itself failed (unreachable, or silent past the
 //! write timeout): then the whole batch fails at once, since each retry would wait as
 //! long again (2,048 changes at 5 s each held reports for hours), and the next batch
-//! tries the database afresh, so that writes resume as soon as it answers.
+//! tries the database afresh, so that writes resume as soon as it answers. Only the
+//! changes that no caller would send again are kept through such a failure instead,
+//! their callers waiting, and tried again until the database answers (see
+//! [`kept_through_outages`]).
 //!
 //! The pipeline has two stages, so that the two fsyncs a batch needs overlap instead
 //! of adding up: a thread appends a batch's games to their files and syncs them while
@@ -33,9 +36,25 @@ use crate::storage::{Applied, Change, Storage, StorageError, apply_all};
 /// sent (the drills' most dangerous crash).
 const AFTER_UNITS_COMMIT: &str = "after-units-commit";
 
+/// The fail point of a committed batch holding a self-play chunk whose upload is not
+/// yet acknowledged (the worker's resend must count it once).
+const AFTER_CHUNK_COMMIT: &str = "after-chunk-commit";
+
+/// The fail point of a committed batch holding a verification report not yet
+/// acknowledged (the worker's resend must count it once).
+const AFTER_VERIFICATION_COMMIT: &str = "after-verification-commit";
+
+/// The fail point of a committed new lease not yet sent to its worker (its units must
+/// not stay held by a lease no worker knows of).
+const AFTER_LEASE_COMMIT: &str = "after-lease-commit";
+
 /// The fail point of a committed new tournament whose creation is not yet answered
 /// (the client's retry must find it).
 const AFTER_TOURNAMENT_COMMIT: &str = "after-tournament-commit";
+
+/// How long changes kept through an outage wait for a batch to go with before they are
+/// tried again alone.
+const KEPT_RETRY: Duration = Duration::from_millis(500);
 
 /// The most changes in one transaction.
 const MAX_BATCH: usize = 2048;
@@ -151,12 +170,17 @@ impl GamesFiles {
                 let (file, length, used) = match self.open.entry(*job_id) {
                     std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
                     std::collections::hash_map::Entry::Vacant(entry) => {
-                        std::fs::create_dir_all(&self.dir)?;
+                        crate::durable::create_dir_all(&self.dir)?;
                         let file = OpenOptions::new()
                             .create(true)
                             .append(true)
                             .open(self.dir.join(format!("{job_id}.pgn")))?;
                         let length = file.metadata()?.len();
+                        if length == 0 {
+                            // Made now (or left empty by a crash): the unit rows about to
+                            // point into it need its name to survive a crash too.
+                            crate::durable::sync_dir(&self.dir)?;
+                        }
                         entry.insert((file, length, Instant::now()))
                     }
                 };
@@ -219,7 +243,16 @@ fn append_games(
 
 /// The second stage: commits each batch in the order the first stage synced them.
 async fn commit(storage: Storage, mut to_commit: mpsc::Receiver<Batch>, metrics: &Metrics) {
-    while let Some(mut batch) = to_commit.recv().await {
+    // Changes kept through an outage, first in the next batch.
+    let mut kept: Batch = Vec::new();
+    loop {
+        let next = if kept.is_empty() {
+            to_commit.recv().await
+        } else {
+            tokio::time::timeout(KEPT_RETRY, to_commit.recv()).await.unwrap_or_else(|_| Some(Vec::new()))
+        };
+        let Some(next) = next else { break };
+        let mut batch: Batch = kept.drain(..).chain(next).collect();
         let changes: Vec<&Change> = batch.iter().map(|(change, _)| change).collect();
         let start = Instant::now();
         let applied = apply_all(&storage, &changes).await;
@@ -227,36 +260,133 @@ async fn commit(storage: Storage, mut to_commit: mpsc::Receiver<Batch>, metrics:
         metrics.batch_changes.observe(changes.len() as f64);
         match applied {
             Ok(results) => {
-                if crate::fail_point::armed_for(AFTER_UNITS_COMMIT)
-                    && changes.iter().any(|change| matches!(change, Change::Units { .. }))
+                if let Some(point) = crate::fail_point::armed_name()
+                    && reaches(point, &changes)
                 {
-                    crate::fail_point::reached(AFTER_UNITS_COMMIT);
-                }
-                if crate::fail_point::armed_for(AFTER_TOURNAMENT_COMMIT) && changes.iter().any(|c| makes_tournament(c))
-                {
-                    crate::fail_point::reached(AFTER_TOURNAMENT_COMMIT);
+                    crate::fail_point::reached(point);
                 }
                 for ((_, reply), applied) in batch.drain(..).zip(results) {
                     let _ = reply.send(Ok(applied));
                 }
             }
-            Err(error) if batch.len() == 1 || error.is_unreachable() => {
+            Err(error) if error.is_unreachable() => {
                 let message = error.to_string();
+                for (change, reply) in batch.drain(..) {
+                    if kept_through_outages(&change) {
+                        kept.push((change, reply));
+                    } else {
+                        let _ = reply.send(Err(message.clone()));
+                    }
+                }
+            }
+            Err(error) if batch.len() == 1 => {
                 for (_, reply) in batch.drain(..) {
-                    let _ = reply.send(Err(message.clone()));
+                    let _ = reply.send(Err(error.to_string()));
                 }
             }
             Err(_) => {
                 for (change, reply) in batch.drain(..) {
-                    let result: Result<Vec<Applied>, StorageError> = apply_all(&storage, &[&change]).await;
-                    let _ = reply.send(result.map(|mut r| r.remove(0)).map_err(|e| e.to_string()));
+                    match apply_all(&storage, &[&change]).await {
+                        Ok(mut applied) => drop(reply.send(Ok(applied.remove(0)))),
+                        Err(error) if error.is_unreachable() && kept_through_outages(&change) => {
+                            kept.push((change, reply));
+                        }
+                        Err(error) => drop(reply.send(Err(error.to_string()))),
+                    }
                 }
             }
         }
     }
 }
 
+/// Whether `change` is kept through an outage rather than failed: a worker's standing,
+/// and a lease's end, which a quarantine writes first for each of the worker's leases.
+/// The scheduler has acted on them in memory before writing them (the worker refused,
+/// the lease's units handed back), and no client sends them again: failed, a quarantine
+/// caught by a PostgreSQL outage stayed in memory only, the worker refused but its
+/// forged results counted, and was gone after a restart (the quarantine drill). Kept,
+/// the caller waits for the database, then finishes what it does after the write (a
+/// quarantined worker's results set aside); requests run to their end even when their
+/// client leaves (`detached`).
+fn kept_through_outages(change: &Change) -> bool {
+    matches!(change, Change::WorkerStanding { .. } | Change::LeaseState { .. })
+}
+
+/// Whether committed `changes` reach the fail point `point`: it is one of those after a
+/// commit, and they hold a change of its kind.
+fn reaches(point: &str, changes: &[&Change]) -> bool {
+    let of_its_kind: fn(&Change) -> bool = match point {
+        AFTER_UNITS_COMMIT => |change| matches!(change, Change::Units { .. }),
+        AFTER_CHUNK_COMMIT => |change| stores_files_under(change, "chunks"),
+        AFTER_VERIFICATION_COMMIT => |change| stores_files_under(change, "verification"),
+        AFTER_LEASE_COMMIT => |change| matches!(change, Change::NewLease { .. }),
+        AFTER_TOURNAMENT_COMMIT => makes_tournament,
+        _ => return false,
+    };
+    changes.iter().any(|change| of_its_kind(change))
+}
+
+/// Whether `change` stores units kept in files of their own under `dir`: the service
+/// files self-play chunks under `chunks/`, verification reports under `verification/`
+/// (both kinds are units counted by their records, alike to the writer).
+fn stores_files_under(change: &Change, dir: &str) -> bool {
+    let under = |file: &str| file.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/'));
+    matches!(change, Change::Units { rows, .. } if rows.iter().any(|row| under(&row.file)))
+}
+
 /// Whether `change` makes a tournament (its row with its first tests).
 fn makes_tournament(change: &Change) -> bool {
     matches!(change, Change::Together(changes) if changes.iter().any(|c| matches!(c, Change::Tournament(_))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::{LeaseRow, UnitRow};
+
+    /// A change storing one unit kept in `file`.
+    fn unit_in(file: &str) -> Change {
+        let row = UnitRow {
+            unit: 0,
+            points: [0, 0],
+            reasons: Default::default(),
+            records: 5,
+            pgn: String::new(),
+            file: file.to_owned(),
+            offset: 0,
+            length: 0,
+            created_ms: 0,
+        };
+        Change::Units { job_id: 1, lease_id: 1, worker_id: 1, by_records: true, rows: vec![row] }
+    }
+
+    #[test]
+    fn a_fail_point_after_a_commit_is_reached_only_by_a_batch_holding_its_kind() {
+        let pairs = unit_in("games/1.pgn");
+        let chunk = unit_in("chunks/1/0-1-ab.xqd");
+        let report = unit_in("verification/1/0-1-ab.jsonl");
+        let row = LeaseRow {
+            id: 1,
+            job_id: 1,
+            worker_id: 1,
+            units: vec![0],
+            state: "active".to_owned(),
+            probe: String::new(),
+        };
+        let lease = Change::NewLease { lease: row, next_unit: 1 };
+        let ended = Change::LeaseState { id: 1, state: "done".to_owned() };
+        assert!(reaches(AFTER_CHUNK_COMMIT, &[&ended, &chunk]));
+        assert!(!reaches(AFTER_CHUNK_COMMIT, &[&pairs, &report, &lease, &ended]));
+        assert!(reaches(AFTER_VERIFICATION_COMMIT, &[&report]));
+        assert!(!reaches(AFTER_VERIFICATION_COMMIT, &[&pairs, &chunk, &lease, &ended]));
+        assert!(reaches(AFTER_LEASE_COMMIT, &[&pairs, &lease]));
+        assert!(!reaches(AFTER_LEASE_COMMIT, &[&pairs, &chunk, &report, &ended]));
+        // Results of every kind reach the first point, and nothing else does.
+        for results in [&pairs, &chunk, &report] {
+            assert!(reaches(AFTER_UNITS_COMMIT, &[results]));
+        }
+        assert!(!reaches(AFTER_UNITS_COMMIT, &[&lease, &ended]));
+        // A point that is not one after a commit is never reached here.
+        assert!(!reaches("tournament-written", &[&pairs, &chunk, &report, &lease, &ended]));
+    }
 }

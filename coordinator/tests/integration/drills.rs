@@ -27,7 +27,10 @@ struct PrivateCluster {
 impl PrivateCluster {
     fn create() -> PrivateCluster {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let name = format!("xqdrill{}", std::process::id());
+        // Named apart from the other drills' clusters in this process, which may run at once.
+        static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let made = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("xqdrill{}n{made}", std::process::id());
         let version = std::fs::read_dir("/etc/postgresql")
             .expect("Debian's PostgreSQL (scripts/setup installs it)")
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
@@ -78,6 +81,8 @@ impl Drop for PrivateCluster {
 /// again with the next, and the cumulative totals cover every pair played.
 struct Reporter {
     lease: v1::Lease,
+    /// What each pair scores, in turn, over and over.
+    results: &'static [[u8; 2]],
     played: Vec<[u8; 2]>,
     acknowledged: usize,
     refused: usize,
@@ -87,7 +92,8 @@ struct Reporter {
 
 impl Reporter {
     fn new(lease: v1::Lease, expected: &'static [tonic::Code]) -> Reporter {
-        Reporter { lease, played: Vec::new(), acknowledged: 0, refused: 0, expected }
+        let results = &[[2, 1], [1, 1], [0, 1], [1, 2]];
+        Reporter { lease, results, played: Vec::new(), acknowledged: 0, refused: 0, expected }
     }
 
     /// Reports until one is acknowledged (within `limit`); returns how long it took.
@@ -107,20 +113,13 @@ impl Reporter {
         let state = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
         assert_eq!(state.units_done as usize, self.acknowledged);
         assert_eq!(state.totals.as_ref().unwrap().pentanomial, totals(&self.played).pentanomial);
-        let stored: i64 = sqlx::query("SELECT COUNT(*) AS n FROM units WHERE job_id = $1")
-            .bind(job as i64)
-            .fetch_one(pool)
-            .await
-            .unwrap()
-            .try_get("n")
-            .unwrap();
-        assert_eq!(stored as usize, self.acknowledged);
+        assert_eq!(stored_units(pool, job).await, self.acknowledged);
     }
 
     /// Plays the lease's next pair and reports all that is not acknowledged yet.
     async fn play_and_report(&mut self, worker: &mut Worker) -> bool {
         if self.played.len() < self.lease.units.len() {
-            self.played.push([[2, 1], [1, 1], [0, 1], [1, 2]][self.played.len() % 4]);
+            self.played.push(self.results[self.played.len() % self.results.len()]);
         }
         let pairs = (self.acknowledged..self.played.len()).map(|i| pair(self.lease.units[i], self.played[i])).collect();
         let request = v1::ReportPairsRequest {
@@ -145,6 +144,12 @@ impl Reporter {
             }
         }
     }
+}
+
+/// How many units of job `job` are stored (counted, not set aside).
+async fn stored_units(pool: &sqlx::AnyPool, job: u64) -> usize {
+    let row = sqlx::query("SELECT COUNT(*) AS n FROM units WHERE job_id = $1").bind(job as i64).fetch_one(pool).await;
+    row.unwrap().try_get::<i64, _>("n").unwrap() as usize
 }
 
 #[tokio::test]
@@ -193,6 +198,148 @@ async fn postgresql_stopped_mid_test_and_restarted_loses_and_doubles_nothing() {
     let mut admin = client(again.address, &again.client_token).await;
     let reread = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
     assert_eq!(reread.units_done as usize, reporter.acknowledged);
+}
+
+/// A worker quarantined as PostgreSQL goes away stays quarantined. The outage lands
+/// after the forger's judged report is committed and before its quarantine is: the
+/// drill holds a row the quarantine writes locked, as a long transaction would, and
+/// stops the database while the write waits on it; caught at each of the quarantine's
+/// writes in turn (the worker's lease cancelled, then its standing). Meanwhile the
+/// forger gets no work and its reports are refused; once the database is back the
+/// quarantine is stored and the forger's pairs set aside with nothing sent again, and
+/// a restart reads both back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quarantine_caught_by_a_postgresql_outage_is_stored_once_the_database_is_back_and_holds_across_a_restart() {
+    for locked in ["leases", "workers"] {
+        quarantine_caught_by_an_outage(locked).await;
+    }
+}
+
+/// The quarantine drill, with the forger's row of the table `locked` held while the
+/// database stops.
+async fn quarantine_caught_by_an_outage(locked: &str) {
+    use sqlx::Connection;
+    use tonic::Code;
+
+    let cluster = PrivateCluster::create();
+    let dir = TempDir::new("drill-quarantine");
+    // Leases of 256 pairs; a worker's residual is judged from 40 pairs on.
+    let config = SchedulerConfig {
+        lease_seconds: 256.0 * 72.0,
+        reference_nps: 0,
+        quarantine_min_pairs: 40,
+        ..SchedulerConfig::default()
+    };
+    // A short write timeout, so that the reports refused in the outage (and the drill) are quick.
+    let url = format!("{}?{WRITE_TIMEOUT_PARAMETER}=2000", cluster.url());
+    let served = serve_on(&dir.0, &url, config.clone(), 100).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let request = test_request(&mut admin, 1000, None).await;
+    let job = admin.create_test(request).await.unwrap().into_inner().job_id;
+    let mut honest = Vec::new();
+    for name in ["a", "b"] {
+        let (mut worker, _) = registered_worker_token(&served, name, &[]).await;
+        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        let mut reporter = Reporter::new(lease, &[Code::Unavailable]);
+        for _ in 0..60 {
+            assert!(reporter.play_and_report(&mut worker).await, "{locked}: before the outage");
+        }
+        honest.push((reporter, worker));
+    }
+    // The forger wins every game; its 40th pair has it judged.
+    let (mut forger, forger_token) = registered_worker_token(&served, "forger", &[]).await;
+    let lease = forger.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    let forged = |n: usize| v1::ReportPairsRequest {
+        lease_id: lease.lease_id,
+        pairs: vec![pair(lease.units[n - 1], [2, 2])],
+        cumulative: Some(totals(&vec![[2, 2]; n])),
+        ..Default::default()
+    };
+    for n in 1..40 {
+        assert!(!forger.report_pairs(forged(n)).await.unwrap().into_inner().stop, "{locked}: too few to judge");
+    }
+    let workers = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
+    let forger_id = workers.iter().find(|w| w.capabilities.as_ref().unwrap().name == "forger").unwrap().worker_id;
+
+    let mut holder = sqlx::PgConnection::connect(&cluster.url()).await.unwrap();
+    let row = if locked == "leases" { lease.lease_id } else { forger_id };
+    sqlx::query("BEGIN").execute(&mut holder).await.unwrap();
+    let lock = format!("SELECT id FROM {locked} WHERE id = $1 FOR UPDATE");
+    sqlx::query(sqlx::AssertSqlSafe(lock)).bind(row as i64).execute(&mut holder).await.unwrap();
+    let judged = tokio::spawn({
+        let (mut forger, report) = (forger.clone(), forged(40));
+        async move { forger.report_pairs(report).await }
+    });
+    let mut watcher = sqlx::PgConnection::connect(&cluster.url()).await.unwrap();
+    let waiting = Instant::now();
+    loop {
+        let row = sqlx::query("SELECT COUNT(*) AS n FROM pg_locks WHERE NOT granted").fetch_one(&mut watcher).await;
+        if row.unwrap().try_get::<i64, _>("n").unwrap() > 0 {
+            break;
+        }
+        assert!(waiting.elapsed() < Duration::from_secs(10), "{locked}: the quarantine's write never waited");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cluster.control("stop");
+    let outage = Instant::now();
+    drop((holder, watcher));
+
+    // Meanwhile the forger gets nothing and is told so, and the honest workers' reports
+    // are refused as a passing outage.
+    let status = forger.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap_err();
+    assert_eq!(status.code(), Code::PermissionDenied, "{locked}: {status:?}");
+    let status = forger.report_pairs(forged(40)).await.unwrap_err();
+    assert_eq!(status.code(), Code::PermissionDenied, "{locked}: {status:?}");
+    for (reporter, worker) in &mut honest {
+        assert!(!reporter.play_and_report(worker).await, "{locked}: the database is away");
+    }
+    let back = Instant::now();
+    cluster.control("start");
+    let answer = tokio::time::timeout(Duration::from_secs(60), judged).await.expect("the judged report answered");
+    let stored = back.elapsed();
+    assert!(answer.unwrap().unwrap().into_inner().stop, "{locked}: the forger told to stop");
+    for (reporter, worker) in &mut honest {
+        reporter.report_until_taken(worker, Duration::from_secs(60)).await;
+    }
+
+    let check = |admin: &Client, pool: &sqlx::AnyPool, honest: &[(Reporter, Worker)]| {
+        let (mut admin, pool) = (admin.clone(), pool.clone());
+        let played: Vec<[u8; 2]> = honest.iter().flat_map(|(reporter, _)| reporter.played.clone()).collect();
+        async move {
+            let workers = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
+            let listed = workers.iter().find(|w| w.worker_id == forger_id).unwrap();
+            assert_eq!(listed.standing, "quarantined", "{locked}");
+            assert!(listed.standing_reason.contains("standard errors"), "{locked}: {}", listed.standing_reason);
+            let state = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
+            assert_eq!(state.units_done as usize, played.len(), "{locked}: only the honest pairs count");
+            assert_eq!(state.totals.unwrap().pentanomial, totals(&played).pentanomial, "{locked}");
+            assert_eq!(stored_units(&pool, job).await, played.len(), "{locked}: only the honest pairs stored");
+            let aside = sqlx::query("SELECT COUNT(*) AS n FROM set_aside_units WHERE worker_id = $1")
+                .bind(forger_id as i64)
+                .fetch_one(&pool)
+                .await;
+            assert_eq!(aside.unwrap().try_get::<i64, _>("n").unwrap(), 40, "{locked}: the forged pairs set aside");
+        }
+    };
+    check(&admin, served.coordinator.shared.storage.pool(), &honest).await;
+    let status = forger.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap_err();
+    assert_eq!(status.code(), Code::PermissionDenied, "{locked}: {status:?}");
+
+    drop(served);
+    let again = serve_on(&dir.0, &url, config, 100).await;
+    let admin = client(again.address, &again.client_token).await;
+    check(&admin, again.coordinator.shared.storage.pool(), &honest).await;
+    let mut forger = worker(again.address, &forger_token).await;
+    let status = forger.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap_err();
+    assert_eq!(status.code(), Code::PermissionDenied, "{locked}: {status:?}");
+    assert!(status.message().contains("quarantined"), "{locked}: {}", status.message());
+    println!(
+        "drill: the forger's quarantine caught by a {:.1} s outage at its write to {locked}: stored {:.2} s after the \
+         database was started, its 40 pairs set aside, {} honest pairs counted; held across a restart",
+        (back - outage).as_secs_f64(),
+        stored.as_secs_f64(),
+        honest.iter().map(|(reporter, _)| reporter.acknowledged).sum::<usize>()
+    );
 }
 
 /// A TCP relay between the coordinator and PostgreSQL that the drill can black-hole:
@@ -493,51 +640,319 @@ async fn a_full_disk_refuses_new_work_then_reports_and_loses_and_doubles_nothing
     drop(disk);
 }
 
+/// A real coordinator on a fresh database of one kind, which its fail point kills and
+/// which starts again on the same data at the same address.
+struct Killable {
+    dir: TempDir,
+    url: String,
+    port: u16,
+    /// The flags it is started with, `--database` first.
+    args: Vec<String>,
+}
+
+impl Killable {
+    async fn new(backend: Backend, args: &[&str]) -> Killable {
+        let dir = TempDir::new("drill-kill");
+        let url = fresh_database(backend, &dir.0).await;
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let args = ["--database", url.as_str()].iter().chain(args).map(|arg| (*arg).to_owned()).collect();
+        Killable { dir, url, port, args }
+    }
+
+    /// Starts the coordinator, with the fail point `armed` (`name:n`) unless it is empty.
+    async fn start(&self, armed: &str) -> (tokio::process::Child, std::net::SocketAddr) {
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        let env: Vec<(&str, &str)> = if armed.is_empty() { Vec::new() } else { vec![("XQ_FAIL_POINT", armed)] };
+        crate::cluster::start_coordinator_with(&self.dir.0, self.port, &args, &env).await
+    }
+
+    /// The admin token the coordinator keeps in its data directory.
+    fn token(&self) -> String {
+        crate::cluster::token(&self.dir.0)
+    }
+
+    /// The database, opened beside the coordinator.
+    async fn storage(&self) -> xq_coordinator::storage::Storage {
+        xq_coordinator::storage::Storage::open(&self.url).await.unwrap()
+    }
+}
+
+/// Waits for `coordinator` to die of the SIGKILL its fail point sends.
+async fn killed(coordinator: &mut tokio::process::Child, backend: Backend) {
+    use std::os::unix::process::ExitStatusExt;
+    let status = coordinator.wait().await.unwrap();
+    assert_eq!(status.signal(), Some(9), "{backend:?}: killed by SIGKILL at the fail point: {status:?}");
+}
+
+/// What a call meets when the coordinator dies under it or is not back yet.
+const KILLED: &[tonic::Code] = &[tonic::Code::Unavailable, tonic::Code::Unknown, tonic::Code::Cancelled];
+
+/// Sends `request` with `call` until the coordinator answers, as `xq-worker` sends a
+/// unit's result or asks for a lease again while the coordinator is away; the answer,
+/// and how many tries the fault refused.
+async fn send_until_answered<R: Clone, T, Fut>(
+    worker: Worker,
+    request: R,
+    call: impl Fn(Worker, R) -> Fut,
+) -> (T, usize)
+where
+    Fut: std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+{
+    let start = Instant::now();
+    let mut refused = 0;
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), call(worker.clone(), request.clone())).await {
+            Ok(Ok(answer)) => return (answer.into_inner(), refused),
+            Ok(Err(status)) => assert!(KILLED.contains(&status.code()), "only the fault's refusals: {status:?}"),
+            Err(_) => {}
+        }
+        refused += 1;
+        assert!(start.elapsed() < Duration::from_secs(60), "not answered within a minute");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Pairs: the worker sends the pair committed without acknowledgement again with the
+/// next one; every pair acknowledged is counted once and stored once. On both
+/// databases.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_coordinator_killed_between_commit_and_acknowledgement_loses_and_doubles_nothing() {
-    use std::os::unix::process::ExitStatusExt;
+    for backend in BACKENDS {
+        let coordinator = Killable::new(backend, &["--work-seconds", "100000", "--lease-seconds", "600"]).await;
+        let kill_at = 20;
+        let (mut first, address) = coordinator.start(&format!("after-units-commit:{kill_at}")).await;
+        let token = coordinator.token();
+        let mut admin = client(address, &token).await;
+        let request = test_request(&mut admin, 1000, None).await;
+        let job = admin.create_test(request).await.unwrap().into_inner();
+        let (mut worker, _) = registered_worker_at(address, &token, "w", &[], 1).await;
+        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        assert!(lease.units.len() >= 60, "one lease for the whole drill: {}", lease.units.len());
+        let mut reporter = Reporter::new(lease, KILLED);
 
-    let dir = TempDir::new("drill-kill");
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let args = ["--work-seconds", "100000", "--lease-seconds", "600"];
-    let kill_at = 20;
-    let fail_point = format!("after-units-commit:{kill_at}");
-    let (mut coordinator, address) =
-        crate::cluster::start_coordinator_with(&dir.0, port, &args, &[("XQ_FAIL_POINT", &fail_point)]).await;
-    let admin_token = crate::cluster::token(&dir.0);
-    let mut admin = client(address, &admin_token).await;
-    let request = test_request(&mut admin, 1000, None).await;
-    let job = admin.create_test(request).await.unwrap().into_inner();
-    let (mut worker, _) = registered_worker_at(address, &admin_token, "w", &[], 1).await;
-    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
-    assert!(lease.units.len() >= 60, "one lease for the whole drill: {}", lease.units.len());
-    let mut reporter = Reporter::new(lease, &[tonic::Code::Unavailable, tonic::Code::Unknown, tonic::Code::Cancelled]);
+        for _ in 1..kill_at {
+            assert!(reporter.play_and_report(&mut worker).await, "{backend:?}: before the fail point");
+        }
+        assert!(!reporter.play_and_report(&mut worker).await, "{backend:?}: the coordinator dies before acknowledging");
+        killed(&mut first, backend).await;
+        assert_eq!(reporter.acknowledged, kill_at as usize - 1);
+        let killed_at = Instant::now();
+        let (_again, _) = coordinator.start("").await;
+        let restarted = Instant::now();
+        let recovered = reporter.report_until_taken(&mut worker, Duration::from_secs(60)).await;
+        for _ in 0..30 {
+            assert!(reporter.play_and_report(&mut worker).await, "{backend:?}: after the restart");
+        }
+        let mut admin = client(address, &token).await;
+        reporter.check_counted_and_stored(&mut admin, coordinator.storage().await.pool(), job.job_id).await;
+        println!(
+            "drill ({backend:?}): killed after committing report {kill_at}; {} pairs acknowledged = counted = \
+             stored; restart took {:.2} s, reports taken again {:.2} s after it",
+            reporter.acknowledged,
+            (restarted - killed_at).as_secs_f64(),
+            recovered.as_secs_f64()
+        );
+    }
+}
 
-    for _ in 1..kill_at {
-        assert!(reporter.play_and_report(&mut worker).await, "before the fail point");
+/// Self-play chunks: the worker uploads the chunk committed without acknowledgement
+/// again; it is stored once (one file, one row), streamed once, and its records are
+/// counted once in the job's positions. On both databases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_coordinator_killed_between_a_chunk_s_commit_and_acknowledgement_stores_and_counts_it_once() {
+    for backend in BACKENDS {
+        let coordinator = Killable::new(backend, &["--work-seconds", "100000", "--lease-seconds", "600"]).await;
+        let kill_at = 5;
+        let (mut first, address) = coordinator.start(&format!("after-chunk-commit:{kill_at}")).await;
+        let token = coordinator.token();
+        let mut admin = client(address, &token).await;
+        let spec = v1::SelfPlaySpec { nodes: 1000, games_per_unit: 2, ..Default::default() };
+        let request = v1::CreateSelfPlayRequest { spec: Some(spec), units: 12, ..Default::default() };
+        let job = admin.create_self_play(request).await.unwrap().into_inner().job_id;
+        let (mut worker, _) = registered_worker_at(address, &token, "w", &[], 1).await;
+        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        assert_eq!(lease.units, (0..12).collect::<Vec<u64>>(), "{backend:?}: one lease for the whole job");
+        // Chunks of different sizes, so that one counted twice shows in the positions.
+        let chunks: Vec<Vec<u8>> =
+            lease.units.iter().map(|&unit| crate::security::chunk_of(2 + unit as usize)).collect();
+        let upload = |unit: u64| v1::UploadChunkRequest {
+            lease_id: lease.lease_id,
+            unit,
+            chunk: chunks[unit as usize].clone(),
+            games: 2,
+        };
+
+        for unit in 0..kill_at - 1 {
+            worker.upload_chunk(upload(unit)).await.unwrap();
+        }
+        let status = worker.upload_chunk(upload(kill_at - 1)).await.unwrap_err();
+        assert!(KILLED.contains(&status.code()), "{backend:?}: the coordinator dies before acknowledging: {status:?}");
+        killed(&mut first, backend).await;
+        // Sent again and again meanwhile, as the worker does.
+        let resend = |mut worker: Worker, request| async move { worker.upload_chunk(request).await };
+        let resent = tokio::spawn(send_until_answered(worker.clone(), upload(kill_at - 1), resend));
+        let (_again, _) = coordinator.start("").await;
+        let restarted = Instant::now();
+        let (_, refused) = resent.await.unwrap();
+        let recovered = restarted.elapsed();
+        let mut stop = false;
+        for unit in kill_at..12 {
+            stop = worker.upload_chunk(upload(unit)).await.unwrap().into_inner().stop;
+        }
+        assert!(stop, "{backend:?}: the last chunk finishes the job");
+
+        let mut admin = client(address, &token).await;
+        let records: usize = chunks.iter().map(|c| xq_engine::xiangqi::data::read_chunk(c).unwrap().len()).sum();
+        let state = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
+        assert_eq!((state.state.as_str(), state.units_done, state.positions), ("finished", 12, records as u64));
+        let streamed = collect(admin.stream_training_data(v1::JobId { job_id: job }).await.unwrap().into_inner()).await;
+        let streamed: Vec<(u64, Vec<u8>)> = streamed.into_iter().map(|c| (c.unit, c.chunk)).collect();
+        assert_eq!(streamed, lease.units.iter().copied().zip(chunks).collect::<Vec<_>>(), "{backend:?}: each once");
+        assert_eq!(stored_units(coordinator.storage().await.pool(), job).await, 12, "{backend:?}");
+        let files = std::fs::read_dir(coordinator.dir.0.join(format!("chunks/{job}"))).unwrap().count();
+        assert_eq!(files, 12, "{backend:?}: a file for each chunk, none twice");
+        println!(
+            "drill ({backend:?}): killed after committing chunk {kill_at}; its upload answered {:.2} s after the \
+             restart ({refused} sent while it was down); 12 chunks uploaded = counted = stored, {records} positions",
+            recovered.as_secs_f64()
+        );
     }
-    assert!(!reporter.play_and_report(&mut worker).await, "the coordinator dies before acknowledging");
-    let status = coordinator.wait().await.unwrap();
-    assert_eq!(status.signal(), Some(9), "killed by SIGKILL at the fail point: {status:?}");
-    assert_eq!(reporter.acknowledged, kill_at as usize - 1);
-    let killed = Instant::now();
-    let (_coordinator, _) = crate::cluster::start_coordinator_with(&dir.0, port, &args, &[]).await;
-    let restarted = Instant::now();
-    // The pair committed without acknowledgement is sent again with the next one.
-    let recovered = reporter.report_until_taken(&mut worker, Duration::from_secs(60)).await;
-    for _ in 0..30 {
-        assert!(reporter.play_and_report(&mut worker).await, "after the restart");
+}
+
+/// Verification reports: the worker sends the report committed without
+/// acknowledgement again; its unit counts once, its report is stored once, and the
+/// job's tally is one pass over the games. On both databases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_coordinator_killed_between_a_verification_report_s_commit_and_acknowledgement_counts_it_once() {
+    use xq_engine::xiangqi::rules::RuleSet;
+    use xq_engine::xiangqi::rules::verify::{Tally, check_game, unit_report};
+
+    let games = xq_engine::xiangqi::pgn::parse_pgn(crate::verification::GAMES).unwrap();
+    for backend in BACKENDS {
+        let coordinator = Killable::new(backend, &["--work-seconds", "100000", "--lease-seconds", "600"]).await;
+        let kill_at = 2;
+        let (mut first, address) = coordinator.start(&format!("after-verification-commit:{kill_at}")).await;
+        let token = coordinator.token();
+        let mut admin = client(address, &token).await;
+        let pgn = upload(&mut admin, "chases.pgn", "pgn", crate::verification::GAMES.as_bytes()).await.unwrap();
+        let request = v1::CreateVerificationRequest { pgn: Some(pgn), games_per_unit: 1, ..Default::default() };
+        let job = admin.create_verification(request).await.unwrap().into_inner().job_id;
+        let (mut worker, _) = registered_worker_at(address, &token, "w", &[], 1).await;
+        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        assert_eq!(lease.units, [0, 1, 2, 3], "{backend:?}: a unit a game, one lease for them all");
+        let Some(v1::lease::Work::Verification(spec)) = &lease.work else { panic!("a verification lease: {lease:?}") };
+        let rules: Vec<RuleSet> = spec.rules.iter().map(|r| r.parse().unwrap()).collect();
+        let report = |unit: u64| {
+            let index = unit as usize;
+            let report = unit_report(&games[index..index + 1], index + 1, &rules, None).unwrap();
+            v1::VerificationReport { lease_id: lease.lease_id, unit, report }
+        };
+
+        for unit in 0..kill_at - 1 {
+            worker.report_verification(report(unit)).await.unwrap();
+        }
+        let status = worker.report_verification(report(kill_at - 1)).await.unwrap_err();
+        assert!(KILLED.contains(&status.code()), "{backend:?}: the coordinator dies before acknowledging: {status:?}");
+        killed(&mut first, backend).await;
+        // Sent again and again meanwhile, as the worker does.
+        let resend = |mut worker: Worker, request| async move { worker.report_verification(request).await };
+        let resent = tokio::spawn(send_until_answered(worker.clone(), report(kill_at - 1), resend));
+        let (_again, _) = coordinator.start("").await;
+        let restarted = Instant::now();
+        let (_, refused) = resent.await.unwrap();
+        let recovered = restarted.elapsed();
+        for unit in kill_at..4 {
+            worker.report_verification(report(unit)).await.unwrap();
+        }
+
+        let mut admin = client(address, &token).await;
+        let state = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
+        assert_eq!((state.state.as_str(), state.units_done, state.positions), ("finished", 4, 4), "{backend:?}");
+        let mut once = Tally::default();
+        for (index, game) in games.iter().enumerate() {
+            check_game(game, &rules, &format!("game {}", index + 1), &mut once, None).unwrap();
+        }
+        let summary = admin.get_verification(v1::JobId { job_id: job }).await.unwrap().into_inner();
+        assert_eq!((summary.games, summary.parting, summary.refused), (once.games, once.parting, once.refused));
+        assert_eq!(summary.by_kind, once.by_kind.into_iter().collect(), "{backend:?}: one pass over the games");
+        assert_eq!(stored_units(coordinator.storage().await.pool(), job).await, 4, "{backend:?}");
+        let files = std::fs::read_dir(coordinator.dir.0.join(format!("verification/{job}"))).unwrap().count();
+        assert_eq!(files, 4, "{backend:?}: a file for each report, none twice");
+        println!(
+            "drill ({backend:?}): killed after committing verification report {kill_at}; it was answered {:.2} s \
+             after the restart ({refused} sent while it was down); 4 units reported = counted = stored, tally of \
+             one pass",
+            recovered.as_secs_f64()
+        );
     }
-    let storage = xq_coordinator::storage::Storage::open(&xq_coordinator::storage::sqlite_url(&dir.0)).await.unwrap();
-    let mut admin = client(address, &admin_token).await;
-    reporter.check_counted_and_stored(&mut admin, storage.pool(), job.job_id).await;
-    println!(
-        "drill: killed after committing report {kill_at}; {} pairs acknowledged = counted = stored; \
-         restart took {:.2} s, reports taken again {:.2} s after it",
-        reporter.acknowledged,
-        (restarted - killed).as_secs_f64(),
-        recovered.as_secs_f64()
-    );
+}
+
+/// Leases: a lease committed and never sent leaves its units with a lease no worker
+/// knows of. Read back at the restart as live, it holds them (and its worker's one
+/// core: the worker asking again gets nothing) for a lease's lifetime from then, as
+/// nobody's heartbeat renews it; then it expires, and its units are the first leased
+/// again. Reported on the new lease, each counts once, and the next lease holds none of
+/// them. On both databases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_coordinator_killed_between_a_lease_s_commit_and_its_reply_leases_its_units_again_once_it_expires() {
+    let lifetime = Duration::from_secs(3);
+    for backend in BACKENDS {
+        let args = ["--work-seconds", "720", "--lease-seconds", &lifetime.as_secs().to_string()];
+        let coordinator = Killable::new(backend, &args).await;
+        let (mut first, address) = coordinator.start("after-lease-commit:1").await;
+        let token = coordinator.token();
+        let mut admin = client(address, &token).await;
+        let request = test_request(&mut admin, 1000, None).await;
+        let job = admin.create_test(request).await.unwrap().into_inner().job_id;
+        let (mut worker, _) = registered_worker_at(address, &token, "w", &[], 1).await;
+        let status = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap_err();
+        assert!(KILLED.contains(&status.code()), "{backend:?}: the coordinator dies before answering: {status:?}");
+        killed(&mut first, backend).await;
+
+        let (_again, _) = coordinator.start("").await;
+        let restarted = Instant::now();
+        let ask = |mut worker: Worker, request| async move { worker.lease(request).await };
+        let mut nothing = 0;
+        let lease = loop {
+            let (reply, _) = send_until_answered(worker.clone(), v1::LeaseRequest { concurrency: 1 }, ask).await;
+            if let Some(lease) = reply.lease {
+                break lease;
+            }
+            nothing += 1;
+            assert!(restarted.elapsed() < 10 * lifetime, "{backend:?}: the stranded units never leased again");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let leased_again = restarted.elapsed();
+        assert!(nothing > 0, "{backend:?}: the stranded lease holds the worker's one core until it expires");
+        let storage = coordinator.storage().await;
+        let leases = sqlx::query("SELECT id, units, state FROM leases ORDER BY id").fetch_all(storage.pool()).await;
+        let leases: Vec<(i64, String, String)> = leases
+            .unwrap()
+            .iter()
+            .map(|row| (row.try_get("id").unwrap(), row.try_get("units").unwrap(), row.try_get("state").unwrap()))
+            .collect();
+        let units = lease.units.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+        assert_eq!(
+            leases,
+            [(1, units.clone(), "expired".to_owned()), (lease.lease_id as i64, units, "active".to_owned())],
+            "{backend:?}: the stranded lease expired, and its units were the first leased again"
+        );
+
+        let mut reporter = Reporter::new(lease, &[]);
+        for _ in 0..reporter.lease.units.len() {
+            assert!(reporter.play_and_report(&mut worker).await, "{backend:?}");
+        }
+        let mut admin = client(address, &token).await;
+        reporter.check_counted_and_stored(&mut admin, storage.pool(), job).await;
+        let next = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        assert!(next.units.iter().all(|unit| !reporter.lease.units.contains(unit)), "{backend:?}: {next:?}");
+        println!(
+            "drill ({backend:?}): killed after committing lease 1; its {} units leased again {:.2} s after the \
+             restart (lease lifetime {lifetime:?}; {nothing} asks answered with nothing meanwhile), each counted once",
+            reporter.lease.units.len(),
+            leased_again.as_secs_f64()
+        );
+    }
 }
 
 /// The tournaments and jobs stored in the database at `url`: each event's number with
@@ -565,43 +980,31 @@ async fn stored_events_and_jobs(url: &str) -> (Vec<(u64, Vec<u64>)>, Vec<u64>) {
 /// both databases.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_coordinator_killed_while_creating_a_tournament_leaves_the_whole_event_or_nothing() {
-    use std::os::unix::process::ExitStatusExt;
     use xq_proto::client::named;
 
     for backend in BACKENDS {
-        let dir = TempDir::new("drill-tournament");
-        let url = fresh_database(backend, &dir.0).await;
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let args = ["--database", url.as_str()];
-        let start = |fail_point: &'static str| {
-            let env: Vec<(&str, &str)> =
-                if fail_point.is_empty() { Vec::new() } else { vec![("XQ_FAIL_POINT", fail_point)] };
-            let dir = dir.0.clone();
-            async move { crate::cluster::start_coordinator_with(&dir, port, &args, &env).await }
-        };
-
-        let (mut coordinator, address) = start("tournament-written:1").await;
-        let token = crate::cluster::token(&dir.0);
+        let coordinator = Killable::new(backend, &[]).await;
+        let url = &coordinator.url;
+        let (mut first, address) = coordinator.start("tournament-written:1").await;
+        let token = coordinator.token();
         let mut admin = client(address, &token).await;
         let request = crate::creations::cup_request(&mut admin).await;
         admin.create_tournament(named(request.clone(), "cup")).await.unwrap_err();
-        let status = coordinator.wait().await.unwrap();
-        assert_eq!(status.signal(), Some(9), "{backend:?}: killed at the fail point: {status:?}");
-        assert_eq!(stored_events_and_jobs(&url).await, (vec![], vec![]), "{backend:?}: nothing of the event");
+        killed(&mut first, backend).await;
+        assert_eq!(stored_events_and_jobs(url).await, (vec![], vec![]), "{backend:?}: nothing of the event");
 
-        let (mut coordinator, address) = start("after-tournament-commit:1").await;
+        let (mut second, address) = coordinator.start("after-tournament-commit:1").await;
         let mut admin = client(address, &token).await;
         admin.create_tournament(named(request.clone(), "cup")).await.unwrap_err();
-        let status = coordinator.wait().await.unwrap();
-        assert_eq!(status.signal(), Some(9), "{backend:?}: killed at the fail point: {status:?}");
-        let (events, jobs) = stored_events_and_jobs(&url).await;
+        killed(&mut second, backend).await;
+        let (events, jobs) = stored_events_and_jobs(url).await;
         assert_eq!(events.len(), 1, "{backend:?}: {events:?}");
         assert_eq!((events[0].1.len(), &events[0].1), (3, &jobs), "{backend:?}: the whole event");
 
-        let (_coordinator, address) = start("").await;
+        let (_third, address) = coordinator.start("").await;
         let mut admin = client(address, &token).await;
         let retried = admin.create_tournament(named(request, "cup")).await.unwrap().into_inner();
         assert_eq!(crate::creations::event_and_tests(&retried), events[0], "{backend:?}");
-        assert_eq!(stored_events_and_jobs(&url).await, (events, jobs), "{backend:?}: nothing more");
+        assert_eq!(stored_events_and_jobs(url).await, (events, jobs), "{backend:?}: nothing more");
     }
 }

@@ -5,6 +5,7 @@
 mod admission;
 mod browser;
 mod cli;
+mod clock;
 mod cluster;
 mod common;
 mod config_file;
@@ -12,6 +13,7 @@ mod creations;
 mod dashboard;
 mod docs;
 mod drills;
+mod durability;
 mod grpc_fuzz;
 mod http_fuzz;
 mod local;

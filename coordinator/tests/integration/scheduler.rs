@@ -437,3 +437,56 @@ async fn a_restart_keeps_jobs_leases_and_results() {
         assert_eq!(admin.get_job_history(id).await.unwrap().into_inner(), history, "{backend:?}: read back");
     }
 }
+
+/// Leasing, the active list, the quotas and the retries' answers look at the jobs not
+/// ended, kept as an index beside every job ever made (N4): the index must follow each
+/// change of state (a stop, an approval) and be rebuilt at a restart.
+#[tokio::test]
+async fn only_jobs_not_ended_are_leased_and_listed_as_active_across_restarts() {
+    use xq_proto::client::named;
+    async fn active(admin: &mut crate::common::Client) -> Vec<u64> {
+        let request = v1::ListJobsRequest { active_only: true, ..Default::default() };
+        admin.list_jobs(request).await.unwrap().into_inner().jobs.iter().map(|j| j.job_id).collect()
+    }
+    async fn leased(served: &crate::common::Served, name: &str) -> u64 {
+        let mut worker = registered_worker(served, name, &[]).await;
+        worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap().job_id
+    }
+    for backend in BACKENDS {
+        let dir = TempDir::new("live");
+        let url = fresh_database(backend, &dir.0).await;
+        let config = SchedulerConfig { require_approval: true, lease_ttl: Duration::from_secs(30), ..config() };
+        let first = serve_on(&dir.0, &url, config.clone(), 100).await;
+        let mut admin = client(first.address, &first.client_token).await;
+        let stopped = create(&mut admin, 8, None).await;
+        let stopped = v1::JobId { job_id: stopped.job_id };
+        admin.stop_job(stopped).await.unwrap();
+        let request = test_request(&mut admin, 8, None).await;
+        let running = admin.create_test(named(request.clone(), "the-running-one")).await.unwrap().into_inner();
+        let token = v1::CreateTokenRequest { role: "submitter".to_owned(), name: "s".to_owned(), expires_seconds: 0 };
+        let token = admin.create_token(token).await.unwrap().into_inner().token;
+        let mut submitter = client(first.address, &token).await;
+        let submitted = test_request(&mut submitter, 8, None).await;
+        let pending = submitter.create_test(submitted).await.unwrap().into_inner();
+        assert_eq!(pending.state, "pending");
+        assert_eq!(active(&mut admin).await, [pending.job_id, running.job_id], "{backend:?}: newest first");
+        assert_eq!(leased(&first, "a").await, running.job_id, "{backend:?}: neither the stopped nor the pending");
+        drop(first);
+
+        let second = serve_on(&dir.0, &url, config.clone(), 100).await;
+        let mut admin = client(second.address, &second.client_token).await;
+        assert_eq!(active(&mut admin).await, [pending.job_id, running.job_id], "{backend:?}: after a restart");
+        let again = admin.create_test(named(request, "the-running-one")).await.unwrap().into_inner();
+        assert_eq!(again.job_id, running.job_id, "{backend:?}: a retry after a restart is answered with its job");
+        admin.approve_job(v1::JobId { job_id: pending.job_id }).await.unwrap();
+        admin.stop_job(v1::JobId { job_id: running.job_id }).await.unwrap();
+        assert_eq!(active(&mut admin).await, [pending.job_id], "{backend:?}");
+        assert_eq!(leased(&second, "b").await, pending.job_id, "{backend:?}: approved, it is leased");
+        drop(second);
+
+        let third = serve_on(&dir.0, &url, config.clone(), 100).await;
+        let mut admin = client(third.address, &third.client_token).await;
+        assert_eq!(active(&mut admin).await, [pending.job_id], "{backend:?}: after the second restart");
+        assert_eq!(leased(&third, "c").await, pending.job_id, "{backend:?}");
+    }
+}

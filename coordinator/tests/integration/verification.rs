@@ -2,7 +2,10 @@
 //! units, each verified by a worker with the engine's `unit_report` and reported; the
 //! coordinator refuses reports that do not account for their unit's games, sums the
 //! tallies to what one pass over the whole file gives, serves the parting games, and
-//! keeps the job across a restart.
+//! keeps the job across a restart; with a reference, units are reported again by other
+//! workers, and a forger of the reference's verdicts outvoted and quarantined.
+
+use std::collections::BTreeMap;
 
 use xq_coordinator::scheduler::SchedulerConfig;
 use xq_coordinator::verification::DEFAULT_RULES;
@@ -528,4 +531,261 @@ async fn a_job_s_counts_are_kept_as_its_reports_land_not_read_again_per_request(
     let kept = summary(admin.clone()).await;
     assert_eq!((kept.games, kept.parting, kept.refused), (4, expected.parting, expected.refused));
     assert_eq!(kept.by_kind, expected.by_kind.into_iter().collect());
+}
+
+/// A reference that never rules, under Fairy-Stockfish's name: what the honest workers'
+/// pyffish says in the re-check tests (the coordinator has no reference to know better).
+struct Silent;
+
+impl xq_engine::xiangqi::rules::verify::Reference for Silent {
+    fn name(&self) -> &'static str {
+        xq_engine::xiangqi::rules::verify::FAIRY_STOCKFISH
+    }
+    fn verdict(
+        &mut self,
+        _: &xq_engine::xiangqi::Position,
+        _: &[xq_engine::xiangqi::Move],
+        _: &[usize],
+    ) -> Result<Option<(usize, xq_engine::xiangqi::rules::Outcome)>, String> {
+        Ok(None)
+    }
+}
+
+/// Every unit counted is re-checked, so that the tests need not be lucky.
+fn recheck_config() -> SchedulerConfig {
+    SchedulerConfig { recheck_one_in: 1, ..config() }
+}
+
+/// A registered worker that offers pyffish, and its token.
+async fn reference_worker(served: &Served, name: &str) -> (Worker, String) {
+    let mut admin = client(served.address, &served.client_token).await;
+    let request = v1::CreateWorkerTokenRequest { name: name.to_owned() };
+    let token = admin.create_worker_token(request).await.unwrap().into_inner().token;
+    let mut player = worker(served.address, &token).await;
+    let capabilities = v1::Capabilities {
+        name: name.to_owned(),
+        cores: 1,
+        version: "test".to_owned(),
+        bench_nps: 1_000_000,
+        references: vec![xq_coordinator::verification::REFERENCE_PYFFISH.to_owned()],
+        arbiter_build: xq_engine::xiangqi::rules::verify::ARBITER_BUILD.to_owned(),
+        ..Default::default()
+    };
+    player.register(v1::RegisterRequest { capabilities: Some(capabilities) }).await.unwrap();
+    (player, token)
+}
+
+/// A verification job over [`GAMES`] with pyffish as the reference, a unit a game.
+async fn reference_job(admin: &mut Client) -> u64 {
+    let pgn = upload(admin, "chases.pgn", "pgn", GAMES.as_bytes()).await.unwrap();
+    let request = v1::CreateVerificationRequest {
+        pgn: Some(pgn),
+        games_per_unit: 1,
+        reference: xq_coordinator::verification::REFERENCE_PYFFISH.to_owned(),
+        ..Default::default()
+    };
+    admin.create_verification(request).await.unwrap().into_inner().job_id
+}
+
+/// Unit `unit`'s report (game `unit + 1`) with the honest reference, or as a forger
+/// sends it: the reference agreeing on every game, its partings hidden.
+fn reference_report(unit: u64, honest: bool) -> String {
+    let games = parse_pgn(GAMES).unwrap();
+    let game = &games[unit as usize..unit as usize + 1];
+    let reference: Option<&mut dyn xq_engine::xiangqi::rules::verify::Reference> =
+        if honest { Some(&mut Silent) } else { None };
+    unit_report(game, unit as usize + 1, &DEFAULT_RULES, reference).unwrap()
+}
+
+/// Plays a worker's part until it is given no more work, each report sent twice (a
+/// resend counts once); the units it reported, in order.
+async fn verify_units(worker: &mut Worker, honest: bool) -> Vec<u64> {
+    let mut reported = Vec::new();
+    while let Some(lease) = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease {
+        for &unit in &lease.units {
+            let request =
+                v1::VerificationReport { lease_id: lease.lease_id, unit, report: reference_report(unit, honest) };
+            worker.report_verification(request.clone()).await.unwrap();
+            worker.report_verification(request).await.unwrap();
+            reported.push(unit);
+        }
+    }
+    reported
+}
+
+/// What one honest pass over [`GAMES`] with the reference counts.
+fn honest_tally() -> Tally {
+    let mut all = Tally::default();
+    for (index, game) in parse_pgn(GAMES).unwrap().iter().enumerate() {
+        check_game(game, &DEFAULT_RULES, &format!("game {}", index + 1), &mut all, Some(&mut Silent)).unwrap();
+    }
+    all
+}
+
+/// A job's counts as the summary gives them, and as a tally gives them.
+async fn counts(admin: &mut Client, job_id: u64) -> (u64, u64, u64, BTreeMap<String, u64>) {
+    let summary = admin.get_verification(v1::JobId { job_id }).await.unwrap().into_inner();
+    (summary.games, summary.parting, summary.refused, summary.by_kind.into_iter().collect())
+}
+
+fn tally_counts(tally: &Tally) -> (u64, u64, u64, BTreeMap<String, u64>) {
+    (tally.games, tally.parting, tally.refused, tally.by_kind.clone().into_iter().collect())
+}
+
+/// Each listed worker's standing and reason, by name.
+async fn standings(admin: &mut Client) -> BTreeMap<String, (String, String)> {
+    let workers = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
+    workers.into_iter().map(|w| (w.capabilities.unwrap().name, (w.standing, w.standing_reason))).collect()
+}
+
+#[tokio::test]
+async fn an_honest_pair_of_workers_re_checks_the_reference_s_verdicts_without_changing_the_counts() {
+    for backend in BACKENDS {
+        let served = serve(backend, recheck_config()).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let job_id = reference_job(&mut admin).await;
+        let expected = tally_counts(&honest_tally());
+        assert!(expected.3.keys().any(|kind| kind.contains("vs fairy-stockfish")), "{expected:?}");
+        let (mut a, _) = reference_worker(&served, "a").await;
+        let (mut b, _) = reference_worker(&served, "b").await;
+        assert_eq!(verify_units(&mut a, true).await, [0, 1, 2, 3], "{backend:?}");
+        // Counted, and each drawn for a re-check, which its own worker is not given:
+        // the job runs until another worker has reported the units again.
+        let state = admin.get_job(v1::JobId { job_id }).await.unwrap().into_inner();
+        assert_eq!((state.state.as_str(), state.units_done), ("running", 4), "{backend:?}");
+        assert_eq!(counts(&mut admin, job_id).await, expected, "{backend:?}");
+        assert_eq!(verify_units(&mut b, true).await, [0, 1, 2, 3], "{backend:?}: the re-checks");
+        let state = admin.get_job(v1::JobId { job_id }).await.unwrap().into_inner();
+        assert_eq!((state.state.as_str(), state.units_done, state.positions), ("finished", 4, 4), "{backend:?}");
+        assert_eq!(counts(&mut admin, job_id).await, expected, "{backend:?}: nothing counted twice");
+        let standings = standings(&mut admin).await;
+        assert!(standings.values().all(|(standing, _)| standing == "active"), "{backend:?}: {standings:?}");
+        let workers = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
+        assert!(workers.iter().all(|w| w.active_leases == 0), "{backend:?}: the re-check leases finished: {workers:?}");
+    }
+}
+
+/// A fleet of one worker offering the reference: nobody can re-check its units, so the
+/// job finishes once they are counted instead of waiting for another worker forever.
+#[tokio::test]
+async fn a_lone_worker_s_job_finishes_without_the_re_checks_nobody_can_report() {
+    for backend in BACKENDS {
+        let served = serve(backend, recheck_config()).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let job_id = reference_job(&mut admin).await;
+        let (mut alone, _) = reference_worker(&served, "alone").await;
+        assert_eq!(verify_units(&mut alone, true).await, [0, 1, 2, 3], "{backend:?}");
+        let state = admin.get_job(v1::JobId { job_id }).await.unwrap().into_inner();
+        assert_eq!((state.state.as_str(), state.units_done), ("finished", 4), "{backend:?}");
+        assert_eq!(counts(&mut admin, job_id).await, tally_counts(&honest_tally()), "{backend:?}");
+    }
+}
+
+/// A forger reports the reference agreeing where it parts from WXF (the chases of
+/// games 1 and 4): its reports pass the spot checks, which rule only the rule sets,
+/// and are counted. The re-checks of an honest worker dispute two of them; across a
+/// restart, a third worker sides with the honest one: the forger is suspected and at
+/// once confirmed, quarantined in the job, its units set aside and counted from honest
+/// reports, and the job's counts end as an honest run's.
+#[tokio::test]
+async fn a_worker_forging_the_reference_s_verdicts_is_contradicted_by_two_others_and_quarantined_across_a_restart() {
+    for backend in BACKENDS {
+        let dir = TempDir::new("verification-recheck");
+        let url = fresh_database(backend, &dir.0).await;
+        let served = serve_on(&dir.0, &url, recheck_config(), 100).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let job_id = reference_job(&mut admin).await;
+        let (mut forger, forger_token) = reference_worker(&served, "forger").await;
+        let (mut b, b_token) = reference_worker(&served, "b").await;
+        assert_eq!(verify_units(&mut forger, false).await, [0, 1, 2, 3], "{backend:?}");
+        let honest = tally_counts(&honest_tally());
+        assert_ne!(counts(&mut admin, job_id).await, honest, "{backend:?}: the forged counts");
+        // Games 2 and 3 agree, and their re-checks end; those of games 1 and 4 wait
+        // for a third worker, which b is not.
+        assert_eq!(verify_units(&mut b, true).await, [0, 1, 2, 3], "{backend:?}");
+        assert_eq!(verify_units(&mut b, true).await, [] as [u64; 0], "{backend:?}");
+        assert!(standings(&mut admin).await.values().all(|(standing, _)| standing == "active"), "{backend:?}");
+
+        drop(served);
+        let served = serve_on(&dir.0, &url, recheck_config(), 100).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let mut b = worker(served.address, &b_token).await;
+        let (mut c, _) = reference_worker(&served, "c").await;
+        // c is given the two disputed re-checks. Its report of unit 0 decides it: the
+        // forger is quarantined and its units set aside, unit 0 counted from c's
+        // report; then c verifies the others (unit 3 among them, its re-check gone
+        // with the forger's report), each drawn for a re-check again, which b reports.
+        assert_eq!(verify_units(&mut c, true).await, [0, 3, 1, 2], "{backend:?}");
+        assert_eq!(standings(&mut admin).await["forger"].0, "quarantined", "{backend:?}");
+        assert_eq!(verify_units(&mut b, true).await, [0, 1, 2, 3], "{backend:?}");
+        assert_eq!(verify_units(&mut c, true).await, [] as [u64; 0], "{backend:?}");
+        let standings = standings(&mut admin).await;
+        let (standing, reason) = &standings["forger"];
+        assert_eq!(standing, "quarantined", "{backend:?}");
+        assert!(
+            reason.contains(&format!("its report of unit 0 of job {job_id} gives the reference's verdicts on game 1"))
+                && reason.contains("verified the unit"),
+            "{backend:?}: {reason}"
+        );
+        assert_eq!((&standings["b"].0, &standings["c"].0), (&"active".to_owned(), &"active".to_owned()));
+        let state = admin.get_job(v1::JobId { job_id }).await.unwrap().into_inner();
+        assert_eq!((state.state.as_str(), state.units_done, state.positions), ("finished", 4, 4), "{backend:?}");
+        assert_eq!(counts(&mut admin, job_id).await, honest, "{backend:?}: an honest run's counts");
+        let mut forger = worker(served.address, &forger_token).await;
+        let refused = forger.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::PermissionDenied, "{backend:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_re_check_of_the_reference_s_verdicts_drawn_before_a_restart_is_still_pending_after_it() {
+    for backend in BACKENDS {
+        let dir = TempDir::new("verification-recheck-restart");
+        let url = fresh_database(backend, &dir.0).await;
+        let served = serve_on(&dir.0, &url, recheck_config(), 100).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let job_id = reference_job(&mut admin).await;
+        let (mut a, a_token) = reference_worker(&served, "a").await;
+        let (_, b_token) = reference_worker(&served, "b").await;
+        assert_eq!(verify_units(&mut a, true).await, [0, 1, 2, 3], "{backend:?}");
+        drop(served);
+
+        let served = serve_on(&dir.0, &url, recheck_config(), 100).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let state = admin.get_job(v1::JobId { job_id }).await.unwrap().into_inner();
+        assert_eq!((state.state.as_str(), state.units_done), ("running", 4), "{backend:?}");
+        let mut a = worker(served.address, &a_token).await;
+        assert_eq!(verify_units(&mut a, true).await, [] as [u64; 0], "{backend:?}: not its own re-checks");
+        let mut b = worker(served.address, &b_token).await;
+        assert_eq!(verify_units(&mut b, true).await, [0, 1, 2, 3], "{backend:?}: the re-checks, kept");
+        let state = admin.get_job(v1::JobId { job_id }).await.unwrap().into_inner();
+        assert_eq!((state.state.as_str(), state.units_done), ("finished", 4), "{backend:?}");
+        assert_eq!(counts(&mut admin, job_id).await, tally_counts(&honest_tally()), "{backend:?}");
+    }
+}
+
+/// The other way round: an honest worker's report is counted, and the worker that
+/// re-checks it forges the reference's verdicts. A third worker sides with the first:
+/// the re-checker is quarantined, and the counts, the first report's, stay.
+#[tokio::test]
+async fn a_re_checker_forging_the_reference_s_verdicts_is_outvoted_and_the_counts_stay() {
+    for backend in BACKENDS {
+        let served = serve(backend, recheck_config()).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let job_id = reference_job(&mut admin).await;
+        let (mut a, _) = reference_worker(&served, "a").await;
+        let (mut forger, _) = reference_worker(&served, "forger").await;
+        let (mut c, _) = reference_worker(&served, "c").await;
+        assert_eq!(verify_units(&mut a, true).await, [0, 1, 2, 3], "{backend:?}");
+        assert_eq!(verify_units(&mut forger, false).await, [0, 1, 2, 3], "{backend:?}");
+        assert_eq!(verify_units(&mut c, true).await, [0, 3], "{backend:?}: the disputed re-checks");
+        let standings = standings(&mut admin).await;
+        let (standing, reason) = &standings["forger"];
+        assert_eq!(standing, "quarantined", "{backend:?}");
+        assert!(reason.contains("otherwise than workers 1 and 3"), "{backend:?}: {reason}");
+        assert_eq!((&standings["a"].0, &standings["c"].0), (&"active".to_owned(), &"active".to_owned()));
+        let state = admin.get_job(v1::JobId { job_id }).await.unwrap().into_inner();
+        assert_eq!((state.state.as_str(), state.units_done), ("finished", 4), "{backend:?}");
+        assert_eq!(counts(&mut admin, job_id).await, tally_counts(&honest_tally()), "{backend:?}");
+    }
 }
