@@ -640,6 +640,8 @@ pub fn job_view(
         submitter: row.submitter.clone(),
         data_removed_ms: row.data_removed_ms,
         spsa,
+        // Kept by the scheduler, which sets it.
+        rechecks_pending: 0,
     }
 }
 

@@ -224,6 +224,7 @@ impl JobState {
             active_leases: self.active_leases,
             refused: self.refused,
             spsa: self.spsa.as_ref().map(SpsaRun::view),
+            rechecks_pending: self.rechecks.len() as u64,
         }
     }
 
@@ -323,11 +324,13 @@ struct ViewParts {
     active_leases: u32,
     refused: u64,
     spsa: Option<v1::SpsaView>,
+    rechecks_pending: u64,
 }
 
 impl ViewParts {
     fn view(&self) -> v1::Job {
-        job_view(&self.row, &self.spec, (self.active_leases, self.refused), self.spsa.clone())
+        let view = job_view(&self.row, &self.spec, (self.active_leases, self.refused), self.spsa.clone());
+        v1::Job { rechecks_pending: self.rechecks_pending, ..view }
     }
 }
 

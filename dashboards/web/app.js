@@ -539,6 +539,9 @@
       } else if (isVerification) {
         entries.push(["Games verified", String(job.positions), "positions"]);
         entries.push(["Rule sets", job.rules || "–"]);
+        if (Number(job.rechecks_pending || 0) > 0) {
+          entries.push(["Re-checks pending", String(job.rechecks_pending), "rechecks"]);
+        }
       } else {
         entries.push(["Positions", String(job.positions), "positions"]);
       }

@@ -652,11 +652,12 @@ async fn an_honest_pair_of_workers_re_checks_the_reference_s_verdicts_without_ch
         // Counted, and each drawn for a re-check, which its own worker is not given:
         // the job runs until another worker has reported the units again.
         let state = admin.get_job(v1::JobId { job_id }).await.unwrap().into_inner();
-        assert_eq!((state.state.as_str(), state.units_done), ("running", 4), "{backend:?}");
+        assert_eq!((state.state.as_str(), state.units_done, state.rechecks_pending), ("running", 4, 4), "{backend:?}");
         assert_eq!(counts(&mut admin, job_id).await, expected, "{backend:?}");
         assert_eq!(verify_units(&mut b, true).await, [0, 1, 2, 3], "{backend:?}: the re-checks");
         let state = admin.get_job(v1::JobId { job_id }).await.unwrap().into_inner();
         assert_eq!((state.state.as_str(), state.units_done, state.positions), ("finished", 4, 4), "{backend:?}");
+        assert_eq!(state.rechecks_pending, 0, "{backend:?}");
         assert_eq!(counts(&mut admin, job_id).await, expected, "{backend:?}: nothing counted twice");
         let standings = standings(&mut admin).await;
         assert!(standings.values().all(|(standing, _)| standing == "active"), "{backend:?}: {standings:?}");

@@ -146,6 +146,11 @@ struct ServeArgs {
     /// verified again regardless; only the games drawn at random wait for the budget.
     #[arg(long, default_value_t = xq_coordinator::verification::SPOT_CHECK_PLIES_PER_SECOND)]
     spot_check_plies: f64,
+    /// Of a verification job with a reference, one counted unit in this many (drawn
+    /// after its report) is reported again by another worker offering the reference,
+    /// and a difference in the reference's verdicts decided by a third (0: none).
+    #[arg(long, default_value_t = xq_coordinator::verification::RECHECK_ONE_IN)]
+    recheck_one_in: u32,
 }
 
 /// Request handling allocates many small short-lived buffers (frames, messages, rows)
@@ -196,6 +201,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         submitter_active_jobs: args.submitter_active_jobs,
         followers: FollowerCaps { total: args.max_followers, per_address: args.max_followers_per_address },
         spot_check_plies_per_second: args.spot_check_plies,
+        recheck_one_in: args.recheck_one_in,
         ..SchedulerConfig::default()
     };
     check_transport(args.listen, args.tls_cert.is_some(), args.allow_plaintext)?;

@@ -1182,6 +1182,9 @@ pub fn job_line(job: &v1::Job) -> String {
         totals.draws,
         totals.losses
     );
+    if job.rechecks_pending > 0 {
+        text.push_str(&format!(", {} re-checks pending", job.rechecks_pending));
+    }
     if job.kind == "selfplay" {
         text.push_str(&format!(", {} positions", job.positions));
     } else {
