@@ -299,17 +299,27 @@ async fn commit(storage: Storage, mut to_commit: mpsc::Receiver<Batch>, metrics:
     }
 }
 
-/// Whether `change` is kept through an outage rather than failed: a worker's standing,
-/// and a lease's end, which a quarantine writes first for each of the worker's leases.
-/// The scheduler has acted on them in memory before writing them (the worker refused,
-/// the lease's units handed back), and no client sends them again: failed, a quarantine
-/// caught by a PostgreSQL outage stayed in memory only, the worker refused but its
-/// forged results counted, and was gone after a restart (the quarantine drill). Kept,
-/// the caller waits for the database, then finishes what it does after the write (a
-/// quarantined worker's results set aside); requests run to their end even when their
-/// client leaves (`detached`).
+/// Whether `change` is kept through an outage rather than failed: the changes the
+/// scheduler has acted on in memory before writing them, which no client sends again
+/// (each sets a state, so writing it late is writing it once): a worker's standing and
+/// a lease's end (a quarantine writes both; failed, a quarantine caught by a PostgreSQL
+/// outage stayed in memory only, its forged results counted, and was gone after a
+/// restart), a job's state (an admin's stop, answered "stopped" on a retry without a
+/// write, ran again after a restart), and a verification job's suspicions and
+/// re-checks. Kept, the caller waits for the database, then finishes what it does
+/// after the write; requests run to their end even when their client leaves
+/// (`detached`).
 fn kept_through_outages(change: &Change) -> bool {
-    matches!(change, Change::WorkerStanding { .. } | Change::LeaseState { .. })
+    matches!(
+        change,
+        Change::WorkerStanding { .. }
+            | Change::LeaseState { .. }
+            | Change::JobState { .. }
+            | Change::Suspicion { .. }
+            | Change::SuspicionsSettled { .. }
+            | Change::Recheck { .. }
+            | Change::RecheckSettled { .. }
+    )
 }
 
 /// Whether committed `changes` reach the fail point `point`: it is one of those after a

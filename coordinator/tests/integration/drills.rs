@@ -200,6 +200,45 @@ async fn postgresql_stopped_mid_test_and_restarted_loses_and_doubles_nothing() {
     assert_eq!(reread.units_done as usize, reporter.acknowledged);
 }
 
+/// Changes the scheduler makes in memory before it writes them, and that nobody sends
+/// again, wait out an outage instead of failing: an admin's stop during an outage is
+/// answered once the database is back, and holds after a restart. Before, the stop
+/// failed with UNAVAILABLE while memory held the job stopped, the admin's retry was
+/// answered "stopped" without a write, and a restart ran the job again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_s_stop_during_a_postgresql_outage_is_stored_once_the_database_is_back() {
+    let cluster = PrivateCluster::create();
+    let dir = TempDir::new("drill-stop");
+    let config = SchedulerConfig { reference_nps: 0, ..SchedulerConfig::default() };
+    // A write timeout well within the outage: the write fails in it, at least once.
+    let url = format!("{}?{WRITE_TIMEOUT_PARAMETER}=1000", cluster.url());
+    let served = serve_on(&dir.0, &url, config.clone(), 100).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let request = test_request(&mut admin, 100, None).await;
+    let job = v1::JobId { job_id: admin.create_test(request).await.unwrap().into_inner().job_id };
+    cluster.control("stop");
+    let outage = Instant::now();
+    let stop = tokio::spawn({
+        let mut admin = admin.clone();
+        async move { admin.stop_job(job).await.map(|reply| reply.into_inner().state) }
+    });
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(!stop.is_finished(), "the stop waits for the database instead of failing: {:?}", stop.await);
+    cluster.control("start");
+    let back = Instant::now();
+    let stopped = tokio::time::timeout(Duration::from_secs(60), stop).await.expect("answered").unwrap();
+    assert_eq!(stopped.expect("stopped once the database is back"), "stopped");
+    println!(
+        "drill: an admin's stop during a {:.1} s outage answered {:.2} s after the database was back",
+        (back - outage).as_secs_f64(),
+        back.elapsed().as_secs_f64()
+    );
+    drop(served);
+    let again = serve_on(&dir.0, &url, config, 100).await;
+    let mut admin = client(again.address, &again.client_token).await;
+    assert_eq!(admin.get_job(job).await.unwrap().into_inner().state, "stopped", "after a restart");
+}
+
 /// A worker quarantined as PostgreSQL goes away stays quarantined. The outage lands
 /// after the forger's judged report is committed and before its quarantine is: the
 /// drill holds a row the quarantine writes locked, as a long transaction would, and
