@@ -189,6 +189,10 @@ struct JobState {
     failures: FailureCounts,
     /// An SPSA job's run: theta and the probes of its leases.
     spsa: Option<SpsaRun>,
+    /// An SPSA job's reports go one at a time from their stamp to their count: theta
+    /// moves with the order pairs count in, and a restart replays them in the order of
+    /// their stamps, so two reports in flight must not count in the other order.
+    spsa_order: Option<Arc<tokio::sync::Mutex<()>>>,
     /// Workers whose report of a unit (of a verification job) a spot check found false,
     /// with those units and why: each gets no more of the job's work until another
     /// worker's report of one of its units passes, which quarantines it. Stored, and
@@ -752,6 +756,7 @@ impl Scheduler {
                 refused: 0,
                 by_worker,
                 failures,
+                spsa_order: spsa.as_ref().map(|_| Arc::default()),
                 spsa,
                 suspects,
                 rechecks,
@@ -1158,6 +1163,7 @@ impl Scheduler {
             refused: 0,
             by_worker: HashMap::new(),
             failures: FailureCounts::default(),
+            spsa_order: spsa.as_ref().map(|_| Arc::default()),
             spsa,
             suspects: HashMap::new(),
             rechecks: BTreeMap::new(),
@@ -1921,6 +1927,11 @@ impl Scheduler {
         mut rows: Vec<UnitRow>,
         by_records: bool,
     ) -> Result<bool, ScheduleError> {
+        let in_order = self.lock().jobs.get(&context.job_id).and_then(|job| job.spsa_order.clone());
+        let _in_order = match &in_order {
+            Some(order) => Some(order.lock().await),
+            None => None,
+        };
         let now = self.lock().jobs.get_mut(&context.job_id).map_or_else(now_ms, JobState::stamp);
         for row in &mut rows {
             row.created_ms = now;

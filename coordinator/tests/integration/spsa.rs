@@ -287,3 +287,55 @@ async fn xq_spsa_tune_reads_the_engine_s_spin_options() {
     assert!(!refused.status.success());
     assert!(error.contains("declares no spin option 'Futility Base'") && error.contains("Depth Limit"), "{error}");
 }
+
+/// Workers reporting at the same moment: their pairs count in the order they are
+/// stamped, so that a restart, which replays pairs in that order, gives back the same
+/// theta and history. (Stamped before the write and counted after it, two reports in
+/// flight could count in the other order.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pairs_reported_at_once_by_many_workers_replay_to_the_same_theta_and_history() {
+    let dir = TempDir::new("spsa-at-once");
+    let url = fresh_database(Backend::Sqlite, &dir.0).await;
+    // Leases of two pairs.
+    let config = SchedulerConfig { lease_ttl: Duration::from_secs(60), lease_seconds: 2.0 * 72.0, ..config() };
+    let first = serve_on(&dir.0, &url, config.clone(), 100).await;
+    let mut admin = client(first.address, &first.client_token).await;
+    let job = create_spsa(&mut admin, 160).await;
+    let mut workers = Vec::new();
+    for i in 0..8 {
+        workers.push(registered_worker(&first, &format!("w{i}"), &[]).await);
+    }
+    let players = workers.into_iter().enumerate().map(|(i, mut worker)| {
+        tokio::spawn(async move {
+            let mut round = 0;
+            while let Some(lease) = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease
+            {
+                let mut played = Vec::new();
+                for (n, &unit) in lease.units.iter().enumerate() {
+                    let pair = [[2u8, 2u8], [0, 1], [2, 1], [0, 0], [1, 1]][(i + round + n) % 5];
+                    played.push(pair);
+                    let report = v1::ReportPairsRequest {
+                        lease_id: lease.lease_id,
+                        pairs: vec![named_pair(unit, pair, ["plus", "minus"])],
+                        cumulative: Some(totals(&played)),
+                        ..Default::default()
+                    };
+                    worker.report_pairs(report).await.unwrap();
+                }
+                round += 1;
+            }
+        })
+    });
+    for player in players.collect::<Vec<_>>() {
+        player.await.unwrap();
+    }
+    let id = v1::JobId { job_id: job.job_id };
+    let state = admin.get_job(id).await.unwrap().into_inner();
+    assert_eq!(state.units_done, 160);
+    let history = admin.get_job_history(id).await.unwrap().into_inner().spsa;
+    drop(first);
+    let second = serve_on(&dir.0, &url, config, 100).await;
+    let mut admin = client(second.address, &second.client_token).await;
+    assert_eq!(theta(&admin.get_job(id).await.unwrap().into_inner()), theta(&state), "theta replayed");
+    assert_eq!(admin.get_job_history(id).await.unwrap().into_inner().spsa, history, "its history replayed");
+}
