@@ -1,13 +1,13 @@
-//! Checkpoints: the model, the optimiser's state and the run's progress in one
-//! safetensors file, written to a temporary name, flushed to disk and then renamed,
-//! so that a kill or a full disk leaves the previous checkpoint whole, never half of
-//! a new one.
+//! Checkpoints: the model (a factorised model's factor included), the optimiser's
+//! state and the run's progress in one safetensors file, written to a temporary name,
+//! flushed to disk and then renamed, so that a kill or a full disk leaves the previous
+//! checkpoint whole, never half of a new one.
 
 use std::path::{Path, PathBuf};
 
 use tch::{Device, Kind, Tensor};
 
-use crate::model::{Model, NAMES};
+use crate::model::{FACTOR, Model, NAMES, is_parameter};
 use crate::optim::AdamW;
 
 /// Where a run stands, stored beside the tensors.
@@ -98,6 +98,7 @@ pub fn save(path: &Path, model: &Model, optimiser: &AdamW, progress: &Progress) 
 pub fn load(path: &Path, device: Device) -> Result<Checkpoint, CheckpointError> {
     let fail = |reason: String| CheckpointError::Read { path: path.to_path_buf(), reason };
     let mut named = Tensor::read_safetensors(path).map_err(|e| e.to_string()).map_err(fail)?;
+    let factorised = named.iter().any(|(name, _)| name == FACTOR);
     let mut take = |name: &str| -> Result<Tensor, CheckpointError> {
         let at = named.iter().position(|(n, _)| n == name).ok_or_else(|| fail(format!("no tensor {name}")))?;
         Ok(named.swap_remove(at).1)
@@ -108,7 +109,7 @@ pub fn load(path: &Path, device: Device) -> Result<Checkpoint, CheckpointError> 
     let weight_decay = f64::try_from(take("adam.weight_decay")?).map_err(|e| fail(e.to_string()))?;
     let mut parameters = Vec::new();
     let (mut first, mut second) = (Vec::new(), Vec::new());
-    for name in NAMES {
+    for name in NAMES.into_iter().chain(factorised.then_some(FACTOR)) {
         parameters.push((name.to_owned(), take(name)?));
         first.push(take(&format!("adam.first.{name}"))?.to_kind(Kind::Float).to_device(device));
         second.push(take(&format!("adam.second.{name}"))?.to_kind(Kind::Float).to_device(device));
@@ -134,6 +135,45 @@ pub fn load_model(path: &Path, device: Device) -> Result<Model, CheckpointError>
         return Ok(Model::from_parameters(&net.parameters(), device));
     }
     let named = Tensor::read_safetensors(path).map_err(|e| fail(e.to_string()))?;
-    let parameters = named.into_iter().filter(|(name, _)| NAMES.contains(&name.as_str())).collect();
+    let parameters = named.into_iter().filter(|(name, _)| is_parameter(name)).collect();
     Model::from_named(parameters, device).map_err(fail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_factorised_models_checkpoint_keeps_its_factor_and_its_moments() {
+        let model = Model::new(Device::Cpu, 3).factorised();
+        tch::no_grad(|| {
+            let _ = model.tensors[NAMES.len()].shallow_clone().fill_(0.25);
+        });
+        let mut optimiser = AdamW::new(&model.tensors, 1e-4);
+        optimiser.steps = 5;
+        let _ = optimiser.first[NAMES.len()].fill_(0.5);
+        let progress = Progress {
+            epoch: 1,
+            batch: 2,
+            scale: 300.0,
+            settings: serde_json::json!({"factorise": true}),
+            log: Vec::new(),
+            data_sha256: None,
+            best: None,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("checkpoint.safetensors");
+        save(&path, &model, &optimiser, &progress).unwrap();
+
+        let loaded = load(&path, Device::Cpu).unwrap();
+        assert!(loaded.model.is_factorised());
+        let same = |a: &Tensor, b: &Tensor| a.size() == b.size() && bool::try_from(a.eq_tensor(b).all()).unwrap();
+        for ((name, saved), (_, read)) in model.named().zip(loaded.model.named()) {
+            assert!(same(saved, read), "{name}");
+        }
+        assert!(same(&loaded.optimiser.first[NAMES.len()], &optimiser.first[NAMES.len()]), "the factor's moment");
+        assert_eq!((loaded.optimiser.steps, loaded.progress), (5, progress));
+        let alone = load_model(&path, Device::Cpu).unwrap();
+        assert!(same(&alone.tensors[NAMES.len()], &model.tensors[NAMES.len()]), "a run started from it has it too");
+    }
 }

@@ -4,7 +4,8 @@
 //! exports it, quantised, in the engine's `XQNN` format.
 //!
 //! - [`data`]: chunk files to shuffled batches, by loader threads; the validation games.
-//! - [`model`]: the float net, its sparse first layer, clipping and quantisation.
+//! - [`model`]: the float net, its sparse first layer and its factoriser, clipping and
+//!   quantisation.
 //! - [`transformer`]: the feature transformer's CPU kernel, forward and backward.
 //! - [`loss`]: the loss in win-probability space and the fitted score scale.
 //! - [`optim`]: AdamW and the learning-rate schedules.

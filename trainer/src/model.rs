@@ -14,11 +14,18 @@
 //! Clipping keeps every quantised value in range: feature-transformer weights and
 //! biases within [`TRANSFORMER_LIMIT`], so that a bias and 32 rows sum to at most
 //! 32,767 in `i16`; hidden and output weights within 127 / 64, the `i8` range.
+//!
+//! A factorised model ([`Model::factorised`]) trains one more tensor, the factor
+//! ([`FACTOR`]): a row per piece slot and point whatever the king's bucket, added to
+//! that slot and point's row in every bucket. The transformer's weights are then the
+//! sum, and each bucket's rows learn from the positions of every bucket through the
+//! factor. The sum is what the engine gets: the factor exists in training only, and
+//! [`Model::composed`] (which quantisation and export go through) folds it in.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tch::{Device, Kind, Tensor};
-use xq_engine::xiangqi::nnue::features::FEATURES;
+use xq_engine::xiangqi::nnue::features::{FEATURES, KING_BUCKETS, PIECE_SLOTS, POINTS};
 use xq_engine::xiangqi::nnue::{L1, L2, L3, OUTPUT_DIVISOR, Parameters, WEIGHT_SHIFT};
 
 use crate::data::{Batch, MAX_FEATURES};
@@ -40,10 +47,18 @@ pub const WEIGHT_LIMIT: f64 = i8::MAX as f64 / WEIGHT_ONE;
 pub const NAMES: [&str; 8] =
     ["ft.weight", "ft.bias", "h1.weight", "h1.bias", "h2.weight", "h2.bias", "out.weight", "out.bias"];
 
+/// The factor's name: a factorised model's parameter after those of [`NAMES`].
+pub const FACTOR: &str = "ft.factor";
+
+/// The factor's rows: a feature's bucket dropped, its piece slot on its point. A
+/// feature's index is `bucket x FACTOR_FEATURES + slot x POINTS + point`, so its
+/// factor row is its index modulo this.
+pub const FACTOR_FEATURES: usize = PIECE_SLOTS * POINTS;
+
 /// The float net.
 #[derive(Debug)]
 pub struct Model {
-    /// The parameters, in [`NAMES`] order.
+    /// The parameters, in [`NAMES`] order, then the factor when the model is factorised.
     pub tensors: Vec<Tensor>,
 }
 
@@ -112,6 +127,16 @@ fn shapes() -> [Vec<i64>; 8] {
     [vec![features, l1], vec![l1], vec![l2, 2 * l1], vec![l2], vec![l3, l2], vec![l3], vec![1, l3], vec![1]]
 }
 
+/// The factor's shape.
+fn factor_shape() -> [i64; 2] {
+    [FACTOR_FEATURES as i64, L1 as i64]
+}
+
+/// Whether `name` is one of a model's parameters (factorised or not).
+pub fn is_parameter(name: &str) -> bool {
+    NAMES.contains(&name) || name == FACTOR
+}
+
 impl Model {
     /// A freshly initialised model on `device`, drawn from `seed` alone (not from
     /// libtorch's global generator, which other threads may be using).
@@ -140,10 +165,13 @@ impl Model {
         Model { tensors }
     }
 
-    /// A model of `tensors` (named as in [`NAMES`]), checked against the shapes.
+    /// A model of `tensors` (named as in [`NAMES`], and [`FACTOR`] for a factorised
+    /// model), checked against the shapes.
     pub fn from_named(mut named: Vec<(String, Tensor)>, device: Device) -> Result<Model, String> {
+        let factorised = named.iter().any(|(name, _)| name == FACTOR);
+        let expected = NAMES.into_iter().zip(shapes()).chain(factorised.then(|| (FACTOR, factor_shape().to_vec())));
         let mut tensors = Vec::new();
-        for (name, shape) in NAMES.iter().zip(shapes()) {
+        for (name, shape) in expected {
             let at = named.iter().position(|(n, _)| n == name).ok_or(format!("no tensor {name}"))?;
             let tensor = named.swap_remove(at).1;
             if tensor.size() != shape {
@@ -152,6 +180,40 @@ impl Model {
             tensors.push(tensor.to_kind(Kind::Float).to_device(device).detach().set_requires_grad(true));
         }
         Ok(Model { tensors })
+    }
+
+    /// This model factorised: with a factor of zeros added when it has none, so that
+    /// it starts as the same net (a model read from a net file or an unfactorised
+    /// checkpoint goes on from where it was).
+    pub fn factorised(mut self) -> Model {
+        if !self.is_factorised() {
+            let factor = Tensor::zeros(factor_shape(), (Kind::Float, self.device()));
+            self.tensors.push(factor.set_requires_grad(true));
+        }
+        self
+    }
+
+    /// Whether the model has a factor.
+    pub fn is_factorised(&self) -> bool {
+        self.tensors.len() > NAMES.len()
+    }
+
+    /// The same net without a factor: the factor's rows added to every bucket's. The
+    /// tensors are copies, so training either model leaves the other alone.
+    pub fn composed(&self) -> Model {
+        let copy = |t: &Tensor| t.detach().copy().set_requires_grad(true);
+        let mut tensors: Vec<Tensor> = self.tensors[..NAMES.len()].iter().map(copy).collect();
+        tensors[0] = copy(&self.transformer_weights());
+        Model { tensors }
+    }
+
+    /// The feature transformer's weights: the real rows, plus the factor's row in
+    /// every bucket when there is one (through autograd, for libtorch's path).
+    fn transformer_weights(&self) -> Tensor {
+        match self.tensors.get(NAMES.len()) {
+            Some(factor) => &self.tensors[0] + factor.repeat([KING_BUCKETS as i64, 1]),
+            None => self.tensors[0].shallow_clone(),
+        }
     }
 
     /// The float model whose quantisation is `parameters` (a net the trainer has only
@@ -185,9 +247,16 @@ impl Model {
         Model { tensors }
     }
 
-    /// The parameters with their names.
+    /// The parameters with their names (the factor's last, when there is one).
     pub fn named(&self) -> impl Iterator<Item = (&'static str, &Tensor)> {
-        NAMES.into_iter().zip(&self.tensors)
+        NAMES.into_iter().chain([FACTOR]).zip(&self.tensors)
+    }
+
+    /// Which parameters take weight decay: the weights, and the factor. Decaying the
+    /// real rows and the factor alike decays their sum, the net's weights, exactly as
+    /// an unfactorised model's are.
+    pub fn decayed(&self) -> Vec<bool> {
+        self.named().map(|(name, _)| name.ends_with("weight") || name == FACTOR).collect()
     }
 
     /// The predicted evaluation in centipawns from the side to move's view.
@@ -201,7 +270,10 @@ impl Model {
     /// On the CPU the feature transformer runs in [`transformer`]'s kernel, outside
     /// autograd; [`Model::gradients`] then adds its gradients.
     pub fn forward(&self, batch: &BatchTensors) -> Forward {
-        let [ft_w, ft_b, h1_w, h1_b, h2_w, h2_b, out_w, out_b] = &self.tensors[..] else { unreachable!("eight") };
+        let [_, ft_b, h1_w, h1_b, h2_w, h2_b, out_w, out_b] = &self.tensors[..NAMES.len()] else {
+            unreachable!("eight")
+        };
+        let ft_w = &self.transformer_weights();
         let sum = WEIGHT_ONE * ACTIVATION_ONE;
         let activation = |x: Tensor| rounded(&x.clamp(0.0, 1.0), ACTIVATION_ONE);
         let (input, transformed) = match &batch.features {
@@ -224,8 +296,8 @@ impl Model {
         Forward { output: layer(&hidden2, out_w, out_b).squeeze_dim(1) * CENTIPAWNS_PER_UNIT, transformed }
     }
 
-    /// The parameters' gradients (in [`NAMES`] order) once a loss of `forward`'s
-    /// output has gone backward.
+    /// The parameters' gradients (in the order of [`Model::tensors`]) once a loss of
+    /// `forward`'s output has gone backward.
     pub fn gradients(&self, forward: &Forward, batch: &BatchTensors) -> Vec<Tensor> {
         let mut gradients: Vec<Tensor> = self.tensors.iter().map(Tensor::grad).collect();
         if let (Some((input, transformed)), Features::Cpu(cpu)) = (&forward.transformed, &batch.features) {
@@ -234,6 +306,11 @@ impl Model {
             let (weights, biases) = transformer::backward(transformed, cpu, &upstream);
             gradients[0] = Tensor::from_slice(&weights).reshape([FEATURES as i64, L1 as i64]).to_device(self.device());
             gradients[1] = Tensor::from_slice(&biases).to_device(self.device());
+            if self.is_factorised() {
+                // A factor row is in every bucket's sum: its gradient is theirs, summed.
+                let by_bucket = gradients[0].view([KING_BUCKETS as i64, FACTOR_FEATURES as i64, L1 as i64]);
+                gradients[NAMES.len()] = by_bucket.sum_dim_intlist(0, false, Kind::Float);
+            }
             transformer::recycle(upstream);
             transformer::recycle(weights);
         }
@@ -255,19 +332,40 @@ impl Model {
     }
 
     /// Clips every parameter into the range its quantisation holds.
+    ///
+    /// In a factorised model the sums are quantised, so they are what is clipped:
+    /// the factor within the limit on its own, then each real row moved by as much as
+    /// its sum with the factor lies beyond the limit. The forward pass thus computes
+    /// the very weights the engine gets (no clipping at composition, whose gradient
+    /// would be either zero or not the forward's); an unfactorised model's clip is the
+    /// same with a factor of zero; and clipping the factor too bounds how far a pair
+    /// can drift apart (the factor climbing while its rows fall, their sum held at the
+    /// limit).
     pub fn clip(&mut self) {
+        let factorised = self.is_factorised();
         tch::no_grad(|| {
-            for (name, tensor) in NAMES.iter().zip(self.tensors.iter_mut()) {
+            for (name, tensor) in NAMES.iter().chain([&FACTOR]).zip(self.tensors.iter_mut()) {
                 let limit = limit_of(name);
-                if limit.is_finite() {
+                if limit.is_finite() && !(factorised && *name == NAMES[0]) {
                     let _ = tensor.clamp_(-limit, limit);
                 }
+            }
+            if factorised && let [weights, .., factor] = &mut self.tensors[..] {
+                let by_bucket = weights.view([KING_BUCKETS as i64, FACTOR_FEATURES as i64, L1 as i64]);
+                let sums = &by_bucket + factor.unsqueeze(0);
+                // Zero wherever the sum is within the limit, so those rows stay exactly as they are.
+                let excess = &sums - sums.clamp(-TRANSFORMER_LIMIT, TRANSFORMER_LIMIT);
+                let _ = weights.g_sub_(&excess.view([FEATURES as i64, L1 as i64]));
             }
         });
     }
 
-    /// The engine's integers for this model, or the first layer that overflows them.
+    /// The engine's integers for this model (a factorised model's composed), or the
+    /// first layer that overflows them.
     pub fn quantise(&self) -> Result<Parameters, OverflowError> {
+        if self.is_factorised() {
+            return self.composed().quantise();
+        }
         let values = |index: usize, scale: f64| -> Vec<f64> {
             let tensor = (&self.tensors[index] * scale).round().to_kind(Kind::Double).to_device(Device::Cpu);
             Vec::<f64>::try_from(tensor.flatten(0, -1)).expect("a float tensor converts")
@@ -331,7 +429,7 @@ fn rounded(x: &Tensor, scale: f64) -> Tensor {
 /// How far a parameter may go either way.
 fn limit_of(name: &str) -> f64 {
     match name {
-        "ft.weight" | "ft.bias" => TRANSFORMER_LIMIT,
+        "ft.weight" | "ft.bias" | FACTOR => TRANSFORMER_LIMIT,
         "h1.weight" | "h2.weight" | "out.weight" => WEIGHT_LIMIT,
         _ => f64::INFINITY,
     }
@@ -380,6 +478,143 @@ mod tests {
         let net = xq_engine::xiangqi::nnue::embedded::embedded();
         let model = Model::from_parameters(&net.parameters(), Device::Cpu);
         assert!(model.quantise().unwrap() == net.parameters(), "the embedded net's integers, exactly");
+        let factorised = model.factorised();
+        assert!(factorised.is_factorised());
+        assert!(factorised.quantise().unwrap() == net.parameters(), "a factor starts at zero");
+    }
+
+    #[test]
+    fn a_features_factor_row_is_its_piece_on_its_point_whatever_the_kings_bucket() {
+        use xq_engine::color::Color;
+        use xq_engine::xiangqi::nnue::features::View;
+        use xq_engine::xiangqi::{Piece, PieceKind, Position, Square};
+        // The red king on e0 and on e1: two buckets of Red's view, one board otherwise.
+        let low = Position::from_fen("3k5/9/9/9/9/9/9/9/9/R3K4 w").unwrap();
+        let high = Position::from_fen("3k5/9/9/9/9/9/9/9/4K4/R8 w").unwrap();
+        let (low, high) = (View::of(&low, Color::Red), View::of(&high, Color::Red));
+        let a0 = Square::parse_with_label("a0", 0).unwrap();
+        for piece in [Piece::new(Color::Red, PieceKind::Rook), Piece::new(Color::Black, PieceKind::Rook)] {
+            let (low, high) = (low.feature(piece, a0), high.feature(piece, a0));
+            assert_ne!(low / FACTOR_FEATURES, high / FACTOR_FEATURES, "two buckets");
+            assert_eq!(low % FACTOR_FEATURES, high % FACTOR_FEATURES, "one factor row");
+        }
+        assert_eq!(FEATURES, KING_BUCKETS * FACTOR_FEATURES);
+    }
+
+    /// A factorised model with a factor of random values, and the unfactorised model
+    /// of its sums, composed here row by row.
+    fn factorised_and_summed(seed: u64) -> (Model, Model) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut model = Model::new(Device::Cpu, seed).factorised();
+        let factor: Vec<f32> = (0..FACTOR_FEATURES * L1).map(|_| rng.random_range(-0.05..0.05)).collect();
+        tch::no_grad(|| model.tensors[NAMES.len()].copy_(&Tensor::from_slice(&factor).reshape(factor_shape())));
+        let mut weights = Vec::<f32>::try_from(model.tensors[0].detach().flatten(0, -1)).unwrap();
+        for (feature, row) in weights.chunks_exact_mut(L1).enumerate() {
+            let factor_row = &factor[feature % FACTOR_FEATURES * L1..][..L1];
+            row.iter_mut().zip(factor_row).for_each(|(w, f)| *w += f);
+        }
+        let mut named: Vec<(String, Tensor)> =
+            model.named().take(NAMES.len()).map(|(name, t)| (name.to_owned(), t.detach().copy())).collect();
+        named[0].1 = Tensor::from_slice(&weights).reshape([FEATURES as i64, L1 as i64]);
+        let summed = Model::from_named(named, Device::Cpu).unwrap();
+        (model, summed)
+    }
+
+    /// `batch`'s tensors for libtorch's path, on the CPU (where the model would take its own kernel).
+    fn through_libtorch(batch: &Batch) -> BatchTensors {
+        let BatchTensors { scores, results, .. } = BatchTensors::of(batch, Device::Cpu);
+        let features = Features::Device {
+            ours: Tensor::from_slice(&batch.ours),
+            theirs: Tensor::from_slice(&batch.theirs),
+            offsets: Tensor::from_slice(&batch.offsets),
+        };
+        BatchTensors { features, scores, results }
+    }
+
+    fn values(tensor: &Tensor) -> Vec<f32> {
+        Vec::<f32>::try_from(tensor.detach().flatten(0, -1)).unwrap()
+    }
+
+    #[test]
+    fn a_factorised_model_evaluates_as_the_model_of_its_summed_weights() {
+        let (factorised, summed) = factorised_and_summed(4);
+        let batch = crate::transformer::tests::batch(200, &mut StdRng::seed_from_u64(5));
+        let tensors = BatchTensors::of(&batch, Device::Cpu);
+        let output = |model: &Model, tensors: &BatchTensors| tch::no_grad(|| values(&model.forward(tensors).output));
+        assert_eq!(output(&factorised, &tensors), output(&summed, &tensors), "the CPU kernel, exactly");
+        let without = Model::from_named(
+            factorised.named().take(NAMES.len()).map(|(n, t)| (n.to_owned(), t.detach().copy())).collect(),
+            Device::Cpu,
+        )
+        .unwrap();
+        assert_ne!(output(&factorised, &tensors), output(&without, &tensors), "the factor counts");
+        let libtorch = output(&factorised, &through_libtorch(&batch));
+        let worst = output(&summed, &tensors).iter().zip(&libtorch).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        assert!(worst < 2.0, "libtorch's path differs by up to {worst} cp");
+    }
+
+    #[test]
+    fn the_factors_gradient_is_its_rows_gradients_summed_over_the_buckets() {
+        let (mut model, _) = factorised_and_summed(6);
+        let mut rng = StdRng::seed_from_u64(7);
+        let batch = crate::transformer::tests::batch(300, &mut rng);
+        let upstream: Vec<f32> = (0..batch.len()).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let mut gradients = |tensors: &BatchTensors| {
+            let forward = model.forward(tensors);
+            (&forward.output * Tensor::from_slice(&upstream)).sum(Kind::Float).backward();
+            let gradients: Vec<Vec<f32>> = model.gradients(&forward, tensors).iter().map(values).collect();
+            model.zero_grad();
+            gradients
+        };
+        // libtorch's autograd through the tiled factor, and the CPU kernel's bucket sum.
+        let reference = gradients(&through_libtorch(&batch));
+        let kernel = gradients(&BatchTensors::of(&batch, Device::Cpu));
+        let (weights, factor) = (&reference[0], &reference[NAMES.len()]);
+        let mut bucket_sum = vec![0f32; FACTOR_FEATURES * L1];
+        for (i, w) in weights.iter().enumerate() {
+            bucket_sum[i % (FACTOR_FEATURES * L1)] += w;
+        }
+        let largest = |values: &[f32]| values.iter().fold(0f32, |m, g| m.max(g.abs()));
+        let worst = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        assert!(largest(factor) > 0.0, "the factor learns");
+        let difference = worst(factor, &bucket_sum);
+        assert!(difference <= 1e-5 * largest(factor), "autograd's factor gradient is the bucket sum: {difference}");
+        for (i, name) in NAMES.into_iter().chain([FACTOR]).enumerate() {
+            let (worst, largest) = (worst(&kernel[i], &reference[i]), largest(&reference[i]));
+            assert!(worst <= 1e-3 * largest, "{name}: the kernel's gradient differs by up to {worst} of {largest}");
+        }
+    }
+
+    #[test]
+    fn a_factorised_model_exports_the_net_of_its_summed_weights() {
+        let (factorised, summed) = factorised_and_summed(8);
+        let net = |model: &Model| crate::export::network(model, "test".to_owned()).unwrap().to_bytes();
+        assert_eq!(net(&factorised), net(&summed), "bit for bit");
+        assert!(factorised.quantise().unwrap() == factorised.composed().quantise().unwrap());
+    }
+
+    #[test]
+    fn clipping_a_factorised_model_clips_the_sums_the_engine_gets() {
+        let (mut model, _) = factorised_and_summed(9);
+        let limit = TRANSFORMER_LIMIT as f32;
+        tch::no_grad(|| {
+            // Feature 0's first weight: 0.8 and 0.7 of the limit, summing beyond it; the
+            // factor's second value beyond the limit on its own.
+            let _ = model.tensors[0].get(0).get(0).fill_(0.8 * f64::from(limit));
+            let _ = model.tensors[NAMES.len()].get(0).get(0).fill_(0.7 * f64::from(limit));
+            let _ = model.tensors[NAMES.len()].get(0).get(1).fill_(3.0 * f64::from(limit));
+        });
+        let before = values(&model.tensors[0]);
+        model.clip();
+        let (weights, factor) = (values(&model.tensors[0]), values(&model.tensors[NAMES.len()]));
+        let sums = values(&model.composed().tensors[0]);
+        assert!(sums.iter().all(|s| s.abs() <= limit * (1.0 + 1e-6)), "every sum within the limit");
+        assert!((sums[0] - limit).abs() <= limit * 1e-6, "a sum beyond the limit clipped to it: {}", sums[0]);
+        assert!((factor[0] - 0.7 * limit).abs() < 1e-6, "the factor within the limit is kept");
+        assert_eq!(factor[1], limit, "the factor beyond the limit is clipped");
+        let moved = weights.iter().zip(&before).filter(|(a, b)| a != b).count();
+        assert!(moved <= KING_BUCKETS * 2, "only the rows whose sums went beyond moved: {moved}");
+        assert!(model.quantise().is_ok());
     }
 
     #[test]

@@ -36,7 +36,7 @@ use crate::checkpoint::{self, CheckpointError, Progress};
 use crate::data::{Batch, DataError, LoaderSettings, Part, Pass, Refusal};
 use crate::export::{ExportError, export};
 use crate::loss::{fit_scale, loss};
-use crate::model::{BatchTensors, Model, NAMES};
+use crate::model::{BatchTensors, Model};
 use crate::optim::{AdamW, RateSettings};
 
 /// Positions the scale is fitted on.
@@ -70,6 +70,12 @@ pub struct TrainSettings {
     /// so that checkpoints of runs without it resume.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fixed_validation: Vec<PathBuf>,
+    /// Whether the feature transformer is trained factorised ([`Model::factorised`]):
+    /// a run from an unfactorised model adds a factor of zeros, and a run without it
+    /// from a factorised model folds the factor in. Not recorded when off, so that
+    /// checkpoints of runs before it resume.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub factorise: bool,
 }
 
 /// What stopped a run.
@@ -174,6 +180,7 @@ pub fn train(
             Some(init) => checkpoint::load_model(init, device)?,
             None => Model::new(device, settings.seed),
         };
+        let model = if settings.factorise { model.factorised() } else { model.composed() };
         let scale = match settings.scale {
             Some(scale) => scale,
             None => {
@@ -346,15 +353,22 @@ fn check_resume(progress: &Progress, settings: &TrainSettings, data_sha256: &str
     )))
 }
 
-/// The fields where `then` and `now` differ, as `path: then -> now`.
+/// The fields where `then` and `now` differ, as `path: then -> now` (`absent` for a
+/// field one side does not record, such as a setting that is off).
 fn differ(path: &str, then: &serde_json::Value, now: &serde_json::Value, out: &mut Vec<String>) {
     match (then, now) {
         (serde_json::Value::Object(a), serde_json::Value::Object(b)) => {
             let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
             for key in keys {
-                let null = serde_json::Value::Null;
                 let name = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
-                differ(&name, a.get(key).unwrap_or(&null), b.get(key).unwrap_or(&null), out);
+                match (a.get(key), b.get(key)) {
+                    (Some(then), Some(now)) => differ(&name, then, now, out),
+                    (then, now) => {
+                        let shown =
+                            |value: Option<&serde_json::Value>| value.map_or("absent".to_owned(), |v| v.to_string());
+                        out.push(format!("{name}: {} -> {}", shown(then), shown(now)));
+                    }
+                }
             }
         }
         _ if then != now => out.push(format!("{path}: {then} -> {now}")),
@@ -369,7 +383,7 @@ pub fn step(model: &mut Model, optimiser: &mut AdamW, batch: &BatchTensors, scal
     let batch_loss = loss(&forward.output, &batch.scores, &batch.results, scale, lambda);
     batch_loss.backward();
     let gradients = model.gradients(&forward, batch);
-    let decayed = NAMES.map(|name| name.ends_with("weight"));
+    let decayed = model.decayed();
     optimiser.step(&mut model.tensors, &gradients, &decayed, rate);
     model.zero_grad();
     model.clip();

@@ -168,7 +168,7 @@ pub fn backward(transformed: &Transformed, batch: &Batch, upstream: &[f32]) -> (
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::sparse_sum;
     use rand::rngs::StdRng;
@@ -176,7 +176,7 @@ mod tests {
     use tch::{Device, Kind, Tensor};
 
     /// A batch of `samples` random positions' worth of features (up to 32 per view).
-    fn batch(samples: usize, rng: &mut StdRng) -> Batch {
+    pub(crate) fn batch(samples: usize, rng: &mut StdRng) -> Batch {
         let mut batch = Batch::default();
         for _ in 0..samples {
             batch.offsets.push(batch.ours.len() as i64);

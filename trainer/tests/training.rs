@@ -70,6 +70,7 @@ fn settings(epochs: usize) -> TrainSettings {
         seed: 7,
         init: None,
         fixed_validation: Vec::new(),
+        factorise: false,
     }
 }
 
@@ -207,15 +208,18 @@ fn a_run_resumes_only_with_its_own_settings_and_data() {
     let settings = settings(2);
     let stopped = train(&chunks, &settings, &run, Device::Cpu, &AtomicBool::new(true), false).unwrap();
     assert!(stopped.stopped);
-    // Another learning rate and another mirror setting: refused, both named.
+    // Another learning rate, another mirror setting, a factor: refused, all named.
     let mut other = settings.clone();
     other.rate.rate = 5e-3;
     other.loader.mirror = true;
+    other.factorise = true;
     let refused = train(&chunks, &other, &run, Device::Cpu, &AtomicBool::new(false), false).unwrap_err();
     let message = refused.to_string();
     assert!(matches!(refused, TrainError::Settings(_)), "{message}");
     assert!(
-        message.contains("rate.rate: 0.002 -> 0.005") && message.contains("loader.mirror: false -> true"),
+        message.contains("rate.rate: 0.002 -> 0.005")
+            && message.contains("loader.mirror: false -> true")
+            && message.contains("factorise: absent -> true"),
         "{message}"
     );
     // Other data (a chunk gone, as when a job gained or lost chunks): refused.
@@ -226,6 +230,37 @@ fn a_run_resumes_only_with_its_own_settings_and_data() {
     assert_eq!((checkpoint.progress.epoch, checkpoint.progress.batch), (0, 1));
     let resumed = train(&chunks, &settings, &run, Device::Cpu, &AtomicBool::new(false), false).unwrap();
     assert_eq!((resumed.epochs, resumed.net.is_some()), (2, true));
+}
+
+/// A factorised run keeps its factor through a stop and a resume, and its net is the
+/// model with the factor summed in.
+#[test]
+fn a_factorised_run_resumes_exactly_and_exports_the_net_of_its_summed_weights() {
+    let chunks = find_chunks(data()).unwrap();
+    let settings = TrainSettings { factorise: true, ..settings(2) };
+    let whole = tempfile::tempdir().unwrap();
+    let summary = train(&chunks, &settings, whole.path(), Device::Cpu, &AtomicBool::new(false), false).unwrap();
+    let losses: Vec<f64> = summary.log.iter().map(|e| e["validation_loss"].as_f64().unwrap()).collect();
+    assert!(losses[2] < losses[0] * 0.9, "validation loss {losses:?}");
+
+    let parts = tempfile::tempdir().unwrap();
+    let stopped = train(&chunks, &settings, parts.path(), Device::Cpu, &AtomicBool::new(true), false).unwrap();
+    assert!(stopped.stopped);
+    train(&chunks, &settings, parts.path(), Device::Cpu, &AtomicBool::new(false), false).unwrap();
+    let a = checkpoint::load(&checkpoint_path(whole.path()), Device::Cpu).unwrap();
+    let b = checkpoint::load(&checkpoint_path(parts.path()), Device::Cpu).unwrap();
+    assert!(a.model.is_factorised() && b.model.is_factorised());
+    for ((name, x), (_, y)) in a.model.named().zip(b.model.named()) {
+        let difference = f64::try_from((x - y).abs().max()).unwrap();
+        assert!(difference < 1e-5, "resumed {name} differs by {difference}");
+    }
+
+    let net = Network::load(&summary.net.unwrap()).unwrap();
+    let best = checkpoint::load_model(&best_path(whole.path()), Device::Cpu).unwrap();
+    assert!(best.is_factorised());
+    assert!(net.parameters() == best.composed().quantise().unwrap(), "the best epoch's sums, quantised");
+    let description: serde_json::Value = serde_json::from_str(net.description()).unwrap();
+    assert_eq!(description["settings"]["factorise"], true);
 }
 
 #[test]

@@ -199,6 +199,11 @@ struct TrainingArgs {
     /// (validation is never mirrored).
     #[arg(long)]
     mirror: bool,
+    /// Train the feature transformer factorised: each feature's weights are its own
+    /// plus a row shared by its piece and point in every king bucket, summed into the
+    /// net at export (the engine's net is unchanged).
+    #[arg(long)]
+    factorise: bool,
     /// auto (CUDA when present), cpu or cuda.
     #[arg(long, default_value = "auto")]
     device: String,
@@ -244,6 +249,7 @@ impl TrainingArgs {
             seed: self.seed,
             init,
             fixed_validation: Vec::new(),
+            factorise: self.factorise,
         }
     }
 }
