@@ -25,10 +25,11 @@ pub enum ExportError {
     },
 }
 
-/// The description stored in the net: the trainer, its settings and its losses.
 /// The description stored in the net: the trainer and the commit of its code, its
 /// settings, a hash of its data, libtorch's threads, the epoch exported (the best on
-/// validation) and that epoch's losses.
+/// validation) and that epoch's losses. A fixed validation set is described by its
+/// count of chunks and a hash of their names, not listed: a loop's lists every chunk of
+/// its first generation, which made each net carry kilobytes of this machine's paths.
 pub fn description(progress: &Progress) -> String {
     let exported = progress.best.map_or(progress.epoch, |(epoch, _)| epoch);
     let entry = progress.log.iter().find(|entry| entry.get("epoch").and_then(|e| e.as_u64()) == Some(exported as u64));
@@ -36,7 +37,7 @@ pub fn description(progress: &Progress) -> String {
     serde_json::json!({
         "trainer": concat!("xq-trainer ", env!("CARGO_PKG_VERSION")),
         "commit": env!("XQ_TRAINER_COMMIT"),
-        "settings": progress.settings,
+        "settings": described_settings(&progress.settings),
         "data_sha256": progress.data_sha256,
         "torch_threads": tch::get_num_threads(),
         "epochs": progress.epoch,
@@ -46,6 +47,25 @@ pub fn description(progress: &Progress) -> String {
         "validation_loss": field("validation_loss"),
     })
     .to_string()
+}
+
+/// `settings` with a fixed validation set's paths replaced by their count and the
+/// SHA-256 of their file names, in order.
+fn described_settings(settings: &serde_json::Value) -> serde_json::Value {
+    use sha2::{Digest, Sha256};
+    let mut settings = settings.clone();
+    if let Some(paths) = settings.get("fixed_validation").and_then(|v| v.as_array()).cloned() {
+        let mut hasher = Sha256::new();
+        for path in &paths {
+            let path = path.as_str().unwrap_or_default();
+            let name = path.rsplit('/').next().unwrap_or(path);
+            hasher.update((name.len() as u64).to_le_bytes());
+            hasher.update(name.as_bytes());
+        }
+        let names: String = hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect();
+        settings["fixed_validation"] = serde_json::json!({"chunks": paths.len(), "names_sha256": names});
+    }
+    settings
 }
 
 /// The engine's net for `model`.
@@ -70,4 +90,23 @@ pub fn export(model: &Model, progress: &Progress, path: &Path) -> Result<Network
         return Err(fail(reason));
     }
     Ok(network)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fixed_validation_set_is_described_by_its_count_and_names_not_its_paths() {
+        let settings = |dir: &str| serde_json::json!({"seed": 1, "fixed_validation": [format!("{dir}/job1-unit0.xqc"), format!("{dir}/job1-unit1.xqc")]});
+        let here = described_settings(&settings("/work/exp/gen2/data/job1"));
+        assert_eq!(here["seed"], 1);
+        assert_eq!(here["fixed_validation"]["chunks"], 2);
+        assert!(!here.to_string().contains("/work/"), "{here}");
+        assert_eq!(here, described_settings(&settings("/elsewhere")), "the same chunks on another machine");
+        let other = serde_json::json!({"seed": 1, "fixed_validation": ["a/job1-unit1.xqc", "a/job1-unit0.xqc"]});
+        assert_ne!(described_settings(&other), here, "another order, another set");
+        let none = serde_json::json!({"seed": 1});
+        assert_eq!(described_settings(&none), none);
+    }
 }
