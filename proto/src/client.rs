@@ -168,19 +168,20 @@ pub fn transient(status: &tonic::Status) -> bool {
     )
 }
 
-/// Sends a named creation (`call` builds it afresh each time, with the same name)
-/// until it is answered or fails for good, waiting 0.5 s, 1 s, 2 s ... between
-/// attempts: the coordinator makes one job per name, so an answer lost on the way
-/// costs a retry, never a twin.
-pub async fn create_named<T, F, Fut>(mut call: F) -> Result<T, tonic::Status>
+/// Sends `request` named `id` through `call` (a clone of `client` and the named request
+/// each time) until it is answered or fails for good, waiting 0.5 s, 1 s, 2 s ...
+/// between attempts: the coordinator makes one job per name, so an answer lost on the
+/// way costs a retry, never a twin.
+pub async fn create_named<M, T, F, Fut>(client: &Client, request: &M, id: &str, mut call: F) -> Result<T, tonic::Status>
 where
-    F: FnMut() -> Fut,
+    M: Clone,
+    F: FnMut(Client, tonic::Request<M>) -> Fut,
     Fut: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
 {
     let mut delay = Duration::from_millis(500);
     let mut attempt = 1;
     loop {
-        match call().await {
+        match call(client.clone(), named(request.clone(), id)).await {
             Ok(response) => return Ok(response.into_inner()),
             Err(status) if transient(&status) && attempt < CREATION_ATTEMPTS => {
                 tokio::time::sleep(delay).await;

@@ -369,9 +369,8 @@ pub async fn run(
             None => {
                 let request = test_request(settings, &engine, &artifact, best.as_ref(), book.clone(), generation);
                 let id = request_id(&settings.lineage, generation, "test");
-                let job = client::create_named(|| {
-                    let (mut client, request) = (client.clone(), client::named(request.clone(), &id));
-                    async move { client.create_test(request).await }
+                let job = client::create_named(client, &request, &id, |mut client, request| async move {
+                    client.create_test(request).await
                 })
                 .await?;
                 say(&format!("generation {generation}: test job {}: {}", job.job_id, job.summary));
@@ -392,9 +391,8 @@ pub async fn run(
             request.book_offset = test.units_done;
             request.description = format!("{}: fixed-length confirmation", request.description);
             let id = request_id(&settings.lineage, generation, "confirmation");
-            let job = client::create_named(|| {
-                let (mut client, request) = (client.clone(), client::named(request.clone(), &id));
-                async move { client.create_test(request).await }
+            let job = client::create_named(client, &request, &id, |mut client, request| async move {
+                client.create_test(request).await
             })
             .await?;
             say(&format!("generation {generation}: confirmation job {}: {}", job.job_id, job.summary));
@@ -445,9 +443,8 @@ async fn create_self_play(
         throughput: 0,
     };
     let id = request_id(&settings.lineage, generation, "selfplay");
-    Ok(client::create_named(|| {
-        let (mut client, request) = (client.clone(), client::named(request.clone(), &id));
-        async move { client.create_self_play(request).await }
+    Ok(client::create_named(client, &request, &id, |mut client, request| async move {
+        client.create_self_play(request).await
     })
     .await?)
 }

@@ -585,9 +585,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let spsa = v1::SpsaSpec { params, a_ratio: args.a_ratio, alpha: args.alpha, gamma: args.gamma };
             let request = v1::CreateSpsaRequest { test: Some(test), spsa: Some(spsa) };
             let id = client::new_request_id();
-            let job = client::create_named(|| {
-                let (mut client, request) = (client.clone(), client::named(request.clone(), &id));
-                async move { client.create_spsa(request).await }
+            let job = client::create_named(&client, &request, &id, |mut client, request| async move {
+                client.create_spsa(request).await
             })
             .await?;
             after_submit(&mut client, job, args.play.watch).await
@@ -634,9 +633,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 tie_break_pairs: args.tie_break_pairs,
             };
             let id = client::new_request_id();
-            let tournament = client::create_named(|| {
-                let (mut client, request) = (client.clone(), client::named(request.clone(), &id));
-                async move { client.create_tournament(request).await }
+            let tournament = client::create_named(&client, &request, &id, |mut client, request| async move {
+                client.create_tournament(request).await
             })
             .await?;
             out!(
@@ -729,9 +727,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 throughput: args.throughput,
             };
             let id = client::new_request_id();
-            let job = client::create_named(|| {
-                let (mut client, request) = (client.clone(), client::named(request.clone(), &id));
-                async move { client.create_self_play(request).await }
+            let job = client::create_named(&client, &request, &id, |mut client, request| async move {
+                client.create_self_play(request).await
             })
             .await?;
             out!("job {}: {}", job.job_id, job.summary);
@@ -771,9 +768,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 metamorphic: args.metamorphic,
             };
             let id = client::new_request_id();
-            let job = client::create_named(|| {
-                let (mut client, request) = (client.clone(), client::named(request.clone(), &id));
-                async move { client.create_verification(request).await }
+            let job = client::create_named(&client, &request, &id, |mut client, request| async move {
+                client.create_verification(request).await
             })
             .await?;
             out!("job {}: {} ({} units)", job.job_id, job.summary, job.units_total);
@@ -1010,10 +1006,12 @@ pub async fn submit(
     request.pairs = sprt.map_or(pairs, |s| s.max_pairs);
     request.description = format!("{} vs {}", args.new.display(), args.base.display());
     let id = client::new_request_id();
-    Ok(client::create_named(|| {
-        let (mut client, request) = (client.clone(), client::named(request.clone(), &id));
-        async move { client.create_test(request).await }
-    })
+    Ok(client::create_named(
+        client,
+        &request,
+        &id,
+        |mut client, request| async move { client.create_test(request).await },
+    )
     .await?)
 }
 

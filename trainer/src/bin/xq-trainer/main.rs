@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 use xq_proto::client;
 use xq_trainer::closed_loop::{self, GenerationReport, LoopSettings, SelfPlayPlan, TestPlan};
 use xq_trainer::data::{Filter, LoaderSettings, Part, Pass, find_chunks};
+use xq_trainer::model::Model;
 use xq_trainer::optim::{RateSettings, Schedule};
 use xq_trainer::train::{TrainSettings, fit_data_scale, train};
 use xq_trainer::{bench, checkpoint, device, export};
@@ -42,13 +43,14 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
-    /// The training-speed benchmark: saves batches of real positions for a reference
-    /// trainer (`--save`), and times this trainer's step on them.
+    /// The training-speed benchmark: times this trainer's step on batches of real
+    /// positions, and saves them with the initial weights for the PyTorch baselines
+    /// (`--save`; `scripts/bench-trainer` runs both).
     Bench {
         /// A directory of chunks.
         #[arg(long)]
         data: PathBuf,
-        /// Batches to take from the data.
+        /// Distinct batches to take from the data (whole ones), cycled through by the steps.
         #[arg(long, default_value_t = 20)]
         batches: usize,
         /// Positions per batch.
@@ -57,7 +59,12 @@ enum Command {
         /// Timed steps (after as many untimed ones as batches, at most 5).
         #[arg(long, default_value_t = 40)]
         steps: usize,
-        /// Also write the batches here (safetensors) for the reference trainer.
+        /// libtorch's threads, intra- and inter-op (default: the cores this process
+        /// may use, which the feature transformer's kernel always uses).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Also write the batches and the initial weights here (safetensors) for the
+        /// baselines.
         #[arg(long)]
         save: Option<PathBuf>,
         /// auto, cpu or cuda.
@@ -335,19 +342,39 @@ fn main() -> anyhow::Result<()> {
             println!("{}: {}", out.display(), network.description());
             Ok(())
         }
-        Command::Bench { data, batches, batch_size, steps, save, device: name } => {
+        Command::Bench { data, batches, batch_size, steps, threads, save, device: name } => {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let threads = i32::try_from(threads.unwrap_or(cores)).context("--threads")?;
+            tch::set_num_threads(threads);
+            tch::set_num_interop_threads(threads);
             let device = device(&name).map_err(anyhow::Error::msg)?;
             let settings = LoaderSettings { batch_size, ..LoaderSettings::default() };
             let pass = Pass::start(&find_chunks(&data)?, Part::Training, &settings, 1);
             let taken: Vec<_> = pass.batches.iter().filter(|b| b.len() == batch_size).take(batches).collect();
-            if taken.is_empty() {
-                bail!("{} holds less than one batch of {batch_size} positions", data.display());
+            if taken.len() < batches {
+                bail!(
+                    "{} holds {} whole batches of {batch_size} training positions, fewer than the {batches} asked for",
+                    data.display(),
+                    taken.len()
+                );
             }
+            let model = Model::new(device, 1);
             if let Some(path) = save {
-                bench::save_batches(&taken, &path).with_context(|| format!("writing {}", path.display()))?;
+                bench::save(&taken, &model, &path).with_context(|| format!("writing {}", path.display()))?;
             }
-            let speed = bench::positions_per_second(&taken, taken.len().min(5), steps, device, 1);
-            println!("xq-trainer: {speed:.0} positions/s over {steps} steps of {batch_size} ({} batches)", taken.len());
+            let warmup = taken.len().min(5);
+            let measured = bench::measure(model, &taken, warmup, steps, device);
+            println!(
+                "xq-trainer: {:.0} positions/s over {steps} timed steps of {batch_size} cycling {} distinct batches \
+                 ({warmup} warm-up steps); threads: libtorch {} intra-op, {} inter-op, transformer kernel {cores}; \
+                 loss: first step {:.6}, step {warmup} {:.6}",
+                measured.positions_per_second,
+                taken.len(),
+                tch::get_num_threads(),
+                tch::get_num_interop_threads(),
+                measured.first_loss,
+                measured.warmed_loss,
+            );
             Ok(())
         }
         Command::FitScale { data } => {
