@@ -146,6 +146,9 @@ pub(crate) fn check_name(field: &'static str, text: &str, max: usize) -> Result<
 /// The longest self-play game a job may ask for, in plies (the rules end real games
 /// long before).
 pub const MAX_SELF_PLAY_PLIES: u32 = 2_000;
+/// The most random opening plies a self-play game may start with: openings vary enough
+/// within a few, and the coordinator replays each unit's openings to check its chunks.
+pub const MAX_RANDOM_PLIES: u32 = 64;
 
 /// The largest move number or count an adjudication setting may name: games end long
 /// before.
@@ -302,6 +305,9 @@ pub fn check_self_play_games(spec: &v1::SelfPlaySpec) -> Result<Variant, SpecErr
     }
     if spec.max_plies > MAX_SELF_PLAY_PLIES {
         return Err(bad("spec.max_plies", format!("at most {MAX_SELF_PLAY_PLIES} (0: {DEFAULT_SELF_PLAY_PLIES})")));
+    }
+    if spec.random_plies > MAX_RANDOM_PLIES {
+        return Err(bad("spec.random_plies", format!("at most {MAX_RANDOM_PLIES}")));
     }
     let variant = self_play_variant(spec)?;
     if let Some(net) = &spec.net {
@@ -835,6 +841,12 @@ mod tests {
         assert!(check_self_play(&sized(524, 2_000)).is_ok());
         assert_eq!(check_self_play(&sized(525, 2_000)).unwrap_err().field, "spec.games_per_unit");
         assert_eq!(check_self_play(&sized(1, 2_001)).unwrap_err().field, "spec.max_plies");
+        let random = |random_plies| v1::CreateSelfPlayRequest {
+            spec: Some(v1::SelfPlaySpec { random_plies, ..spec.clone() }),
+            ..good.clone()
+        };
+        assert!(check_self_play(&random(MAX_RANDOM_PLIES)).is_ok());
+        assert_eq!(check_self_play(&random(MAX_RANDOM_PLIES + 1)).unwrap_err().field, "spec.random_plies");
     }
 
     /// The bound a lease's size is checked with holds at every slowness a worker can

@@ -11,7 +11,7 @@ use tokio_stream::{Stream, StreamExt, wrappers::ReceiverStream};
 use tonic::{Request, Response, Status, Streaming};
 use xq_engine::book::Book;
 use xq_engine::variant::Variant;
-use xq_engine::xiangqi::data::check_chunk;
+use xq_engine::xiangqi::data::{ChunkError, read_any_chunk};
 use xq_engine::xiangqi::nnue::Network;
 use xq_engine::xiangqi::pgn::{PgnFile, parse_pgn};
 use xq_engine::xiangqi::rules::RuleSet;
@@ -359,28 +359,37 @@ impl WorkerApi {
         };
         let spec = request.spec.clone().unwrap_or_default();
         let expected = self_play_variant(&spec).unwrap_or_default();
-        // Decoding a chunk checks every record (a small compressed chunk may hold a
-        // million): off the request runtime.
+        // The unit's games as its worker plays them.
+        let mut settings = xq_proto::self_play_games(&spec, None).map_err(|e| Status::internal(e.to_string()))?;
+        settings.seed = xq_proto::self_play_unit_seed(&spec, upload.unit);
+        // Decoding a chunk checks every record, and its games are played again from
+        // their openings (a small compressed chunk may hold a million records): off the
+        // request runtime. A chunk refused is neither stored nor counted.
         let chunk = Arc::new(upload.chunk);
         let checked = chunk.clone();
-        let (variant, records) = tokio::task::spawn_blocking(move || check_chunk(&checked))
-            .await
-            .map_err(|e| Status::internal(e.to_string()))?
-            .map_err(|e| Status::invalid_argument(format!("chunk: {e}")))?;
-        if variant != expected {
-            return Err(Status::invalid_argument(format!(
-                "chunk: {} records in a {} job",
-                variant.name(),
-                expected.name()
-            )));
-        }
-        if records as u64 > self_play_unit_records(&spec) {
-            return Err(Status::invalid_argument(format!(
-                "chunk: {records} records, more than {} games of at most {} plies can make",
-                spec.games_per_unit,
-                self_play_plies(&spec)
-            )));
-        }
+        let records = tokio::task::spawn_blocking(move || -> Result<usize, Status> {
+            let refused = |e: ChunkError| Status::invalid_argument(format!("chunk: {e}"));
+            let records = read_any_chunk(&checked).map_err(refused)?;
+            if records.variant() != expected {
+                return Err(Status::invalid_argument(format!(
+                    "chunk: {} records in a {} job",
+                    records.variant().name(),
+                    expected.name()
+                )));
+            }
+            if records.len() as u64 > self_play_unit_records(&spec) {
+                return Err(Status::invalid_argument(format!(
+                    "chunk: {} records, more than {} games of at most {} plies can make",
+                    records.len(),
+                    spec.games_per_unit,
+                    self_play_plies(&spec)
+                )));
+            }
+            records.check_games(&settings, spec.games_per_unit as usize).map_err(refused)?;
+            Ok(records.len())
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))??;
         let file = UnitFile { dir: "chunks", extension: "xqd", what: "chunk" };
         self.store_unit(worker, &context, upload.unit, file, Arc::unwrap_or_clone(chunk), records as i64).await
     }

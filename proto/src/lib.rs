@@ -69,6 +69,14 @@ pub fn self_play_games(
     })
 }
 
+/// The seed of the first game of a self-play spec's unit `unit`: game g of the unit is
+/// seeded `spec.seed + unit * games_per_unit + g`, so that no two units share a game.
+/// What a worker plays and what the coordinator plays the openings of again to check
+/// the unit's chunk.
+pub fn self_play_unit_seed(spec: &v1::SelfPlaySpec, unit: u64) -> u64 {
+    spec.seed.wrapping_add(unit.wrapping_mul(u64::from(spec.games_per_unit)))
+}
+
 /// The most records a unit of `spec` can hold: each game records at most one
 /// position per ply.
 pub fn self_play_unit_records(spec: &v1::SelfPlaySpec) -> u64 {

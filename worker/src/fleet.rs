@@ -677,7 +677,7 @@ async fn self_play(
         }
         let out = settings.cache.join(format!("selfplay-{}-{unit}", lease.lease_id));
         let mut run = SelfPlaySettings { out: out.clone(), ..base.clone() };
-        run.play.seed = spec.seed.wrapping_add(unit.wrapping_mul(u64::from(spec.games_per_unit)));
+        run.play.seed = xq_proto::self_play_unit_seed(&spec, unit);
         let report =
             tokio::task::spawn_blocking(move || run_selfplay(&run)).await.map_err(play_error)?.map_err(play_error)?;
         let chunk = merged_chunk(variant, &report.chunks)?;

@@ -806,14 +806,15 @@ async fn the_coordinator_killed_between_a_chunk_s_commit_and_acknowledgement_sto
         let token = coordinator.token();
         let mut admin = client(address, &token).await;
         let spec = v1::SelfPlaySpec { nodes: 1000, games_per_unit: 2, ..Default::default() };
-        let request = v1::CreateSelfPlayRequest { spec: Some(spec), units: 12, ..Default::default() };
+        let request = v1::CreateSelfPlayRequest { spec: Some(spec.clone()), units: 12, ..Default::default() };
         let job = admin.create_self_play(request).await.unwrap().into_inner().job_id;
         let (mut worker, _) = registered_worker_at(address, &token, "w", &[], 1).await;
         let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
         assert_eq!(lease.units, (0..12).collect::<Vec<u64>>(), "{backend:?}: one lease for the whole job");
-        // Chunks of different sizes, so that one counted twice shows in the positions.
+        // Chunks of games played at different nodes, so that one counted twice shows in
+        // the positions.
         let chunks: Vec<Vec<u8>> =
-            lease.units.iter().map(|&unit| crate::security::chunk_of(2 + unit as usize)).collect();
+            lease.units.iter().map(|&unit| crate::security::unit_chunk(&spec, unit, 20 + unit)).collect();
         let upload = |unit: u64| v1::UploadChunkRequest {
             lease_id: lease.lease_id,
             unit,

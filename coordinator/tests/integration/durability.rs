@@ -189,11 +189,11 @@ async fn every_new_file_and_folder_is_synced_into_its_directory_before_it_is_ack
     worker.report_pairs(report).await.unwrap();
     answers.push(("a test's first pair", now()));
     let spec = v1::SelfPlaySpec { nodes: 1000, games_per_unit: 2, ..Default::default() };
-    let request = v1::CreateSelfPlayRequest { spec: Some(spec), units: 1, ..Default::default() };
+    let request = v1::CreateSelfPlayRequest { spec: Some(spec.clone()), units: 1, ..Default::default() };
     admin.create_self_play(request).await.unwrap();
     let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
     answers.push(("a self-play lease", now()));
-    let chunk = crate::security::chunk_of(5);
+    let chunk = crate::security::unit_chunk(&spec, lease.units[0], 20);
     let upload = v1::UploadChunkRequest { lease_id: lease.lease_id, unit: lease.units[0], chunk, games: 2 };
     worker.upload_chunk(upload).await.unwrap();
     answers.push(("a self-play chunk", now()));

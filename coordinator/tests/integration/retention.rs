@@ -59,10 +59,10 @@ async fn finished_jobs_lose_their_stored_data_after_its_retention_and_keep_their
         let running = admin.create_test(request).await.unwrap().into_inner().job_id;
         report(&mut worker, 1).await;
         let spec = v1::SelfPlaySpec { nodes: 1000, games_per_unit: 2, ..Default::default() };
-        let request = v1::CreateSelfPlayRequest { spec: Some(spec), units: 1, ..Default::default() };
+        let request = v1::CreateSelfPlayRequest { spec: Some(spec.clone()), units: 1, ..Default::default() };
         let selfplay = admin.create_self_play(request).await.unwrap().into_inner().job_id;
         let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
-        let chunk = crate::security::chunk_of(5);
+        let chunk = crate::security::unit_chunk(&spec, 0, 20);
         worker
             .upload_chunk(v1::UploadChunkRequest { lease_id: lease.lease_id, unit: 0, chunk, games: 2 })
             .await

@@ -65,34 +65,44 @@ fn score_to_i16(score: Score) -> i16 {
     value.clamp(i16::MIN as i32 + 1, i16::MAX as i32) as i16
 }
 
+/// Game `game`'s random opening plies (seeded `settings.seed + game`), played by its
+/// referee: where the engine takes over, unless the referee or the ply limit ended the
+/// game first. The coordinator plays them again to check a unit's training records
+/// ([`super::data::Records::check_games`]).
+pub fn random_opening(settings: &PlaySettings, game: usize) -> Referee {
+    let mut rng = StdRng::seed_from_u64(settings.seed.wrapping_add(game as u64));
+    let mut referee = Referee::new(Position::startpos(), RefereeConfig::for_rules(settings.rules));
+    for _ in 0..settings.random_plies.min(settings.max_plies) {
+        if referee.ruling().is_some() {
+            break;
+        }
+        let legal = legal_moves(referee.position());
+        referee.play(legal[rng.random_range(0..legal.len())]).expect("generated moves are legal");
+    }
+    referee
+}
+
 /// Plays game `game` of `settings`, searching with `shared`'s transposition table.
 pub fn play_game(settings: &PlaySettings, game: usize, shared: &Shared) -> PlayedGame {
-    let mut rng = StdRng::seed_from_u64(settings.seed.wrapping_add(game as u64));
     let start = Position::startpos();
-    let mut referee = Referee::new(start.clone(), RefereeConfig::for_rules(settings.rules));
-    let mut moves: Vec<Move> = Vec::new();
+    let mut referee = random_opening(settings, game);
+    let mut moves: Vec<Move> = referee.moves().collect();
     let mut records = Vec::new();
     let limits = Limits { nodes: Some(settings.nodes), ..Limits::default() };
     let options =
         SearchOptions { rules: settings.rules, network: settings.network.clone(), ..SearchOptions::default() };
     while referee.ruling().is_none() && moves.len() < settings.max_plies {
-        let mv = if moves.len() < settings.random_plies {
-            let legal = legal_moves(referee.position());
-            legal[rng.random_range(0..legal.len())]
-        } else {
-            let result = search(shared, &start, &moves, &limits, &options, |_| {});
-            let best = result.best.expect("a game not yet ruled has a legal move");
-            records.push(Record {
-                position: referee.position().clone(),
-                score: score_to_i16(result.score),
-                best_move: best,
-                ply: moves.len() as u16,
-                result: Outcome::Draw,
-            });
-            best
-        };
-        referee.play(mv).expect("generated and searched moves are legal");
-        moves.push(mv);
+        let result = search(shared, &start, &moves, &limits, &options, |_| {});
+        let best = result.best.expect("a game not yet ruled has a legal move");
+        records.push(Record {
+            position: referee.position().clone(),
+            score: score_to_i16(result.score),
+            best_move: best,
+            ply: moves.len() as u16,
+            result: Outcome::Draw,
+        });
+        referee.play(best).expect("searched moves are legal");
+        moves.push(best);
     }
     let result = referee.ruling().map_or(Outcome::Draw, |r| r.outcome);
     for record in &mut records {
