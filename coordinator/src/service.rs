@@ -626,13 +626,9 @@ impl WorkerApi {
         let (job, checks) = (job.clone(), self.0.spot_checks.clone());
         let check = tokio::task::spawn_blocking(move || -> Result<Result<_, String>, Status> {
             let mut rng = rand::rng();
-            let held;
             let settings;
-            let games = match file {
-                Some(file) => {
-                    held = file.games(first..first + count);
-                    UnitGames::Pgn(&held)
-                }
+            let games = match &file {
+                Some(file) => UnitGames::pgn(file, first, count),
                 None if job.spec.generated => {
                     UnitGames::Generated { first: job.spec.first_generated + first as u64, count }
                 }

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 use xq_engine::variant::Variant;
-use xq_engine::xiangqi::pgn::{Movetext, PgnGame};
+use xq_engine::xiangqi::pgn::{Movetext, PgnFile, PgnGame};
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_engine::xiangqi::rules::hard_games::hard_game_pgn;
 use xq_engine::xiangqi::rules::metamorphic::Property;
@@ -552,8 +552,17 @@ pub struct SpotCheck {
 
 /// A unit's games, as a spot check verifies them again.
 pub enum UnitGames<'a> {
-    /// As the job's PGN holds them.
-    Pgn(&'a [PgnGame]),
+    /// As the job's PGN holds them: its games `first` to `first + count - 1` (made by
+    /// [`UnitGames::pgn`]), each parsed when it is checked: parsing the whole unit for
+    /// each report took 12% of the coordinator's CPU (`scripts/bench-verify-fleet`).
+    Pgn {
+        /// The job's PGN.
+        file: &'a PgnFile,
+        /// The index in the file of the unit's first game.
+        first: usize,
+        /// Games in the unit.
+        count: usize,
+    },
     /// Fresh self-play games, played again here as every worker plays them (the unit's
     /// `count` games, from its first).
     SelfPlay {
@@ -571,17 +580,28 @@ pub enum UnitGames<'a> {
     },
 }
 
+/// Games of a PGN unit parsed to estimate what verifying one of them costs: spaced
+/// through the unit, so that the estimate follows its games as its mean would.
+const COST_SAMPLE: usize = 16;
 /// Plies a fresh self-play game is expected to last, for the budget.
 const EXPECTED_FRESH_PLIES: u64 = 150;
 /// Plies a generated game lasts at most, for the budget (`rules::hard_games`: 60 to
 /// 160 plies).
 const GENERATED_PLIES: u64 = 160;
 
-impl UnitGames<'_> {
+impl<'a> UnitGames<'a> {
+    /// The unit of `count` games from game `first` (0-based) of `file`, clipped to the
+    /// file.
+    pub fn pgn(file: &'a PgnFile, first: usize, count: usize) -> Self {
+        let first = first.min(file.len());
+        UnitGames::Pgn { file, first, count: count.min(file.len() - first) }
+    }
+
     fn len(&self) -> usize {
         match self {
-            UnitGames::Pgn(games) => games.len(),
-            UnitGames::SelfPlay { count, .. } | UnitGames::Generated { count, .. } => *count,
+            UnitGames::Pgn { count, .. } | UnitGames::SelfPlay { count, .. } | UnitGames::Generated { count, .. } => {
+                *count
+            }
         }
     }
 
@@ -591,9 +611,10 @@ impl UnitGames<'_> {
     pub fn game_cost(&self, rules: usize) -> f64 {
         let rules = rules as u64;
         match self {
-            UnitGames::Pgn(games) => {
-                let plies: usize = games.iter().map(|g| g.moves.len()).sum();
-                (plies as f64 / games.len().max(1) as f64 * rules as f64).max(1.0)
+            UnitGames::Pgn { count, .. } => {
+                let sample = (*count).min(COST_SAMPLE);
+                let plies: usize = (0..sample).map(|i| self.game(i * count / sample, 0).moves.len()).sum();
+                (plies as f64 / sample.max(1) as f64 * rules as f64).max(1.0)
             }
             UnitGames::SelfPlay { settings, .. } => {
                 let plies = (settings.max_plies as u64).clamp(1, EXPECTED_FRESH_PLIES);
@@ -608,7 +629,7 @@ impl UnitGames<'_> {
     fn cost_of(&self, game: &PgnGame, rules: usize) -> u64 {
         let plies = game.moves.len() as u64;
         match self {
-            UnitGames::Pgn(_) | UnitGames::Generated { .. } => plies * rules as u64,
+            UnitGames::Pgn { .. } | UnitGames::Generated { .. } => plies * rules as u64,
             UnitGames::SelfPlay { settings, .. } => plies * (rules as u64 + settings.nodes),
         }
     }
@@ -616,7 +637,10 @@ impl UnitGames<'_> {
     /// The unit's game `index`, the job's game `first_index + index`.
     fn game(&self, index: usize, first_index: usize) -> PgnGame {
         match self {
-            UnitGames::Pgn(games) => games[index].clone(),
+            UnitGames::Pgn { file, first, .. } => {
+                let index = first + index;
+                file.games(index..index + 1).pop().expect("the unit's games are the file's: `pgn` clips them")
+            }
             UnitGames::SelfPlay { settings, .. } => fresh_game(settings, first_index + index),
             UnitGames::Generated { first, .. } => hard_game_pgn(first + index as u64),
         }
@@ -846,13 +870,17 @@ mod tests {
 
     /// A chariot chasing a lone cannon (WXF and Asian: the chaser's loss at ply 8; CXQ
     /// allows six chasing moves), a quiet game and one with an illegal second move.
-    fn games() -> Vec<xq_engine::xiangqi::pgn::PgnGame> {
+    fn pgn_text() -> String {
         let cycles = ["b1a1 a0b0 a1b1 b0a0"; 4].join(" ");
-        let text = format!(
+        format!(
             "[FEN \"4k4/9/9/9/9/9/9/9/1R7/c2K5 w - - 0 1\"]\n\n{cycles} *\n\n\
              [Event \"quiet\"]\n\n1. h2e2 h9g7 *\n\n[Event \"bad\"]\n\n1. h2e2 e2e9 *\n"
-        );
-        parse_pgn(&text).unwrap()
+        )
+    }
+
+    /// [`pgn_text`]'s games.
+    fn games() -> Vec<xq_engine::xiangqi::pgn::PgnGame> {
+        parse_pgn(&pgn_text()).unwrap()
     }
 
     #[test]
@@ -949,7 +977,13 @@ mod tests {
         let games = games();
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let report = unit_report(&games, 5, &DEFAULT_RULES, None).unwrap();
-        let pgn = |games| UnitGames::Pgn(games);
+        // The unit of games 5 to 7, the file's last three (asked for one more: clipped).
+        let before = "[Event \"before\"]\n\n1. h2e2 h9g7 *\n\n".repeat(4);
+        let file = PgnFile::read(format!("{before}{}", pgn_text()).as_bytes()).unwrap();
+        let pgn = |games: &Vec<PgnGame>| UnitGames::pgn(&file, 4, games.len() + 1);
+        // The expected cost of a game, its plies by its rulings: the mean of the three.
+        let plies: usize = games.iter().map(|g| g.moves.len()).sum();
+        assert_eq!(pgn(&games).game_cost(3), (plies * 3) as f64 / 3.0);
         assert_eq!(
             spot_check(&lines_of(&report), &scope(5, games.len() as u64), pgn(&games), SPOT_CHECKED_GAMES, &mut rng)
                 .map(drop),
