@@ -28,7 +28,7 @@ pub const DEFAULT_SPRT_PAIRS: u64 = 100_000;
 /// The most units one job may have.
 pub const MAX_UNITS: u64 = 10_000_000;
 
-/// A request that cannot become a job.
+/// A request refused before anything of it is kept (a job's, a worker's registration).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {problem}")]
 pub struct SpecError {
@@ -138,10 +138,14 @@ impl MatchJob {
 
 pub(crate) fn check_name(field: &'static str, text: &str, max: usize) -> Result<(), SpecError> {
     if text.len() > max || text.chars().any(char::is_control) {
-        return Err(bad(field, format!("at most {max} characters and no control characters")));
+        return Err(bad(field, format!("at most {max} bytes of UTF-8 and no control characters")));
     }
     Ok(())
 }
+
+/// The longest CPU flag a job may require or a worker declare: Linux's flag names are
+/// short words (`avx512_vp2intersect`, 19 characters, is among the longest).
+pub const MAX_CPU_FLAG_CHARS: usize = 32;
 
 /// The longest self-play game a job may ask for, in plies (the rules end real games
 /// long before).
@@ -230,7 +234,7 @@ pub fn check_test(request: &v1::CreateTestRequest) -> Result<MatchJob, SpecError
     }
     check_name("description", &request.description, 200)?;
     for flag in &request.required_cpu_flags {
-        check_name("required_cpu_flags", flag, 32)?;
+        check_name("required_cpu_flags", flag, MAX_CPU_FLAG_CHARS)?;
     }
     let sprt = match &request.sprt {
         Some(spec) => {

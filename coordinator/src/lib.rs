@@ -4,16 +4,16 @@
 //! Layout: [`storage`] is the database (SQLite or PostgreSQL, one schema) and
 //! [`writer`] its group-commit task; [`scheduler`] holds jobs, leases and workers in
 //! memory, each worker's [`pace`] bounding the work it holds; [`jobs`] checks requests
-//! and presents jobs; [`replay`] checks reported games with the arbiter; [`nets`] is the
-//! registry of trained nets; [`artifacts`] stores engines, books and nets by hash;
-//! [`tokens`] authenticates; [`endings`] checks the evidence of endings the rules did
-//! not make; [`disk`] keeps a reserve of free space; [`durable`] makes the files and
-//! folders that must survive a crash; [`retention`] ages finished jobs' data out and
-//! holds submitters to their quotas; [`fail_point`] lets the fault drills crash it on
-//! cue; [`service`] is the gRPC surface, [`listener`] its capped accept loop,
-//! [`admission`] bounds the requests in flight and their rates, [`detached`] runs each
-//! request to its end, [`streams`] bounds and ends the live streams, and [`server`]
-//! puts them together.
+//! and presents jobs; [`registration`] bounds what a worker says of itself; [`replay`]
+//! checks reported games with the arbiter; [`nets`] is the registry of trained nets;
+//! [`artifacts`] stores engines, books and nets by hash; [`tokens`] authenticates;
+//! [`endings`] checks the evidence of endings the rules did not make; [`disk`] keeps a
+//! reserve of free space; [`durable`] makes the files and folders that must survive a
+//! crash; [`retention`] ages finished jobs' data out and holds submitters to their
+//! quotas; [`fail_point`] lets the fault drills crash it on cue; [`service`] is the
+//! gRPC surface, [`listener`] its capped accept loop, [`admission`] bounds the requests
+//! in flight and their rates, [`detached`] runs each request to its end, [`streams`]
+//! bounds and ends the live streams, and [`server`] puts them together.
 
 pub mod admission;
 pub mod artifacts;
@@ -29,6 +29,7 @@ pub mod listener;
 pub mod metrics;
 pub mod nets;
 pub mod pace;
+pub mod registration;
 pub mod replay;
 pub mod retention;
 pub mod scheduler;

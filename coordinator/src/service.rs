@@ -658,18 +658,8 @@ impl WorkerApi {
 impl v1::worker_server::Worker for WorkerApi {
     async fn register(&self, request: Request<v1::RegisterRequest>) -> Result<Response<v1::RegisterReply>, Status> {
         let worker = worker_of(&request)?;
-        let capabilities =
-            request.into_inner().capabilities.ok_or_else(|| Status::invalid_argument("capabilities missing"))?;
-        if capabilities.name.len() > 128
-            || capabilities.cpu_flags.len() > 512
-            || capabilities.version.len() > 64
-            || capabilities.arbiter_build.len() > 64
-        {
-            return Err(Status::invalid_argument("capabilities too large"));
-        }
-        if capabilities.cores == 0 || capabilities.cores > 4096 {
-            return Err(Status::invalid_argument("cores must be between 1 and 4096"));
-        }
+        let capabilities = crate::registration::check_registration(request.into_inner())
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
         self.0.scheduler.register(worker, capabilities).await?;
         let config = &self.0.scheduler.config;
         Ok(Response::new(v1::RegisterReply {
