@@ -57,7 +57,7 @@ enum Command {
         #[arg(long, default_value_t = 16_384)]
         batch_size: usize,
         /// Timed steps (after as many untimed ones as batches, at most 5).
-        #[arg(long, default_value_t = 40)]
+        #[arg(long, default_value_t = 100)]
         steps: usize,
         /// libtorch's threads, intra- and inter-op (default: the cores this process
         /// may use, which the feature transformer's kernel always uses).
