@@ -84,24 +84,17 @@ impl Coordinator {
             spot_checks: Arc::new(crate::verification::SpotChecks::new(config.spot_check_plies_per_second)),
             tallies: Arc::default(),
             pair_points: Arc::default(),
+            books: Arc::default(),
         };
         // A book that no longer reads (a stricter parser, a lost file) ends its job,
-        // not the start.
-        let mut books = HashMap::new();
+        // not the start. Jobs sharing a book share one parse, which later creations
+        // over the same book find too.
         for (id, spec) in specs.iter_mut() {
             if let JobSpec::Match(job) = spec
                 && let Some(book) = job.request.book.clone()
             {
-                let key = (book.sha256.clone(), job.variant);
-                let openings = match books.get(&key) {
-                    Some(openings) => Ok(Arc::clone(openings)),
-                    None => load_openings(&partial, &book.sha256, job.variant).await,
-                };
-                match openings {
-                    Ok(openings) => {
-                        books.insert(key, openings.clone());
-                        job.openings = Some(openings);
-                    }
+                match load_openings(&partial, &book.sha256, job.variant).await {
+                    Ok(openings) => job.openings = Some(openings),
                     Err(problem) => {
                         let row = snapshot.jobs.iter().find(|row| row.id == *id).expect("specs come from rows");
                         let problem = format!("its book {} cannot be read: {problem}", book.sha256);
@@ -135,6 +128,7 @@ impl Coordinator {
             spot_checks: partial.spot_checks.clone(),
             tallies: partial.tallies.clone(),
             pair_points: partial.pair_points.clone(),
+            books: partial.books.clone(),
         };
         Ok(Coordinator {
             shared,

@@ -77,6 +77,8 @@ pub struct Shared {
     pub tallies: Arc<crate::verification::Tallies>,
     /// Tournament tests' pair points as last read, with the counts they were read at.
     pub pair_points: Arc<PairPoints>,
+    /// Opening books as parsed, while jobs hold them.
+    pub books: Arc<crate::books::Books>,
 }
 
 /// Tournament tests' pair points, read from storage only when a test's counts have
@@ -200,15 +202,16 @@ fn unreadable(id: u64, job: &crate::jobs::Unreadable) -> Status {
     Status::failed_precondition(format!("job {id} cannot be read back by this version: {}", job.problem))
 }
 
-/// Reads a book artifact's openings as a `variant` book.
+/// A book artifact's openings as a `variant` book: the one its jobs already hold, or
+/// read and parsed off the request runtime.
 pub async fn load_openings(shared: &Shared, sha256: &str, variant: Variant) -> Result<Arc<Book>, String> {
     let (name, _, _) =
         shared.storage.artifact(sha256).await.map_err(|e| e.to_string())?.ok_or(format!("no artifact {sha256}"))?;
     let path = shared.artifacts.path(sha256).map_err(|e| e.to_string())?;
-    read_book(&path, &name, variant).await
+    let parse = move || read_book(&path, &name, variant);
+    shared.books.get_or_parse(sha256, variant, parse).await.map_err(|e| e.to_string())
 }
 
-/// Reads a stored book file called `name`.
 /// What an upload's check read, for the caches.
 enum Checked {
     Net(Network),
@@ -245,9 +248,11 @@ fn check_upload(path: &Path, kind: &str, name: &str) -> Result<Checked, String> 
     }
 }
 
-async fn read_book(path: &Path, name: &str, variant: Variant) -> Result<Arc<Book>, String> {
-    let text = tokio::fs::read_to_string(path).await.map_err(|e| format!("book {name}: {e}"))?;
-    Book::parse(variant, &text, name).map(Arc::new).map_err(|e| e.to_string())
+/// Reads a stored book file called `name` as a `variant` book (blocking: run it off
+/// the request runtime).
+fn read_book(path: &Path, name: &str, variant: Variant) -> Result<Book, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("book {name}: {e}"))?;
+    Book::parse(variant, &text, name).map_err(|e| e.to_string())
 }
 
 /// The Worker service.

@@ -14,6 +14,7 @@ mod dashboard;
 mod docs;
 mod drills;
 mod durability;
+mod given_up;
 mod grpc_fuzz;
 mod http_fuzz;
 mod local;

@@ -1275,3 +1275,40 @@ async fn live_stream_followers_are_capped_in_all_and_per_address() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// The book of job `id` as the scheduler holds it.
+fn openings(served: &crate::common::Served, id: u64) -> std::sync::Arc<xq_engine::book::Book> {
+    let spec = served.coordinator.shared.scheduler.spec(id).unwrap();
+    let xq_coordinator::jobs::JobSpec::Match(job) = &*spec else { panic!("job {id} is a match") };
+    job.openings.clone().expect("a book")
+}
+
+/// Attack: a submitter creates test after test over one large book. Each creation
+/// parsed the book again on the request runtime; now a book is parsed once per content
+/// (off the runtime, by construction: `coordinator/src/books.rs`), its jobs share it,
+/// and the book parsed at start-up is the one later creations find.
+#[tokio::test]
+async fn tests_over_one_book_share_one_parse_from_start_up_on() {
+    let dir = TempDir::new("books");
+    let url = fresh_database(crate::common::Backend::Sqlite, &dir.0).await;
+    let served = serve_on(&dir.0, &url, config(), 100).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let book = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../books/xiangqi-4ply.epd");
+    let book = upload(&mut admin, "4ply.epd", "book", &std::fs::read(book).unwrap()).await.unwrap();
+    let mut request = test_request(&mut admin, 4, None).await;
+    request.book = Some(book);
+    let mut jobs = Vec::new();
+    for _ in 0..3 {
+        jobs.push(admin.create_test(request.clone()).await.unwrap().into_inner().job_id);
+    }
+    let books = &served.coordinator.shared.books;
+    assert_eq!(books.parses(), 1);
+    assert!(jobs.iter().all(|&id| std::sync::Arc::ptr_eq(&openings(&served, id), &openings(&served, jobs[0]))));
+
+    drop(served);
+    let restarted = serve_on(&dir.0, &url, config(), 100).await;
+    let mut admin = client(restarted.address, &restarted.client_token).await;
+    jobs.push(admin.create_test(request).await.unwrap().into_inner().job_id);
+    assert_eq!(restarted.coordinator.shared.books.parses(), 1, "parsed once at start-up, for every job");
+    assert!(jobs.iter().all(|&id| std::sync::Arc::ptr_eq(&openings(&restarted, id), &openings(&restarted, jobs[0]))));
+}
