@@ -12,11 +12,14 @@ use tokio::sync::Semaphore;
 use xq_engine::book::Book;
 use xq_engine::variant::Variant;
 
+/// A book's place in [`Books`]: the book while a job holds it, behind the lock that a
+/// second creation of the same book waits on while the first one parses it.
+type Slot = Arc<tokio::sync::Mutex<Weak<Book>>>;
+
 /// Parsed books by content hash and variant (a book of FEN lines may read as either).
 pub struct Books {
-    /// Each book's slot: its lock makes a second creation of the same book wait for
-    /// the first one's parse instead of parsing it too.
-    slots: Mutex<HashMap<(String, Variant), Arc<tokio::sync::Mutex<Weak<Book>>>>>,
+    /// Each book's slot.
+    slots: Mutex<HashMap<(String, Variant), Slot>>,
     /// Turns to parse: one a core.
     turns: Semaphore,
     parses: AtomicU64,
