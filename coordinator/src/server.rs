@@ -53,7 +53,7 @@ impl Coordinator {
         let artifacts = ArtifactStore::open(&data_dir.join("artifacts"))?;
         let mut snapshot = storage.load().await?;
         let metrics = Arc::new(Metrics::default());
-        let writer = Writer::start(&storage, data_dir.join("games"), metrics.clone()).await?;
+        let writer = Writer::start(&storage, data_dir.join(crate::layout::GAMES_DIR), metrics.clone()).await?;
         // Specs first without books; books need the shared state to be read.
         let mut specs = HashMap::new();
         for row in &snapshot.jobs {

@@ -395,7 +395,7 @@ impl WorkerApi {
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))??;
-        let file = UnitFile { dir: "chunks", extension: "xqd", what: "chunk" };
+        let file = UnitFile { dir: crate::layout::CHUNKS_DIR, extension: "xqd", what: "chunk" };
         self.store_unit(worker, &context, upload.unit, file, Arc::unwrap_or_clone(chunk), records as i64).await
     }
 
@@ -1182,7 +1182,7 @@ impl UnitFile {
 }
 
 /// Where a verification unit's report is stored.
-const REPORT_FILE: UnitFile = UnitFile { dir: "verification", extension: "jsonl", what: "report" };
+const REPORT_FILE: UnitFile = UnitFile { dir: crate::layout::VERIFICATION_DIR, extension: "jsonl", what: "report" };
 
 /// What a job's units store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

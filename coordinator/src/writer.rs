@@ -185,7 +185,7 @@ impl GamesFiles {
                     }
                 };
                 file.write_all(row.pgn.as_bytes())?;
-                row.file = format!("games/{job_id}.pgn");
+                row.file = format!("{}/{job_id}.pgn", crate::layout::GAMES_DIR);
                 row.offset = *length as i64;
                 row.length = row.pgn.len() as i64;
                 *length += row.pgn.len() as u64;
@@ -327,8 +327,8 @@ fn kept_through_outages(change: &Change) -> bool {
 fn reaches(point: &str, changes: &[&Change]) -> bool {
     let of_its_kind: fn(&Change) -> bool = match point {
         AFTER_UNITS_COMMIT => |change| matches!(change, Change::Units { .. }),
-        AFTER_CHUNK_COMMIT => |change| stores_files_under(change, "chunks"),
-        AFTER_VERIFICATION_COMMIT => |change| stores_files_under(change, "verification"),
+        AFTER_CHUNK_COMMIT => |change| stores_files_under(change, crate::layout::CHUNKS_DIR),
+        AFTER_VERIFICATION_COMMIT => |change| stores_files_under(change, crate::layout::VERIFICATION_DIR),
         AFTER_LEASE_COMMIT => |change| matches!(change, Change::NewLease { .. }),
         AFTER_TOURNAMENT_COMMIT => makes_tournament,
         _ => return false,
@@ -336,9 +336,9 @@ fn reaches(point: &str, changes: &[&Change]) -> bool {
     changes.iter().any(|change| of_its_kind(change))
 }
 
-/// Whether `change` stores units kept in files of their own under `dir`: the service
-/// files self-play chunks under `chunks/`, verification reports under `verification/`
-/// (both kinds are units counted by their records, alike to the writer).
+/// Whether `change` stores units kept in files of their own under `dir` (a folder of
+/// [`crate::layout`]): self-play chunks and verification reports are both units counted
+/// by their records, alike to the writer but for their folder.
 fn stores_files_under(change: &Change, dir: &str) -> bool {
     let under = |file: &str| file.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/'));
     matches!(change, Change::Units { rows, .. } if rows.iter().any(|row| under(&row.file)))
