@@ -589,11 +589,13 @@ pub fn elo_state(results: &[u64], draw_ratio: f64) -> Option<v1::EloState> {
     })
 }
 
-/// The public view of a job; an SPSA job's run is kept by the scheduler (`spsa`).
+/// The public view of a job, with the counts the scheduler keeps beside its row (its
+/// active leases, reports refused, re-checks pending); an SPSA job's run is kept by the
+/// scheduler (`spsa`).
 pub fn job_view(
     row: &JobRow,
     spec: &JobSpec,
-    (active_leases, refused_reports): (u32, u64),
+    (active_leases, refused_reports, rechecks_pending): (u32, u64, u64),
     spsa: Option<v1::SpsaView>,
 ) -> v1::Job {
     let request = match spec {
@@ -651,7 +653,7 @@ pub fn job_view(
         data_removed_ms: row.data_removed_ms,
         spsa,
         // Kept by the scheduler, which sets it.
-        rechecks_pending: 0,
+        rechecks_pending,
     }
 }
 

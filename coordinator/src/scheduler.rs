@@ -333,8 +333,7 @@ struct ViewParts {
 
 impl ViewParts {
     fn view(&self) -> v1::Job {
-        let view = job_view(&self.row, &self.spec, (self.active_leases, self.refused), self.spsa.clone());
-        v1::Job { rechecks_pending: self.rechecks_pending, ..view }
+        job_view(&self.row, &self.spec, (self.active_leases, self.refused, self.rechecks_pending), self.spsa.clone())
     }
 }
 
@@ -743,7 +742,7 @@ impl Scheduler {
             let rechecks = snapshot.rechecks.get(&row.id).into_iter().flatten();
             let rechecks = rechecks.map(|r| (r.unit, PendingRecheck { row: r.clone(), lease: None })).collect();
             let (changes, _) = watch::channel(0);
-            let listing = Listing::of(&job_view(&row, &spec, (0, 0), None));
+            let listing = Listing::of(&job_view(&row, &spec, (0, 0, 0), None));
             state.insert_job(JobState {
                 row,
                 spec: Arc::new(spec),
@@ -1147,7 +1146,7 @@ impl Scheduler {
     pub fn enter_job(&self, job: NewJob) -> v1::Job {
         let NewJob { row, spec } = job;
         let spsa = spsa_run(&spec);
-        let view = job_view(&row, &spec, (0, 0), spsa.as_ref().map(SpsaRun::view));
+        let view = job_view(&row, &spec, (0, 0, 0), spsa.as_ref().map(SpsaRun::view));
         let course = matches!(spec, JobSpec::Match(_)).then(Course::default);
         let (changes, _) = watch::channel(0);
         let listing = Listing::of(&view);
