@@ -200,15 +200,13 @@ pub async fn registered_worker_at(
     flags: &[&str],
     cores: u32,
 ) -> (Worker, String) {
-    let mut admin = client(address, client_token).await;
-    let token = admin
-        .create_worker_token(v1::CreateWorkerTokenRequest { name: name.to_owned() })
-        .await
-        .unwrap()
-        .into_inner()
-        .token;
-    let mut worker = worker(address, &token).await;
-    let capabilities = v1::Capabilities {
+    registered_as(address, client_token, test_capabilities(name, flags, cores)).await
+}
+
+/// What a test's worker called `name` says of itself: `cores` cores, CPU `flags`, this
+/// build's arbiter, no reference.
+pub fn test_capabilities(name: &str, flags: &[&str], cores: u32) -> v1::Capabilities {
+    v1::Capabilities {
         name: name.to_owned(),
         cores,
         cpu_flags: flags.iter().map(|f| (*f).to_owned()).collect(),
@@ -216,7 +214,20 @@ pub async fn registered_worker_at(
         bench_nps: 1_000_000,
         references: Vec::new(),
         arbiter_build: xq_engine::xiangqi::rules::verify::ARBITER_BUILD.to_owned(),
-    };
+    }
+}
+
+/// A worker given a token of its own (named as `capabilities` name it) and registered
+/// with `capabilities`, on the coordinator at `address`: its client and its token.
+pub async fn registered_as(
+    address: SocketAddr,
+    client_token: &str,
+    capabilities: v1::Capabilities,
+) -> (Worker, String) {
+    let mut admin = client(address, client_token).await;
+    let request = v1::CreateWorkerTokenRequest { name: capabilities.name.clone() };
+    let token = admin.create_worker_token(request).await.unwrap().into_inner().token;
+    let mut worker = worker(address, &token).await;
     worker.register(v1::RegisterRequest { capabilities: Some(capabilities) }).await.unwrap();
     (worker, token)
 }

@@ -11,8 +11,9 @@ use xq_engine::xiangqi::rules::verify::{Tally, unit_report};
 use xq_proto::v1;
 
 use crate::common::{
-    BACKENDS, Served, TempDir, Worker, client, fresh_database, pair, registered_worker, registered_worker_token,
-    registered_worker_with_cores, serve, serve_on, test_request, totals, upload, worker,
+    BACKENDS, Served, TempDir, Worker, client, fresh_database, pair, registered_as, registered_worker,
+    registered_worker_token, registered_worker_with_cores, serve, serve_on, test_capabilities, test_request, totals,
+    upload, worker,
 };
 use crate::verification::GAMES;
 
@@ -287,20 +288,8 @@ async fn a_quarantine_by_hand_sets_the_worker_s_results_aside() {
 
 /// A worker registered with an arbiter build of its own (`build`).
 async fn registered_with_build(served: &Served, name: &str, build: &str) -> Worker {
-    let mut admin = client(served.address, &served.client_token).await;
-    let request = v1::CreateWorkerTokenRequest { name: name.to_owned() };
-    let token = admin.create_worker_token(request).await.unwrap().into_inner().token;
-    let mut player = worker(served.address, &token).await;
-    let capabilities = v1::Capabilities {
-        name: name.to_owned(),
-        cores: 1,
-        version: "test".to_owned(),
-        bench_nps: 1_000_000,
-        arbiter_build: build.to_owned(),
-        ..Default::default()
-    };
-    player.register(v1::RegisterRequest { capabilities: Some(capabilities) }).await.unwrap();
-    player
+    let capabilities = v1::Capabilities { arbiter_build: build.to_owned(), ..test_capabilities(name, &[], 1) };
+    registered_as(served.address, &served.client_token, capabilities).await.0
 }
 
 /// A verification job over [`GAMES`], a unit a game.

@@ -558,21 +558,13 @@ fn recheck_config() -> SchedulerConfig {
 
 /// A registered worker that offers pyffish, and its token.
 async fn reference_worker(served: &Served, name: &str) -> (Worker, String) {
-    let mut admin = client(served.address, &served.client_token).await;
-    let request = v1::CreateWorkerTokenRequest { name: name.to_owned() };
-    let token = admin.create_worker_token(request).await.unwrap().into_inner().token;
-    let mut player = worker(served.address, &token).await;
-    let capabilities = v1::Capabilities {
-        name: name.to_owned(),
-        cores: 1,
-        version: "test".to_owned(),
-        bench_nps: 1_000_000,
-        references: vec![xq_coordinator::verification::REFERENCE_PYFFISH.to_owned()],
-        arbiter_build: xq_engine::xiangqi::rules::verify::ARBITER_BUILD.to_owned(),
-        ..Default::default()
-    };
-    player.register(v1::RegisterRequest { capabilities: Some(capabilities) }).await.unwrap();
-    (player, token)
+    let references = vec![xq_coordinator::verification::REFERENCE_PYFFISH.to_owned()];
+    registered_as(
+        served.address,
+        &served.client_token,
+        v1::Capabilities { references, ..test_capabilities(name, &[], 1) },
+    )
+    .await
 }
 
 /// A verification job over [`GAMES`] with pyffish as the reference, a unit a game.
