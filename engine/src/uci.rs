@@ -157,7 +157,7 @@ impl Session {
             "ponderhit" => {}
             "ucinewgame" => {
                 self.finish_search(true);
-                self.shared.tt.clear();
+                self.shared.new_game();
             }
             "setoption" => {
                 self.finish_search(true);

@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::movegen::pseudo_legal_moves;
 use super::{Game, PieceKind, Position, XiongqiMove};
 use crate::color::Color;
-use crate::xiangqi::search::limits::Limits;
+use crate::xiangqi::search::limits::{Limits, TimePlan};
 
 const MATE: i32 = 30_000;
 const INFINITY: i32 = 32_000;
@@ -167,7 +167,7 @@ pub fn search(
     stop: &AtomicBool,
     overhead: std::time::Duration,
 ) -> XiongqiSearchResult {
-    let deadlines = limits.deadlines(overhead);
+    let deadlines = limits.deadlines(overhead, &TimePlan::default());
     let max_depth = limits.depth.unwrap_or(MAX_DEPTH).clamp(1, MAX_DEPTH);
     let mut searcher = Searcher {
         game,
@@ -190,7 +190,7 @@ pub fn search(
             break;
         };
         result = XiongqiSearchResult { best: Some(mv), score, depth, nodes: searcher.nodes };
-        let past_soft = deadlines.soft.is_some_and(|soft| searcher.started.elapsed() >= soft / 2);
+        let past_soft = deadlines.soft.is_some_and(|soft| searcher.started.elapsed() >= soft);
         if searcher.stopped || past_soft || score.abs() >= MATE - MAX_DEPTH {
             break;
         }

@@ -8,6 +8,7 @@
 //! occurrence in the search: a cycle that loses under the rule set in force (perpetual
 //! check, forbidden chase) scores as a loss for the violator, one that draws scores 0.
 
+pub mod history;
 pub mod limits;
 pub mod params;
 pub mod tt;
@@ -17,6 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use history::{Learned, QuietHistory};
 use limits::{Deadlines, Limits};
 use params::SearchParams;
 use tt::{Bound, TranspositionTable, TtData};
@@ -92,6 +94,8 @@ impl Default for SearchOptions {
 pub struct Shared {
     /// The transposition table.
     pub tt: TranspositionTable,
+    /// What the game's last search learned of quiet moves.
+    learned: Learned,
     stop: AtomicBool,
     nodes: AtomicU64,
 }
@@ -99,7 +103,18 @@ pub struct Shared {
 impl Shared {
     /// Shared state with a table of `hash_megabytes`.
     pub fn new(hash_megabytes: usize) -> Self {
-        Shared { tt: TranspositionTable::new(hash_megabytes), stop: AtomicBool::new(false), nodes: AtomicU64::new(0) }
+        Shared {
+            tt: TranspositionTable::new(hash_megabytes),
+            learned: Learned::default(),
+            stop: AtomicBool::new(false),
+            nodes: AtomicU64::new(0),
+        }
+    }
+
+    /// Forgets the game: the table and what its searches learned of quiet moves.
+    pub fn new_game(&self) {
+        self.tt.clear();
+        self.learned.forget();
     }
 
     /// Asks the running search to stop as soon as it can.
@@ -156,11 +171,11 @@ pub fn search(
 ) -> SearchResult {
     shared.stop.store(false, Ordering::Relaxed);
     shared.nodes.store(0, Ordering::Relaxed);
-    let deadlines = limits.deadlines(options.move_overhead);
+    let deadlines = limits.deadlines(options.move_overhead, &options.params.time_plan());
     let started = Instant::now();
     let mut main = Worker::new(shared, start, moves, options, limits, deadlines, started, true);
     main.multipv = options.multipv;
-    std::thread::scope(|scope| {
+    let result = std::thread::scope(|scope| {
         for helper in 1..options.threads.max(1) {
             let mut worker = Worker::new(shared, start, moves, options, limits, deadlines, started, false);
             scope.spawn(move || worker.iterate(helper, &mut |_| {}));
@@ -168,7 +183,11 @@ pub fn search(
         let result = main.iterate(0, &mut on_info);
         shared.stop();
         result
-    })
+    });
+    if options.params.history_keep_percent > 0 {
+        shared.learned.keep(main.quiet);
+    }
+    result
 }
 
 /// One thread's search state.
@@ -189,8 +208,7 @@ struct Worker<'a> {
     reported_nodes: u64,
     seldepth: usize,
     killers: Vec<[Option<Move>; 2]>,
-    history: Box<[[[i32; 90]; 90]; 2]>,
-    counter_moves: Box<[[Option<Move>; 90]; 90]>,
+    quiet: Box<QuietHistory>,
     pv: Vec<Vec<Move>>,
     cycle_rulings: HashMap<u64, Outcome>,
     /// Each ply's moves and ordering scores, reused from node to node.
@@ -244,8 +262,7 @@ impl<'a> Worker<'a> {
             reported_nodes: 0,
             seldepth: 0,
             killers: vec![[None; 2]; MAX_PLY + 2],
-            history: Box::new([[[0; 90]; 90]; 2]),
-            counter_moves: Box::new([[None; 90]; 90]),
+            quiet: shared.learned.start(options.params.history_keep_percent),
             pv: vec![Vec::new(); MAX_PLY + 2],
             cycle_rulings: HashMap::new(),
             move_buffers: (0..MAX_PLY + 2)
@@ -419,7 +436,7 @@ impl<'a> Worker<'a> {
         {
             return true;
         }
-        self.deadlines.soft.is_some_and(|soft| self.started.elapsed() >= soft / 2)
+        self.deadlines.soft.is_some_and(|soft| self.started.elapsed() >= soft)
     }
 
     /// The score of the repetition the last move closed, if it closed one.
@@ -491,11 +508,11 @@ impl<'a> Worker<'a> {
             return (1 << 27) + 1;
         }
         if let Some(previous) = self.previous_move()
-            && self.counter_moves[previous.from().index()][previous.to().index()] == Some(mv)
+            && self.quiet.counter_moves[previous.from().index()][previous.to().index()] == Some(mv)
         {
             return 1 << 26;
         }
-        self.history[self.position.side_to_move().index()][mv.from().index()][mv.to().index()]
+        self.quiet.scores[self.position.side_to_move().index()][mv.from().index()][mv.to().index()]
     }
 
     /// Generates and scores the node's moves into the buffer of `ply`, which is
@@ -517,10 +534,10 @@ impl<'a> Worker<'a> {
         let side = self.position.side_to_move().index();
         let bonus = (depth * depth).min(400);
         let clamp = |h: &mut i32, delta: i32| *h += delta - *h * delta.abs() / 16_384;
-        clamp(&mut self.history[side][best.from().index()][best.to().index()], bonus);
+        clamp(&mut self.quiet.scores[side][best.from().index()][best.to().index()], bonus);
         for &mv in self.quiets_tried[ply].iter() {
             if mv != best {
-                clamp(&mut self.history[side][mv.from().index()][mv.to().index()], -bonus);
+                clamp(&mut self.quiet.scores[side][mv.from().index()][mv.to().index()], -bonus);
             }
         }
         let killers = &mut self.killers[ply];
@@ -529,7 +546,7 @@ impl<'a> Worker<'a> {
             killers[0] = Some(best);
         }
         if let Some(previous) = self.previous_move() {
-            self.counter_moves[previous.from().index()][previous.to().index()] = Some(best);
+            self.quiet.counter_moves[previous.from().index()][previous.to().index()] = Some(best);
         }
     }
 
@@ -667,7 +684,7 @@ impl<'a> Worker<'a> {
                     if self.killers[ply].contains(&Some(mv)) {
                         r -= 1;
                     }
-                    r -= self.history[us.index()][mv.from().index()][mv.to().index()] / p.lmr_history_divisor;
+                    r -= self.quiet.scores[us.index()][mv.from().index()][mv.to().index()] / p.lmr_history_divisor;
                     r = r.clamp(0, new_depth - 1);
                 }
                 let mut score = -self.negamax(-alpha - 1, -alpha, new_depth - r, ply + 1, false);

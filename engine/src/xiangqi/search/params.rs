@@ -1,11 +1,13 @@
-//! The search's tunable numbers: pruning margins, reductions and the aspiration
-//! window, each with the range a tuner may move it in.
+//! The search's tunable numbers: pruning margins, reductions, the aspiration window
+//! and the time manager's shares, each with the range a tuner may move it in.
 //!
 //! They are values in [`super::SearchOptions`] rather than constants so that an SPSA
 //! run can set them per game; built with the `tune` feature, the UCI front-end
 //! declares each as a spin option (fishtest's and OpenBench's way of tuning). Without
 //! it the options stay hidden, so that a GUI's list is not cluttered; the defaults are
 //! the values the search had as constants, and the bench signature is theirs.
+
+use super::limits::TimePlan;
 
 /// One tunable number as a UCI spin option.
 #[derive(Clone, Copy, Debug)]
@@ -86,6 +88,15 @@ search_params! {
     lmr_divisor: "LMR Divisor" = 230 in 100..=500;
     /// History score per ply of reduction removed (or added).
     lmr_history_divisor: "LMR History Divisor" = 8192 in 1024..=32768;
+    /// The share of the last search's quiet-move history a search starts from, percent
+    /// (0: every search starts empty).
+    history_keep_percent: "History Keep Percent" = 0 in 0..=100;
+    /// Moves assumed left in the game when the time control does not say.
+    moves_to_go: "Moves To Go" = 30 in 10..=50;
+    /// The share of the increment spent on top of the clock's share, percent.
+    increment_percent: "Increment Percent" = 75 in 0..=100;
+    /// The share of a move's budget after which no new iteration starts, percent.
+    soft_stop_percent: "Soft Stop Percent" = 50 in 20..=100;
 }
 
 impl SearchParams {
@@ -103,6 +114,16 @@ impl SearchParams {
                     format!("option {}: '{value}' is not a number in {}..={}", tunable.name, tunable.min, tunable.max)
                 }),
         )
+    }
+
+    /// The time manager's numbers.
+    pub fn time_plan(&self) -> TimePlan {
+        let share = |value: i32| value.max(0).unsigned_abs();
+        TimePlan {
+            moves_to_go: share(self.moves_to_go),
+            increment_percent: share(self.increment_percent),
+            soft_stop_percent: share(self.soft_stop_percent),
+        }
     }
 
     /// Late move reduction in plies, by depth and move number.
