@@ -23,5 +23,6 @@ pub mod resume;
 pub mod sandbox;
 pub mod selfplay;
 pub mod spsa;
+pub mod time_use;
 pub mod tournament;
 pub use xq_engine::time_control;

@@ -11,11 +11,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
 
 use xq_engine::color::{ByColor, Color};
+use xq_engine::time_control::TimeControl;
 use xq_engine::xiangqi::rules::Outcome;
 use xq_stats::{EloEstimate, Sprt, SprtState, elo_estimate};
 
 use crate::engine_process::{EngineConfig, EngineError, EngineProcess};
 use crate::game::{GameRecord, GameSettings, Start, Termination, play_game};
+use crate::time_use::{self, TimeUse, first_mover};
 
 /// A match to play.
 #[derive(Clone, Debug)]
@@ -68,6 +70,8 @@ pub struct MatchTotals {
     pub reasons: BTreeMap<String, u64>,
     /// Engine failures (crashes, hangs) by engine name.
     pub failures: BTreeMap<String, u64>,
+    /// How each engine spent its clock, by engine name.
+    pub time_use: BTreeMap<String, TimeUse>,
 }
 
 impl MatchTotals {
@@ -92,7 +96,10 @@ impl MatchTotals {
         sprt.state(&self.pentanomial).ok()
     }
 
-    fn add_game(&mut self, game: &GameRecord, first_is_red: bool) -> u64 {
+    fn add_game(&mut self, game: &GameRecord, first_is_red: bool, time_control: &TimeControl) -> u64 {
+        let plies =
+            game.moves.iter().enumerate().map(|(ply, played)| (ply >= game.book_plies).then_some(played.elapsed));
+        time_use::add_game(&mut self.time_use, &game.players, first_mover(&game.start_fen), plies, time_control);
         let failed = game.failure.as_ref().map(|(color, _)| game.players[*color].as_str());
         self.add_result(game.outcome, first_is_red, &game.reason, game.termination, failed)
     }
@@ -287,7 +294,7 @@ fn play_pairs(
                     return Err(error);
                 }
             };
-            let half_points = totals.add_game(&finished.record, finished.leg == 0);
+            let half_points = totals.add_game(&finished.record, finished.leg == 0, &settings.game.time_control);
             match first_leg.remove(&finished.pair) {
                 Some(other) => totals.pentanomial[(other + half_points) as usize] += 1,
                 None => {

@@ -18,6 +18,7 @@ use xq_engine::xiangqi::pgn::{MoveNote, Movetext};
 use xq_engine::xiangqi::rules::ViolationTiming;
 
 use crate::game::{GameRecord, Termination};
+use crate::time_use::first_mover;
 
 /// Escapes a tag value.
 fn quoted(value: &str) -> String {
@@ -64,9 +65,8 @@ pub fn game_pgn(game: &GameRecord, event: &str, round: usize, time_control: &str
     text.push('\n');
     let mut movetext = Movetext::default();
     // Both games' FENs: side to move second, the move number sixth.
-    let fields: Vec<&str> = game.start_fen.split_whitespace().collect();
-    let mut side = if fields.get(1) == Some(&"b") { Color::Black } else { Color::Red };
-    let mut number: u32 = fields.get(5).and_then(|n| n.parse().ok()).unwrap_or(1);
+    let mut side = first_mover(&game.start_fen);
+    let mut number: u32 = game.start_fen.split_whitespace().nth(5).and_then(|n| n.parse().ok()).unwrap_or(1);
     for (index, played) in game.moves.iter().enumerate() {
         let mut token = String::new();
         if side == Color::Red {

@@ -8,16 +8,19 @@
 //! whole, so that the pentanomial counts only ever see complete pairs.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
-use xq_engine::color::Color;
+use xq_engine::color::{ByColor, Color};
+use xq_engine::time_control::TimeControl;
 use xq_engine::xiangqi::Position;
 use xq_engine::xiangqi::notation::{Dialect, format_uci};
-use xq_engine::xiangqi::pgn::{PgnError, PgnFile, PgnGame};
+use xq_engine::xiangqi::pgn::{MoveNote, PgnError, PgnFile, PgnGame};
 use xq_engine::xiangqi::rules::Outcome;
 use xq_engine::xiongqi;
 
 use crate::game::{Start, Termination};
 use crate::match_runner::MatchTotals;
+use crate::time_use::{self, first_mover};
 
 /// What the games of a resumed match must agree with.
 #[derive(Clone, Copy, Debug)]
@@ -26,8 +29,8 @@ pub struct ThisMatch<'a> {
     pub event: &'a str,
     /// The two engines' names; totals are from the first one's view.
     pub names: [&'a str; 2],
-    /// The time control as the match writes it.
-    pub time_control: &'a str,
+    /// The time control.
+    pub time_control: &'a TimeControl,
     /// The match's openings in play order: pair `i` plays opening `i` modulo their number.
     pub openings: &'a [Start],
     /// The match's games.
@@ -96,6 +99,10 @@ struct Counted {
     termination: Termination,
     /// The engine that failed, where the game was abandoned: the loser.
     failed: Option<String>,
+    players: ByColor<String>,
+    first: Color,
+    /// Each ply's thinking time as the match noted it (`None`: a book move).
+    plies: Vec<Option<Duration>>,
     text_index: usize,
 }
 
@@ -103,6 +110,7 @@ struct Counted {
 /// counts the complete pairs.
 pub fn played_games(bytes: &[u8], this: &ThisMatch<'_>) -> Result<PlayedPairs, ResumeError> {
     let file = PgnFile::read(bytes)?;
+    let time_control = this.time_control.to_string();
     let mut legs: BTreeMap<usize, [Option<Counted>; 2]> = BTreeMap::new();
     for (index, game) in file.games(0..file.len()).into_iter().enumerate() {
         let number = index + 1;
@@ -120,7 +128,7 @@ pub fn played_games(bytes: &[u8], this: &ThisMatch<'_>) -> Result<PlayedPairs, R
             }
         };
         expect("[Event]", tag("Event")?, this.event)?;
-        expect("[TimeControl]", tag("TimeControl")?, this.time_control)?;
+        expect("[TimeControl]", tag("TimeControl")?, &time_control)?;
         let round: usize = tag("Round")?.parse().map_err(|_| ResumeError::Missing { game: number, tag: "Round" })?;
         if round == 0 || round > this.games {
             return Err(ResumeError::Round { game: number, round, problem: "is not one of this match's games" });
@@ -131,7 +139,8 @@ pub fn played_games(bytes: &[u8], this: &ThisMatch<'_>) -> Result<PlayedPairs, R
         expect("[Black]", tag("Black")?, black)?;
         let (fen, startpos, book) = opening_record(&this.openings[pair % this.openings.len()]);
         // The match writes no FEN for a game from the variant's start position.
-        expect("the start position", game.tag("FEN").unwrap_or(&startpos), &fen)?;
+        let start = game.tag("FEN").unwrap_or(&startpos);
+        expect("the start position", start, &fen)?;
         let opened = game.moves.iter().take(book.len()).cloned().collect::<Vec<_>>().join(" ");
         expect("the opening's moves", &opened, &book.join(" "))?;
         let outcome = match tag("Result")? {
@@ -154,6 +163,9 @@ pub fn played_games(bytes: &[u8], this: &ThisMatch<'_>) -> Result<PlayedPairs, R
             reason: ending_reason(&game),
             termination,
             failed,
+            players: ByColor { red: red.to_owned(), black: black.to_owned() },
+            first: first_mover(start),
+            plies: game.notes.iter().map(|note| note.as_deref().and_then(engine_time)).collect(),
             text_index: index,
         };
         let slot = &mut legs.entry(pair).or_default()[leg];
@@ -168,7 +180,15 @@ pub fn played_games(bytes: &[u8], this: &ThisMatch<'_>) -> Result<PlayedPairs, R
         match legs {
             [Some(first), Some(second)] => {
                 let mut count = |game: &Counted| {
-                    played.totals.add_result(
+                    let totals = &mut played.totals;
+                    time_use::add_game(
+                        &mut totals.time_use,
+                        &game.players,
+                        game.first,
+                        game.plies.iter().copied(),
+                        this.time_control,
+                    );
+                    totals.add_result(
                         game.outcome,
                         game.first_is_red,
                         &game.reason,
@@ -201,6 +221,15 @@ fn opening_record(start: &Start) -> (String, String, Vec<String>) {
     }
 }
 
+/// The thinking time of a move an engine chose, from the note the match wrote after it;
+/// `None` for a book move (and a note the match did not write).
+fn engine_time(note: &str) -> Option<Duration> {
+    match MoveNote::parse(note)? {
+        MoveNote::Engine { elapsed, .. } => Some(elapsed),
+        MoveNote::Book => None,
+    }
+}
+
 /// The reason the match wrote after the last move (`{checkmate} 1-0`), or the
 /// result's own name when the comment is missing.
 fn ending_reason(game: &PgnGame) -> String {
@@ -210,7 +239,7 @@ fn ending_reason(game: &PgnGame) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::game::{GameRecord, Opening};
+    use crate::game::{GameRecord, Opening, PlayedMove};
     use crate::pgn_out::game_pgn;
     use xq_engine::color::ByColor;
     use xq_engine::variant::Variant;
@@ -224,9 +253,13 @@ mod tests {
     }
 
     fn record(openings: &[Start], pair: usize, leg: usize, outcome: Outcome) -> String {
+        game_pgn(&game(openings, pair, leg, outcome), "a vs b", pair * 2 + leg + 1, "10+0.1")
+    }
+
+    fn game(openings: &[Start], pair: usize, leg: usize, outcome: Outcome) -> GameRecord {
         let Start::Xiangqi(opening) = &openings[pair % openings.len()] else { unreachable!() };
         let (red, black) = if leg == 0 { ("a", "b") } else { ("b", "a") };
-        let game = GameRecord {
+        GameRecord {
             players: ByColor { red: red.to_owned(), black: black.to_owned() },
             variant: Variant::Xiangqi,
             start_fen: opening.start.to_string(),
@@ -241,12 +274,13 @@ mod tests {
             illegal_move: None,
             violation_timing: ViolationTiming::Threefold,
             warnings: Vec::new(),
-        };
-        game_pgn(&game, "a vs b", pair * 2 + leg + 1, "10+0.1")
+        }
     }
 
+    static TEN_SECONDS: std::sync::LazyLock<TimeControl> = std::sync::LazyLock::new(|| "10+0.1".parse().unwrap());
+
     fn this(openings: &[Start]) -> ThisMatch<'_> {
-        ThisMatch { event: "a vs b", names: ["a", "b"], time_control: "10+0.1", openings, games: 8 }
+        ThisMatch { event: "a vs b", names: ["a", "b"], time_control: &TEN_SECONDS, openings, games: 8 }
     }
 
     #[test]
@@ -279,7 +313,8 @@ mod tests {
         let openings = openings();
         let game = record(&openings, 0, 0, Outcome::Draw);
         let mut other = this(&openings);
-        other.time_control = "60+0.6";
+        let sixty = "60+0.6".parse().unwrap();
+        other.time_control = &sixty;
         let error = played_games(game.as_bytes(), &other).unwrap_err().to_string();
         assert!(error.contains("[TimeControl] is \"10+0.1\" where this match's is \"60+0.6\""), "{error}");
         let swapped = ThisMatch { names: ["b", "a"], event: "a vs b", ..this(&openings) };
@@ -294,5 +329,41 @@ mod tests {
         let beyond = record(&openings, 4, 0, Outcome::Draw);
         let error = played_games(beyond.as_bytes(), &this(&openings)).unwrap_err().to_string();
         assert!(error.contains("round 9 is not one of this match's games"), "{error}");
+    }
+
+    /// What a resumed match says of the engines' clocks is what the live match said of
+    /// the same games: the move times come back from the notes the PGN was written
+    /// with (to the millisecond it writes them to), the book's moves charged to no one.
+    #[test]
+    fn time_use_read_back_from_the_notes_is_the_live_matchs() {
+        let openings = openings();
+        let mut live = BTreeMap::new();
+        let mut text = String::new();
+        for (leg, times) in
+            [[None, Some(412), Some(1_250), Some(7)], [None, Some(3), Some(5_001), Some(998)]].iter().enumerate()
+        {
+            let mut game = game(&openings, 0, leg, Outcome::Draw);
+            game.book_plies = 1;
+            game.moves = ["h2e2", "h9g7", "h0g2", "i9h9"]
+                .iter()
+                .zip(times)
+                .map(|(mv, ms)| PlayedMove {
+                    mv: (*mv).to_owned(),
+                    score: Some(12),
+                    depth: Some(9),
+                    elapsed: Duration::from_millis(ms.unwrap_or(0)),
+                })
+                .collect();
+            let plies = game.moves.iter().enumerate().map(|(ply, m)| (ply >= game.book_plies).then_some(m.elapsed));
+            time_use::add_game(&mut live, &game.players, Color::Red, plies, &TEN_SECONDS);
+            text += &game_pgn(&game, "a vs b", leg + 1, "10+0.1");
+        }
+        let played = played_games(text.as_bytes(), &this(&openings)).unwrap();
+        assert_eq!(played.totals.time_use, live);
+        // a: 1,250 ms with Red, 3 and 998 ms with Black; 10 s and 0.1 s a move.
+        let a = live["a"];
+        assert_eq!((a.moves, a.thinking), (3, Duration::from_millis(2_251)));
+        assert_eq!(a.left_at_end, Duration::from_millis(10_000 - 1_250 + 100 + 10_000 - 3 - 998 + 200));
+        assert_eq!(live["b"].least_left, Some(Duration::from_millis(10_000 - 5_001 + 100)));
     }
 }

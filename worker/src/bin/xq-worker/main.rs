@@ -565,7 +565,7 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
             let this = ThisMatch {
                 event: &event,
                 names: [&names[0], &names[1]],
-                time_control: &tc_text,
+                time_control: &args.play.tc,
                 openings: &settings.openings,
                 games: args.games,
             };
@@ -658,6 +658,9 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
     }
     for (name, count) in &totals.failures {
         println!("  failures of {name}: {count}");
+    }
+    for (name, used) in &totals.time_use {
+        println!("  {}", used.describe(name));
     }
     Ok(())
 }
