@@ -72,6 +72,12 @@ pub struct MatchTotals {
     pub failures: BTreeMap<String, u64>,
     /// How each engine spent its clock, by engine name.
     pub time_use: BTreeMap<String, TimeUse>,
+    /// Games that ended after the match stopped (its SPRT decided, or `on_game` ended
+    /// it): played, since a slot finishes the pair it is in, but neither counted nor
+    /// shown to `on_game`. A sequential test stops at its first crossing: the games in
+    /// flight then could carry the LLR back inside its bounds and leave a decided test
+    /// undecided in its totals and its PGN (and a resumed match playing on past it).
+    pub overrun: u64,
 }
 
 impl MatchTotals {
@@ -294,6 +300,10 @@ fn play_pairs(
                     return Err(error);
                 }
             };
+            if stop.load(Ordering::Relaxed) {
+                totals.overrun += 1;
+                continue;
+            }
             let half_points = totals.add_game(&finished.record, finished.leg == 0, &settings.game.time_control);
             match first_leg.remove(&finished.pair) {
                 Some(other) => totals.pentanomial[(other + half_points) as usize] += 1,

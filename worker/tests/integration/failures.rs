@@ -244,6 +244,40 @@ fn an_sprt_stops_the_match_at_its_bound() {
     assert!(totals.games() < 100, "stopped early after {} games", totals.games());
 }
 
+/// Two games at once: when the SPRT decides, the other slot is inside a pair and
+/// finishes it (here held to it: the decision's `on_game` waits while the other slot
+/// plays). Those games are not counted and not shown (so not written to a PGN): the
+/// totals are the test's at its first crossing, whatever the games in flight did.
+#[test]
+fn the_games_in_flight_when_the_sprt_decides_are_not_counted() {
+    let sprt = xq_stats::Sprt::new(0.0, 300.0, 0.2, 0.2, xq_stats::Model::Logistic).unwrap();
+    let match_settings = MatchSettings {
+        engines: [our_engine("xq"), fake_engine("illegal")],
+        pairs: (0..50).collect(),
+        concurrency: 2,
+        pin_cores: false,
+        openings: startpos(),
+        game: settings("nodes=200"),
+        sprt: Some(sprt),
+    };
+    let mut seen = Vec::new();
+    let totals = run_match(&match_settings, |_, totals| {
+        let decision = totals.sprt(&sprt).and_then(|s| s.decision());
+        seen.push((totals.games(), decision));
+        if decision.is_some() {
+            // The other slot goes on meanwhile: its games end after the decision.
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+        true
+    })
+    .expect("the match runs");
+    let decided_at = seen.iter().position(|(_, decision)| decision.is_some()).expect("a decision");
+    assert_eq!(decided_at + 1, seen.len(), "games were shown after the decision: {seen:?}");
+    assert_eq!(totals.games(), seen[decided_at].0);
+    assert_eq!(totals.sprt(&sprt).and_then(|s| s.decision()), Some(true));
+    assert!(totals.overrun >= 1, "no game ended after the decision: the test saw nothing");
+}
+
 /// First contact: the common mistakes with an engine are named with their fix in one
 /// line: a file that is not executable, a path that names nothing, and a program that
 /// does not complete the handshake of the protocol asked of it.

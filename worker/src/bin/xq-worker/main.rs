@@ -590,7 +590,7 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
     settings.pairs = (0..args.games / 2).filter(|pair| !played.pairs.contains(pair)).collect();
     let decided = settings.sprt.as_ref().and_then(|s| played.totals.sprt(s)).and_then(|s| s.decision()).is_some();
     if decided || settings.pairs.is_empty() {
-        println!("{}", summary(&played.totals, &names, sprt.as_ref()));
+        print_totals(&played.totals, &names, sprt.as_ref());
         return Ok(());
     }
     let mut pgn = match &args.pgnout {
@@ -652,7 +652,17 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
     if let Some(error) = write_error {
         return Err(error).context("writing the PGN");
     }
-    println!("{}", summary(&totals, &names, sprt.as_ref()));
+    print_totals(&totals, &names, sprt.as_ref());
+    Ok(())
+}
+
+/// A match's last words: the summary, then how its games ended and how each engine
+/// spent its clock.
+fn print_totals(totals: &MatchTotals, names: &[String; 2], sprt: Option<&Sprt>) {
+    println!("{}", summary(totals, names, sprt));
+    if totals.overrun > 0 {
+        println!("  {} games in flight when the match stopped: played, not counted", totals.overrun);
+    }
     for (reason, count) in &totals.reasons {
         println!("  {reason}: {count}");
     }
@@ -662,7 +672,6 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
     for (name, used) in &totals.time_use {
         println!("  {}", used.describe(name));
     }
-    Ok(())
 }
 
 /// The parameters to tune: from a file in fishtest's format, or the engine's own spin
