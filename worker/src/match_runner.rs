@@ -72,11 +72,12 @@ pub struct MatchTotals {
     pub failures: BTreeMap<String, u64>,
     /// How each engine spent its clock, by engine name.
     pub time_use: BTreeMap<String, TimeUse>,
-    /// Games that ended after the match stopped (its SPRT decided, or `on_game` ended
-    /// it): played, since a slot finishes the pair it is in, but neither counted nor
-    /// shown to `on_game`. A sequential test stops at its first crossing: the games in
-    /// flight then could carry the LLR back inside its bounds and leave a decided test
-    /// undecided in its totals and its PGN (and a resumed match playing on past it).
+    /// Games that ended after the match's SPRT decided: played, since a slot finishes
+    /// the pair it is in, but neither counted nor shown to `on_game`. A sequential test
+    /// stops at its first crossing: the games in flight then could carry the LLR back
+    /// inside its bounds and leave a decided test undecided in its totals and its PGN
+    /// (and a resumed match playing on past it). A match that `on_game` ends still
+    /// shows it the games in flight: a fleet worker told to stop reports them.
     pub overrun: u64,
 }
 
@@ -224,6 +225,7 @@ fn play_pairs(
     let (sender, receiver) = channel::<Result<FinishedGame, MatchError>>();
     let mut totals = carried;
     let mut first_leg: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut decided = false;
     std::thread::scope(|scope| {
         let cores = if settings.pin_cores { core_affinity::get_core_ids().unwrap_or_default() } else { Vec::new() };
         for slot in 0..settings.concurrency.max(1).min(pair_count.max(1)) {
@@ -300,7 +302,7 @@ fn play_pairs(
                     return Err(error);
                 }
             };
-            if stop.load(Ordering::Relaxed) {
+            if decided {
                 totals.overrun += 1;
                 continue;
             }
@@ -312,7 +314,7 @@ fn play_pairs(
                 }
             }
             let go_on = on_game(&finished, &totals);
-            let decided = settings.sprt.as_ref().and_then(|s| totals.sprt(s)).and_then(|s| s.decision()).is_some();
+            decided = settings.sprt.as_ref().and_then(|s| totals.sprt(s)).and_then(|s| s.decision()).is_some();
             if !go_on || decided {
                 stop.store(true, Ordering::Relaxed);
             }

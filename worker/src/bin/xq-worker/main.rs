@@ -661,7 +661,7 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
 fn print_totals(totals: &MatchTotals, names: &[String; 2], sprt: Option<&Sprt>) {
     println!("{}", summary(totals, names, sprt));
     if totals.overrun > 0 {
-        println!("  {} games in flight when the match stopped: played, not counted", totals.overrun);
+        println!("  {} games in flight when the SPRT decided: played, not counted", totals.overrun);
     }
     for (reason, count) in &totals.reasons {
         println!("  {reason}: {count}");
