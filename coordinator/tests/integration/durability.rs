@@ -101,7 +101,9 @@ fn calls(trace: &str) -> Vec<Call> {
         };
         // Signals and exits are not calls.
         let Some((text, length)) = text.rsplit_once(" <").filter(|(text, _)| text.contains('(')) else { continue };
-        let length: f64 = length.trim_end_matches('>').parse().expect("a call's length (-T)");
+        // A call cut short by its thread's end has no length (`= ? <unavailable>`): it
+        // never returned, so nothing it did was acknowledged.
+        let Ok(length) = length.trim_end_matches('>').parse::<f64>() else { continue };
         calls.push(Call { start, end: start + length, text: text.to_owned() });
     }
     calls
