@@ -158,6 +158,12 @@ pub struct GameRecord {
     pub warnings: Vec<String>,
 }
 
+/// The side to move in `fen` (Xiangqi's or Xiongqi's): the colour of a game's first
+/// ply. Red unless the second field says `b`.
+pub fn first_mover(fen: &str) -> Color {
+    if fen.split_whitespace().nth(1) == Some("b") { Color::Black } else { Color::Red }
+}
+
 fn limits_text(protocol: Protocol, time_control: &TimeControl, clocks: &ByColor<Option<Clock>>, side: Color) -> String {
     let ms = |d: Duration| d.as_millis();
     match time_control {

@@ -11,13 +11,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
 
 use xq_engine::color::{ByColor, Color};
-use xq_engine::time_control::TimeControl;
 use xq_engine::xiangqi::rules::Outcome;
 use xq_stats::{EloEstimate, Sprt, SprtState, elo_estimate};
 
 use crate::engine_process::{EngineConfig, EngineError, EngineProcess};
-use crate::game::{GameRecord, GameSettings, Start, Termination, play_game};
-use crate::time_use::{self, TimeUse, first_mover};
+use crate::game::{GameRecord, GameSettings, Start, Termination, first_mover, play_game};
+use crate::time_use::{self, TimeUse};
 
 /// A match to play.
 #[derive(Clone, Debug)]
@@ -103,10 +102,18 @@ impl MatchTotals {
         sprt.state(&self.pentanomial).ok()
     }
 
-    fn add_game(&mut self, game: &GameRecord, first_is_red: bool, time_control: &TimeControl) -> u64 {
+    fn add_game(&mut self, game: &GameRecord, first_is_red: bool, settings: &GameSettings) -> u64 {
         let plies =
             game.moves.iter().enumerate().map(|(ply, played)| (ply >= game.book_plies).then_some(played.elapsed));
-        time_use::add_game(&mut self.time_use, &game.players, first_mover(&game.start_fen), plies, time_control);
+        let first = first_mover(&game.start_fen);
+        time_use::add_game(
+            &mut self.time_use,
+            &game.players,
+            first,
+            plies,
+            &settings.time_control,
+            settings.time_margin,
+        );
         let failed = game.failure.as_ref().map(|(color, _)| game.players[*color].as_str());
         self.add_result(game.outcome, first_is_red, &game.reason, game.termination, failed)
     }
@@ -306,7 +313,7 @@ fn play_pairs(
                 totals.overrun += 1;
                 continue;
             }
-            let half_points = totals.add_game(&finished.record, finished.leg == 0, &settings.game.time_control);
+            let half_points = totals.add_game(&finished.record, finished.leg == 0, &settings.game);
             match first_leg.remove(&finished.pair) {
                 Some(other) => totals.pentanomial[(other + half_points) as usize] += 1,
                 None => {

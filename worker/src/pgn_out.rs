@@ -17,8 +17,7 @@ use xq_engine::color::Color;
 use xq_engine::xiangqi::pgn::{MoveNote, Movetext};
 use xq_engine::xiangqi::rules::ViolationTiming;
 
-use crate::game::{GameRecord, Termination};
-use crate::time_use::first_mover;
+use crate::game::{GameRecord, Termination, first_mover};
 
 /// Escapes a tag value.
 fn quoted(value: &str) -> String {

@@ -18,9 +18,9 @@ use xq_engine::xiangqi::pgn::{MoveNote, PgnError, PgnFile, PgnGame};
 use xq_engine::xiangqi::rules::Outcome;
 use xq_engine::xiongqi;
 
-use crate::game::{Start, Termination};
+use crate::game::{Start, Termination, first_mover};
 use crate::match_runner::MatchTotals;
-use crate::time_use::{self, first_mover};
+use crate::time_use;
 
 /// What the games of a resumed match must agree with.
 #[derive(Clone, Copy, Debug)]
@@ -31,6 +31,8 @@ pub struct ThisMatch<'a> {
     pub names: [&'a str; 2],
     /// The time control.
     pub time_control: &'a TimeControl,
+    /// How far past its clock a move may end and the game go on.
+    pub time_margin: Duration,
     /// The match's openings in play order: pair `i` plays opening `i` modulo their number.
     pub openings: &'a [Start],
     /// The match's games.
@@ -187,6 +189,7 @@ pub fn played_games(bytes: &[u8], this: &ThisMatch<'_>) -> Result<PlayedPairs, R
                         game.first,
                         game.plies.iter().copied(),
                         this.time_control,
+                        this.time_margin,
                     );
                     totals.add_result(
                         game.outcome,
@@ -280,7 +283,14 @@ mod tests {
     static TEN_SECONDS: std::sync::LazyLock<TimeControl> = std::sync::LazyLock::new(|| "10+0.1".parse().unwrap());
 
     fn this(openings: &[Start]) -> ThisMatch<'_> {
-        ThisMatch { event: "a vs b", names: ["a", "b"], time_control: &TEN_SECONDS, openings, games: 8 }
+        ThisMatch {
+            event: "a vs b",
+            names: ["a", "b"],
+            time_control: &TEN_SECONDS,
+            time_margin: Duration::ZERO,
+            openings,
+            games: 8,
+        }
     }
 
     #[test]
@@ -355,7 +365,7 @@ mod tests {
                 })
                 .collect();
             let plies = game.moves.iter().enumerate().map(|(ply, m)| (ply >= game.book_plies).then_some(m.elapsed));
-            time_use::add_game(&mut live, &game.players, Color::Red, plies, &TEN_SECONDS);
+            time_use::add_game(&mut live, &game.players, Color::Red, plies, &TEN_SECONDS, Duration::ZERO);
             text += &game_pgn(&game, "a vs b", leg + 1, "10+0.1");
         }
         let played = played_games(text.as_bytes(), &this(&openings)).unwrap();

@@ -57,21 +57,17 @@ fn mean(total: Duration, count: u64) -> Option<Duration> {
     (count > 0).then(|| Duration::from_secs_f64(total.as_secs_f64() / count as f64))
 }
 
-/// The side to move in `fen` (Xiangqi's or Xiongqi's): the colour of a game's first
-/// ply. Red unless the second field says `b`.
-pub fn first_mover(fen: &str) -> Color {
-    if fen.split_whitespace().nth(1) == Some("b") { Color::Black } else { Color::Red }
-}
-
 /// Adds one game to `uses`, by engine name: `players` by colour, `first` the colour of
 /// the game's first ply, `plies` each ply's thinking time from the start (`None` for a
-/// book move, which no clock is charged for), under `time_control`.
+/// book move, which no clock is charged for), under `time_control` with the match's
+/// `margin` (a move that overran its clock by less went on, as in the game).
 pub fn add_game(
     uses: &mut BTreeMap<String, TimeUse>,
     players: &ByColor<String>,
     first: Color,
     plies: impl IntoIterator<Item = Option<Duration>>,
     time_control: &TimeControl,
+    margin: Duration,
 ) {
     let mut clocks = match time_control {
         TimeControl::Clock(periods) => Some(ByColor::new_with(|_| Clock::new(periods))),
@@ -85,18 +81,19 @@ pub fn add_game(
             used.thinking += elapsed;
             if let Some(clocks) = &mut clocks {
                 // A move past the clock ends the game with nothing left: the clock says so.
-                let _ = clocks[mover].charge(elapsed, Duration::ZERO);
+                let _ = clocks[mover].charge(elapsed, margin);
             }
         }
         mover = !mover;
     }
-    for color in [Color::Red, Color::Black] {
-        let Some(clocks) = &clocks else { break };
-        let used = uses.entry(players[color].clone()).or_default();
-        let left = clocks[color].remaining();
-        used.clocked_games += 1;
-        used.left_at_end += left;
-        used.least_left = Some(used.least_left.map_or(left, |least| least.min(left)));
+    if let Some(clocks) = &clocks {
+        for color in [Color::Red, Color::Black] {
+            let used = uses.entry(players[color].clone()).or_default();
+            let left = clocks[color].remaining();
+            used.clocked_games += 1;
+            used.left_at_end += left;
+            used.least_left = Some(used.least_left.map_or(left, |least| least.min(left)));
+        }
     }
 }
 
@@ -117,7 +114,7 @@ mod tests {
         let mut uses = BTreeMap::new();
         let tc: TimeControl = "10+0.1".parse().unwrap();
         // Two book plies, then a: 300 + 500 ms, b: 200 ms.
-        add_game(&mut uses, &players(), Color::Red, [None, None, ms(300), ms(200), ms(500)], &tc);
+        add_game(&mut uses, &players(), Color::Red, [None, None, ms(300), ms(200), ms(500)], &tc, Duration::ZERO);
         let a = uses["a"];
         assert_eq!((a.moves, a.thinking, a.clocked_games), (2, Duration::from_millis(800), 1));
         // 10 s - 0.8 s + 2 increments of 0.1 s.
@@ -125,7 +122,7 @@ mod tests {
         assert_eq!(uses["b"].left_at_end, Duration::from_millis(9_900));
         assert_eq!(a.per_move(), Some(Duration::from_millis(400)));
         // A second game, Black first (a FEN with Black to move): b moves first.
-        add_game(&mut uses, &players(), Color::Black, [ms(1_000), ms(100)], &tc);
+        add_game(&mut uses, &players(), Color::Black, [ms(1_000), ms(100)], &tc, Duration::ZERO);
         let b = uses["b"];
         assert_eq!((b.moves, b.clocked_games), (2, 2));
         assert_eq!(b.left_at_end, Duration::from_millis(9_900 + 9_100));
@@ -141,11 +138,26 @@ mod tests {
     fn a_flag_leaves_nothing_and_budgets_per_move_have_no_clock() {
         let mut uses = BTreeMap::new();
         let tc: TimeControl = "1+0".parse().unwrap();
-        add_game(&mut uses, &players(), Color::Red, [ms(1_200)], &tc);
+        add_game(&mut uses, &players(), Color::Red, [ms(1_200)], &tc, Duration::ZERO);
         assert_eq!(uses["a"].least_left, Some(Duration::ZERO));
         let mut uses = BTreeMap::new();
-        add_game(&mut uses, &players(), Color::Red, [ms(50), ms(60)], &"nodes=1000".parse().unwrap());
+        add_game(&mut uses, &players(), Color::Red, [ms(50), ms(60)], &"nodes=1000".parse().unwrap(), Duration::ZERO);
         assert_eq!((uses["a"].moves, uses["a"].clocked_games, uses["a"].left_on_average()), (1, 0, None));
         assert_eq!(uses["b"].describe("b"), "time of b: 0.060 s a move (1 moves)");
+    }
+
+    #[test]
+    fn an_overrun_within_the_margin_goes_on_as_in_the_game() {
+        // 1+0.1: Red's first move takes 1.2 s, past its clock by 0.2 s; its second 50 ms.
+        let tc: TimeControl = "1+0.1".parse().unwrap();
+        let plies = [ms(1_200), ms(10), ms(50), ms(10)];
+        let mut uses = BTreeMap::new();
+        add_game(&mut uses, &players(), Color::Red, plies, &tc, Duration::from_millis(300));
+        // The game went on with the increment: 0.1 s, then 0.1 - 0.05 + 0.1.
+        assert_eq!(uses["a"].least_left, Some(Duration::from_millis(150)));
+        // Without the margin the same move flags and the clock stays empty.
+        let mut uses = BTreeMap::new();
+        add_game(&mut uses, &players(), Color::Red, plies, &tc, Duration::ZERO);
+        assert_eq!(uses["a"].least_left, Some(Duration::ZERO));
     }
 }

@@ -566,6 +566,7 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
                 event: &event,
                 names: [&names[0], &names[1]],
                 time_control: &args.play.tc,
+                time_margin: settings.game.time_margin,
                 openings: &settings.openings,
                 games: args.games,
             };
