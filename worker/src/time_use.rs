@@ -80,7 +80,8 @@ pub fn add_game(
             used.moves += 1;
             used.thinking += elapsed;
             if let Some(clocks) = &mut clocks {
-                // A move past the clock ends the game with nothing left: the clock says so.
+                // A move past the clock and the margin ended the game with nothing left: the
+                // clock says so; one within the margin went on, as here.
                 let _ = clocks[mover].charge(elapsed, margin);
             }
         }
