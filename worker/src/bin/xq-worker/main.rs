@@ -565,7 +565,7 @@ fn run_match_command(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Resu
             let this = ThisMatch {
                 event: &event,
                 names: [&names[0], &names[1]],
-                time_control: &args.play.tc,
+                time_control: &settings.game.time_control,
                 time_margin: settings.game.time_margin,
                 openings: &settings.openings,
                 games: args.games,
