@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
 
 use xq_engine::color::{ByColor, Color};
-use xq_engine::xiangqi::rules::Outcome;
+use xq_engine::xiangqi::rules::{Outcome, Reason};
 use xq_stats::{EloEstimate, Sprt, SprtState, elo_estimate};
 
 use crate::engine_process::{EngineConfig, EngineError, EngineProcess};
@@ -67,6 +67,14 @@ pub struct MatchTotals {
     pub pentanomial: [u64; 5],
     /// How games ended, by reason.
     pub reasons: BTreeMap<String, u64>,
+    /// Games won by a repetition ruling (a lone perpetual check or chase), by the
+    /// first engine and by the second. An engine that does not know the chase rules
+    /// (Fairy-Stockfish 11.1 among them) loses such games to the arbiter, not on the
+    /// board, so they are counted apart.
+    pub ruled_wins: [u64; 2],
+    /// Finished pairs as the board alone decided them: like `pentanomial`, with each
+    /// game won by a repetition ruling counted as a draw.
+    pub over_the_board: [u64; 5],
     /// Engine failures (crashes, hangs) by engine name.
     pub failures: BTreeMap<String, u64>,
     /// How each engine spent its clock, by engine name.
@@ -97,12 +105,18 @@ impl MatchTotals {
         }
     }
 
+    /// The Elo estimate from the pairs with the wins by a repetition ruling counted as
+    /// draws; `None` until a pair is complete.
+    pub fn over_the_board_elo(&self) -> Option<EloEstimate> {
+        (self.over_the_board.iter().sum::<u64>() > 0).then(|| elo_estimate(&self.over_the_board).ok()).flatten()
+    }
+
     /// Where the SPRT stands on the pairs so far.
     pub fn sprt(&self, sprt: &Sprt) -> Option<SprtState> {
         sprt.state(&self.pentanomial).ok()
     }
 
-    fn add_game(&mut self, game: &GameRecord, first_is_red: bool, settings: &GameSettings) -> u64 {
+    fn add_game(&mut self, game: &GameRecord, first_is_red: bool, settings: &GameSettings) -> GamePoints {
         let plies =
             game.moves.iter().enumerate().map(|(ply, played)| (ply >= game.book_plies).then_some(played.elapsed));
         let first = first_mover(&game.start_fen);
@@ -118,8 +132,9 @@ impl MatchTotals {
         self.add_result(game.outcome, first_is_red, &game.reason, game.termination, failed)
     }
 
-    /// Counts a game by its result, the reason it ended (its first words) and the
-    /// engine that failed in it, if one did; gives the first engine's half points.
+    /// Counts a game by its result, the reason it ended (its first words, before the
+    /// article) and the engine that failed in it, if one did; gives the first
+    /// engine's half points.
     pub(crate) fn add_result(
         &mut self,
         outcome: Outcome,
@@ -127,15 +142,24 @@ impl MatchTotals {
         reason: &str,
         termination: Termination,
         failed: Option<&str>,
-    ) -> u64 {
+    ) -> GamePoints {
         let first = if first_is_red { Color::Red } else { Color::Black };
+        let reason = if termination == Termination::Rules {
+            reason.split(" (").next().unwrap_or(reason).to_owned()
+        } else {
+            termination.pgn().to_owned()
+        };
+        let ruled =
+            termination == Termination::Rules && Reason::named(&reason).is_some_and(Reason::is_repetition_violation);
         let half_points = match outcome {
             Outcome::Win(winner) if winner == first => {
                 self.wins += 1;
+                self.ruled_wins[0] += u64::from(ruled);
                 2
             }
             Outcome::Win(_) => {
                 self.losses += 1;
+                self.ruled_wins[1] += u64::from(ruled);
                 0
             }
             Outcome::Draw => {
@@ -143,17 +167,26 @@ impl MatchTotals {
                 1
             }
         };
-        let reason = if termination == Termination::Rules {
-            reason.split(" (").next().unwrap_or(reason).to_owned()
-        } else {
-            termination.pgn().to_owned()
-        };
         *self.reasons.entry(reason).or_default() += 1;
         if let Some(name) = failed {
             *self.failures.entry(name.to_owned()).or_default() += 1;
         }
-        half_points
+        GamePoints { as_ruled: half_points, over_the_board: if ruled { 1 } else { half_points } }
     }
+
+    /// Counts a finished pair, its two games in either order.
+    pub(crate) fn add_pair(&mut self, one: GamePoints, other: GamePoints) {
+        self.pentanomial[(one.as_ruled + other.as_ruled) as usize] += 1;
+        self.over_the_board[(one.over_the_board + other.over_the_board) as usize] += 1;
+    }
+}
+
+/// A game's half points for the first engine (0, 1 or 2): as the arbiter ruled it,
+/// and as the board decided it (a win by a repetition ruling a draw).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct GamePoints {
+    as_ruled: u64,
+    over_the_board: u64,
 }
 
 /// A finished game as the match reports it.
@@ -231,7 +264,7 @@ fn play_pairs(
     let stop = AtomicBool::new(false);
     let (sender, receiver) = channel::<Result<FinishedGame, MatchError>>();
     let mut totals = carried;
-    let mut first_leg: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut first_leg: BTreeMap<usize, GamePoints> = BTreeMap::new();
     let mut decided = false;
     std::thread::scope(|scope| {
         let cores = if settings.pin_cores { core_affinity::get_core_ids().unwrap_or_default() } else { Vec::new() };
@@ -313,11 +346,11 @@ fn play_pairs(
                 totals.overrun += 1;
                 continue;
             }
-            let half_points = totals.add_game(&finished.record, finished.leg == 0, &settings.game);
+            let points = totals.add_game(&finished.record, finished.leg == 0, &settings.game);
             match first_leg.remove(&finished.pair) {
-                Some(other) => totals.pentanomial[(other + half_points) as usize] += 1,
+                Some(other) => totals.add_pair(other, points),
                 None => {
-                    first_leg.insert(finished.pair, half_points);
+                    first_leg.insert(finished.pair, points);
                 }
             }
             let go_on = on_game(&finished, &totals);

@@ -199,8 +199,8 @@ pub fn played_games(bytes: &[u8], this: &ThisMatch<'_>) -> Result<PlayedPairs, R
                         game.failed.as_deref(),
                     )
                 };
-                let points = count(&first) + count(&second);
-                played.totals.pentanomial[points as usize] += 1;
+                let points = (count(&first), count(&second));
+                played.totals.add_pair(points.0, points.1);
                 played.pairs.insert(pair);
                 kept.extend([first.text_index, second.text_index]);
             }

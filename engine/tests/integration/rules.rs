@@ -88,6 +88,28 @@ fn wxf_repetition_cases_are_ruled_as_the_book_rules_them() {
     assert!(wrong.is_empty(), "{} cases ruled wrongly:\n{}", wrong.len(), wrong.join("\n"));
 }
 
+/// A match counts the games won by a repetition ruling apart from those won on the
+/// board; over the 173 ruled cases, the decisive rulings (WXF 20.1, 20.3: the lone
+/// perpetual checker or chaser loses) are exactly the ones it counts apart, and the
+/// drawn ones (WXF 3.2.B, 3.2.C) are not.
+#[test]
+fn the_decisive_repetition_rulings_are_the_violations() {
+    let (mut decisive, mut ruled_decisive) = (0, 0);
+    for case in cases() {
+        ruled_decisive += usize::from(case.expected == "Win" || case.expected == "Loss");
+        let (start, moves) = parsed(&case);
+        let mut referee = Referee::new(start, RefereeConfig::default());
+        for &mv in &moves {
+            referee.play(mv).expect("legal move");
+        }
+        let Some(ruling) = referee.rule_last_cycle() else { continue };
+        let won = ruling.outcome != Outcome::Draw;
+        decisive += usize::from(won);
+        assert_eq!(ruling.reason.is_repetition_violation(), won, "#{} ({}): {ruling:?}", case.id, case.group);
+    }
+    assert_eq!(decisive, ruled_decisive, "the book's decisive rulings, each seen");
+}
+
 #[test]
 fn rulings_do_not_change_when_the_board_is_mirrored_or_the_colours_swapped() {
     for case in cases() {

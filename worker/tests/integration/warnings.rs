@@ -81,3 +81,40 @@ fn a_warned_engine_that_obeys_the_ban_is_not_ruled_against() {
         assert_eq!(parsed[0].tag("Warnings"), Some(record.warnings.join(" ").as_str()));
     }
 }
+
+/// A match counts the wins by a repetition ruling apart from the wins on the board
+/// (Fairy-Stockfish 11.1 loses games to the chase rules it does not know, and its
+/// Elo against us should be quotable both ways), and a resumed match reads the same
+/// counts back from its PGN. The pair from [`CHECKS`]: the perpetual checker as Red
+/// loses by WXF 20.1 (a ruling); as Black, its shuttle's first move is illegal (a
+/// loss on the board's terms, not a ruling).
+#[test]
+fn a_match_counts_the_wins_by_a_repetition_ruling_apart_and_resumes_them() {
+    let directory = std::env::temp_dir().join(format!("xq-match-ruled-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let (book, pgn) = (directory.join("checks.epd"), directory.join("games.pgn"));
+    std::fs::write(&book, format!("{CHECKS}\n")).unwrap();
+    let fake = fake_engine("perpetual");
+    let run = |resume: bool| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_xq-worker"));
+        command.args(["match", "--engine", "name=fake", &format!("cmd={}", fake.command.display())]);
+        command.args(fake.args.iter().map(|arg| format!("arg={arg}")));
+        command.args(["--engine", "name=xq", &format!("cmd={}", our_engine("xq").command.display())]);
+        command.args(["--tc", "depth=2", "--games", "2", "--concurrency", "1", "--maxplies", "40", "--book"]);
+        command.arg(&book).arg("--pgnout").arg(&pgn);
+        if resume {
+            command.arg("--resume");
+        }
+        let output = command.output().expect("xq-worker runs");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let ruled =
+        "won by a repetition ruling: fake 0, xq 1; over the board (those as draws): pentanomial [0, 1, 0, 0, 0]";
+    let played = run(false);
+    assert!(played.contains("W/D/L 0/0/2, pentanomial [1, 0, 0, 0, 0]"), "{played}");
+    assert!(played.contains(ruled), "{played}");
+    let resumed = run(true);
+    assert!(resumed.contains(ruled), "the resumed match reads the ruling back from the PGN:\n{resumed}");
+    std::fs::remove_dir_all(&directory).unwrap();
+}

@@ -185,14 +185,9 @@ fn swapped(ruling: Ruling) -> Ruling {
     Ruling { outcome, ..ruling }
 }
 
-/// Whether a ruling is a lone violation of the repetition rules.
-fn is_violation(reason: Reason) -> bool {
-    matches!(reason, Reason::PerpetualCheck | Reason::PerpetualChase)
-}
-
 /// Whether a ruling was made on a repetition.
 fn on_repetition(reason: Reason) -> bool {
-    is_violation(reason)
+    reason.is_repetition_violation()
         || matches!(reason, Reason::MutualPerpetualCheck | Reason::MutualPerpetualChase | Reason::Repetition)
 }
 
@@ -204,7 +199,8 @@ fn repetition_properties(start: &Position, moves: &[Move], verdict: &Verdict) ->
         return Vec::new();
     }
     let config = RefereeConfig::for_rules(verdict.rules);
-    let counted = if is_violation(ruling.reason) { config.violation_occurrences } else { config.draw_occurrences };
+    let counted =
+        if ruling.reason.is_repetition_violation() { config.violation_occurrences } else { config.draw_occurrences };
     let positions = positions_along(start, &moves[..ply]);
     let repeated = positions[ply].hash();
     let occurrences: Vec<usize> =
@@ -232,7 +228,7 @@ fn repetition_properties(start: &Position, moves: &[Move], verdict: &Verdict) ->
         let detoured: Vec<Move> = detour.iter().chain(suffix_moves).copied().collect();
         let theirs = one(&suffix_start, &detoured);
         let holds = match theirs.ended {
-            Some((their_ply, theirs_ruling)) if is_violation(ruling.reason) => {
+            Some((their_ply, theirs_ruling)) if ruling.reason.is_repetition_violation() => {
                 (their_ply, theirs_ruling) == (ply - from + detour.len(), ruling)
             }
             Some((_, theirs_ruling)) => theirs_ruling.outcome == ruling.outcome,

@@ -213,6 +213,42 @@ pub enum Reason {
     FiftyMoves,
 }
 
+impl Reason {
+    /// Every reason, in declaration order.
+    pub const ALL: [Reason; 16] = [
+        Reason::Checkmate,
+        Reason::Stalemate,
+        Reason::PerpetualCheck,
+        Reason::MutualPerpetualCheck,
+        Reason::PerpetualChase,
+        Reason::MutualPerpetualChase,
+        Reason::Repetition,
+        Reason::NaturalMoveCount,
+        Reason::CxqMoveLimit,
+        Reason::CxqEffectiveMoves,
+        Reason::CxqNoProgress,
+        Reason::TerminalCaptured,
+        Reason::NoLegalMove,
+        Reason::RepetitiveMove,
+        Reason::OnlyTerminals,
+        Reason::FiftyMoves,
+    ];
+
+    /// The reason whose words (its `Display`) are `text`, as a game record or a PGN
+    /// comment carries them.
+    pub fn named(text: &str) -> Option<Reason> {
+        Reason::ALL.into_iter().find(|reason| reason.to_string() == text)
+    }
+
+    /// Whether one side lost for its conduct over a repetition (a lone perpetual check
+    /// or chase, Xiongqi's repetitive move) rather than by the position or a count.
+    /// Engines that do not know the chase rules lose such games to the arbiter, not
+    /// on the board, so a match counts them apart.
+    pub fn is_repetition_violation(self) -> bool {
+        matches!(self, Reason::PerpetualCheck | Reason::PerpetualChase | Reason::RepetitiveMove)
+    }
+}
+
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

@@ -667,6 +667,16 @@ fn print_totals(totals: &MatchTotals, names: &[String; 2], sprt: Option<&Sprt>) 
     for (reason, count) in &totals.reasons {
         println!("  {reason}: {count}");
     }
+    if totals.ruled_wins != [0, 0] {
+        let mut line = format!(
+            "  won by a repetition ruling: {} {}, {} {}; over the board (those as draws): pentanomial {:?}",
+            names[0], totals.ruled_wins[0], names[1], totals.ruled_wins[1], totals.over_the_board
+        );
+        if let Some(elo) = totals.over_the_board_elo() {
+            line.push_str(&format!(", Elo {:+.1} [{:+.1}, {:+.1}]", elo.elo, elo.low, elo.high));
+        }
+        println!("{line}");
+    }
     for (name, count) in &totals.failures {
         println!("  failures of {name}: {count}");
     }
