@@ -11,7 +11,7 @@ use xq_engine::variant::Variant;
 use xq_engine::xiangqi::data::MAX_RECORDS;
 use xq_engine::xiangqi::fen::FenFlavour;
 use xq_engine::xiangqi::notation::Dialect;
-use xq_engine::xiangqi::rules::{RuleSet, ViolationTiming};
+use xq_engine::xiangqi::rules::{Reason, RuleSet, ViolationTiming};
 use xq_proto::v1;
 use xq_proto::{DEFAULT_SELF_PLAY_PLIES, self_play_plies, self_play_unit_records};
 use xq_stats::{Model, Sprt, SprtState, elo_estimate};
@@ -538,6 +538,39 @@ pub fn add_points(wdl: &mut [u64; 3], penta: &mut [u64; 5], points: [i64; 2]) {
     penta[(points[0] + points[1]).clamp(0, 4) as usize] += 1;
 }
 
+/// A match's counts as the board alone decided its games: each game won by a
+/// repetition ruling (a lone perpetual check or chase, Xiongqi's repetitive move)
+/// counted as a draw. Engines that do not know the chase rules lose such games to the
+/// arbiter, so a test against one reads its strength here and its score under the
+/// rules in the pentanomial.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OverTheBoard {
+    /// Pairs by the new engine's points with those games as draws.
+    pub pentanomial: [i64; 5],
+    /// Games won by a repetition ruling: by the new engine, by the base engine.
+    pub ruled_wins: [i64; 2],
+}
+
+impl OverTheBoard {
+    /// Counts a pair (`sign` 1) or takes it off (`sign` -1): the new engine's half
+    /// points in its two games and the games' endings as units store them.
+    pub fn count(&mut self, points: [i64; 2], reasons: &[String], sign: i64) {
+        let mut board = 0;
+        for (game, points) in points.into_iter().enumerate() {
+            let points = points.clamp(0, 2);
+            let ruled =
+                reasons.get(game).and_then(|reason| Reason::named(reason)).is_some_and(Reason::is_repetition_violation);
+            if ruled && points != 1 {
+                self.ruled_wins[usize::from(points == 0)] += sign;
+                board += 1;
+            } else {
+                board += points;
+            }
+        }
+        self.pentanomial[board as usize] += sign;
+    }
+}
+
 /// What a job list's filters look at that never changes once a job is made (its text
 /// already in lower case), kept with each job so that a searched list is a pass of
 /// comparisons, not a view built for every job ever made (finding N4 of the security
@@ -613,6 +646,19 @@ pub fn job_view(
         JobSpec::SelfPlay(_) | JobSpec::Verify(_) | JobSpec::Unreadable(_) => None,
     };
     let elo = elo_state(&penta, wdl[1] as f64 / games.max(1) as f64);
+    let over_the_board = request.is_some().then(|| {
+        let board = &row.over_the_board;
+        let pentanomial: Vec<u64> = board.pentanomial.iter().map(|&c| c.max(0) as u64).collect();
+        let [new_ruled_wins, base_ruled_wins] = board.ruled_wins.map(|c| c.max(0) as u64);
+        // The draws as the board decided them: the games drawn and those won by a ruling.
+        let draws = wdl[1] + new_ruled_wins + base_ruled_wins;
+        v1::OverTheBoard {
+            new_ruled_wins,
+            base_ruled_wins,
+            elo: elo_state(&pentanomial, draws as f64 / games.max(1) as f64),
+            pentanomial,
+        }
+    });
     v1::Job {
         job_id: row.id as u64,
         kind: row.kind.clone(),
@@ -654,6 +700,7 @@ pub fn job_view(
         spsa,
         // Kept by the scheduler, which sets it.
         rechecks_pending,
+        over_the_board,
     }
 }
 
@@ -788,6 +835,7 @@ mod tests {
             units_done: 0,
             wdl: [30, 50, 20],
             pentanomial: [5, 10, 20, 10, 5],
+            over_the_board: OverTheBoard::default(),
             positions: 0,
             reasons: HashMap::new(),
             created_ms: 0,

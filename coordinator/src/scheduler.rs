@@ -27,7 +27,7 @@ use tokio::sync::watch;
 use xq_proto::{MAX_MESSAGE_BYTES, v1};
 use xq_stats::conduct::{Checks, Failures, Leases};
 
-use crate::jobs::{Course, JobSpec, Listing, Unreadable, add_points, job_view};
+use crate::jobs::{Course, JobSpec, Listing, OverTheBoard, Unreadable, add_points, job_view};
 use crate::metrics::{KindLabel, Metrics};
 use crate::pace::{Pace, units_allowed};
 use crate::spsa::SpsaRun;
@@ -1131,6 +1131,7 @@ impl Scheduler {
             units_done: 0,
             wdl: [0; 3],
             pentanomial: [0; 5],
+            over_the_board: OverTheBoard::default(),
             positions: 0,
             reasons: HashMap::new(),
             created_ms: now_ms(),
@@ -1524,6 +1525,7 @@ impl Scheduler {
             for (total, take) in job.row.pentanomial.iter_mut().zip(penta) {
                 *total -= take as i64;
             }
+            job.row.over_the_board.count(unit.points, &unit.reasons, -1);
             for reason in &unit.reasons {
                 if let Some(count) = job.row.reasons.get_mut(reason) {
                     *count = count.saturating_sub(1);
@@ -2006,6 +2008,7 @@ impl Scheduler {
                     for (total, add) in job.row.pentanomial.iter_mut().zip(penta) {
                         *total += add as i64;
                     }
+                    job.row.over_the_board.count(row.points, &row.reasons, 1);
                     for reason in &row.reasons {
                         *job.row.reasons.entry(reason.clone()).or_default() += 1;
                     }

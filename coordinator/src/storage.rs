@@ -13,7 +13,7 @@ use sqlx::{AnyConnection, AnyPool, Connection, Executor, Row};
 use xq_proto::v1;
 use xq_stats::conduct::Leases;
 
-use crate::jobs::add_points;
+use crate::jobs::{OverTheBoard, add_points};
 
 /// The database cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -154,6 +154,8 @@ pub struct JobRow {
     /// Wins, draws, losses of the new engine.
     pub wdl: [i64; 3],
     pub pentanomial: [i64; 5],
+    /// The pairs and wins of a match as the board alone decided them.
+    pub over_the_board: OverTheBoard,
     pub positions: i64,
     pub reasons: HashMap<String, u64>,
     pub created_ms: i64,
@@ -413,7 +415,8 @@ macro_rules! job_columns {
     () => {
         "id, kind, state, outcome, description, priority, spec, units_total, next_unit, units_done, \
          wins, draws, losses, penta0, penta1, penta2, penta3, penta4, positions, reasons, created_ms, submitter, \
-         data_removed_ms, request_id, request_digest"
+         data_removed_ms, request_id, request_digest, board_penta0, board_penta1, board_penta2, board_penta3, \
+         board_penta4, ruled_wins_new, ruled_wins_base"
     };
 }
 
@@ -438,6 +441,16 @@ fn job_from_row(row: &sqlx::any::AnyRow) -> Result<JobRow, StorageError> {
             row.try_get("penta3")?,
             row.try_get("penta4")?,
         ],
+        over_the_board: OverTheBoard {
+            pentanomial: [
+                row.try_get("board_penta0")?,
+                row.try_get("board_penta1")?,
+                row.try_get("board_penta2")?,
+                row.try_get("board_penta3")?,
+                row.try_get("board_penta4")?,
+            ],
+            ruled_wins: [row.try_get("ruled_wins_new")?, row.try_get("ruled_wins_base")?],
+        },
         positions: row.try_get("positions")?,
         reasons: serde_json::from_str(&reasons).map_err(|e| StorageError::Damaged(format!("job reasons: {e}")))?,
         created_ms: row.try_get("created_ms")?,
@@ -781,6 +794,22 @@ impl Storage {
         Ok((rows.len() as u64, wdl, penta))
     }
 
+    /// The over-the-board counts recomputed from a match's unit rows; the job row's
+    /// must always equal them.
+    pub async fn recount_over_the_board(&self, job: i64) -> Result<OverTheBoard, StorageError> {
+        let rows = sqlx::query("SELECT first_points, second_points, reasons FROM units WHERE job_id = $1")
+            .bind(job)
+            .fetch_all(&self.pool)
+            .await?;
+        let mut counts = OverTheBoard::default();
+        for row in &rows {
+            let points = [row.try_get::<i64, _>("first_points")?, row.try_get::<i64, _>("second_points")?];
+            let reasons: String = row.try_get("reasons")?;
+            counts.count(points, &reasons.split('|').map(str::to_owned).collect::<Vec<_>>(), 1);
+        }
+        Ok(counts)
+    }
+
     /// A page of a match's counted pairs, in unit order, after unit `after`.
     pub async fn pairs(&self, job: i64, after: Option<u64>, limit: i64) -> Result<Vec<v1::PairSummary>, StorageError> {
         let rows = sqlx::query(
@@ -1033,7 +1062,7 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
                 "INSERT INTO jobs (",
                 job_columns!(),
                 ", updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-                 $18, $19, $20, $21, $22, $23, $24, $25, $26)"
+                 $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33)"
             ))
             .bind(job.id)
             .bind(&job.kind)
@@ -1060,6 +1089,13 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
             .bind(job.data_removed_ms)
             .bind(&job.request_id)
             .bind(&job.request_digest)
+            .bind(job.over_the_board.pentanomial[0])
+            .bind(job.over_the_board.pentanomial[1])
+            .bind(job.over_the_board.pentanomial[2])
+            .bind(job.over_the_board.pentanomial[3])
+            .bind(job.over_the_board.pentanomial[4])
+            .bind(job.over_the_board.ruled_wins[0])
+            .bind(job.over_the_board.ruled_wins[1])
             .bind(now)
             .execute(&mut *conn)
             .await?;
@@ -1230,6 +1266,7 @@ struct JobDelta {
     units: i64,
     wdl: [i64; 3],
     penta: [i64; 5],
+    over_the_board: OverTheBoard,
     positions: i64,
     reasons: HashMap<String, i64>,
 }
@@ -1246,6 +1283,7 @@ impl JobDelta {
             self.wdl[(2 - p.clamp(0, 2)) as usize] += sign;
         }
         self.penta[(points[0] + points[1]).clamp(0, 4) as usize] += sign;
+        self.over_the_board.count(points, reasons, sign);
         for reason in reasons {
             *self.reasons.entry(reason.clone()).or_default() += sign;
         }
@@ -1426,7 +1464,10 @@ async fn add_to_job(conn: &mut AnyConnection, job_id: i64, delta: &JobDelta) -> 
     sqlx::query(
         "UPDATE jobs SET units_done = units_done + $1, wins = wins + $2, draws = draws + $3, losses = losses + $4, \
          penta0 = penta0 + $5, penta1 = penta1 + $6, penta2 = penta2 + $7, penta3 = penta3 + $8, \
-         penta4 = penta4 + $9, positions = positions + $10, reasons = $11, updated_ms = $12 WHERE id = $13",
+         penta4 = penta4 + $9, positions = positions + $10, reasons = $11, updated_ms = $12, \
+         board_penta0 = board_penta0 + $13, board_penta1 = board_penta1 + $14, board_penta2 = board_penta2 + $15, \
+         board_penta3 = board_penta3 + $16, board_penta4 = board_penta4 + $17, \
+         ruled_wins_new = ruled_wins_new + $18, ruled_wins_base = ruled_wins_base + $19 WHERE id = $20",
     )
     .bind(delta.units)
     .bind(delta.wdl[0])
@@ -1440,6 +1481,13 @@ async fn add_to_job(conn: &mut AnyConnection, job_id: i64, delta: &JobDelta) -> 
     .bind(delta.positions)
     .bind(serde_json::to_string(&reasons).expect("a map of strings serialises"))
     .bind(now_ms())
+    .bind(delta.over_the_board.pentanomial[0])
+    .bind(delta.over_the_board.pentanomial[1])
+    .bind(delta.over_the_board.pentanomial[2])
+    .bind(delta.over_the_board.pentanomial[3])
+    .bind(delta.over_the_board.pentanomial[4])
+    .bind(delta.over_the_board.ruled_wins[0])
+    .bind(delta.over_the_board.ruled_wins[1])
     .bind(job_id)
     .execute(&mut *conn)
     .await?;

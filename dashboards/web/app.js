@@ -567,6 +567,16 @@
           ? el("table", { id: "reasons" }, el("tbody", {}, ended.map(([reason, n]) =>
             el("tr", {}, el("th", { scope: "row" }, reason), el("td", {}, String(n))))))
           : el("p", {}, "No game has ended yet."));
+        // Engines that do not know the chase rules lose games to the arbiter, not on
+        // the board: those wins are counted apart, and the results shown without them.
+        const board = job.over_the_board;
+        const ruled = board ? Number(board.new_ruled_wins || 0) + Number(board.base_ruled_wins || 0) : 0;
+        if (ruled > 0) {
+          reasons.append(el("p", { id: "over-the-board" },
+            `Won by a repetition ruling: ${job.new_engine} ${board.new_ruled_wins || 0}, `
+            + `${job.base_engine} ${board.base_ruled_wins || 0}. Over the board (those as draws): `
+            + `pentanomial [${(board.pentanomial || []).join(", ")}], Elo ${eloText(board.elo)}.`));
+        }
       }
       showActions(job);
     };

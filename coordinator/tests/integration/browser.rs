@@ -465,3 +465,43 @@ async fn a_verification_job_page_shows_where_the_rule_sets_part() {
         assert_eq!(parting.len(), 2, "{pgn}");
     }
 }
+
+/// A test whose games were won by perpetual checks (WXF 20.1) says so on its page, with
+/// the pairs as the board decided them and their Elo, as `xq show` gives them.
+#[tokio::test]
+async fn a_test_page_counts_the_wins_by_a_repetition_ruling_apart() {
+    let served = serve(Backend::Sqlite, SchedulerConfig::default()).await;
+    let base = format!("http://{}", served.address);
+    let mut admin = client(served.address, &served.client_token).await;
+    let request = test_from_the_checking_fen(&mut admin, 3).await;
+    let job = admin.create_test(request).await.unwrap().into_inner().job_id;
+    let mut worker = registered_worker(&served, "w", &[]).await;
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    let (pairs, points) = ruled_pairs(&lease.units);
+    let report = v1::ReportPairsRequest {
+        lease_id: lease.lease_id,
+        pairs,
+        cumulative: Some(totals(&points)),
+        ..Default::default()
+    };
+    worker.report_pairs(report).await.unwrap();
+    let view = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
+    let elo = view.over_the_board.as_ref().unwrap().elo.unwrap();
+    let session = session(1280, 900).await;
+    let browser = &session.browser;
+    browser.goto(&format!("{base}/tests/{job}")).await.unwrap();
+    let shown = wait_for_text(browser, "#over-the-board", |t| !t.is_empty()).await;
+    // The page's signs: a plus above zero, a true minus sign below.
+    let signed = |v: f64| if v > 0.0 { format!("+{v:.1}") } else { format!("{v:.1}").replace('-', "\u{2212}") };
+    let expected = format!(
+        "Won by a repetition ruling: new 2, base 2. Over the board (those as draws): pentanomial [0, 0, 2, 1, 0], \
+         Elo {} [{}, {}].",
+        signed(elo.elo),
+        signed(elo.low),
+        signed(elo.high)
+    );
+    assert_eq!(shown, expected);
+    assert!(text(browser, "#reasons").await.contains("perpetual check"));
+    screenshot(browser, "test-ruled").await;
+    session.browser.clone().close().await.unwrap();
+}

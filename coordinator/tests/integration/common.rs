@@ -280,6 +280,74 @@ pub fn adjudicated_moves(moves: [&str; 3], result: &str) -> String {
     }
 }
 
+/// A bare black king against Red's king and rook, where Red can check for ever: the
+/// rook from e0 and from f0 in turn, the king stepping between e9 and f9.
+pub const CHECKING_FEN: &str = "4k4/9/9/9/9/9/9/9/9/3K1R3 w - - 0 1";
+
+/// A game from [`CHECKING_FEN`] at 10+0.1, each move a tenth of a second with no score.
+fn game_from_checking_fen(red: &str, black: &str, moves: &str, result: &str, termination: &str) -> String {
+    let noted: Vec<String> = moves
+        .split_whitespace()
+        .map(|t| if t.ends_with('.') { t.to_owned() } else { format!("{t} {{0.100s}}") })
+        .collect();
+    format!(
+        "[Event \"t\"]\n[White \"{red}\"]\n[Black \"{black}\"]\n[Result \"{result}\"]\n[Variant \"xiangqi\"]\n\
+         [SetUp \"1\"]\n[FEN \"{CHECKING_FEN}\"]\n[TimeControl \"10+0.1\"]\n[Termination \"{termination}\"]\n\n\
+         {} {result}\n\n",
+        noted.join(" ")
+    )
+}
+
+/// Red checks on from [`CHECKING_FEN`] and, under the WXF rules, loses by perpetual
+/// check (WXF 20.1) when the position comes a third time, at ply 8.
+pub fn perpetual_check_game(red: &str, black: &str) -> String {
+    game_from_checking_fen(red, black, "1. f0e0 e9f9 2. e0f0 f9e9 3. f0e0 e9f9 4. e0f0 f9e9", "0-1", "normal")
+}
+
+/// A game from [`CHECKING_FEN`] that [`ADJUDICATION`] ends after two plies: Red wins
+/// (`1-0`: Black resigns at -6.00 after Red's +6.00) or draws (`1/2-1/2`: a 0.00).
+pub fn adjudicated_game_from_checking_fen(red: &str, black: &str, result: &str) -> String {
+    let scores = if result == "1-0" { ["+6.00", "-6.00"] } else { ["+0.50", "+0.00"] };
+    let moves = format!("1. f0e0 {{{} 0.100s}} e9f9 {{{} 0.100s}}", scores[0], scores[1]);
+    format!(
+        "[Event \"t\"]\n[White \"{red}\"]\n[Black \"{black}\"]\n[Result \"{result}\"]\n[Variant \"xiangqi\"]\n\
+         [SetUp \"1\"]\n[FEN \"{CHECKING_FEN}\"]\n[TimeControl \"10+0.1\"]\n[Termination \"adjudication\"]\n\n\
+         {moves} {result}\n\n"
+    )
+}
+
+/// A test between the uploaded engines "new" and "base" whose one opening is
+/// [`CHECKING_FEN`].
+pub async fn test_from_the_checking_fen(client: &mut Client, pairs: u64) -> v1::CreateTestRequest {
+    let book = upload(client, "checks.epd", "book", CHECKING_FEN.as_bytes()).await.unwrap();
+    v1::CreateTestRequest { book: Some(book), ..test_request(client, pairs, None).await }
+}
+
+/// Three pairs of [`test_from_the_checking_fen`] for units `units`, each with games
+/// won by a repetition ruling, and their points: both engines lose by perpetual check
+/// ([0, 2]); the new engine does, then draws ([0, 1]); the new engine wins on the
+/// board, then by the base engine's perpetual check ([2, 2]).
+pub fn ruled_pairs(units: &[u64]) -> (Vec<v1::PairResult>, [[u8; 2]; 3]) {
+    let pairs = vec![
+        v1::PairResult {
+            unit: units[0],
+            first_game_pgn: perpetual_check_game("new", "base"),
+            second_game_pgn: perpetual_check_game("base", "new"),
+        },
+        v1::PairResult {
+            unit: units[1],
+            first_game_pgn: perpetual_check_game("new", "base"),
+            second_game_pgn: adjudicated_game_from_checking_fen("base", "new", "1/2-1/2"),
+        },
+        v1::PairResult {
+            unit: units[2],
+            first_game_pgn: adjudicated_game_from_checking_fen("new", "base", "1-0"),
+            second_game_pgn: perpetual_check_game("base", "new"),
+        },
+    ];
+    (pairs, [[0, 2], [0, 1], [2, 2]])
+}
+
 /// A pair in which the new engine scores `points` half points in each game.
 pub fn pair(unit: u64, points: [u8; 2]) -> v1::PairResult {
     named_pair(unit, points, ["new", "base"])

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use xq_coordinator::jobs::OverTheBoard;
 use xq_coordinator::storage::{Change, JobRow, LeaseRow, Storage, TokenRow, UnitRow, WorkerRow};
 use xq_coordinator::writer::{BATCH_INTERVAL, Writer};
 
@@ -33,6 +34,7 @@ fn job(id: i64) -> JobRow {
         units_done: 0,
         wdl: [0; 3],
         pentanomial: [0; 5],
+        over_the_board: OverTheBoard::default(),
         positions: 0,
         reasons: HashMap::new(),
         created_ms: 1,
@@ -185,6 +187,120 @@ async fn a_unit_counts_once_however_often_it_arrives() {
         assert_eq!(stored.wdl.map(|c| c as u64), wdl, "{backend:?}: the job's counters equal its rows");
         assert_eq!(stored.pentanomial.map(|c| c as u64), penta);
         assert_eq!(stored.reasons.values().sum::<u64>(), 100);
+    }
+}
+
+/// A unit whose two games ended for `reasons`.
+fn ended(unit_number: u64, points: [i64; 2], reasons: [&str; 2]) -> UnitRow {
+    UnitRow { reasons: reasons.map(str::to_owned), ..unit(unit_number, points) }
+}
+
+/// Three pairs, their games ended by the arbiter's names for the endings: unit 0 lost
+/// by the new engine's perpetual chase then drawn, unit 1 drawn by repetition then won
+/// by the base engine's perpetual check, unit 2 (another worker's) won by a perpetual
+/// chase and a checkmate. Over the board the three wins by ruling are draws.
+fn ruled_units() -> [(i64, UnitRow); 3] {
+    [
+        (1, ended(0, [0, 1], ["perpetual chase", "natural move count"])),
+        (1, ended(1, [1, 2], ["repetition draw", "perpetual check"])),
+        (2, ended(2, [2, 2], ["perpetual chase", "checkmate"])),
+    ]
+}
+
+/// Pentanomial [0, 1, 0, 1, 1] as the arbiter ruled; over the board unit 0 is 1 + 1,
+/// unit 1 is 1 + 1 and unit 2 is 1 + 2 half points; the new engine won units 1 and 2's
+/// ruled games, the base engine unit 0's.
+const RULED_OVER_THE_BOARD: OverTheBoard = OverTheBoard { pentanomial: [0, 0, 2, 1, 0], ruled_wins: [2, 1] };
+
+#[tokio::test]
+async fn wins_by_a_repetition_ruling_are_counted_apart_and_leave_with_a_set_aside_worker() {
+    for backend in BACKENDS {
+        let dir = TempDir::new("storage");
+        let (storage, writer) = open(backend, &dir).await;
+        writer.write(Change::NewJob(Box::new(job(4)))).await.unwrap();
+        for (worker_id, row) in ruled_units() {
+            let change =
+                Change::Units { job_id: 4, lease_id: worker_id, worker_id, by_records: false, rows: vec![row] };
+            writer.write(change).await.unwrap();
+        }
+        let stored = storage.job(4).await.unwrap().unwrap();
+        assert_eq!(stored.pentanomial, [0, 1, 0, 1, 1], "{backend:?}");
+        assert_eq!(stored.over_the_board, RULED_OVER_THE_BOARD, "{backend:?}");
+        assert_eq!(storage.recount_over_the_board(4).await.unwrap(), RULED_OVER_THE_BOARD, "{backend:?}");
+        let reloaded = storage.load().await.unwrap();
+        assert_eq!(reloaded.jobs[0].over_the_board, RULED_OVER_THE_BOARD, "{backend:?}: read back at a start");
+        // Worker 2's unit leaves the counts with it: unit 2 was 1 + 2 over the board
+        // and one win by ruling of the new engine's.
+        let standing = Change::WorkerStanding {
+            worker_id: 2,
+            standing: "quarantined".to_owned(),
+            reason: "test".to_owned(),
+            set_aside_jobs: vec![4],
+        };
+        writer.write(standing).await.unwrap();
+        let stored = storage.job(4).await.unwrap().unwrap();
+        let left = OverTheBoard { pentanomial: [0, 0, 2, 0, 0], ruled_wins: [1, 1] };
+        assert_eq!(stored.over_the_board, left, "{backend:?}");
+        assert_eq!(storage.recount_over_the_board(4).await.unwrap(), left, "{backend:?}");
+    }
+}
+
+/// A database of the schema before the over-the-board counts (migration 14) holding a
+/// match with ruled games and a self-play job: brought up to date, the match's counts
+/// are those the coordinator keeps for new units, the self-play job's stay empty.
+#[tokio::test]
+async fn the_migration_counts_the_matches_stored_before_it() {
+    let migrations = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    for backend in BACKENDS {
+        let dir = TempDir::new("storage");
+        let url = fresh_database(backend, &dir.0).await;
+        let before = dir.0.join("migrations-before");
+        std::fs::create_dir(&before).unwrap();
+        for entry in std::fs::read_dir(&migrations).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+            if name.as_str() < "0015" {
+                std::fs::copy(&path, before.join(&name)).unwrap();
+            }
+        }
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+        sqlx::migrate::Migrator::new(before.as_path()).await.unwrap().run(&pool).await.unwrap();
+        for (id, kind) in [(4, "sprt"), (5, "selfplay")] {
+            sqlx::query(
+                "INSERT INTO jobs (id, kind, state, outcome, description, priority, spec, units_total, next_unit, \
+                 units_done, wins, draws, losses, penta0, penta1, penta2, penta3, penta4, positions, reasons, \
+                 created_ms, updated_ms) VALUES ($1, $2, 'finished', '', '', 0, '00', 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, \
+                 0, '{}', 1, 1)",
+            )
+            .bind(id)
+            .bind(kind)
+            .execute(&pool)
+            .await
+            .unwrap();
+            for (worker_id, row) in ruled_units() {
+                sqlx::query(
+                    "INSERT INTO units (job_id, unit, lease_id, worker_id, first_points, second_points, reasons, \
+                     records, file, file_offset, length, created_ms) VALUES ($1, $2, 1, $3, $4, $5, $6, 0, '', 0, 0, 1)",
+                )
+                .bind(id)
+                .bind(row.unit as i64)
+                .bind(worker_id)
+                .bind(if kind == "selfplay" { 0 } else { row.points[0] })
+                .bind(if kind == "selfplay" { 0 } else { row.points[1] })
+                .bind(if kind == "selfplay" { String::new() } else { row.reasons.join("|") })
+                .execute(&pool)
+                .await
+                .unwrap();
+            }
+        }
+        pool.close().await;
+        let storage = Storage::open(&url).await.unwrap();
+        let migrated = storage.job(4).await.unwrap().unwrap();
+        assert_eq!(migrated.over_the_board, RULED_OVER_THE_BOARD, "{backend:?}");
+        assert_eq!(storage.recount_over_the_board(4).await.unwrap(), RULED_OVER_THE_BOARD, "{backend:?}");
+        let self_play = storage.job(5).await.unwrap().unwrap();
+        assert_eq!(self_play.over_the_board, OverTheBoard::default(), "{backend:?}");
     }
 }
 

@@ -823,6 +823,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             for (reason, count) in reasons {
                 out!("  {reason}: {count}");
             }
+            if let Some(line) = over_the_board_line(&job) {
+                out!("  {line}");
+            }
             Ok(())
         }
         Command::Watch { job } => watch(&mut client, job).await,
@@ -1201,6 +1204,20 @@ pub fn job_line(job: &v1::Job) -> String {
         text.push_str(&format!(", LLR {:.2} ({:.2}, {:.2})", sprt.llr, sprt.lower, sprt.upper));
     }
     text
+}
+
+/// A match's wins by a repetition ruling and its results with them as draws, as
+/// `xq-worker match` gives them; none while no game was won so.
+pub fn over_the_board_line(job: &v1::Job) -> Option<String> {
+    let board = job.over_the_board.as_ref().filter(|b| b.new_ruled_wins + b.base_ruled_wins > 0)?;
+    let mut line = format!(
+        "won by a repetition ruling: {} {}, {} {}; over the board (those as draws): pentanomial {:?}",
+        job.new_engine, board.new_ruled_wins, job.base_engine, board.base_ruled_wins, board.pentanomial
+    );
+    if let Some(elo) = &board.elo {
+        line.push_str(&format!(", Elo {:+.1} [{:+.1}, {:+.1}]", elo.elo, elo.low, elo.high));
+    }
+    Some(line)
 }
 
 /// One line describing a net of the registry.
