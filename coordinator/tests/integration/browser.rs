@@ -473,18 +473,7 @@ async fn a_test_page_counts_the_wins_by_a_repetition_ruling_apart() {
     let served = serve(Backend::Sqlite, SchedulerConfig::default()).await;
     let base = format!("http://{}", served.address);
     let mut admin = client(served.address, &served.client_token).await;
-    let request = test_from_the_checking_fen(&mut admin, 3).await;
-    let job = admin.create_test(request).await.unwrap().into_inner().job_id;
-    let mut worker = registered_worker(&served, "w", &[]).await;
-    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
-    let (pairs, points) = ruled_pairs(&lease.units);
-    let report = v1::ReportPairsRequest {
-        lease_id: lease.lease_id,
-        pairs,
-        cumulative: Some(totals(&points)),
-        ..Default::default()
-    };
-    worker.report_pairs(report).await.unwrap();
+    let job = ruled_test(&served, &mut admin).await;
     let view = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
     let elo = view.over_the_board.as_ref().unwrap().elo.unwrap();
     let session = session(1280, 900).await;

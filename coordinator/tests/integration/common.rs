@@ -300,13 +300,13 @@ fn game_from_checking_fen(red: &str, black: &str, moves: &str, result: &str, ter
 
 /// Red checks on from [`CHECKING_FEN`] and, under the WXF rules, loses by perpetual
 /// check (WXF 20.1) when the position comes a third time, at ply 8.
-pub fn perpetual_check_game(red: &str, black: &str) -> String {
+fn perpetual_check_game(red: &str, black: &str) -> String {
     game_from_checking_fen(red, black, "1. f0e0 e9f9 2. e0f0 f9e9 3. f0e0 e9f9 4. e0f0 f9e9", "0-1", "normal")
 }
 
 /// A game from [`CHECKING_FEN`] that [`ADJUDICATION`] ends after two plies: Red wins
 /// (`1-0`: Black resigns at -6.00 after Red's +6.00) or draws (`1/2-1/2`: a 0.00).
-pub fn adjudicated_game_from_checking_fen(red: &str, black: &str, result: &str) -> String {
+fn adjudicated_game_from_checking_fen(red: &str, black: &str, result: &str) -> String {
     let scores = if result == "1-0" { ["+6.00", "-6.00"] } else { ["+0.50", "+0.00"] };
     let moves = format!("1. f0e0 {{{} 0.100s}} e9f9 {{{} 0.100s}}", scores[0], scores[1]);
     format!(
@@ -318,16 +318,22 @@ pub fn adjudicated_game_from_checking_fen(red: &str, black: &str, result: &str) 
 
 /// A test between the uploaded engines "new" and "base" whose one opening is
 /// [`CHECKING_FEN`].
-pub async fn test_from_the_checking_fen(client: &mut Client, pairs: u64) -> v1::CreateTestRequest {
+async fn test_from_the_checking_fen(client: &mut Client, pairs: u64) -> v1::CreateTestRequest {
     let book = upload(client, "checks.epd", "book", CHECKING_FEN.as_bytes()).await.unwrap();
     v1::CreateTestRequest { book: Some(book), ..test_request(client, pairs, None).await }
 }
 
-/// Three pairs of [`test_from_the_checking_fen`] for units `units`, each with games
-/// won by a repetition ruling, and their points: both engines lose by perpetual check
-/// ([0, 2]); the new engine does, then draws ([0, 1]); the new engine wins on the
-/// board, then by the base engine's perpetual check ([2, 2]).
-pub fn ruled_pairs(units: &[u64]) -> (Vec<v1::PairResult>, [[u8; 2]; 3]) {
+/// A test of three pairs from [`CHECKING_FEN`], played by a worker "w" and reported,
+/// each pair with games won by a repetition ruling; the new engine's half points:
+/// both engines lose by perpetual check ([0, 2]); the new engine does, then draws
+/// ([0, 1]); the new engine wins on the board, then by the base engine's perpetual
+/// check ([2, 2]). Gives the job's id.
+pub async fn ruled_test(served: &Served, admin: &mut Client) -> u64 {
+    let request = test_from_the_checking_fen(admin, 3).await;
+    let job = admin.create_test(request).await.unwrap().into_inner().job_id;
+    let mut worker = registered_worker(served, "w", &[]).await;
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    let units = &lease.units;
     let pairs = vec![
         v1::PairResult {
             unit: units[0],
@@ -345,7 +351,10 @@ pub fn ruled_pairs(units: &[u64]) -> (Vec<v1::PairResult>, [[u8; 2]; 3]) {
             second_game_pgn: perpetual_check_game("base", "new"),
         },
     ];
-    (pairs, [[0, 2], [0, 1], [2, 2]])
+    let cumulative = Some(totals(&[[0, 2], [0, 1], [2, 2]]));
+    let report = v1::ReportPairsRequest { lease_id: lease.lease_id, pairs, cumulative, ..Default::default() };
+    worker.report_pairs(report).await.unwrap();
+    job
 }
 
 /// A pair in which the new engine scores `points` half points in each game.

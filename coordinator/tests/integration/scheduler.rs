@@ -9,7 +9,7 @@ use xq_proto::v1;
 
 use crate::common::{
     BACKENDS, TempDir, client, collect, fresh_database, pair, registered_worker, registered_worker_token,
-    registered_worker_with_cores, ruled_pairs, serve, serve_on, test_from_the_checking_fen, test_request, totals,
+    registered_worker_with_cores, ruled_test, serve, serve_on, test_request, totals,
 };
 
 async fn create(admin: &mut crate::common::Client, pairs: u64, sprt: Option<v1::SprtSpec>) -> v1::Job {
@@ -449,19 +449,8 @@ async fn wins_by_a_repetition_ruling_are_counted_apart_from_the_board() {
         let url = fresh_database(backend, &dir.0).await;
         let first = serve_on(&dir.0, &url, config(), 100).await;
         let mut admin = client(first.address, &first.client_token).await;
-        let request = test_from_the_checking_fen(&mut admin, 3).await;
-        let job = admin.create_test(request).await.unwrap().into_inner();
-        let mut worker = registered_worker(&first, "w", &[]).await;
-        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
-        let (pairs, points) = ruled_pairs(&lease.units);
-        let report = v1::ReportPairsRequest {
-            lease_id: lease.lease_id,
-            pairs,
-            cumulative: Some(totals(&points)),
-            ..Default::default()
-        };
-        worker.report_pairs(report).await.unwrap();
-        let id = v1::JobId { job_id: job.job_id };
+        let job = ruled_test(&first, &mut admin).await;
+        let id = v1::JobId { job_id: job };
         let view = admin.get_job(id).await.unwrap().into_inner();
         let t = view.totals.clone().unwrap();
         assert_eq!(([t.wins, t.draws, t.losses], &t.pentanomial[..]), ([3, 1, 2], &[0, 1, 1, 0, 1][..]), "{backend:?}");
@@ -474,13 +463,27 @@ async fn wins_by_a_repetition_ruling_are_counted_apart_from_the_board() {
         let shown = board.elo.unwrap();
         assert!((shown.elo - elo.elo).abs() < 1e-9 && (shown.low - elo.low).abs() < 1e-9, "{shown:?} {elo:?}");
         let storage = &first.coordinator.shared.storage;
-        let recounted = storage.recount_over_the_board(job.job_id as i64).await.unwrap();
+        let recounted = storage.recount_over_the_board(job as i64).await.unwrap();
         assert_eq!((recounted.pentanomial, recounted.ruled_wins), ([0, 0, 2, 1, 0], [2, 2]), "{backend:?}");
         drop(first);
         let second = serve_on(&dir.0, &url, config(), 100).await;
         let mut admin = client(second.address, &second.client_token).await;
         let again = admin.get_job(id).await.unwrap().into_inner();
         assert_eq!(again.over_the_board, view.over_the_board, "{backend:?}: read back after a restart");
+        // `xq show` gives the same line as `xq-worker match`.
+        let shown = tokio::process::Command::new(crate::common::binary("xq"))
+            .args(["--coordinator", &format!("http://{}", second.address), "--token", &second.client_token])
+            .args(["show", &job.to_string()])
+            .output()
+            .await
+            .unwrap();
+        let text = String::from_utf8_lossy(&shown.stdout);
+        let line = format!(
+            "  won by a repetition ruling: new 2, base 2; over the board (those as draws): pentanomial [0, 0, 2, 1, 0], \
+             Elo {:+.1} [{:+.1}, {:+.1}]",
+            elo.elo, elo.low, elo.high
+        );
+        assert!(text.lines().any(|l| l == line), "{backend:?}: {text}{}", String::from_utf8_lossy(&shown.stderr));
         // A test without such games shows none.
         let plain = create(&mut admin, 2, None).await;
         let plain = admin.get_job(v1::JobId { job_id: plain.job_id }).await.unwrap().into_inner();
