@@ -558,8 +558,7 @@ impl OverTheBoard {
         let mut board = 0;
         for (game, points) in points.into_iter().enumerate() {
             let points = points.clamp(0, 2);
-            let ruled =
-                reasons.get(game).and_then(|reason| Reason::named(reason)).is_some_and(Reason::is_repetition_violation);
+            let ruled = reasons.get(game).is_some_and(|reason| Reason::names_a_repetition_violation(reason));
             if ruled && points != 1 {
                 self.ruled_wins[usize::from(points == 0)] += sign;
                 board += 1;

@@ -137,6 +137,17 @@ impl Dialect {
     }
 }
 
+/// A job's counters as its unit rows give them ([`Storage::recount`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Recount {
+    /// Units stored.
+    pub units: u64,
+    /// Wins, draws, losses of the new engine.
+    pub wdl: [u64; 3],
+    pub pentanomial: [u64; 5],
+    pub over_the_board: OverTheBoard,
+}
+
 /// A job row.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobRow {
@@ -779,35 +790,21 @@ impl Storage {
         Ok(rows.iter().map(|row| row.try_get("sha256")).collect::<Result<_, _>>()?)
     }
 
-    /// Totals recomputed from the unit rows: (units, wins, draws, losses, pentanomial).
-    /// The job row's counters must always equal these; tests compare them.
-    pub async fn recount(&self, job: i64) -> Result<(u64, [u64; 3], [u64; 5]), StorageError> {
-        let rows = sqlx::query("SELECT first_points, second_points FROM units WHERE job_id = $1")
-            .bind(job)
-            .fetch_all(&self.pool)
-            .await?;
-        let (mut wdl, mut penta) = ([0u64; 3], [0u64; 5]);
-        for row in &rows {
-            let points = [row.try_get::<i64, _>("first_points")?, row.try_get::<i64, _>("second_points")?];
-            add_points(&mut wdl, &mut penta, points);
-        }
-        Ok((rows.len() as u64, wdl, penta))
-    }
-
-    /// The over-the-board counts recomputed from a match's unit rows; the job row's
-    /// must always equal them.
-    pub async fn recount_over_the_board(&self, job: i64) -> Result<OverTheBoard, StorageError> {
+    /// A job's counters recomputed from its unit rows; the job row's must always equal
+    /// them, and tests compare them.
+    pub async fn recount(&self, job: i64) -> Result<Recount, StorageError> {
         let rows = sqlx::query("SELECT first_points, second_points, reasons FROM units WHERE job_id = $1")
             .bind(job)
             .fetch_all(&self.pool)
             .await?;
-        let mut counts = OverTheBoard::default();
+        let mut recount = Recount { units: rows.len() as u64, ..Recount::default() };
         for row in &rows {
             let points = [row.try_get::<i64, _>("first_points")?, row.try_get::<i64, _>("second_points")?];
             let reasons: String = row.try_get("reasons")?;
-            counts.count(points, &reasons.split('|').map(str::to_owned).collect::<Vec<_>>(), 1);
+            add_points(&mut recount.wdl, &mut recount.pentanomial, points);
+            recount.over_the_board.count(points, &reasons.split('|').map(str::to_owned).collect::<Vec<_>>(), 1);
         }
-        Ok(counts)
+        Ok(recount)
     }
 
     /// A page of a match's counted pairs, in unit order, after unit `after`.
@@ -1058,7 +1055,7 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
             sqlx::query("DELETE FROM artifacts WHERE sha256 = $1").bind(sha256).execute(&mut *conn).await?;
         }
         Change::NewJob(job) => {
-            sqlx::query(concat!(
+            let query = sqlx::query(concat!(
                 "INSERT INTO jobs (",
                 job_columns!(),
                 ", updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
@@ -1073,32 +1070,16 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
             .bind(&job.spec)
             .bind(job.units_total)
             .bind(job.next_unit)
-            .bind(job.units_done)
-            .bind(job.wdl[0])
-            .bind(job.wdl[1])
-            .bind(job.wdl[2])
-            .bind(job.pentanomial[0])
-            .bind(job.pentanomial[1])
-            .bind(job.pentanomial[2])
-            .bind(job.pentanomial[3])
-            .bind(job.pentanomial[4])
-            .bind(job.positions)
-            .bind(serde_json::to_string(&job.reasons).expect("a map of strings serialises"))
-            .bind(job.created_ms)
-            .bind(&job.submitter)
-            .bind(job.data_removed_ms)
-            .bind(&job.request_id)
-            .bind(&job.request_digest)
-            .bind(job.over_the_board.pentanomial[0])
-            .bind(job.over_the_board.pentanomial[1])
-            .bind(job.over_the_board.pentanomial[2])
-            .bind(job.over_the_board.pentanomial[3])
-            .bind(job.over_the_board.pentanomial[4])
-            .bind(job.over_the_board.ruled_wins[0])
-            .bind(job.over_the_board.ruled_wins[1])
-            .bind(now)
-            .execute(&mut *conn)
-            .await?;
+            .bind(job.units_done);
+            let query = bind_counts(bind_counts(query, job.wdl), job.pentanomial)
+                .bind(job.positions)
+                .bind(serde_json::to_string(&job.reasons).expect("a map of strings serialises"))
+                .bind(job.created_ms)
+                .bind(&job.submitter)
+                .bind(job.data_removed_ms)
+                .bind(&job.request_id)
+                .bind(&job.request_digest);
+            bind_counts(query, board_columns(&job.over_the_board)).bind(now).execute(&mut *conn).await?;
         }
         Change::DataRemoved { job_id, at_ms } => {
             sqlx::query("UPDATE jobs SET data_removed_ms = $1 WHERE id = $2")
@@ -1258,6 +1239,22 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
         Change::Units { .. } => unreachable!("unit rows are inserted by apply_all"),
     }
     Ok(Applied::default())
+}
+
+/// A query of the `Any` driver, as the job insert and the batch delta build them.
+type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>;
+
+/// Binds `counts` one after the other: a job's counters are columns in a fixed order
+/// (W/D/L, the pentanomial's five, the over-the-board seven), written alike by the job
+/// insert and the batch delta.
+fn bind_counts<'q>(query: AnyQuery<'q>, counts: impl IntoIterator<Item = i64>) -> AnyQuery<'q> {
+    counts.into_iter().fold(query, |query, count| query.bind(count))
+}
+
+/// The over-the-board columns' values in their order: `board_penta0..4`,
+/// `ruled_wins_new`, `ruled_wins_base`.
+fn board_columns(counts: &OverTheBoard) -> impl Iterator<Item = i64> {
+    counts.pentanomial.into_iter().chain(counts.ruled_wins)
 }
 
 /// What a batch's new units add to a job.
@@ -1461,7 +1458,7 @@ async fn add_to_job(conn: &mut AnyConnection, job_id: i64, delta: &JobDelta) -> 
             reasons.remove(reason);
         }
     }
-    sqlx::query(
+    let query = sqlx::query(
         "UPDATE jobs SET units_done = units_done + $1, wins = wins + $2, draws = draws + $3, losses = losses + $4, \
          penta0 = penta0 + $5, penta1 = penta1 + $6, penta2 = penta2 + $7, penta3 = penta3 + $8, \
          penta4 = penta4 + $9, positions = positions + $10, reasons = $11, updated_ms = $12, \
@@ -1469,28 +1466,12 @@ async fn add_to_job(conn: &mut AnyConnection, job_id: i64, delta: &JobDelta) -> 
          board_penta3 = board_penta3 + $16, board_penta4 = board_penta4 + $17, \
          ruled_wins_new = ruled_wins_new + $18, ruled_wins_base = ruled_wins_base + $19 WHERE id = $20",
     )
-    .bind(delta.units)
-    .bind(delta.wdl[0])
-    .bind(delta.wdl[1])
-    .bind(delta.wdl[2])
-    .bind(delta.penta[0])
-    .bind(delta.penta[1])
-    .bind(delta.penta[2])
-    .bind(delta.penta[3])
-    .bind(delta.penta[4])
-    .bind(delta.positions)
-    .bind(serde_json::to_string(&reasons).expect("a map of strings serialises"))
-    .bind(now_ms())
-    .bind(delta.over_the_board.pentanomial[0])
-    .bind(delta.over_the_board.pentanomial[1])
-    .bind(delta.over_the_board.pentanomial[2])
-    .bind(delta.over_the_board.pentanomial[3])
-    .bind(delta.over_the_board.pentanomial[4])
-    .bind(delta.over_the_board.ruled_wins[0])
-    .bind(delta.over_the_board.ruled_wins[1])
-    .bind(job_id)
-    .execute(&mut *conn)
-    .await?;
+    .bind(delta.units);
+    let query = bind_counts(bind_counts(query, delta.wdl), delta.penta)
+        .bind(delta.positions)
+        .bind(serde_json::to_string(&reasons).expect("a map of strings serialises"))
+        .bind(now_ms());
+    bind_counts(query, board_columns(&delta.over_the_board)).bind(job_id).execute(&mut *conn).await?;
     Ok(())
 }
 

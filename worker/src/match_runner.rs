@@ -149,8 +149,7 @@ impl MatchTotals {
         } else {
             termination.pgn().to_owned()
         };
-        let ruled =
-            termination == Termination::Rules && Reason::named(&reason).is_some_and(Reason::is_repetition_violation);
+        let ruled = termination == Termination::Rules && Reason::names_a_repetition_violation(&reason);
         let half_points = match outcome {
             Outcome::Win(winner) if winner == first => {
                 self.wins += 1;

@@ -34,6 +34,7 @@ use tonic::transport::{Channel, Endpoint};
 use xq_coordinator::listener::ConnectionCaps;
 use xq_coordinator::scheduler::SchedulerConfig;
 use xq_coordinator::server::{CLIENT_TOKEN_FILE, Coordinator};
+use xq_coordinator::storage::Recount;
 use xq_proto::v1::client_client::ClientClient;
 use xq_proto::v1::worker_client::WorkerClient;
 use xq_proto::{BearerToken, v1};
@@ -410,7 +411,7 @@ async fn run(options: Options, server: tokio::runtime::Handle, browsers: tokio::
     let job_id = job.job_id as i64;
     let (units, wdl, penta, stored) = server
         .spawn(async move {
-            let (units, wdl, penta) = storage.recount(job_id).await.unwrap();
+            let Recount { units, wdl, pentanomial: penta, .. } = storage.recount(job_id).await.unwrap();
             (units, wdl, penta, storage.job(job_id).await.unwrap().unwrap())
         })
         .await

@@ -97,8 +97,8 @@ async fn expired_leases_come_back_with_the_same_units_and_nothing_counts_twice()
         let t = state.totals.unwrap();
         assert_eq!([t.wins, t.draws, t.losses], [5, 4, 3], "{backend:?}");
         assert_eq!(t.pentanomial, [1, 0, 2, 2, 1]);
-        let (count, wdl, penta) = served.coordinator.shared.storage.recount(job.job_id as i64).await.unwrap();
-        assert_eq!((count, wdl, penta), (6, [5, 4, 3], [1, 0, 2, 2, 1]));
+        let recount = served.coordinator.shared.storage.recount(job.job_id as i64).await.unwrap();
+        assert_eq!((recount.units, recount.wdl, recount.pentanomial), (6, [5, 4, 3], [1, 0, 2, 2, 1]));
         let pgn: String = collect(admin.download_games(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner())
             .await
             .into_iter()
@@ -463,7 +463,7 @@ async fn wins_by_a_repetition_ruling_are_counted_apart_from_the_board() {
         let shown = board.elo.unwrap();
         assert!((shown.elo - elo.elo).abs() < 1e-9 && (shown.low - elo.low).abs() < 1e-9, "{shown:?} {elo:?}");
         let storage = &first.coordinator.shared.storage;
-        let recounted = storage.recount_over_the_board(job as i64).await.unwrap();
+        let recounted = storage.recount(job as i64).await.unwrap().over_the_board;
         assert_eq!((recounted.pentanomial, recounted.ruled_wins), ([0, 0, 2, 1, 0], [2, 2]), "{backend:?}");
         drop(first);
         let second = serve_on(&dir.0, &url, config(), 100).await;

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use xq_coordinator::jobs::OverTheBoard;
-use xq_coordinator::storage::{Change, JobRow, LeaseRow, Storage, TokenRow, UnitRow, WorkerRow};
+use xq_coordinator::storage::{Change, JobRow, LeaseRow, Recount, Storage, TokenRow, UnitRow, WorkerRow};
 use xq_coordinator::writer::{BATCH_INTERVAL, Writer};
 
 use crate::common::{BACKENDS, Backend, TempDir, fresh_database};
@@ -181,11 +181,12 @@ async fn a_unit_counts_once_however_often_it_arrives() {
         }
         assert_eq!(counted, 50, "{backend:?}: each unit new exactly once");
         let stored = storage.job(1).await.unwrap().unwrap();
-        let (units, wdl, penta) = storage.recount(1).await.unwrap();
+        let Recount { units, wdl, pentanomial, over_the_board } = storage.recount(1).await.unwrap();
         assert_eq!(units, 50);
         assert_eq!(stored.units_done, 50, "{backend:?}");
         assert_eq!(stored.wdl.map(|c| c as u64), wdl, "{backend:?}: the job's counters equal its rows");
-        assert_eq!(stored.pentanomial.map(|c| c as u64), penta);
+        assert_eq!(stored.pentanomial.map(|c| c as u64), pentanomial);
+        assert_eq!(stored.over_the_board, over_the_board, "{backend:?}");
         assert_eq!(stored.reasons.values().sum::<u64>(), 100);
     }
 }
@@ -226,7 +227,7 @@ async fn wins_by_a_repetition_ruling_are_counted_apart_and_leave_with_a_set_asid
         let stored = storage.job(4).await.unwrap().unwrap();
         assert_eq!(stored.pentanomial, [0, 1, 0, 1, 1], "{backend:?}");
         assert_eq!(stored.over_the_board, RULED_OVER_THE_BOARD, "{backend:?}");
-        assert_eq!(storage.recount_over_the_board(4).await.unwrap(), RULED_OVER_THE_BOARD, "{backend:?}");
+        assert_eq!(storage.recount(4).await.unwrap().over_the_board, RULED_OVER_THE_BOARD, "{backend:?}");
         let reloaded = storage.load().await.unwrap();
         assert_eq!(reloaded.jobs[0].over_the_board, RULED_OVER_THE_BOARD, "{backend:?}: read back at a start");
         // Worker 2's unit leaves the counts with it: unit 2 was 1 + 2 over the board
@@ -241,7 +242,7 @@ async fn wins_by_a_repetition_ruling_are_counted_apart_and_leave_with_a_set_asid
         let stored = storage.job(4).await.unwrap().unwrap();
         let left = OverTheBoard { pentanomial: [0, 0, 2, 0, 0], ruled_wins: [1, 1] };
         assert_eq!(stored.over_the_board, left, "{backend:?}");
-        assert_eq!(storage.recount_over_the_board(4).await.unwrap(), left, "{backend:?}");
+        assert_eq!(storage.recount(4).await.unwrap().over_the_board, left, "{backend:?}");
     }
 }
 
@@ -298,7 +299,7 @@ async fn the_migration_counts_the_matches_stored_before_it() {
         let storage = Storage::open(&url).await.unwrap();
         let migrated = storage.job(4).await.unwrap().unwrap();
         assert_eq!(migrated.over_the_board, RULED_OVER_THE_BOARD, "{backend:?}");
-        assert_eq!(storage.recount_over_the_board(4).await.unwrap(), RULED_OVER_THE_BOARD, "{backend:?}");
+        assert_eq!(storage.recount(4).await.unwrap().over_the_board, RULED_OVER_THE_BOARD, "{backend:?}");
         let self_play = storage.job(5).await.unwrap().unwrap();
         assert_eq!(self_play.over_the_board, OverTheBoard::default(), "{backend:?}");
     }
@@ -384,10 +385,11 @@ async fn batches_of_every_size_count_exactly_their_rows() {
             assert_eq!(new_units, units, "{backend:?}: a batch of {size}");
         }
         let stored = storage.job(1).await.unwrap().unwrap();
-        let (units, wdl, penta) = storage.recount(1).await.unwrap();
+        let Recount { units, wdl, pentanomial, over_the_board } = storage.recount(1).await.unwrap();
         assert_eq!((units, stored.units_done as u64), (next, next), "{backend:?}");
         assert_eq!(stored.wdl.map(|c| c as u64), wdl, "{backend:?}: the job's counters equal its rows");
-        assert_eq!(stored.pentanomial.map(|c| c as u64), penta, "{backend:?}");
+        assert_eq!(stored.pentanomial.map(|c| c as u64), pentanomial, "{backend:?}");
+        assert_eq!(stored.over_the_board, over_the_board, "{backend:?}");
         assert_eq!(wdl[0] + wdl[1] + wdl[2], 2 * next, "{backend:?}: two games a unit");
     }
 }

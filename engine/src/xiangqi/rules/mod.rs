@@ -247,6 +247,13 @@ impl Reason {
     pub fn is_repetition_violation(self) -> bool {
         matches!(self, Reason::PerpetualCheck | Reason::PerpetualChase | Reason::RepetitiveMove)
     }
+
+    /// Whether an ending's words, as a game record or a unit stores them, name a
+    /// repetition violation: the one test of a ruled win for the worker's match totals
+    /// and the coordinator's over-the-board counts.
+    pub fn names_a_repetition_violation(text: &str) -> bool {
+        Reason::named(text).is_some_and(Reason::is_repetition_violation)
+    }
 }
 
 impl fmt::Display for Reason {
@@ -386,5 +393,31 @@ pub fn rule_natures(first: Color, natures: &[Nature], rules: RuleSet) -> Ruling 
             reason: Reason::Repetition,
             article: rules.article("WXF 3.2.B", "Asian Section 4 rule 5"),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_is_named_by_its_words() {
+        for reason in Reason::ALL {
+            assert_eq!(Reason::named(&reason.to_string()), Some(reason));
+        }
+        assert_eq!(Reason::named("perpetual check (WXF 21)"), None, "the article is not part of the name");
+    }
+
+    /// A lone perpetual check or chase loses (WXF 20.1, 20.3), so does Xiongqi's
+    /// repetitive move (6.3); both sides doing it, or a plain repetition, is a draw, and
+    /// the board's own endings are not rulings.
+    #[test]
+    fn only_a_lone_sides_repetition_is_a_ruled_win() {
+        let ruled: Vec<Reason> =
+            Reason::ALL.into_iter().filter(|r| Reason::names_a_repetition_violation(&r.to_string())).collect();
+        assert_eq!(ruled, [Reason::PerpetualCheck, Reason::PerpetualChase, Reason::RepetitiveMove]);
+        for text in ["", "Perpetual check", "time forfeit", "perpetual check by both sides"] {
+            assert!(!Reason::names_a_repetition_violation(text), "{text}");
+        }
     }
 }
