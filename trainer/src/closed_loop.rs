@@ -24,7 +24,7 @@ use xq_proto::client::{self, Client, ClientError};
 use xq_proto::v1;
 
 use crate::data::find_chunks;
-use crate::train::{TrainError, TrainSettings, checkpoint_path, train};
+use crate::train::{Factorising, TrainError, TrainSettings, checkpoint_path, train};
 
 /// The UCI option that switches our engine to its handcrafted evaluation.
 pub const HANDCRAFTED_OPTION: (&str, &str) = ("UseNNUE", "false");
@@ -84,9 +84,12 @@ pub struct LoopSettings {
     pub seed: Option<Vec<u8>>,
     pub self_play: SelfPlayPlan,
     pub test: TestPlan,
-    /// Training settings; the data description and the starting model are set per
-    /// generation.
+    /// Training settings; the data description, the starting model and whether it is
+    /// trained factorised are set per generation.
     pub train: TrainSettings,
+    /// Whether a generation trains factorised, resolved against the model it starts
+    /// from (by default: a fresh net's lineage stays factorised, a seed net's not).
+    pub factorising: Factorising,
     pub device: tch::Device,
     /// How often jobs are polled.
     pub poll: Duration,
@@ -315,6 +318,7 @@ pub async fn run(
         let jobs: Vec<String> = window.iter().map(u64::to_string).collect();
         let train_settings = TrainSettings {
             data: format!("lineage {} generation {generation}: self-play jobs {}", settings.lineage, jobs.join(", ")),
+            factorise: settings.factorising.resolve(init.as_deref()).map_err(TrainError::from)?,
             init: init.clone(),
             fixed_validation: find_chunks(&first_dir).map_err(TrainError::from)?,
             ..settings.train.clone()

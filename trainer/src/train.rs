@@ -70,12 +70,42 @@ pub struct TrainSettings {
     /// so that checkpoints of runs without it resume.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fixed_validation: Vec<PathBuf>,
-    /// Whether the feature transformer is trained factorised ([`Model::factorised`]):
-    /// a run from an unfactorised model adds a factor of zeros, and a run without it
-    /// from a factorised model folds the factor in. Not recorded when off, so that
+    /// Whether the feature transformer is trained factorised ([`Model::factorised`];
+    /// [`Factorising::resolve`] gives the default): a run from an unfactorised model
+    /// adds a factor of zeros, and a run without it from a factorised model folds the
+    /// factor in. Not recorded when off, so that
     /// checkpoints of runs before it resume.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub factorise: bool,
+}
+
+/// Whether a run trains the feature transformer factorised, as asked for; a run's
+/// [`TrainSettings::factorise`] is this choice resolved against the model it starts from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Factorising {
+    /// Factorised when the run starts from a fresh net, and as its model was when it
+    /// starts from one (a net file has no factor, a factorised run's checkpoint has).
+    /// Measured on one generation's data (docs/training.md): from a fresh net the factor
+    /// won +95 Elo at 10 epochs (+13 at 30, within the noise: it learns faster); from a
+    /// trained unfactorised net it gained nothing, and a factor of zeros added to it
+    /// first raised the loss.
+    #[default]
+    Auto,
+    /// Always factorised (a model without a factor starts with a factor of zeros).
+    On,
+    /// Never (a factorised model's factor is folded in).
+    Off,
+}
+
+impl Factorising {
+    /// This choice for a run starting from `init`, a fresh net when `None`.
+    pub fn resolve(self, init: Option<&Path>) -> Result<bool, CheckpointError> {
+        match (self, init) {
+            (Factorising::On, _) | (Factorising::Auto, None) => Ok(true),
+            (Factorising::Off, _) => Ok(false),
+            (Factorising::Auto, Some(init)) => Ok(checkpoint::load_model(init, Device::Cpu)?.is_factorised()),
+        }
+    }
 }
 
 /// What stopped a run.

@@ -17,7 +17,9 @@ use xq_trainer::data::{Batch, Filter, LoaderSettings, Part, Pass, find_chunks, r
 use xq_trainer::export::network;
 use xq_trainer::model::quantised_forward;
 use xq_trainer::optim::{RateSettings, Schedule};
-use xq_trainer::train::{TrainError, TrainSettings, best_path, checkpoint_path, data_hash, predict, train};
+use xq_trainer::train::{
+    Factorising, TrainError, TrainSettings, best_path, checkpoint_path, data_hash, predict, train,
+};
 use xq_worker::selfplay::{SelfPlaySettings, run_selfplay};
 
 /// Self-play chunks made once for all the tests: 48 games at 400 nodes a move, on one
@@ -228,6 +230,7 @@ fn a_run_resumes_only_with_its_own_settings_and_data() {
     // Nothing was trained by the refusals: the run resumes with its own and finishes.
     let checkpoint = checkpoint::load(&checkpoint_path(&run), Device::Cpu).unwrap();
     assert_eq!((checkpoint.progress.epoch, checkpoint.progress.batch), (0, 1));
+    assert!(!Factorising::Auto.resolve(Some(&checkpoint_path(&run))).unwrap(), "an unfactorised run goes on so");
     let resumed = train(&chunks, &settings, &run, Device::Cpu, &AtomicBool::new(false), false).unwrap();
     assert_eq!((resumed.epochs, resumed.net.is_some()), (2, true));
 }
@@ -255,9 +258,22 @@ fn a_factorised_run_resumes_exactly_and_exports_the_net_of_its_summed_weights() 
         assert!(difference < 1e-5, "resumed {name} differs by {difference}");
     }
 
-    let net = Network::load(&summary.net.unwrap()).unwrap();
+    let net_path = summary.net.unwrap();
+    let net = Network::load(&net_path).unwrap();
     let best = checkpoint::load_model(&best_path(whole.path()), Device::Cpu).unwrap();
     assert!(best.is_factorised());
+
+    // The default goes on as the model a run starts from was: a factorised run's
+    // checkpoint has a factor, its net file (the sums) none; a fresh net is factorised.
+    let checkpoint = checkpoint_path(whole.path());
+    assert!(Factorising::Auto.resolve(Some(&checkpoint)).unwrap());
+    assert!(!Factorising::Auto.resolve(Some(&net_path)).unwrap());
+    assert!(Factorising::Auto.resolve(None).unwrap());
+    assert!(!Factorising::Off.resolve(Some(&checkpoint)).unwrap());
+    assert!(Factorising::On.resolve(Some(&net_path)).unwrap());
+    let missing = whole.path().join("no-such.xqnn");
+    let error = Factorising::Auto.resolve(Some(&missing)).unwrap_err().to_string();
+    assert!(error.contains("no-such.xqnn"), "{error}");
     assert!(net.parameters() == best.composed().quantise().unwrap(), "the best epoch's sums, quantised");
     let description: serde_json::Value = serde_json::from_str(net.description()).unwrap();
     assert_eq!(description["settings"]["factorise"], true);

@@ -35,6 +35,12 @@ fn loop_command(address: std::net::SocketAddr, data: &Path, out: &Path, generati
     command
 }
 
+/// The `factorise` setting a net's description records (absent when off).
+fn factorised(net: &v1::Net) -> Option<bool> {
+    let description: serde_json::Value = serde_json::from_str(&net.description).expect("a net's description is JSON");
+    description["settings"].get("factorise").map(|value| value == true)
+}
+
 async fn nets(admin: &mut Client) -> Vec<v1::Net> {
     admin.list_nets(v1::ListNetsRequest { lineage: "tiny".to_owned() }).await.unwrap().into_inner().nets
 }
@@ -62,6 +68,7 @@ async fn the_loop_trains_tests_and_records_a_generation_and_resumes_after_a_kill
     assert_eq!((net.generation, net.parent_id), (1, 0), "{net:?}");
     assert!(matches!(net.state.as_str(), "promoted" | "rejected"), "the test ended: {net:?}");
     assert!(net.validation_loss > 0.0 && net.positions > 0 && net.epochs == 1, "{net:?}");
+    assert_eq!(factorised(&net), Some(true), "a fresh net trains factorised by default");
     let [data] = self_play_jobs(&mut admin, 1).await.try_into().expect("one self-play job");
     assert_eq!((net.data_job_id, data.state.as_str()), (data.job_id, "finished"));
     assert!(data.summary.ends_with("handcrafted"), "{}", data.summary);
@@ -99,6 +106,7 @@ async fn the_loop_trains_tests_and_records_a_generation_and_resumes_after_a_kill
     // net 1 if its test promoted it, else the handcrafted evaluation.
     let promoted = net.state == "promoted";
     assert_eq!(net2.parent_id, if promoted { net.net_id } else { 0 });
+    assert_eq!(factorised(net2), Some(true), "from net 1's factorised checkpoint or a fresh net: factorised");
     let played = wait_for(&mut admin, data2.job_id, Duration::from_secs(5), "job 2", |j| j.state == "finished").await;
     assert_eq!(played.summary.ends_with("handcrafted"), !promoted, "{}", played.summary);
     let test2 = admin.get_job(v1::JobId { job_id: net2.test_job_id }).await.unwrap().into_inner();
@@ -128,6 +136,7 @@ async fn a_lineage_seeded_with_the_embedded_net_plays_trains_from_and_tests_agai
     assert_eq!(seed.description, embedded.description());
     assert_eq!(std::fs::read(out.join("seed.xqnn")).unwrap(), embedded.to_bytes());
     assert_eq!((net.generation, net.parent_id), (1, seed.net_id), "{net:?}");
+    assert_eq!(factorised(&net), None, "trained from the seed's net, which has no factor, without one");
     // It played the seed, trained from it, and was tested against it.
     let [data] = self_play_jobs(&mut admin, 1).await.try_into().expect("one self-play job");
     assert!(data.summary.contains("net tiny-seed.xqnn"), "{}", data.summary);
