@@ -73,8 +73,7 @@ pub struct TrainSettings {
     /// Whether the feature transformer is trained factorised ([`Model::factorised`];
     /// [`Factorising::resolve`] gives the default): a run from an unfactorised model
     /// adds a factor of zeros, and a run without it from a factorised model folds the
-    /// factor in. Not recorded when off, so that
-    /// checkpoints of runs before it resume.
+    /// factor in. Not recorded when off, so that checkpoints of runs before it resume.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub factorise: bool,
 }
