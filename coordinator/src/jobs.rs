@@ -532,10 +532,18 @@ impl Course {
 
 /// Adds a pair's half points (new engine, per game) to W/D/L and pentanomial counts.
 pub fn add_points(wdl: &mut [u64; 3], penta: &mut [u64; 5], points: [i64; 2]) {
-    for p in points {
-        wdl[(2 - p.clamp(0, 2)) as usize] += 1;
+    let (games, pair) = slots(points);
+    for game in games {
+        wdl[game] += 1;
     }
-    penta[(points[0] + points[1]).clamp(0, 4) as usize] += 1;
+    penta[pair] += 1;
+}
+
+/// Where a pair's half points (new engine, per game) are counted: each game's W/D/L
+/// slot (win, draw, loss) and the pair's pentanomial slot (its points, 0 to 4).
+pub fn slots(points: [i64; 2]) -> ([usize; 2], usize) {
+    let game = |p: i64| (2 - p.clamp(0, 2)) as usize;
+    (points.map(game), (points[0].clamp(0, 2) + points[1].clamp(0, 2)) as usize)
 }
 
 /// A match's counts as the board alone decided its games: each game won by a
@@ -710,6 +718,17 @@ fn engine_name(engine: Option<&v1::EngineSpec>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pairs_pentanomial_slot_is_the_sum_of_its_games_wdl_points() {
+        assert_eq!(slots([2, 0]), ([0, 2], 2), "a win and a loss");
+        assert_eq!(slots([1, 2]), ([1, 0], 3));
+        // Out of range, each game counts as its nearest result, and the pair as their sum.
+        for points in [[-5, 1], [3, -1], [7, 7], [-1, -1]] {
+            let (games, pair) = slots(points);
+            assert_eq!(pair, games.iter().map(|&g| 2 - g).sum::<usize>(), "{points:?}");
+        }
+    }
 
     #[test]
     fn a_course_keeps_evenly_spaced_marks_and_ends_where_the_counts_stand() {

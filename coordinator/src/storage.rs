@@ -13,7 +13,7 @@ use sqlx::{AnyConnection, AnyPool, Connection, Executor, Row};
 use xq_proto::v1;
 use xq_stats::conduct::Leases;
 
-use crate::jobs::{OverTheBoard, add_points};
+use crate::jobs::{OverTheBoard, add_points, slots};
 
 /// The database cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -1276,10 +1276,11 @@ impl JobDelta {
             self.positions += sign * records;
             return;
         }
-        for p in points {
-            self.wdl[(2 - p.clamp(0, 2)) as usize] += sign;
+        let (games, pair) = slots(points);
+        for game in games {
+            self.wdl[game] += sign;
         }
-        self.penta[(points[0] + points[1]).clamp(0, 4) as usize] += sign;
+        self.penta[pair] += sign;
         self.over_the_board.count(points, reasons, sign);
         for reason in reasons {
             *self.reasons.entry(reason.clone()).or_default() += sign;

@@ -318,7 +318,7 @@ pub async fn run(
         let jobs: Vec<String> = window.iter().map(u64::to_string).collect();
         let train_settings = TrainSettings {
             data: format!("lineage {} generation {generation}: self-play jobs {}", settings.lineage, jobs.join(", ")),
-            factorise: settings.factorising.resolve(init.as_deref()).map_err(TrainError::from)?,
+            factorise: settings.factorising.resolve(&run_dir, init.as_deref()).map_err(TrainError::from)?,
             init: init.clone(),
             fixed_validation: find_chunks(&first_dir).map_err(TrainError::from)?,
             ..settings.train.clone()

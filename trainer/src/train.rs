@@ -97,12 +97,16 @@ pub enum Factorising {
 }
 
 impl Factorising {
-    /// This choice for a run starting from `init`, a fresh net when `None`.
-    pub fn resolve(self, init: Option<&Path>) -> Result<bool, CheckpointError> {
-        match (self, init) {
+    /// This choice for a run into `dir` starting from `init` (a fresh net when `None`).
+    /// `Auto` resuming a run goes as the run's checkpoint was trained, so that a resume
+    /// neither needs `init` again nor differs from the run it continues.
+    pub fn resolve(self, dir: &Path, init: Option<&Path>) -> Result<bool, CheckpointError> {
+        let checkpoint = checkpoint_path(dir);
+        let start = if checkpoint.exists() { Some(checkpoint.as_path()) } else { init };
+        match (self, start) {
             (Factorising::On, _) | (Factorising::Auto, None) => Ok(true),
             (Factorising::Off, _) => Ok(false),
-            (Factorising::Auto, Some(init)) => Ok(checkpoint::load_model(init, Device::Cpu)?.is_factorised()),
+            (Factorising::Auto, Some(start)) => Ok(checkpoint::load_model(start, Device::Cpu)?.is_factorised()),
         }
     }
 }

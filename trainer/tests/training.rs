@@ -230,7 +230,10 @@ fn a_run_resumes_only_with_its_own_settings_and_data() {
     // Nothing was trained by the refusals: the run resumes with its own and finishes.
     let checkpoint = checkpoint::load(&checkpoint_path(&run), Device::Cpu).unwrap();
     assert_eq!((checkpoint.progress.epoch, checkpoint.progress.batch), (0, 1));
-    assert!(!Factorising::Auto.resolve(Some(&checkpoint_path(&run))).unwrap(), "an unfactorised run goes on so");
+    // Resumed, the default goes as the run's checkpoint was, and never reads the model
+    // the run started from (which may be gone by then).
+    let gone = run.join("deleted-init.xqnn");
+    assert!(!Factorising::Auto.resolve(&run, Some(&gone)).unwrap(), "an unfactorised run goes on so");
     let resumed = train(&chunks, &settings, &run, Device::Cpu, &AtomicBool::new(false), false).unwrap();
     assert_eq!((resumed.epochs, resumed.net.is_some()), (2, true));
 }
@@ -266,13 +269,17 @@ fn a_factorised_run_resumes_exactly_and_exports_the_net_of_its_summed_weights() 
     // The default goes on as the model a run starts from was: a factorised run's
     // checkpoint has a factor, its net file (the sums) none; a fresh net is factorised.
     let checkpoint = checkpoint_path(whole.path());
-    assert!(Factorising::Auto.resolve(Some(&checkpoint)).unwrap());
-    assert!(!Factorising::Auto.resolve(Some(&net_path)).unwrap());
-    assert!(Factorising::Auto.resolve(None).unwrap());
-    assert!(!Factorising::Off.resolve(Some(&checkpoint)).unwrap());
-    assert!(Factorising::On.resolve(Some(&net_path)).unwrap());
+    let new_run = tempfile::tempdir().unwrap();
+    let new_run = new_run.path();
+    assert!(Factorising::Auto.resolve(new_run, Some(&checkpoint)).unwrap());
+    assert!(!Factorising::Auto.resolve(new_run, Some(&net_path)).unwrap());
+    assert!(Factorising::Auto.resolve(new_run, None).unwrap());
+    assert!(!Factorising::Off.resolve(new_run, Some(&checkpoint)).unwrap());
+    assert!(Factorising::On.resolve(new_run, Some(&net_path)).unwrap());
+    // Resuming the factorised run: as its checkpoint, whatever it is told to start from.
+    assert!(Factorising::Auto.resolve(whole.path(), Some(&net_path)).unwrap());
     let missing = whole.path().join("no-such.xqnn");
-    let error = Factorising::Auto.resolve(Some(&missing)).unwrap_err().to_string();
+    let error = Factorising::Auto.resolve(new_run, Some(&missing)).unwrap_err().to_string();
     assert!(error.contains("no-such.xqnn"), "{error}");
     assert!(net.parameters() == best.composed().quantise().unwrap(), "the best epoch's sums, quantised");
     let description: serde_json::Value = serde_json::from_str(net.description()).unwrap();

@@ -3,7 +3,7 @@
 //! a checkpoint as a net file (`export`), and fits the score scale of a data set
 //! (`fit-scale`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -228,9 +228,10 @@ impl TrainingArgs {
         device(&self.device).map_err(anyhow::Error::msg)
     }
 
-    /// The run's settings, the factoriser's choice resolved against `init`.
-    fn settings(&self, data: String, init: Option<PathBuf>) -> anyhow::Result<TrainSettings> {
-        let factorise = self.factorise.resolve(init.as_deref())?;
+    /// The settings of a run into `out`, the factoriser's choice resolved against the
+    /// run's checkpoint when it resumes, else against `init`.
+    fn settings(&self, data: String, out: &Path, init: Option<PathBuf>) -> anyhow::Result<TrainSettings> {
+        let factorise = self.factorise.resolve(out, init.as_deref())?;
         Ok(TrainSettings {
             data,
             loader: LoaderSettings {
@@ -404,7 +405,7 @@ fn run_training(args: TrainArgs) -> anyhow::Result<()> {
         (None, None) => bail!("give --data DIR or --job N"),
     };
     let chunks = find_chunks(&data)?;
-    let mut settings = args.training.settings(source, args.init.clone())?;
+    let mut settings = args.training.settings(source, &args.out, args.init.clone())?;
     if let Some(dir) = &args.fixed_validation {
         settings.fixed_validation = find_chunks(dir)?;
     }
@@ -485,7 +486,7 @@ fn run_loop(args: LoopArgs) -> anyhow::Result<()> {
             confirm_pairs: args.confirm_pairs,
             book: args.book.clone(),
         },
-        train: args.training.settings(String::new(), None)?,
+        train: args.training.settings(String::new(), &args.out, None)?,
         factorising: args.training.factorise,
         device,
         poll: Duration::from_secs_f64(args.poll_seconds.max(0.05)),
