@@ -75,6 +75,18 @@ impl FairyStockfish {
         moves.sort();
         moves
     }
+
+    /// The length of the mate Fairy-Stockfish finds for the side to move in `position`
+    /// within `moves` moves and `seconds`, `None` when it finds none in that time.
+    pub fn mate_within(&mut self, position: &Position, moves: i32, seconds: u32) -> Option<i32> {
+        self.send(&format!("ucinewgame\nposition fen {position}\ngo mate {moves} movetime {}", seconds * 1000));
+        let lines = self.read_until(|line| line.starts_with("bestmove"));
+        lines.iter().rev().find_map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let at = words.windows(2).position(|pair| pair == ["score", "mate"])?;
+            words.get(at + 2)?.parse().ok()
+        })
+    }
 }
 
 impl Drop for FairyStockfish {

@@ -12,6 +12,7 @@ mod pyffish;
 mod repetition_window;
 mod rules;
 mod self_play;
+mod singular;
 mod uci;
 mod violation_timing;
 mod xiongqi;

@@ -1,8 +1,9 @@
 //! The search: iterative deepening with aspiration windows over a principal variation
 //! search, a shared lock-free transposition table, quiescence with static exchange
 //! evaluation, null-move pruning, late move reductions, futility and late-move
-//! pruning, check extensions, killer/history/counter-move ordering, mate-distance
-//! pruning, and Lazy SMP over several threads.
+//! pruning, check extensions, singular extensions (a tunable, off by default),
+//! killer/history/counter-move ordering, mate-distance pruning, and Lazy SMP over
+//! several threads.
 //!
 //! Repetitions are ruled by the arbiter ([`crate::xiangqi::rules`]) at their first
 //! occurrence in the search: a cycle that loses under the rule set in force (perpetual
@@ -224,6 +225,10 @@ struct Worker<'a> {
     /// Each ply's static evaluation (`-INFINITY` in check), to tell whether the side
     /// to move is improving on its previous turn.
     static_evals: Vec<i32>,
+    /// Each ply's move left out by the singular test's search of the node without it.
+    excluded: Vec<Option<Move>>,
+    /// The iteration's depth, which bounds where extensions may still be given.
+    root_depth: i32,
     params: SearchParams,
 }
 
@@ -273,6 +278,8 @@ impl<'a> Worker<'a> {
             root_excluded: limits.banned.clone(),
             nnue,
             static_evals: vec![-INFINITY; MAX_PLY + 2],
+            excluded: vec![None; MAX_PLY + 2],
+            root_depth: 0,
             params: options.params,
         }
     }
@@ -369,6 +376,7 @@ impl<'a> Worker<'a> {
         let mut previous_scores = vec![0; lines_wanted];
         let mut depth = 1 + (thread % 2) as i32;
         'deepening: while depth <= max_depth {
+            self.root_depth = depth;
             // Each further line excludes the first moves of the lines before it.
             let mut lines: Vec<(i32, Vec<Move>)> = Vec::with_capacity(lines_wanted);
             self.root_excluded.clone_from(&self.limits.banned);
@@ -579,7 +587,11 @@ impl<'a> Worker<'a> {
         }
         let key = self.position.hash();
         let entry = self.shared.tt.probe(key);
+        // The singular test's search of this node without one move: the table's
+        // entry speaks for the node with it, so it neither cuts nor is overwritten.
+        let excluded = self.excluded[ply];
         if let Some(e) = entry
+            && excluded.is_none()
             && !pv_node
             && e.depth >= depth
             && let Some(score) = table_cutoff(e, alpha, beta, ply)
@@ -603,7 +615,12 @@ impl<'a> Worker<'a> {
                 return static_eval;
             }
             let after_null = self.undos.last().is_some_and(Option::is_none);
-            if depth >= 3 && static_eval >= beta && !after_null && self.has_pieces_beyond_pawns(us) {
+            if depth >= 3
+                && static_eval >= beta
+                && !after_null
+                && excluded.is_none()
+                && self.has_pieces_beyond_pawns(us)
+            {
                 let r = p.null_move_base + depth / 4 + ((static_eval - beta) / p.null_move_eval_divisor).min(3);
                 self.play_null();
                 let score = -self.negamax(-beta, -beta + 1, depth - 1 - r, ply + 1, false);
@@ -623,6 +640,16 @@ impl<'a> Worker<'a> {
         if tt_move.is_none() && depth >= 4 {
             depth -= 1;
         }
+        let singular = match tt_move.zip(entry) {
+            Some((mv, e)) if excluded.is_none() => self.singular_extension(mv, e, beta, depth, ply),
+            _ => Singular::No,
+        };
+        let extended = match singular {
+            Singular::Cut(score) => return score,
+            Singular::Stopped => return 0,
+            Singular::Extend => tt_move,
+            Singular::No => None,
+        };
         let move_count = self.score_moves(Selection::All, tt_move, ply);
         if ply == 0 && !self.root_excluded.is_empty() {
             let moves = &mut self.move_buffers[0];
@@ -645,11 +672,18 @@ impl<'a> Worker<'a> {
         let mut best_move = None;
         self.quiets_tried[ply].clear();
         let p = self.params;
+        // The excluded move does not count: the moves after it are numbered as the
+        // node's first, second, ... for pruning and reductions, as in a node without it.
+        let mut skipped = 0;
         for index in 0..move_count {
             let Some(mv) = self.move_buffers[ply].pick(index) else {
                 break;
             };
-            let move_number = index + 1;
+            if Some(mv) == excluded {
+                skipped = 1;
+                continue;
+            }
+            let move_number = index + 1 - skipped;
             let is_capture = self.position.piece_at(mv.to()).is_some();
             // Whether a move checks matters only to pruning and reductions: ask only then.
             let may_prune = !pv_node && !in_check && depth <= 5 && best > -MATE_BOUND;
@@ -674,7 +708,7 @@ impl<'a> Worker<'a> {
                 continue;
             }
             self.play(mv);
-            let new_depth = depth - 1;
+            let new_depth = depth - 1 + i32::from(Some(mv) == extended);
             let score = if move_number == 1 {
                 -self.negamax(-beta, -alpha, new_depth, ply + 1, pv_node)
             } else {
@@ -724,12 +758,51 @@ impl<'a> Worker<'a> {
                 break;
             }
         }
+        if excluded.is_some() {
+            // The excluded move was the only one: nothing else reaches the test's bar.
+            return best.max(alpha);
+        }
         if !self.stopped {
             let bound = bound_of(best, original_alpha, beta);
             let eval = if in_check { 0 } else { static_eval };
             self.shared.tt.store(key, TtData { mv: best_move, score: score_to_tt(best, ply), eval, depth, bound });
         }
         best
+    }
+
+    /// Whether the table's move `mv` (from `entry`, at a node searched to `depth` with
+    /// `beta` the window's top) is singular: every other move, searched at half the
+    /// depth, fails below the table's score less a margin. Such a move is extended by a
+    /// ply. When even the others reach beta, the node is cut (multi-cut): two moves
+    /// refute the line.
+    fn singular_extension(&mut self, mv: Move, entry: TtData, beta: i32, depth: i32, ply: usize) -> Singular {
+        let p = self.params;
+        let tt_score = score_from_tt(entry.score, ply);
+        let worth_testing = p.singular_depth > 0
+            && ply > 0
+            && depth >= p.singular_depth.max(4)
+            && (ply as i32) < 2 * self.root_depth
+            && entry.bound != Bound::Upper
+            && entry.depth >= depth - 3
+            && tt_score.abs() < MATE_BOUND;
+        if !worth_testing {
+            return Singular::No;
+        }
+        let singular_beta = tt_score - p.singular_margin * depth;
+        self.excluded[ply] = Some(mv);
+        let score = self.negamax(singular_beta - 1, singular_beta, (depth - 1) / 2, ply, false);
+        self.excluded[ply] = None;
+        // The test's search used this ply's line and move buffer; the node starts over.
+        self.pv[ply].clear();
+        if self.stopped {
+            Singular::Stopped
+        } else if score < singular_beta {
+            Singular::Extend
+        } else if singular_beta >= beta {
+            Singular::Cut(singular_beta)
+        } else {
+            Singular::No
+        }
     }
 
     fn quiesce(&mut self, mut alpha: i32, beta: i32, ply: usize) -> i32 {
@@ -793,6 +866,18 @@ impl<'a> Worker<'a> {
         self.shared.tt.store(key, data);
         best
     }
+}
+
+/// What the singular test found of a node's table move.
+enum Singular {
+    /// Not tested, or not singular.
+    No,
+    /// Singular: extended by a ply.
+    Extend,
+    /// Other moves reach beta too: the node fails high with this score.
+    Cut(i32),
+    /// The search was stopped during the test.
+    Stopped,
 }
 
 /// A node's moves with their ordering scores, on the stack.
@@ -896,4 +981,42 @@ pub fn see(position: &Position, mv: Move) -> i32 {
         *previous = -(-*previous).max(last);
     }
     gains[0]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The singular test's search of a node without its table move leaves the node as
+    /// it found it: the table's entry for the node (which speaks for the node with
+    /// that move) unwritten, and no move excluded afterwards.
+    #[test]
+    fn the_singular_test_neither_writes_the_nodes_entry_nor_leaves_a_move_excluded() {
+        let start = Position::from_fen(crate::bench::POSITIONS[2]).unwrap();
+        let shared = Shared::new(64);
+        let mut options = SearchOptions::default();
+        options.params.singular_depth = 4;
+        let limits = Limits { depth: Some(6), ..Limits::default() };
+        let first = search(&shared, &start, &[], &limits, &options, |_| {}).best.expect("a move");
+        // The node after the best move, at ply 1, has an entry with a move to test.
+        let mut worker =
+            Worker::new(&shared, &start, &[], &options, &limits, Deadlines::default(), Instant::now(), true);
+        worker.root_depth = 6;
+        worker.play(first);
+        let key = worker.position.hash();
+        let entry = shared.tt.probe(key).expect("the reply's entry");
+        let mv = entry.mv.expect("the reply's move");
+        // Tested at the deepest node the entry may speak for, the test's search is
+        // shallow enough that the table would take its result in place of the entry
+        // (it keeps an entry over one more than two plies shallower).
+        let depth = entry.depth + 3;
+        assert!(entry.bound != Bound::Upper && depth >= 4, "{entry:?} would not be tested");
+        assert!(entry.depth <= (depth - 1) / 2 + 2, "{entry:?}: the table would keep it anyway");
+        let nodes = worker.nodes;
+        let singular = worker.singular_extension(mv, entry, INFINITY, depth, 1);
+        assert!(worker.nodes > nodes, "no search without the move");
+        assert!(!matches!(singular, Singular::Stopped | Singular::Cut(_)));
+        assert_eq!(shared.tt.probe(key), Some(entry), "the node's entry was written");
+        assert_eq!(worker.excluded[1], None);
+    }
 }

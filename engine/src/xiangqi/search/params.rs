@@ -91,6 +91,13 @@ search_params! {
     /// The share of the last search's quiet-move history a search starts from, percent
     /// (0: every search starts empty).
     history_keep_percent: "History Keep Percent" = 0 in 0..=100;
+    /// The least depth at which the table's move is tested for being singular, and
+    /// extended by a ply when it is (0: never; below 4 counts as 4, so that the test's
+    /// search at half the depth is not a quiescence search, which excludes nothing).
+    singular_depth: "Singular Depth" = 0 in 0..=16;
+    /// How far below the table's score, per ply of depth, every other move must fail
+    /// for the table's move to count as singular.
+    singular_margin: "Singular Margin" = 2 in 1..=8;
     /// Moves assumed left in the game when the time control does not say.
     moves_to_go: "Moves To Go" = 30 in 10..=50;
     /// The share of the increment spent on top of the clock's share, percent.
