@@ -139,6 +139,36 @@ pub fn load_model(path: &Path, device: Device) -> Result<Model, CheckpointError>
     Model::from_named(parameters, device).map_err(fail)
 }
 
+/// The most a safetensors header may take: far above a checkpoint's (a few kilobytes),
+/// far below what a corrupt length would make [`holds_factor`] allocate.
+const MAX_HEADER: u64 = 1 << 24;
+
+/// Whether the model at `path` (a checkpoint, or an engine net, which never has one)
+/// holds a factor, read from the safetensors header alone: deciding how a run goes
+/// should not read its tensors, which the run then reads again.
+pub fn holds_factor(path: &Path) -> Result<bool, CheckpointError> {
+    use std::io::Read;
+    let fail = |reason: String| CheckpointError::Read { path: path.to_path_buf(), reason };
+    let mut file = std::fs::File::open(path).map_err(|e| fail(e.to_string()))?;
+    let mut start = [0u8; 8];
+    file.read_exact(&mut start).map_err(|e| fail(format!("its header: {e}")))?;
+    if start[..4] == xq_engine::xiangqi::nnue::format::MAGIC {
+        return Ok(false);
+    }
+    let length = u64::from_le_bytes(start);
+    if length > MAX_HEADER {
+        return Err(fail(format!("its header claims {length} bytes: not a safetensors file")));
+    }
+    let mut header = Vec::new();
+    file.take(length).read_to_end(&mut header).map_err(|e| fail(format!("its header: {e}")))?;
+    if header.len() as u64 != length {
+        return Err(fail(format!("its header is cut short ({} of {length} bytes)", header.len())));
+    }
+    let names: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&header).map_err(|e| fail(format!("its header: {e}")))?;
+    Ok(names.contains_key(FACTOR))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,8 +202,28 @@ mod tests {
             assert!(same(saved, read), "{name}");
         }
         assert!(same(&loaded.optimiser.first[NAMES.len()], &optimiser.first[NAMES.len()]), "the factor's moment");
-        assert_eq!((loaded.optimiser.steps, loaded.progress), (5, progress));
+        assert_eq!((loaded.optimiser.steps, &loaded.progress), (5, &progress));
         let alone = load_model(&path, Device::Cpu).unwrap();
         assert!(same(&alone.tensors[NAMES.len()], &model.tensors[NAMES.len()]), "a run started from it has it too");
+        assert!(holds_factor(&path).unwrap(), "its header names the factor");
+        save(&path, &model.composed(), &AdamW::new(&model.composed().tensors, 1e-4), &progress).unwrap();
+        assert!(!holds_factor(&path).unwrap(), "a composed model's header does not");
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_checkpoint_is_refused_by_name_not_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.safetensors");
+        let cases: [(&[u8], &str); 4] = [
+            (b"abc", "its header"),
+            (&u64::MAX.to_le_bytes(), "not a safetensors file"),
+            (&[20, 0, 0, 0, 0, 0, 0, 0, b'{'], "cut short (1 of 20 bytes)"),
+            (&[2, 0, 0, 0, 0, 0, 0, 0, b'[', b']'], "its header"),
+        ];
+        for (bytes, expected) in cases {
+            std::fs::write(&path, bytes).unwrap();
+            let error = holds_factor(&path).unwrap_err().to_string();
+            assert!(error.contains("bad.safetensors") && error.contains(expected), "{error}");
+        }
     }
 }

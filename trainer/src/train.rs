@@ -106,7 +106,7 @@ impl Factorising {
         match (self, start) {
             (Factorising::On, _) | (Factorising::Auto, None) => Ok(true),
             (Factorising::Off, _) => Ok(false),
-            (Factorising::Auto, Some(start)) => Ok(checkpoint::load_model(start, Device::Cpu)?.is_factorised()),
+            (Factorising::Auto, Some(start)) => checkpoint::holds_factor(start),
         }
     }
 }

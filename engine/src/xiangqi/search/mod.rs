@@ -759,7 +759,9 @@ impl<'a> Worker<'a> {
             }
         }
         if excluded.is_some() {
-            // The excluded move was the only one: nothing else reaches the test's bar.
+            // The singular test's search answers only whether the other moves reach its
+            // bar (alpha when none was searched: the excluded move was the only one),
+            // and leaves the table's entry to the node with the excluded move.
             return best.max(alpha);
         }
         if !self.stopped {
