@@ -641,7 +641,10 @@ impl<'a> Worker<'a> {
             depth -= 1;
         }
         let singular = match tt_move.zip(entry) {
-            Some((mv, e)) if excluded.is_none() => self.singular_extension(mv, e, beta, depth, ply),
+            // Off (the default), the test is not even called: this runs at every node.
+            Some((mv, e)) if excluded.is_none() && self.params.singular_depth > 0 => {
+                self.singular_extension(mv, e, beta, depth, ply)
+            }
             _ => Singular::No,
         };
         let extended = match singular {
@@ -776,12 +779,11 @@ impl<'a> Worker<'a> {
     /// `beta` the window's top) is singular: every other move, searched at half the
     /// depth, fails below the table's score less a margin. Such a move is extended by a
     /// ply. When even the others reach beta, the node is cut (multi-cut): two moves
-    /// refute the line.
+    /// refute the line. Called only with "Singular Depth" on.
     fn singular_extension(&mut self, mv: Move, entry: TtData, beta: i32, depth: i32, ply: usize) -> Singular {
         let p = self.params;
         let tt_score = score_from_tt(entry.score, ply);
-        let worth_testing = p.singular_depth > 0
-            && ply > 0
+        let worth_testing = ply > 0
             && depth >= p.singular_depth.max(4)
             && (ply as i32) < 2 * self.root_depth
             && entry.bound != Bound::Upper
