@@ -125,8 +125,13 @@ pub fn load(path: &Path, device: Device) -> Result<Checkpoint, CheckpointError> 
 /// may also be an engine net (`XQNN`), read back into floats, when its checkpoint is
 /// not at hand (the embedded net, a net made on another machine).
 pub fn load_model(path: &Path, device: Device) -> Result<Model, CheckpointError> {
+    use std::io::Read;
     let fail = |reason: String| CheckpointError::Read { path: path.to_path_buf(), reason };
-    if is_engine_net(path) {
+    // A file that cannot be read here is not taken for an engine net: the safetensors
+    // reader below then names the file and why it failed.
+    let mut start = [0u8; 4];
+    let read = std::fs::File::open(path).and_then(|mut file| file.read_exact(&mut start));
+    if read.is_ok() && is_engine_net(&start) {
         let net = xq_engine::xiangqi::nnue::Network::load(path).map_err(|e| fail(e.to_string()))?;
         return Ok(Model::from_parameters(&net.parameters(), device));
     }
@@ -135,13 +140,10 @@ pub fn load_model(path: &Path, device: Device) -> Result<Model, CheckpointError>
     Model::from_named(parameters, device).map_err(fail)
 }
 
-/// Whether the file at `path` begins with the engine net's magic (`XQNN`) rather than a
-/// safetensors header; a file that cannot be read is not one (its reader says why).
-fn is_engine_net(path: &Path) -> bool {
-    let mut magic = [0u8; 4];
-    std::fs::File::open(path)
-        .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut magic))
-        .is_ok_and(|()| magic == xq_engine::xiangqi::nnue::format::MAGIC)
+/// Whether a file's first bytes are the engine net's magic (`XQNN`) rather than the
+/// start of a safetensors header; each caller passes the bytes it has already read.
+fn is_engine_net(start: &[u8]) -> bool {
+    start.starts_with(&xq_engine::xiangqi::nnue::format::MAGIC)
 }
 
 /// The most a safetensors header may take: far above a checkpoint's (a few kilobytes),
@@ -154,12 +156,12 @@ const MAX_HEADER: u64 = 1 << 24;
 pub fn holds_factor(path: &Path) -> Result<bool, CheckpointError> {
     use std::io::Read;
     let fail = |reason: String| CheckpointError::Read { path: path.to_path_buf(), reason };
-    if is_engine_net(path) {
-        return Ok(false);
-    }
     let mut file = std::fs::File::open(path).map_err(|e| fail(e.to_string()))?;
     let mut start = [0u8; 8];
     file.read_exact(&mut start).map_err(|e| fail(format!("its header: {e}")))?;
+    if is_engine_net(&start) {
+        return Ok(false);
+    }
     let length = u64::from_le_bytes(start);
     if length > MAX_HEADER {
         return Err(fail(format!("its header claims {length} bytes: not a safetensors file")));
