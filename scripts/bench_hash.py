@@ -18,6 +18,8 @@ import argparse
 import re
 import subprocess
 
+import uci_engine
+
 MOVE = re.compile(r"\b[a-i]\d[a-i]\d\b")
 TAG = re.compile(r'\[(\w+) "([^"]*)"\]')
 
@@ -38,44 +40,23 @@ def read_games(path, count):
     return games
 
 
-class Engine:
-    def __init__(self, command, hash_mb):
-        self.process = subprocess.Popen(
-            [command], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            text=True, bufsize=1,
-        )
-        self.send("uci")
-        self.read_until("uciok")
+class Engine(uci_engine.Engine):
+    def __init__(self, path, hash_mb):
+        super().__init__(path)
         self.send(f"setoption name Hash value {hash_mb}")
         self.ready()
 
-    def send(self, line):
-        self.process.stdin.write(line + "\n")
-
-    def read_until(self, prefix):
-        """The last `info ... nodes` line before the line that starts with `prefix`."""
-        last = None
-        for line in self.process.stdout:
-            if line.startswith("info") and " nodes " in line:
-                last = line
-            if line.startswith(prefix):
-                return last
-        raise RuntimeError(f"the engine ended before answering {prefix!r}")
-
     def ready(self):
         self.send("isready")
-        self.read_until("readyok")
+        self.until(lambda line: line == "readyok")
 
     def nodes_to_depth(self, fen, moves, depth):
         played = f" moves {' '.join(moves)}" if moves else ""
         self.send(f"position fen {fen}{played}")
         self.send(f"go depth {depth}")
-        info = self.read_until("bestmove")
-        return int(re.search(r" nodes (\d+)", info)[1])
-
-    def quit(self):
-        self.send("quit")
-        self.process.wait()
+        lines = self.until(lambda line: line.startswith("bestmove"))
+        last = [line for line in lines if line.startswith("info") and " nodes " in line][-1]
+        return int(re.search(r" nodes (\d+)", last)[1])
 
 
 def run(command, hash_mb, games, side, depth):

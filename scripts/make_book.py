@@ -9,34 +9,14 @@ Usage: make_book.py ENGINE OUTPUT [--depth D] [--balance CP]
 
 import argparse
 import itertools
-import subprocess
-import sys
+
+import uci_engine
 
 RED = ["h2e2", "b2e2", "h0g2", "b0c2", "c0e2", "g0e2", "g3g4", "c3c4", "h2f2", "b2d2"]
 BLACK = ["h9g7", "b9c7", "h7e7", "b7e7", "c9e7", "g9e7", "g6g5", "c6c5", "h7f7", "b7d7"]
 
 
-class Engine:
-    def __init__(self, path):
-        self.process = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.send("uci")
-        self.until(lambda line: line == "uciok")
-
-    def send(self, command):
-        self.process.stdin.write(command + "\n")
-        self.process.stdin.flush()
-
-    def until(self, done):
-        lines = []
-        while True:
-            line = self.process.stdout.readline()
-            if not line:
-                sys.exit("xq-engine ended unexpectedly")
-            line = line.strip()
-            lines.append(line)
-            if done(line):
-                return lines
-
+class Engine(uci_engine.Engine):
     def position(self, moves):
         """The FEN after `moves` from the start, or None if one of them is illegal."""
         self.send("position startpos moves " + " ".join(moves))
@@ -76,7 +56,7 @@ def main():
         seen.add(key)
         if abs(engine.score(args.depth)) <= args.balance:
             kept.append(fen)
-    engine.send("quit")
+    engine.quit()
     with open(args.output, "w") as out:
         out.write(
             f"# Balanced positions after four plies of common openings (scripts/make-book 4):\n"
