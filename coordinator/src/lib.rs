@@ -16,32 +16,15 @@
 //! in flight and their rates, [`detached`] runs reports and other writes to their end,
 //! [`streams`] bounds and ends the live streams, and [`server`] puts them together.
 
-pub mod admission;
-pub mod artifacts;
-pub mod books;
+pub mod access;
+pub mod api;
 pub mod detached;
-pub mod disk;
-pub mod durable;
-pub mod endings;
 pub mod fail_point;
-pub mod http;
 pub mod jobs;
 pub mod kept;
-pub mod layout;
-pub mod listener;
 pub mod metrics;
 pub mod nets;
-pub mod pace;
-pub mod registration;
-pub mod replay;
 pub mod retention;
 pub mod scheduler;
 pub mod server;
-pub mod service;
-pub mod spsa;
 pub mod storage;
-pub mod streams;
-pub mod tokens;
-pub mod tournaments;
-pub mod verification;
-pub mod writer;

@@ -12,10 +12,10 @@ use xq_proto::v1;
 
 use crate::jobs::JobSpec;
 use crate::scheduler::{ScheduleError, Scheduler};
-use crate::service::Caller;
+use crate::api::grpc::Caller;
 use crate::storage::{Change, NetRow, now_ms};
-use crate::tokens::Role;
-use crate::writer::Writer;
+use crate::access::tokens::Role;
+use crate::storage::writer::Writer;
 
 /// The longest lineage name.
 const MAX_LINEAGE: usize = 64;

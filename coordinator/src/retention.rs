@@ -18,9 +18,9 @@ use std::time::Duration;
 use tonic::Status;
 
 use crate::scheduler::ScheduleError;
-use crate::service::{Caller, Shared};
+use crate::api::grpc::{Caller, Shared};
 use crate::storage::{StorageError, now_ms};
-use crate::tokens::Role;
+use crate::access::tokens::Role;
 
 /// Why a retention pass stopped.
 #[derive(Debug, thiserror::Error)]
@@ -83,8 +83,8 @@ pub async fn collect_artifacts(shared: &Shared, now_ms: i64) -> Result<Vec<Strin
 
 /// Deletes job `id`'s games file and chunk directory, if present.
 fn delete_job_files(data_dir: &Path, id: i64) -> Result<(), RetentionError> {
-    let games = data_dir.join(crate::layout::GAMES_DIR).join(format!("{id}.pgn"));
-    let chunks = data_dir.join(crate::layout::CHUNKS_DIR).join(id.to_string());
+    let games = data_dir.join(crate::storage::layout::GAMES_DIR).join(format!("{id}.pgn"));
+    let chunks = data_dir.join(crate::storage::layout::CHUNKS_DIR).join(id.to_string());
     for (path, removed) in [(&games, std::fs::remove_file(&games)), (&chunks, std::fs::remove_dir_all(&chunks))] {
         match removed {
             Err(source) if source.kind() != std::io::ErrorKind::NotFound => {

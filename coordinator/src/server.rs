@@ -14,19 +14,19 @@ use xq_proto::MAX_MESSAGE_BYTES;
 use xq_proto::v1::client_server::ClientServer;
 use xq_proto::v1::worker_server::WorkerServer;
 
-use crate::admission::{Admission, AdmissionLimits};
-use crate::artifacts::ArtifactStore;
-use crate::http::{self, ReadAccess};
+use crate::api::admission::{Admission, AdmissionLimits};
+use crate::storage::artifacts::ArtifactStore;
+use crate::api::http::{self, ReadAccess};
 use crate::jobs::{JobSpec, Unreadable};
-use crate::listener::{AcceptStats, ConnectionCaps, capped_incoming};
+use crate::access::listener::{AcceptStats, ConnectionCaps, capped_incoming};
 use crate::metrics::Metrics;
 use crate::nets::Nets;
 use crate::scheduler::{Scheduler, SchedulerConfig};
-use crate::service::{ClientApi, Shared, WorkerApi, authenticate, load_openings};
+use crate::api::grpc::{ClientApi, Shared, WorkerApi, authenticate, load_openings};
 use crate::storage::{Storage, sqlite_url};
-use crate::streams::Followers;
-use crate::tournaments::Tournaments;
-use crate::writer::Writer;
+use crate::access::streams::Followers;
+use crate::jobs::tournament::Tournaments;
+use crate::storage::writer::Writer;
 
 /// The file in the data directory holding the first client token.
 pub const CLIENT_TOKEN_FILE: &str = "client-token";
@@ -47,13 +47,13 @@ impl Coordinator {
     /// data directory), and rebuilds the scheduler. At first start it creates a client
     /// token and writes it to `<data>/client-token`.
     pub async fn open(data_dir: &Path, database_url: Option<&str>, config: SchedulerConfig) -> anyhow::Result<Self> {
-        crate::durable::create_dir_all(data_dir)?;
+        crate::storage::durable::create_dir_all(data_dir)?;
         let url = database_url.map_or_else(|| sqlite_url(data_dir), str::to_owned);
         let storage = Storage::open(&url).await?;
         let artifacts = ArtifactStore::open(&data_dir.join("artifacts"))?;
         let mut snapshot = storage.load().await?;
         let metrics = Arc::new(Metrics::default());
-        let writer = Writer::start(&storage, data_dir.join(crate::layout::GAMES_DIR), metrics.clone()).await?;
+        let writer = Writer::start(&storage, data_dir.join(crate::storage::layout::GAMES_DIR), metrics.clone()).await?;
         // Specs first without books; books need the shared state to be read.
         let mut specs = HashMap::new();
         for row in &snapshot.jobs {
@@ -81,7 +81,7 @@ impl Coordinator {
             verification_nets: Arc::new(crate::kept::nets()),
             judged_pairs: Arc::new(crate::kept::judged_pairs()),
             followers: Followers::new(config.followers),
-            spot_checks: Arc::new(crate::verification::SpotChecks::new(config.spot_check_plies_per_second)),
+            spot_checks: Arc::new(crate::jobs::verification::SpotChecks::new(config.spot_check_plies_per_second)),
             tallies: Arc::default(),
             pair_points: Arc::default(),
             books: Arc::default(),
@@ -107,7 +107,7 @@ impl Coordinator {
         let tournaments = Arc::new(Tournaments::new(std::mem::take(&mut snapshot.tournaments), writer.clone()));
         let scheduler = Arc::new(Scheduler::new(snapshot, specs, writer, config, metrics.clone()));
         if !scheduler.has_client_token() {
-            let token = crate::tokens::new_token();
+            let token = crate::access::tokens::new_token();
             write_secret(&data_dir.join(CLIENT_TOKEN_FILE), &token)?;
             scheduler.create_client_token(&token).await?;
         }
@@ -264,7 +264,7 @@ pub fn write_secret(path: &Path, secret: &str) -> std::io::Result<()> {
     let mut file = std::fs::OpenOptions::new().create(true).write(true).truncate(true).mode(0o600).open(path)?;
     writeln!(file, "{secret}")?;
     file.sync_all()?;
-    crate::durable::sync_dir(path.parent().expect("a file in the data directory"))
+    crate::storage::durable::sync_dir(path.parent().expect("a file in the data directory"))
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ use sqlx::Connection;
 use tokio::net::TcpListener;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
-use xq_coordinator::listener::ConnectionCaps;
+use xq_coordinator::access::listener::ConnectionCaps;
 use xq_coordinator::scheduler::SchedulerConfig;
 use xq_coordinator::server::{CLIENT_TOKEN_FILE, Coordinator};
 use xq_coordinator::storage::Recount;

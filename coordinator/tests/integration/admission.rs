@@ -9,7 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use tonic::Code;
-use xq_coordinator::admission::{AdmissionLimits, Rate};
+use xq_coordinator::api::admission::{AdmissionLimits, Rate};
 use xq_coordinator::scheduler::SchedulerConfig;
 use xq_proto::{BearerToken, v1};
 

@@ -805,7 +805,7 @@ async fn a_verification_job_across_two_workers_counts_what_one_pass_over_the_gam
 
     let games = xq_engine::xiangqi::pgn::parse_pgn(&text).unwrap();
     let expected =
-        report_tally(&unit_report(&games, 1, &xq_coordinator::verification::DEFAULT_RULES, None).unwrap()).unwrap();
+        report_tally(&unit_report(&games, 1, &xq_coordinator::jobs::verification::DEFAULT_RULES, None).unwrap()).unwrap();
     assert!(expected.parting > 0, "the cases part the rule sets somewhere");
     let printed = xq_at(address, &dir.0, &["verification", &id.to_string()]);
     // Six cases, ten times each, part from the reference alone.
@@ -881,7 +881,7 @@ async fn a_verification_job_across_two_workers_counts_what_one_pass_over_the_gam
     let mut expected = xq_engine::xiangqi::rules::verify::Tally::default();
     for number in 5000..5600 {
         let game = xq_engine::xiangqi::rules::hard_games::hard_game_pgn(number);
-        let rules = xq_coordinator::verification::DEFAULT_RULES;
+        let rules = xq_coordinator::jobs::verification::DEFAULT_RULES;
         xq_engine::xiangqi::rules::verify::check_game_with(&game, &rules, "g", &mut expected, None, true).unwrap();
     }
     let summary = admin.get_verification(v1::JobId { job_id: id }).await.unwrap().into_inner();

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use sqlx::Connection;
 use tokio::net::TcpListener;
 use tokio_stream::StreamExt;
-use xq_coordinator::listener::ConnectionCaps;
+use xq_coordinator::access::listener::ConnectionCaps;
 use xq_coordinator::scheduler::SchedulerConfig;
 use xq_coordinator::server::{CLIENT_TOKEN_FILE, Coordinator};
 use xq_proto::v1::client_client::ClientClient;

@@ -9,7 +9,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
-use xq_coordinator::http::ReadAccess;
+use xq_coordinator::api::http::ReadAccess;
 use xq_coordinator::scheduler::SchedulerConfig;
 use xq_proto::v1;
 

@@ -594,7 +594,7 @@ impl SmallDisk {
     }
 
     fn free(&self) -> u64 {
-        xq_coordinator::disk::free_bytes(&self.0).unwrap()
+        xq_coordinator::storage::disk::free_bytes(&self.0).unwrap()
     }
 }
 

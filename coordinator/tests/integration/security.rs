@@ -514,9 +514,9 @@ async fn a_report_without_the_required_bench_signatures_is_refused() {
 #[tokio::test]
 async fn one_address_cannot_take_every_connection() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let caps = xq_coordinator::listener::ConnectionCaps {
+    let caps = xq_coordinator::access::listener::ConnectionCaps {
         per_address: 2,
-        ..xq_coordinator::listener::ConnectionCaps::total(100)
+        ..xq_coordinator::access::listener::ConnectionCaps::total(100)
     };
     let served = serve_with(BACKENDS[0], config(), caps).await;
     let port = served.address.port();
@@ -553,7 +553,7 @@ async fn one_address_cannot_take_every_connection() {
 #[tokio::test]
 async fn silent_connections_are_closed_and_give_their_place_back() {
     use tokio::io::AsyncReadExt;
-    let caps = xq_coordinator::listener::ConnectionCaps {
+    let caps = xq_coordinator::access::listener::ConnectionCaps {
         total: 1,
         per_address: 1,
         first_bytes_within: Duration::from_millis(500),
@@ -593,7 +593,7 @@ async fn an_abandoned_upload_leaves_nothing_behind() {
 
 #[tokio::test]
 async fn roles_keep_submitters_to_their_own_jobs_and_tokens_expire_and_are_revoked() {
-    use xq_coordinator::tokens::{token_hash, token_id};
+    use xq_coordinator::access::tokens::{token_hash, token_id};
     for backend in BACKENDS {
         let dir = TempDir::new("roles");
         let url = fresh_database(backend, &dir.0).await;
@@ -759,7 +759,7 @@ fn metric(text: &str, name: &str) -> u64 {
 async fn made_up_grpc_paths_count_under_one_label_and_do_not_grow_the_metrics() {
     use http_body_util::{BodyExt, Empty};
     use hyper_util::client::legacy::Client as HttpClient;
-    use xq_coordinator::http::UNMATCHED;
+    use xq_coordinator::api::http::UNMATCHED;
 
     let served = serve(BACKENDS[0], config()).await;
     let http = HttpClient::builder(hyper_util::rt::TokioExecutor::new()).build_http::<Empty<bytes::Bytes>>();
@@ -820,7 +820,7 @@ async fn job_ids(client: &mut Client) -> Vec<u64> {
 /// leases could pass the limit is refused when it is created.
 #[tokio::test]
 async fn an_spsa_run_or_test_whose_leases_would_not_fit_a_reply_is_refused_and_nothing_stored() {
-    use xq_coordinator::spsa::{MAX_NAME_CHARS, MAX_PARAMETERS};
+    use xq_coordinator::jobs::spsa::{MAX_NAME_CHARS, MAX_PARAMETERS};
 
     // Leases of up to 3,000,000 units, so that a test of as many pairs makes one too big.
     let config = SchedulerConfig { max_units_per_lease: 3_000_000, ..config() };
@@ -878,7 +878,7 @@ async fn an_spsa_run_or_test_whose_leases_would_not_fit_a_reply_is_refused_and_n
 #[tokio::test]
 async fn a_registration_past_a_bound_is_refused_naming_it_and_nothing_of_it_is_kept() {
     use xq_coordinator::jobs::MAX_CPU_FLAG_CHARS;
-    use xq_coordinator::registration::{
+    use xq_coordinator::scheduler::registration::{
         MAX_ARBITER_BUILD_CHARS, MAX_BENCH_NPS, MAX_CORES, MAX_CPU_FLAGS, MAX_NAME_CHARS, MAX_REFERENCE_CHARS,
         MAX_REFERENCES, MAX_VERSION_CHARS,
     };
@@ -959,7 +959,7 @@ async fn a_registration_past_a_bound_is_refused_naming_it_and_nothing_of_it_is_k
 /// above the default is an admin's, at creation too; a submitter may still lower its own.
 #[tokio::test]
 async fn only_an_admin_raises_a_job_s_priority_above_the_default() {
-    use xq_coordinator::service::DEFAULT_PRIORITY;
+    use xq_coordinator::api::grpc::DEFAULT_PRIORITY;
 
     let served = serve(BACKENDS[0], config()).await;
     let mut admin = client(served.address, &served.client_token).await;
@@ -1044,7 +1044,7 @@ async fn store_token_row(pool: &sqlx::AnyPool, token: &str, role: &str, worker_i
         "INSERT INTO tokens (hash, role, worker_id, created_ms, name, expires_ms, revoked_ms) \
          VALUES ($1, $2, $3, 0, 'stored', 0, 0)",
     )
-    .bind(xq_coordinator::tokens::token_hash(token))
+    .bind(xq_coordinator::access::tokens::token_hash(token))
     .bind(role.to_owned())
     .bind(worker_id)
     .execute(pool)
@@ -1058,7 +1058,7 @@ async fn store_token_row(pool: &sqlx::AnyPool, token: &str, role: &str, worker_i
 /// coordinator starts and serves everyone else, and an admin can revoke it.
 #[tokio::test]
 async fn a_token_of_an_unknown_role_or_a_worker_token_without_its_worker_grants_nothing() {
-    use xq_coordinator::tokens::{token_hash, token_id};
+    use xq_coordinator::access::tokens::{token_hash, token_id};
     for backend in BACKENDS {
         let dir = TempDir::new("roles-closed");
         let url = fresh_database(backend, &dir.0).await;
@@ -1166,7 +1166,7 @@ async fn next_within(
 
 /// A private dashboard (as by default off loopback), served in this process.
 async fn serve_private(config: SchedulerConfig) -> crate::common::Served {
-    crate::common::serve_set(config, |coordinator| coordinator.dashboard_read = xq_coordinator::http::ReadAccess::Token)
+    crate::common::serve_set(config, |coordinator| coordinator.dashboard_read = xq_coordinator::api::http::ReadAccess::Token)
         .await
 }
 
@@ -1231,7 +1231,7 @@ async fn a_revoked_or_expired_token_ends_the_streams_it_opened() {
 /// served; a follower who leaves gives its place back.
 #[tokio::test]
 async fn live_stream_followers_are_capped_in_all_and_per_address() {
-    let followers = xq_coordinator::streams::FollowerCaps { total: 3, per_address: 2 };
+    let followers = xq_coordinator::access::streams::FollowerCaps { total: 3, per_address: 2 };
     let served = serve(BACKENDS[0], SchedulerConfig { followers, ..config() }).await;
     let mut admin = client(served.address, &served.client_token).await;
     let job = create(&mut admin, 100).await.job_id;

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use xq_coordinator::jobs::OverTheBoard;
 use xq_coordinator::storage::{Change, JobRow, LeaseRow, Recount, Storage, TokenRow, UnitRow, WorkerRow};
-use xq_coordinator::writer::{BATCH_INTERVAL, Writer};
+use xq_coordinator::storage::writer::{BATCH_INTERVAL, Writer};
 
 use crate::common::{BACKENDS, Backend, TempDir, fresh_database};
 

@@ -630,8 +630,8 @@ async fn an_event_is_stopped_by_its_maker_or_an_admin_and_not_by_another_submitt
             .filter(|e| e.action == "tournament.stop")
             .map(|e| (e.actor.as_str(), e.detail.as_str()))
             .collect();
-        let admin_hash = xq_coordinator::tokens::token_hash(&served.client_token);
-        let admin_id = xq_coordinator::tokens::token_id(&admin_hash);
+        let admin_hash = xq_coordinator::access::tokens::token_hash(&served.client_token);
+        let admin_id = xq_coordinator::access::tokens::token_id(&admin_hash);
         let expected =
             [(admin_id, swiss.tournament_id.to_string()), (alice_id.as_str(), event.tournament_id.to_string())];
         assert_eq!(stops, expected.iter().map(|(a, d)| (*a, d.as_str())).collect::<Vec<_>>(), "{backend:?}");

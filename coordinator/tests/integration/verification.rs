@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use xq_coordinator::scheduler::SchedulerConfig;
-use xq_coordinator::verification::DEFAULT_RULES;
+use xq_coordinator::jobs::verification::DEFAULT_RULES;
 use xq_engine::xiangqi::pgn::{parse_pgn, parse_pgn_bytes};
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_engine::xiangqi::rules::verify::{Tally, check_game, unit_report};
@@ -291,7 +291,7 @@ async fn a_real_collection_uploaded_as_stored_is_verified_and_fresh_self_play_ga
     // The parting games come back as PGN in the product's notation (UCI), still
     // replaying to the same verdicts.
     let lines = report_lines(&mut admin, job.job_id).await;
-    let parting = parse_pgn(&xq_coordinator::verification::parting_pgns(&lines, job.job_id)).unwrap();
+    let parting = parse_pgn(&xq_coordinator::jobs::verification::parting_pgns(&lines, job.job_id)).unwrap();
     assert_eq!(parting.len() as u64, summary.parting);
     let mut again = Tally::default();
     for game in &parting {
@@ -432,7 +432,7 @@ async fn a_report_naming_a_game_twice_or_outside_its_unit_or_a_foreign_kind_is_r
 
 #[tokio::test]
 async fn a_job_of_one_game_units_keeps_the_coordinator_s_replays_under_its_budget() {
-    use xq_coordinator::verification::UnitGames;
+    use xq_coordinator::jobs::verification::UnitGames;
     let backend = BACKENDS[0];
     let dir = TempDir::new("verification-budget");
     let url = fresh_database(backend, &dir.0).await;
@@ -558,7 +558,7 @@ fn recheck_config() -> SchedulerConfig {
 
 /// A registered worker that offers pyffish, and its token.
 async fn reference_worker(served: &Served, name: &str) -> (Worker, String) {
-    let references = vec![xq_coordinator::verification::REFERENCE_PYFFISH.to_owned()];
+    let references = vec![xq_coordinator::jobs::verification::REFERENCE_PYFFISH.to_owned()];
     registered_as(
         served.address,
         &served.client_token,
@@ -573,7 +573,7 @@ async fn reference_job(admin: &mut Client) -> u64 {
     let request = v1::CreateVerificationRequest {
         pgn: Some(pgn),
         games_per_unit: 1,
-        reference: xq_coordinator::verification::REFERENCE_PYFFISH.to_owned(),
+        reference: xq_coordinator::jobs::verification::REFERENCE_PYFFISH.to_owned(),
         ..Default::default()
     };
     admin.create_verification(request).await.unwrap().into_inner().job_id

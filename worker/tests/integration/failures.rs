@@ -4,8 +4,8 @@
 
 use std::time::Instant;
 
-use xq_coordinator::endings::Conditions;
-use xq_coordinator::replay::{CheckedGame, PairContext, check_pair};
+use xq_coordinator::jobs::test::endings::Conditions;
+use xq_coordinator::jobs::test::replay::{CheckedGame, PairContext, check_pair};
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::rules::Outcome;
 use xq_engine::xiangqi::rules::RuleSet;

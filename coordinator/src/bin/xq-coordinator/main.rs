@@ -9,12 +9,12 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tokio::net::TcpListener;
-use xq_coordinator::admission::{self, AdmissionLimits, Rate};
-use xq_coordinator::http::ReadAccess;
-use xq_coordinator::listener::ConnectionCaps;
+use xq_coordinator::api::admission::{self, AdmissionLimits, Rate};
+use xq_coordinator::api::http::ReadAccess;
+use xq_coordinator::access::listener::ConnectionCaps;
 use xq_coordinator::scheduler::SchedulerConfig;
 use xq_coordinator::server::{CLIENT_TOKEN_FILE, Coordinator, check_transport, dashboard_access};
-use xq_coordinator::streams::FollowerCaps;
+use xq_coordinator::access::streams::FollowerCaps;
 
 #[derive(Parser)]
 #[command(name = "xq-coordinator", version, about = "Runs SPRT tests and self-play jobs across a fleet of workers")]
@@ -144,12 +144,12 @@ struct ServeArgs {
     /// jobs (a ply ruled under one rule set, or a node searched, counts one; the
     /// arbiter rules about a million a second on a core). Every reported line is
     /// verified again regardless; only the games drawn at random wait for the budget.
-    #[arg(long, default_value_t = xq_coordinator::verification::SPOT_CHECK_PLIES_PER_SECOND)]
+    #[arg(long, default_value_t = xq_coordinator::jobs::verification::SPOT_CHECK_PLIES_PER_SECOND)]
     spot_check_plies: f64,
     /// Of a verification job with a reference, one counted unit in this many (drawn
     /// after its report) is reported again by another worker offering the reference,
     /// and a difference in the reference's verdicts decided by a third (0: none).
-    #[arg(long, default_value_t = xq_coordinator::verification::RECHECK_ONE_IN)]
+    #[arg(long, default_value_t = xq_coordinator::jobs::verification::RECHECK_ONE_IN)]
     recheck_one_in: u32,
 }
 

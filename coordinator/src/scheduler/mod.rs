@@ -18,6 +18,9 @@
 //!   match's time control is scaled by that speed against the reference, as fishtest
 //!   does.
 
+pub mod pace;
+pub mod registration;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -29,14 +32,14 @@ use xq_stats::conduct::{Checks, Failures, Leases};
 
 use crate::jobs::{Course, JobSpec, Listing, OverTheBoard, Unreadable, add_points, job_view};
 use crate::metrics::{KindLabel, Metrics};
-use crate::pace::{Pace, units_allowed};
-use crate::spsa::SpsaRun;
+use crate::scheduler::pace::{Pace, units_allowed};
+use crate::jobs::spsa::SpsaRun;
 use crate::storage::{
     AuditRow, Change, JobRow, LeaseRow, Recheck, Snapshot, Suspicion, TokenRow, UnitRow, WorkerRow, abandoned_games,
     now_ms,
 };
-use crate::tokens::{Principal, Role, new_token, token_hash, token_id};
-use crate::writer::{WriteError, Writer};
+use crate::access::tokens::{Principal, Role, new_token, token_hash, token_id};
+use crate::storage::writer::{WriteError, Writer};
 
 /// How the scheduler sizes and times leases.
 #[derive(Clone, Debug)]
@@ -86,7 +89,7 @@ pub struct SchedulerConfig {
     pub submitter_active_jobs: usize,
     /// The most followers of live streams (the dashboard's, WatchJob), in all and per
     /// client address.
-    pub followers: crate::streams::FollowerCaps,
+    pub followers: crate::access::streams::FollowerCaps,
     /// Replayed plies a second the coordinator's spot checks of verification reports
     /// may spend, across all jobs (`verification::SpotChecks`).
     pub spot_check_plies_per_second: f64,
@@ -116,8 +119,8 @@ impl Default for SchedulerConfig {
             keep_unreferenced_artifacts: Some(Duration::from_secs(7 * 24 * 3600)),
             submitter_active_jobs: 0,
             followers: Default::default(),
-            spot_check_plies_per_second: crate::verification::SPOT_CHECK_PLIES_PER_SECOND,
-            recheck_one_in: crate::verification::RECHECK_ONE_IN,
+            spot_check_plies_per_second: crate::jobs::verification::SPOT_CHECK_PLIES_PER_SECOND,
+            recheck_one_in: crate::jobs::verification::RECHECK_ONE_IN,
         }
     }
 }
@@ -307,7 +310,7 @@ struct LeaseState {
     /// control is the job's scaled by this, and its games are checked against that.
     slowness: f64,
     /// The estimated seconds of one of its units on its worker: how much work its
-    /// unreported units hold, and how much each report shows ([`crate::pace`]).
+    /// unreported units hold, and how much each report shows ([`crate::scheduler::pace`]).
     unit_seconds: f64,
     deadline: Instant,
     /// Units this lease has reported, and their totals: what the next cumulative
@@ -1040,7 +1043,7 @@ impl Scheduler {
         if let (JobSpec::Match(job), v1::lease::Work::MatchSpec(played)) = (spec, &mut work) {
             played.time_control = "9".repeat(job.longest_time_control());
             if let Some(spsa) = &job.spsa {
-                crate::spsa::set_probe(played, spsa.longest_probe());
+                crate::jobs::spsa::set_probe(played, spsa.longest_probe());
             }
         }
         let units = units_total.min(self.config.max_units_per_lease as u64);
@@ -1727,7 +1730,7 @@ impl Scheduler {
                 (state.jobs.get_mut(&job_id).and_then(|j| j.spsa.as_mut()), &mut work)
             {
                 let (options, text) = run.probe_for(id, &mut rand::rng());
-                crate::spsa::set_probe(spec, options);
+                crate::jobs::spsa::set_probe(spec, options);
                 probe = text;
             }
             let row = LeaseRow {

@@ -4,7 +4,7 @@
 //! ruling), and carry a result that agrees with the rules: a game ended by the rules
 //! ("normal") must end in the ruling's result; a game ended otherwise (time forfeit,
 //! adjudication, an engine's failure) must not be over by the rules, and must be borne
-//! out by its evidence ([`crate::endings`]).
+//! out by its evidence ([`crate::jobs::test::endings`]).
 
 use xq_engine::book::BookOpening;
 use xq_engine::color::Color;
@@ -16,7 +16,7 @@ use xq_engine::xiangqi::pgn::{PgnGame, parse_pgn};
 use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet, Ruling, ViolationTiming};
 use xq_engine::xiongqi;
 
-use crate::endings::{self, Conditions, Replayed};
+use crate::jobs::test::endings::{self, Conditions, Replayed};
 
 /// The most plies a reported game may have: far beyond any rule set's move limits.
 pub const MAX_PLIES: usize = 2000;

@@ -1,6 +1,11 @@
 //! Jobs: what a client may ask for, checked before anything is stored, and how a job
 //! reads back (results, SPRT, Elo).
 
+pub mod spsa;
+pub mod test;
+pub mod tournament;
+pub mod verification;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -16,10 +21,10 @@ use xq_proto::v1;
 use xq_proto::{DEFAULT_SELF_PLAY_PLIES, self_play_plies, self_play_unit_records};
 use xq_stats::{Model, Sprt, SprtState, elo_estimate};
 
-use crate::artifacts::check_hash;
-use crate::spsa::{SpsaSetup, check_spsa};
+use crate::storage::artifacts::check_hash;
+use crate::jobs::spsa::{SpsaSetup, check_spsa};
 use crate::storage::JobRow;
-use crate::verification::{VerificationJob, check_spec as check_verification};
+use crate::jobs::verification::{VerificationJob, check_spec as check_verification};
 
 /// The pair cap of an SPRT that names none: fishtest's default of 250,000 games
 /// would take a small fleet months, so a test that has not decided by then is stopped.

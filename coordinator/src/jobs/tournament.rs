@@ -42,7 +42,7 @@ use xq_tournament::swiss::{Entrant, default_rounds, max_rounds, pair_round};
 use crate::jobs::{MatchJob, SpecError, bad, check_test};
 use crate::scheduler::{NewJob, PENDING, RequestKey, Scheduler};
 use crate::storage::{Change, TournamentRow, now_ms};
-use crate::writer::{WriteError, Writer};
+use crate::storage::writer::{WriteError, Writer};
 
 /// The most engines in a tournament.
 pub const MAX_ENGINES: usize = 64;

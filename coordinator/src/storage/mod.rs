@@ -1,7 +1,14 @@
 //! The database: one schema and one code path for SQLite (embedded, the default) and
 //! PostgreSQL (a fleet), through sqlx's `Any` driver. Everything the coordinator must
-//! not lose is written here by the [`crate::writer`]; at start the scheduler's state is
+//! not lose is written here by the [`crate::storage::writer`]; at start the scheduler's state is
 //! loaded back from it.
+
+pub mod artifacts;
+pub mod books;
+pub mod disk;
+pub mod durable;
+pub mod layout;
+pub mod writer;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -189,7 +196,7 @@ pub struct LeaseRow {
     pub worker_id: i64,
     pub units: Vec<u64>,
     pub state: String,
-    /// An SPSA lease's probe (see `crate::spsa`); empty for other jobs.
+    /// An SPSA lease's probe (see `crate::jobs::spsa`); empty for other jobs.
     pub probe: String,
 }
 
@@ -263,7 +270,7 @@ pub struct UnitFile {
     pub length: u64,
 }
 
-/// A tournament ([`crate::tournaments`]).
+/// A tournament ([`crate::jobs::tournament`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TournamentRow {
     pub id: i64,

@@ -23,8 +23,8 @@ use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::{get, post};
 
-use crate::admission::Admission;
-use crate::service::Shared;
+use crate::api::admission::Admission;
+use crate::api::grpc::Shared;
 
 pub use api::ApiError;
 
@@ -102,7 +102,7 @@ pub fn with_grpc(
     grpc.into_axum_router()
         .merge(dashboard)
         .fallback(api::not_found)
-        .layer(axum::middleware::from_fn_with_state(admission, crate::admission::admit))
+        .layer(axum::middleware::from_fn_with_state(admission, crate::api::admission::admit))
         .layer(axum::middleware::from_fn_with_state(shared.metrics.clone(), observe))
 }
 

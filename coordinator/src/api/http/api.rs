@@ -17,8 +17,8 @@ use xq_stats::{Model, Sprt};
 use super::{Dashboard, ReadAccess};
 use crate::jobs::elo_state;
 use crate::scheduler::TokenRefused;
-use crate::service::Caller;
-use crate::tokens::{Principal, bearer, token_hash};
+use crate::api::grpc::Caller;
+use crate::access::tokens::{Principal, bearer, token_hash};
 
 /// A refused request: its HTTP status and what was wrong.
 #[derive(Debug)]
@@ -300,7 +300,7 @@ pub async fn games(
 ) -> Result<Response, ApiError> {
     may_read(&dashboard, &headers)?;
     let id = job_id(&id)?;
-    let units = dashboard.shared.unit_bytes(id, crate::service::Stored::Games)?;
+    let units = dashboard.shared.unit_bytes(id, crate::api::grpc::Stored::Games)?;
     let body = Body::from_stream(units.map(|item| item.map(|(_, bytes)| bytes).map_err(std::io::Error::other)));
     Ok(pgn_download(body, &format!("job-{id}.pgn")))
 }
@@ -326,7 +326,7 @@ pub async fn verification_lines(
     let id = job_id(&id)?;
     let lines = dashboard.shared.verification_lines(id)?;
     let body = Body::from_stream(lines.map(move |item| {
-        item.map(|lines| if as_pgn { crate::verification::parting_pgns(&lines, id) } else { lines })
+        item.map(|lines| if as_pgn { crate::jobs::verification::parting_pgns(&lines, id) } else { lines })
             .map_err(std::io::Error::other)
     }));
     if as_pgn {

@@ -170,7 +170,7 @@ impl GamesFiles {
                 let (file, length, used) = match self.open.entry(*job_id) {
                     std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
                     std::collections::hash_map::Entry::Vacant(entry) => {
-                        crate::durable::create_dir_all(&self.dir)?;
+                        crate::storage::durable::create_dir_all(&self.dir)?;
                         let file = OpenOptions::new()
                             .create(true)
                             .append(true)
@@ -179,13 +179,13 @@ impl GamesFiles {
                         if length == 0 {
                             // Made now (or left empty by a crash): the unit rows about to
                             // point into it need its name to survive a crash too.
-                            crate::durable::sync_dir(&self.dir)?;
+                            crate::storage::durable::sync_dir(&self.dir)?;
                         }
                         entry.insert((file, length, Instant::now()))
                     }
                 };
                 file.write_all(row.pgn.as_bytes())?;
-                row.file = format!("{}/{job_id}.pgn", crate::layout::GAMES_DIR);
+                row.file = format!("{}/{job_id}.pgn", crate::storage::layout::GAMES_DIR);
                 row.offset = *length as i64;
                 row.length = row.pgn.len() as i64;
                 *length += row.pgn.len() as u64;
@@ -327,8 +327,8 @@ fn kept_through_outages(change: &Change) -> bool {
 fn reaches(point: &str, changes: &[&Change]) -> bool {
     let of_its_kind: fn(&Change) -> bool = match point {
         AFTER_UNITS_COMMIT => |change| matches!(change, Change::Units { .. }),
-        AFTER_CHUNK_COMMIT => |change| stores_files_under(change, crate::layout::CHUNKS_DIR),
-        AFTER_VERIFICATION_COMMIT => |change| stores_files_under(change, crate::layout::VERIFICATION_DIR),
+        AFTER_CHUNK_COMMIT => |change| stores_files_under(change, crate::storage::layout::CHUNKS_DIR),
+        AFTER_VERIFICATION_COMMIT => |change| stores_files_under(change, crate::storage::layout::VERIFICATION_DIR),
         AFTER_LEASE_COMMIT => |change| matches!(change, Change::NewLease { .. }),
         AFTER_TOURNAMENT_COMMIT => makes_tournament,
         _ => return false,
@@ -337,7 +337,7 @@ fn reaches(point: &str, changes: &[&Change]) -> bool {
 }
 
 /// Whether `change` stores units kept in files of their own under `dir` (a folder of
-/// [`crate::layout`]): self-play chunks and verification reports are both units counted
+/// [`crate::storage::layout`]): self-play chunks and verification reports are both units counted
 /// by their records, alike to the writer but for their folder.
 fn stores_files_under(change: &Change, dir: &str) -> bool {
     let under = |file: &str| file.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/'));

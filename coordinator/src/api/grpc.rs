@@ -19,21 +19,21 @@ use xq_engine::xiangqi::rules::judge::{JudgeRequest, judge};
 use xq_proto::v1;
 use xq_proto::{ARTIFACT_PIECE_BYTES, MAX_MESSAGE_BYTES, self_play_plies, self_play_unit_records};
 
-use crate::artifacts::{ArtifactStore, check_hash};
-use crate::endings::Conditions;
+use crate::storage::artifacts::{ArtifactStore, check_hash};
+use crate::jobs::test::endings::Conditions;
 use crate::jobs::{
     Course, DEFAULT_SPRT_PAIRS, JobSpec, MatchJob, add_points, check_self_play, check_test, self_play_variant,
 };
 use crate::kept::{Kept, ReadError};
 use crate::metrics::Metrics;
 use crate::nets::Nets;
-use crate::replay::{PairContext, check_pair};
+use crate::jobs::test::replay::{PairContext, check_pair};
 use crate::scheduler::{LeaseContext, NewJob, RequestKey, ScheduleError, Scheduler, TokenRefused};
-use crate::spsa::{check_spsa, check_spsa_bounds};
+use crate::jobs::spsa::{check_spsa, check_spsa_bounds};
 use crate::storage::{Storage, UnitRow};
-use crate::streams::{Followers, UntilOutOfForce};
-use crate::tokens::{Principal, Role, TokenHash, bearer, token_hash};
-use crate::tournaments::{EventState, ExtendError, PairingResults, Tournaments};
+use crate::access::streams::{Followers, UntilOutOfForce};
+use crate::access::tokens::{Principal, Role, TokenHash, bearer, token_hash};
+use crate::jobs::tournament::{EventState, ExtendError, PairingResults, Tournaments};
 use xq_engine::xiangqi::rules::verify::Tally;
 
 /// The most pairs one report may carry.
@@ -72,13 +72,13 @@ pub struct Shared {
     /// The followers of live streams, under their caps.
     pub followers: Arc<Followers>,
     /// The spot checks of verification reports, under their budget.
-    pub spot_checks: Arc<crate::verification::SpotChecks>,
+    pub spot_checks: Arc<crate::jobs::verification::SpotChecks>,
     /// Verification jobs' counts, kept as their reports are counted.
-    pub tallies: Arc<crate::verification::Tallies>,
+    pub tallies: Arc<crate::jobs::verification::Tallies>,
     /// Tournament tests' pair points as last read, with the counts they were read at.
     pub pair_points: Arc<PairPoints>,
     /// Opening books as parsed, while jobs hold them.
-    pub books: Arc<crate::books::Books>,
+    pub books: Arc<crate::storage::books::Books>,
 }
 
 /// Tournament tests' pair points, read from storage only when a test's counts have
@@ -395,7 +395,7 @@ impl WorkerApi {
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))??;
-        let file = UnitFile { dir: crate::layout::CHUNKS_DIR, extension: "xqd", what: "chunk" };
+        let file = UnitFile { dir: crate::storage::layout::CHUNKS_DIR, extension: "xqd", what: "chunk" };
         self.store_unit(worker, &context, upload.unit, file, Arc::unwrap_or_clone(chunk), records as i64).await
     }
 
@@ -436,7 +436,7 @@ impl WorkerApi {
     /// Writes an upload durably to `relative`, under the data directory.
     async fn write_unit_file(&self, relative: &str, bytes: Vec<u8>, what: &str) -> Result<(), Status> {
         let path = self.0.data_dir.join(relative);
-        tokio::task::spawn_blocking(move || crate::durable::write_file(&path, &bytes))
+        tokio::task::spawn_blocking(move || crate::storage::durable::write_file(&path, &bytes))
             .await
             .map_err(|e| Status::internal(e.to_string()))?
             .map_err(|e| Status::unavailable(format!("storing the {what}: {e}")))
@@ -463,7 +463,7 @@ impl WorkerApi {
         let text = Arc::new(report.report);
         let (checked, unit_job) = (text.clone(), job.clone());
         let checked = tokio::task::spawn_blocking(move || {
-            crate::verification::check_report(&checked, &unit_job.scope(report.unit))
+            crate::jobs::verification::check_report(&checked, &unit_job.scope(report.unit))
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))?
@@ -532,12 +532,12 @@ impl WorkerApi {
         &self,
         worker: u64,
         context: &LeaseContext,
-        job: &crate::verification::VerificationJob,
+        job: &crate::jobs::verification::VerificationJob,
         recheck: crate::storage::Recheck,
         report: &[u8],
         lines: Vec<serde_json::Value>,
     ) -> Result<(), Status> {
-        use crate::verification::{check_report, reference_difference, reference_verdicts};
+        use crate::jobs::verification::{check_report, reference_difference, reference_verdicts};
         let (job_id, unit) = (context.job_id, recheck.unit);
         let counted = self.0.counted_report(job_id, unit).await?;
         let second = match recheck.second_worker {
@@ -613,11 +613,11 @@ impl WorkerApi {
     async fn spot_check(
         &self,
         job_id: u64,
-        job: &crate::verification::VerificationJob,
+        job: &crate::jobs::verification::VerificationJob,
         unit: u64,
         lines: Vec<serde_json::Value>,
     ) -> Result<Result<(), String>, Status> {
-        use crate::verification::{SPOT_CHECKED_GAMES, UnitGames, spot_check};
+        use crate::jobs::verification::{SPOT_CHECKED_GAMES, UnitGames, spot_check};
         let (first, count) = (job.unit_first_game(unit), job.unit_games(unit) as usize);
         let file = match &job.spec.pgn {
             Some(pgn) => Some(self.0.pgn_file(pgn).await?),
@@ -663,7 +663,7 @@ impl WorkerApi {
 impl v1::worker_server::Worker for WorkerApi {
     async fn register(&self, request: Request<v1::RegisterRequest>) -> Result<Response<v1::RegisterReply>, Status> {
         let worker = worker_of(&request)?;
-        let capabilities = crate::registration::check_registration(request.into_inner())
+        let capabilities = crate::scheduler::registration::check_registration(request.into_inner())
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
         self.0.scheduler.register(worker, capabilities).await?;
         let config = &self.0.scheduler.config;
@@ -1061,7 +1061,7 @@ impl v1::client_server::Client for ClientApi {
                 .saturating_add(i64::try_from(seconds.min(100 * 365 * 86_400)).unwrap_or(0) * 1000),
         };
         let token = self.0.scheduler.create_token(role, &request.name, expires_ms, &caller.token_id).await?;
-        let id = crate::tokens::token_id(&crate::tokens::token_hash(&token)).to_owned();
+        let id = crate::access::tokens::token_id(&crate::access::tokens::token_hash(&token)).to_owned();
         Ok(Response::new(v1::CreateTokenReply { token, id }))
     }
 
@@ -1074,7 +1074,7 @@ impl v1::client_server::Client for ClientApi {
         let tokens = rows
             .into_iter()
             .map(|row| v1::TokenInfo {
-                id: crate::tokens::token_id(&row.hash).to_owned(),
+                id: crate::access::tokens::token_id(&row.hash).to_owned(),
                 role: row.role,
                 name: row.name,
                 worker_id: row.worker_id.map_or(0, |id| id as u64),
@@ -1182,7 +1182,7 @@ impl UnitFile {
 }
 
 /// Where a verification unit's report is stored.
-const REPORT_FILE: UnitFile = UnitFile { dir: crate::layout::VERIFICATION_DIR, extension: "jsonl", what: "report" };
+const REPORT_FILE: UnitFile = UnitFile { dir: crate::storage::layout::VERIFICATION_DIR, extension: "jsonl", what: "report" };
 
 /// What a job's units store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1218,9 +1218,9 @@ pub type UnitStream = ReceiverStream<Result<(u64, Vec<u8>), Status>>;
 
 /// What the gRPC client API and the dashboard's JSON API both serve, written once.
 impl Shared {
-    /// Refuses new work while the disk is below its reserve (see [`crate::disk`]).
+    /// Refuses new work while the disk is below its reserve (see [`crate::storage::disk`]).
     fn check_reserve(&self) -> Result<(), Status> {
-        crate::disk::check_reserve(&self.data_dir, self.scheduler.config.reserve_bytes)
+        crate::storage::disk::check_reserve(&self.data_dir, self.scheduler.config.reserve_bytes)
             .map_err(Status::resource_exhausted)
     }
 
@@ -1289,7 +1289,7 @@ impl Shared {
             }
             None => None,
         };
-        let tests = crate::tournaments::plan(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let tests = crate::jobs::tournament::plan(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
         let waits = self.origin(caller, None).pending;
         let tests = self.new_tests(caller, tests.into_iter().map(|test| (test, waits)).collect()).await?;
         let id = self
@@ -1311,7 +1311,7 @@ impl Shared {
     ) -> Result<v1::Job, Status> {
         let invalid = |e: crate::jobs::SpecError| Status::invalid_argument(e.to_string());
         crate::jobs::check_name("description", &request.description, 200).map_err(invalid)?;
-        let rules = crate::verification::rule_sets(&request.rules).map_err(invalid)?;
+        let rules = crate::jobs::verification::rule_sets(&request.rules).map_err(invalid)?;
         may_prioritise(caller, request.priority, DEFAULT_PRIORITY)?;
         crate::retention::check_quota(self, caller, 1).await?;
         self.check_reserve()?;
@@ -1339,8 +1339,8 @@ impl Shared {
             None => (request.games, request.selfplay),
         };
         let games_per_unit = match request.games_per_unit {
-            0 if request.generated => crate::verification::DEFAULT_GENERATED_PER_UNIT,
-            0 => crate::verification::DEFAULT_GAMES_PER_UNIT,
+            0 if request.generated => crate::jobs::verification::DEFAULT_GENERATED_PER_UNIT,
+            0 => crate::jobs::verification::DEFAULT_GAMES_PER_UNIT,
             n => n,
         };
         let rules = rules.iter().map(|r| r.name().to_owned()).collect();
@@ -1355,7 +1355,7 @@ impl Shared {
             first_generated: request.first_generated,
             metamorphic: request.metamorphic,
         };
-        let job = crate::verification::check_spec(&spec).map_err(invalid)?;
+        let job = crate::jobs::verification::check_spec(&spec).map_err(invalid)?;
         let units = job.units();
         let job = JobSpec::Verify(Box::new(job));
         let identity = (request.priority, request.description.as_str());
@@ -1400,7 +1400,7 @@ impl Shared {
     /// a time, without the units' tallies.
     pub fn verification_lines(&self, id: u64) -> Result<impl Stream<Item = Result<String, Status>> + use<>, Status> {
         let reports = self.unit_bytes(id, Stored::Reports)?;
-        Ok(reports.map(|r| r.map(|(_, bytes)| crate::verification::report_games(&String::from_utf8_lossy(&bytes)))))
+        Ok(reports.map(|r| r.map(|(_, bytes)| crate::jobs::verification::report_games(&String::from_utf8_lossy(&bytes)))))
     }
 
     /// A verification PGN, decoded and cut into games (kept for the spot checks of the
@@ -1432,7 +1432,7 @@ impl Shared {
         let JobSpec::Verify(job) = &*spec else {
             return Err(Status::invalid_argument(format!("job {id} is not a verification job")));
         };
-        use crate::verification::TallyRead;
+        use crate::jobs::verification::TallyRead;
         let tally = match self.tallies.read(id) {
             TallyRead::Kept(tally) => tally,
             TallyRead::Load => match self.stored_tallies(id).await {
@@ -1577,7 +1577,7 @@ impl Shared {
     pub async fn tournament(&self, id: u64) -> Result<v1::Tournament, Status> {
         let row = self.tournaments.get(id).ok_or_else(|| Status::not_found(format!("tournament {id}")))?;
         let results = self.pairing_results(&row).await?;
-        crate::tournaments::view(&row, &results).map_err(Status::internal)
+        crate::jobs::tournament::view(&row, &results).map_err(Status::internal)
     }
 
     async fn pairing_results(&self, row: &crate::storage::TournamentRow) -> Result<Vec<PairingResults>, Status> {
@@ -1636,7 +1636,7 @@ impl Shared {
         // A test that is gone (a database edited by hand) stops its event.
         let states: Vec<String> =
             row.job_ids.iter().map(|&job| self.scheduler.job(job).map_or_else(String::new, |j| j.state)).collect();
-        match crate::tournaments::event_state(&row, states.iter().map(String::as_str)) {
+        match crate::jobs::tournament::event_state(&row, states.iter().map(String::as_str)) {
             EventState::Playing => Ok(false),
             EventState::Stopped => {
                 self.stop_event_tests(&row).await?;
@@ -1648,14 +1648,14 @@ impl Shared {
     }
 
     /// Makes the tests that follow in a settled event: a Swiss round, or a knockout's
-    /// tie-breaks or next round (see [`crate::tournaments::FollowUp`]), for the token
+    /// tie-breaks or next round (see [`crate::jobs::tournament::FollowUp`]), for the token
     /// that made its first tests as that token would make them: under its quotas and,
     /// for a submitter on a coordinator that asks for approval, waiting for it when no
     /// approved test covers them. An event with nothing to follow is over.
     async fn make_next_tests(&self, row: &crate::storage::TournamentRow) -> Result<bool, Status> {
         let id = row.id as u64;
         let results = self.pairing_results(row).await?;
-        let Some(tests) = crate::tournaments::next_round_tests(row, &results).map_err(Status::internal)? else {
+        let Some(tests) = crate::jobs::tournament::next_round_tests(row, &results).map_err(Status::internal)? else {
             self.tournaments.conclude(id);
             return Ok(false);
         };
@@ -1869,7 +1869,7 @@ impl Shared {
         let shared = self.clone();
         let (sender, receiver) = tokio::sync::mpsc::channel(4);
         tokio::spawn(async move {
-            let mut numbering = crate::tournaments::GameNumbering::default();
+            let mut numbering = crate::jobs::tournament::GameNumbering::default();
             for pairing in tournament.pairings {
                 let mut units = match shared.unit_bytes(pairing.job_id, Stored::Games) {
                     Ok(units) => units,

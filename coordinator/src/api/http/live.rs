@@ -18,7 +18,7 @@ use tokio_stream::wrappers::{BroadcastStream, IntervalStream};
 
 use super::{ApiError, Dashboard};
 use crate::scheduler::Scheduler;
-use crate::streams::{UntilOutOfForce, client_address};
+use crate::access::streams::{UntilOutOfForce, client_address};
 
 /// The shortest time between two updates: reports arrive by the thousand a second,
 /// and a page needs a few updates a second at most.

@@ -33,10 +33,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::http::ApiError;
+use crate::api::http::ApiError;
 use crate::scheduler::Scheduler;
-use crate::streams::client_address;
-use crate::tokens::{Principal, Role, bearer, token_hash};
+use crate::access::streams::client_address;
+use crate::access::tokens::{Principal, Role, bearer, token_hash};
 
 /// A sustained rate and the burst allowed above it.
 #[derive(Clone, Copy, Debug, PartialEq)]

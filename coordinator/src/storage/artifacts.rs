@@ -52,7 +52,7 @@ pub struct Upload {
 impl ArtifactStore {
     /// The store under `dir` (created if missing).
     pub fn open(dir: &Path) -> Result<Self, ArtifactError> {
-        crate::durable::create_dir_all(&dir.join("tmp"))?;
+        crate::storage::durable::create_dir_all(&dir.join("tmp"))?;
         Ok(ArtifactStore { dir: dir.to_owned() })
     }
 
@@ -64,7 +64,7 @@ impl ArtifactStore {
 
     /// Starts an upload.
     pub async fn begin(&self) -> Result<Upload, ArtifactError> {
-        let temp = self.dir.join("tmp").join(crate::tokens::new_token());
+        let temp = self.dir.join("tmp").join(crate::access::tokens::new_token());
         let file = tokio::fs::File::create(&temp).await?;
         Ok(Upload { file, temp, hasher: Sha256::new(), size: 0 })
     }
@@ -81,7 +81,7 @@ impl ArtifactStore {
     /// Keeps a sealed upload under its hash; returns its hash and size.
     pub async fn keep(&self, sealed: Sealed) -> Result<(String, u64), ArtifactError> {
         let (temp, kept) = (sealed.upload.temp.clone(), self.dir.join(&sealed.sha256));
-        tokio::task::spawn_blocking(move || crate::durable::rename(&temp, &kept))
+        tokio::task::spawn_blocking(move || crate::storage::durable::rename(&temp, &kept))
             .await
             .map_err(std::io::Error::other)??;
         Ok((sealed.sha256.clone(), sealed.size))
