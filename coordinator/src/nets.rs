@@ -10,12 +10,12 @@ use std::sync::{Mutex, MutexGuard};
 
 use xq_proto::v1;
 
+use crate::access::tokens::Role;
+use crate::api::grpc::Caller;
 use crate::jobs::JobSpec;
 use crate::scheduler::{ScheduleError, Scheduler};
-use crate::api::grpc::Caller;
-use crate::storage::{Change, NetRow, now_ms};
-use crate::access::tokens::Role;
 use crate::storage::writer::Writer;
+use crate::storage::{Change, NetRow, now_ms};
 
 /// The longest lineage name.
 const MAX_LINEAGE: usize = 64;

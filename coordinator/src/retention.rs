@@ -17,10 +17,10 @@ use std::time::Duration;
 
 use tonic::Status;
 
-use crate::scheduler::ScheduleError;
-use crate::api::grpc::{Caller, Shared};
-use crate::storage::{StorageError, now_ms};
 use crate::access::tokens::Role;
+use crate::api::grpc::{Caller, Shared};
+use crate::scheduler::ScheduleError;
+use crate::storage::{StorageError, now_ms};
 
 /// Why a retention pass stopped.
 #[derive(Debug, thiserror::Error)]

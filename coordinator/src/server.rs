@@ -14,19 +14,19 @@ use xq_proto::MAX_MESSAGE_BYTES;
 use xq_proto::v1::client_server::ClientServer;
 use xq_proto::v1::worker_server::WorkerServer;
 
-use crate::api::admission::{Admission, AdmissionLimits};
-use crate::storage::artifacts::ArtifactStore;
-use crate::api::http::{self, ReadAccess};
-use crate::jobs::{JobSpec, Unreadable};
 use crate::access::listener::{AcceptStats, ConnectionCaps, capped_incoming};
+use crate::access::streams::Followers;
+use crate::api::admission::{Admission, AdmissionLimits};
+use crate::api::grpc::{ClientApi, Shared, WorkerApi, authenticate, load_openings};
+use crate::api::http::{self, ReadAccess};
+use crate::jobs::tournament::Tournaments;
+use crate::jobs::{JobSpec, Unreadable};
 use crate::metrics::Metrics;
 use crate::nets::Nets;
 use crate::scheduler::{Scheduler, SchedulerConfig};
-use crate::api::grpc::{ClientApi, Shared, WorkerApi, authenticate, load_openings};
-use crate::storage::{Storage, sqlite_url};
-use crate::access::streams::Followers;
-use crate::jobs::tournament::Tournaments;
+use crate::storage::artifacts::ArtifactStore;
 use crate::storage::writer::Writer;
+use crate::storage::{Storage, sqlite_url};
 
 /// The file in the data directory holding the first client token.
 pub const CLIENT_TOKEN_FILE: &str = "client-token";

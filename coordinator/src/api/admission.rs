@@ -33,10 +33,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::api::http::ApiError;
-use crate::scheduler::Scheduler;
 use crate::access::streams::client_address;
 use crate::access::tokens::{Principal, Role, bearer, token_hash};
+use crate::api::http::ApiError;
+use crate::scheduler::Scheduler;
 
 /// A sustained rate and the burst allowed above it.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -19,21 +19,23 @@ use xq_engine::xiangqi::rules::judge::{JudgeRequest, judge};
 use xq_proto::v1;
 use xq_proto::{ARTIFACT_PIECE_BYTES, MAX_MESSAGE_BYTES, self_play_plies, self_play_unit_records};
 
-use crate::storage::artifacts::{ArtifactStore, check_hash};
+use crate::access::streams::{Followers, UntilOutOfForce};
+use crate::access::tokens::{Principal, Role, TokenHash, bearer, token_hash};
+use crate::jobs::JobSpec;
+use crate::jobs::selfplay::{check_self_play, self_play_variant};
+use crate::jobs::spsa::{check_spsa, check_spsa_bounds};
+use crate::jobs::test::course::Course;
 use crate::jobs::test::endings::Conditions;
-use crate::jobs::{
-    Course, DEFAULT_SPRT_PAIRS, JobSpec, MatchJob, add_points, check_self_play, check_test, self_play_variant,
-};
+use crate::jobs::test::replay::{PairContext, check_pair};
+use crate::jobs::test::{DEFAULT_SPRT_PAIRS, MatchJob, check_test};
+use crate::jobs::tournament::{EventState, ExtendError, PairingResults, Tournaments};
 use crate::kept::{Kept, ReadError};
 use crate::metrics::Metrics;
 use crate::nets::Nets;
-use crate::jobs::test::replay::{PairContext, check_pair};
 use crate::scheduler::{LeaseContext, NewJob, RequestKey, ScheduleError, Scheduler, TokenRefused};
-use crate::jobs::spsa::{check_spsa, check_spsa_bounds};
+use crate::storage::artifacts::{ArtifactStore, check_hash};
+use crate::storage::counts::add_points;
 use crate::storage::{Storage, UnitRow};
-use crate::access::streams::{Followers, UntilOutOfForce};
-use crate::access::tokens::{Principal, Role, TokenHash, bearer, token_hash};
-use crate::jobs::tournament::{EventState, ExtendError, PairingResults, Tournaments};
 use xq_engine::xiangqi::rules::verify::Tally;
 
 /// The most pairs one report may carry.
@@ -905,7 +907,7 @@ impl v1::client_server::Client for ClientApi {
         if let Some(job) = self.0.created_before(&caller, key.as_ref())? {
             return Ok(Response::new(job));
         }
-        let invalid = |e: crate::jobs::SpecError| Status::invalid_argument(e.to_string());
+        let invalid = |e: crate::jobs::checks::SpecError| Status::invalid_argument(e.to_string());
         let job = check_spsa(request.get_ref()).map_err(invalid)?;
         check_spsa_bounds(request.get_ref()).map_err(invalid)?;
         let pairs = job.request.pairs;
@@ -1182,7 +1184,8 @@ impl UnitFile {
 }
 
 /// Where a verification unit's report is stored.
-const REPORT_FILE: UnitFile = UnitFile { dir: crate::storage::layout::VERIFICATION_DIR, extension: "jsonl", what: "report" };
+const REPORT_FILE: UnitFile =
+    UnitFile { dir: crate::storage::layout::VERIFICATION_DIR, extension: "jsonl", what: "report" };
 
 /// What a job's units store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1309,8 +1312,8 @@ impl Shared {
         key: Option<&RequestKey>,
         request: v1::CreateVerificationRequest,
     ) -> Result<v1::Job, Status> {
-        let invalid = |e: crate::jobs::SpecError| Status::invalid_argument(e.to_string());
-        crate::jobs::check_name("description", &request.description, 200).map_err(invalid)?;
+        let invalid = |e: crate::jobs::checks::SpecError| Status::invalid_argument(e.to_string());
+        crate::jobs::checks::check_name("description", &request.description, 200).map_err(invalid)?;
         let rules = crate::jobs::verification::rule_sets(&request.rules).map_err(invalid)?;
         may_prioritise(caller, request.priority, DEFAULT_PRIORITY)?;
         crate::retention::check_quota(self, caller, 1).await?;
@@ -1400,7 +1403,8 @@ impl Shared {
     /// a time, without the units' tallies.
     pub fn verification_lines(&self, id: u64) -> Result<impl Stream<Item = Result<String, Status>> + use<>, Status> {
         let reports = self.unit_bytes(id, Stored::Reports)?;
-        Ok(reports.map(|r| r.map(|(_, bytes)| crate::jobs::verification::report_games(&String::from_utf8_lossy(&bytes)))))
+        Ok(reports
+            .map(|r| r.map(|(_, bytes)| crate::jobs::verification::report_games(&String::from_utf8_lossy(&bytes)))))
     }
 
     /// A verification PGN, decoded and cut into games (kept for the spot checks of the
@@ -1756,7 +1760,7 @@ impl Shared {
         Ok(job)
     }
 
-    /// A test's course (see [`crate::jobs::Course`]).
+    /// A test's course (see [`crate::jobs::test::course::Course`]).
     pub async fn job_history(&self, id: u64) -> Result<v1::JobHistory, Status> {
         let spec = self.scheduler.spec(id).ok_or_else(|| Status::not_found(format!("job {id}")))?;
         let JobSpec::Match(job) = &*spec else {

@@ -39,10 +39,11 @@ use xq_tournament::scoring::{GameResult, Points};
 use xq_tournament::standings::{Game, System, standings_with_byes};
 use xq_tournament::swiss::{Entrant, default_rounds, max_rounds, pair_round};
 
-use crate::jobs::{MatchJob, SpecError, bad, check_test};
+use crate::jobs::checks::{SpecError, bad};
+use crate::jobs::test::{MatchJob, check_test};
 use crate::scheduler::{NewJob, PENDING, RequestKey, Scheduler};
-use crate::storage::{Change, TournamentRow, now_ms};
 use crate::storage::writer::{WriteError, Writer};
+use crate::storage::{Change, TournamentRow, now_ms};
 
 /// The most engines in a tournament.
 pub const MAX_ENGINES: usize = 64;

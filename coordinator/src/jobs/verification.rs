@@ -23,7 +23,8 @@ use xq_engine::xiangqi::rules::verify::{
 use xq_engine::xiangqi::selfplay::{PlaySettings, fresh_game};
 use xq_proto::v1;
 
-use crate::jobs::{SpecError, bad, check_artifact, check_self_play_games};
+use crate::jobs::checks::{SpecError, bad, check_artifact};
+use crate::jobs::selfplay::check_self_play_games;
 
 /// The rule sets compared when a request names none: the three a tournament may play.
 pub const DEFAULT_RULES: [RuleSet; 3] = [RuleSet::Wxf, RuleSet::Asian, RuleSet::Cxq];
@@ -190,7 +191,7 @@ pub fn check_spec(spec: &v1::VerificationSpec) -> Result<VerificationJob, SpecEr
         return Err(bad("reference", format!("'{}': pyffish, or none", spec.reference)));
     }
     let job = VerificationJob { spec: spec.clone(), rules };
-    if job.units() > crate::jobs::MAX_UNITS {
+    if job.units() > crate::jobs::checks::MAX_UNITS {
         return Err(bad("games_per_unit", "too many units: more games a unit"));
     }
     Ok(job)

@@ -30,16 +30,19 @@ use tokio::sync::watch;
 use xq_proto::{MAX_MESSAGE_BYTES, v1};
 use xq_stats::conduct::{Checks, Failures, Leases};
 
-use crate::jobs::{Course, JobSpec, Listing, OverTheBoard, Unreadable, add_points, job_view};
+use crate::access::tokens::{Principal, Role, new_token, token_hash, token_id};
+use crate::jobs::spsa::SpsaRun;
+use crate::jobs::test::course::Course;
+use crate::jobs::view::{Listing, job_view};
+use crate::jobs::{JobSpec, Unreadable};
 use crate::metrics::{KindLabel, Metrics};
 use crate::scheduler::pace::{Pace, units_allowed};
-use crate::jobs::spsa::SpsaRun;
+use crate::storage::counts::{OverTheBoard, add_points};
+use crate::storage::writer::{WriteError, Writer};
 use crate::storage::{
     AuditRow, Change, JobRow, LeaseRow, Recheck, Snapshot, Suspicion, TokenRow, UnitRow, WorkerRow, abandoned_games,
     now_ms,
 };
-use crate::access::tokens::{Principal, Role, new_token, token_hash, token_id};
-use crate::storage::writer::{WriteError, Writer};
 
 /// How the scheduler sizes and times leases.
 #[derive(Clone, Debug)]

@@ -6,7 +6,7 @@
 
 use xq_proto::v1;
 
-use crate::jobs::{MAX_CPU_FLAG_CHARS, SpecError, bad, check_name};
+use crate::jobs::checks::{MAX_CPU_FLAG_CHARS, SpecError, bad, check_name};
 
 /// The longest name a worker goes by: a host name (at most 64 bytes on Linux) or an
 /// operator's label.

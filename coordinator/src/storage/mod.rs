@@ -5,6 +5,7 @@
 
 pub mod artifacts;
 pub mod books;
+pub mod counts;
 pub mod disk;
 pub mod durable;
 pub mod layout;
@@ -20,7 +21,7 @@ use sqlx::{AnyConnection, AnyPool, Connection, Executor, Row};
 use xq_proto::v1;
 use xq_stats::conduct::Leases;
 
-use crate::jobs::{OverTheBoard, add_points, slots};
+use crate::storage::counts::{OverTheBoard, add_points, slots};
 
 /// The database cannot be used.
 #[derive(Debug, thiserror::Error)]

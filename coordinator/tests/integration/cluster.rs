@@ -805,7 +805,8 @@ async fn a_verification_job_across_two_workers_counts_what_one_pass_over_the_gam
 
     let games = xq_engine::xiangqi::pgn::parse_pgn(&text).unwrap();
     let expected =
-        report_tally(&unit_report(&games, 1, &xq_coordinator::jobs::verification::DEFAULT_RULES, None).unwrap()).unwrap();
+        report_tally(&unit_report(&games, 1, &xq_coordinator::jobs::verification::DEFAULT_RULES, None).unwrap())
+            .unwrap();
     assert!(expected.parting > 0, "the cases part the rule sets somewhere");
     let printed = xq_at(address, &dir.0, &["verification", &id.to_string()]);
     // Six cases, ten times each, part from the reference alone.

@@ -4,8 +4,8 @@
 //! workers by hand. On both databases, and across a restart.
 
 use tonic::Code;
-use xq_coordinator::scheduler::SchedulerConfig;
 use xq_coordinator::jobs::verification::DEFAULT_RULES;
+use xq_coordinator::scheduler::SchedulerConfig;
 use xq_engine::xiangqi::pgn::parse_pgn;
 use xq_engine::xiangqi::rules::verify::{Tally, unit_report};
 use xq_proto::v1;

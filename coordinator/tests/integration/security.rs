@@ -877,7 +877,7 @@ async fn an_spsa_run_or_test_whose_leases_would_not_fit_a_reply_is_refused_and_n
 /// serving the other workers.
 #[tokio::test]
 async fn a_registration_past_a_bound_is_refused_naming_it_and_nothing_of_it_is_kept() {
-    use xq_coordinator::jobs::MAX_CPU_FLAG_CHARS;
+    use xq_coordinator::jobs::checks::MAX_CPU_FLAG_CHARS;
     use xq_coordinator::scheduler::registration::{
         MAX_ARBITER_BUILD_CHARS, MAX_BENCH_NPS, MAX_CORES, MAX_CPU_FLAGS, MAX_NAME_CHARS, MAX_REFERENCE_CHARS,
         MAX_REFERENCES, MAX_VERSION_CHARS,
@@ -1166,8 +1166,10 @@ async fn next_within(
 
 /// A private dashboard (as by default off loopback), served in this process.
 async fn serve_private(config: SchedulerConfig) -> crate::common::Served {
-    crate::common::serve_set(config, |coordinator| coordinator.dashboard_read = xq_coordinator::api::http::ReadAccess::Token)
-        .await
+    crate::common::serve_set(config, |coordinator| {
+        coordinator.dashboard_read = xq_coordinator::api::http::ReadAccess::Token
+    })
+    .await
 }
 
 /// Streams check their token while they stay open: revoking a token ends the live

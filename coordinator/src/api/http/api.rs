@@ -15,10 +15,10 @@ use xq_proto::v1;
 use xq_stats::{Model, Sprt};
 
 use super::{Dashboard, ReadAccess};
-use crate::jobs::elo_state;
-use crate::scheduler::TokenRefused;
-use crate::api::grpc::Caller;
 use crate::access::tokens::{Principal, bearer, token_hash};
+use crate::api::grpc::Caller;
+use crate::jobs::view::elo_state;
+use crate::scheduler::TokenRefused;
 
 /// A refused request: its HTTP status and what was wrong.
 #[derive(Debug)]

@@ -17,8 +17,8 @@ use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use tokio_stream::wrappers::{BroadcastStream, IntervalStream};
 
 use super::{ApiError, Dashboard};
-use crate::scheduler::Scheduler;
 use crate::access::streams::{UntilOutOfForce, client_address};
+use crate::scheduler::Scheduler;
 
 /// The shortest time between two updates: reports arrive by the thousand a second,
 /// and a page needs a few updates a second at most.

@@ -9,12 +9,12 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tokio::net::TcpListener;
+use xq_coordinator::access::listener::ConnectionCaps;
+use xq_coordinator::access::streams::FollowerCaps;
 use xq_coordinator::api::admission::{self, AdmissionLimits, Rate};
 use xq_coordinator::api::http::ReadAccess;
-use xq_coordinator::access::listener::ConnectionCaps;
 use xq_coordinator::scheduler::SchedulerConfig;
 use xq_coordinator::server::{CLIENT_TOKEN_FILE, Coordinator, check_transport, dashboard_access};
-use xq_coordinator::access::streams::FollowerCaps;
 
 #[derive(Parser)]
 #[command(name = "xq-coordinator", version, about = "Runs SPRT tests and self-play jobs across a fleet of workers")]

@@ -13,6 +13,8 @@
 //! and a coordinator killed at any moment comes back with the theta of the pairs it
 //! had counted.
 
+pub mod setup;
+
 use std::collections::{HashMap, HashSet};
 
 use rand::Rng;
@@ -22,7 +24,9 @@ use xq_stats::spsa::{
     DEFAULT_A_RATIO, DEFAULT_ALPHA, DEFAULT_GAMMA, History, Schedule, Tuner, option_value, parse_parameters,
 };
 
-use crate::jobs::{MatchJob, SpecError, check_test};
+use crate::jobs::checks::{SpecError, bad};
+use crate::jobs::spsa::setup::SpsaSetup;
+use crate::jobs::test::{MatchJob, check_test};
 
 /// The engines' names in an SPSA job's games.
 pub const PLUS: &str = "plus";
@@ -38,19 +42,6 @@ pub const MAX_PARAMETERS: usize = 1_000;
 /// The longest parameter name, in characters: a parameter is a UCI spin option of the
 /// engine (ours are at most 26 long), and its name goes into every lease twice.
 pub const MAX_NAME_CHARS: usize = 64;
-
-/// An SPSA job as it was asked for, and its run's start.
-#[derive(Clone, Debug)]
-pub struct SpsaSetup {
-    /// The request, stored as the job's spec.
-    pub request: v1::CreateSpsaRequest,
-    /// The run at iteration 0.
-    pub start: Tuner,
-}
-
-fn bad(field: &'static str, problem: impl Into<String>) -> SpecError {
-    SpecError { field, problem: problem.into() }
-}
 
 /// Checks an SPSA request; returns the match it plays (plus against minus).
 pub fn check_spsa(request: &v1::CreateSpsaRequest) -> Result<MatchJob, SpecError> {
