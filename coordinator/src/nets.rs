@@ -10,8 +10,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use xq_proto::v1;
 
+use crate::access::caller::Caller;
 use crate::access::tokens::Role;
-use crate::api::grpc::Caller;
 use crate::jobs::JobSpec;
 use crate::scheduler::{ScheduleError, Scheduler};
 use crate::storage::writer::Writer;

@@ -17,8 +17,9 @@ use std::time::Duration;
 
 use tonic::Status;
 
+use crate::access::caller::Caller;
 use crate::access::tokens::Role;
-use crate::api::grpc::{Caller, Shared};
+use crate::api::grpc::Shared;
 use crate::scheduler::ScheduleError;
 use crate::storage::{StorageError, now_ms};
 

@@ -15,8 +15,8 @@ use xq_proto::v1;
 use xq_stats::{Model, Sprt};
 
 use super::{Dashboard, ReadAccess};
+use crate::access::caller::Caller;
 use crate::access::tokens::{Principal, bearer, token_hash};
-use crate::api::grpc::Caller;
 use crate::jobs::view::elo_state;
 use crate::scheduler::TokenRefused;
 
@@ -300,7 +300,7 @@ pub async fn games(
 ) -> Result<Response, ApiError> {
     may_read(&dashboard, &headers)?;
     let id = job_id(&id)?;
-    let units = dashboard.shared.unit_bytes(id, crate::api::grpc::Stored::Games)?;
+    let units = dashboard.shared.unit_bytes(id, crate::api::grpc::downloads::Stored::Games)?;
     let body = Body::from_stream(units.map(|item| item.map(|(_, bytes)| bytes).map_err(std::io::Error::other)));
     Ok(pgn_download(body, &format!("job-{id}.pgn")))
 }

@@ -1,0 +1,422 @@
+//! The clients' service: uploads, jobs of every kind, tokens, workers and nets.
+
+use crate::access::streams::UntilOutOfForce;
+use crate::access::tokens::{Role, TokenHash};
+use crate::api::grpc::auth::{admin_of, client_of, request_key};
+use crate::api::grpc::downloads::Stored;
+use crate::api::grpc::jobs::may_prioritise;
+use crate::api::grpc::uploads::{Checked, check_upload};
+use crate::api::grpc::{ClientApi, DEFAULT_PRIORITY, Stream_};
+use crate::jobs::JobSpec;
+use crate::jobs::selfplay::check_self_play;
+use crate::jobs::spsa::{check_spsa, check_spsa_bounds};
+use crate::jobs::test::{DEFAULT_SPRT_PAIRS, check_test};
+use crate::storage::artifacts::check_hash;
+use std::sync::Arc;
+use tokio_stream::{StreamExt, wrappers::ReceiverStream};
+use tonic::{Request, Response, Status, Streaming};
+use xq_proto::v1;
+
+#[tonic::async_trait]
+impl v1::client_server::Client for ClientApi {
+    async fn upload_artifact(
+        &self,
+        request: Request<Streaming<v1::ArtifactPiece>>,
+    ) -> Result<Response<v1::ArtifactRef>, Status> {
+        let caller = client_of(&request)?;
+        self.0.check_reserve()?;
+        crate::retention::check_stored_bytes(&self.0, &caller).await?;
+        let mut pieces = request.into_inner();
+        let first =
+            pieces.message().await?.ok_or_else(|| Status::invalid_argument("an upload needs at least one piece"))?;
+        if !matches!(first.kind.as_str(), "engine" | "book" | "net" | "pgn") {
+            return Err(Status::invalid_argument(format!("kind '{}': use engine, book, net or pgn", first.kind)));
+        }
+        if first.name.is_empty() || first.name.len() > 200 || first.name.contains(['/', '\\', '\0']) {
+            return Err(Status::invalid_argument("the first piece needs a file name (no path, at most 200 bytes)"));
+        }
+        let mut upload = self.0.artifacts.begin().await.map_err(|e| Status::unavailable(e.to_string()))?;
+        let mut next = Some(first.clone());
+        while let Some(piece) = next {
+            if let Err(error) = upload.write(&piece.data).await {
+                return Err(Status::invalid_argument(error.to_string()));
+            }
+            next = pieces.message().await?;
+        }
+        let sealed = self.0.artifacts.seal(upload).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        // The index keeps an artifact's first kind: the same bytes cannot become a
+        // net or a book that was never checked as one.
+        if let Some((name, kind, _)) =
+            self.0.storage.artifact(&sealed.sha256).await.map_err(|e| Status::unavailable(e.to_string()))?
+            && kind != first.kind
+        {
+            return Err(Status::invalid_argument(format!(
+                "these bytes were uploaded before as the {kind} {name}, not as a {}",
+                first.kind
+            )));
+        }
+        // Checked while still under the temporary name, off the request runtime (a net,
+        // a PGN or a book may be hundreds of megabytes), and kept only once they read:
+        // a refused upload leaves nothing behind, and nothing unreadable is offered.
+        let (path, kind, name) = (sealed.path().to_owned(), first.kind.clone(), first.name.clone());
+        let checked = tokio::task::spawn_blocking(move || check_upload(&path, &kind, &name))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(Status::invalid_argument)?;
+        let (sha256, size) = self.0.artifacts.keep(sealed).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        // Kept for what is likely to follow: a verification job with the net, or over the PGN.
+        match checked {
+            Checked::Net(net) => self.0.verification_nets.keep(&sha256, Arc::new(net)),
+            Checked::Pgn(file) => self.0.pgn_files.keep(&sha256, Arc::new(file)),
+            Checked::Other => {}
+        }
+        self.0.scheduler.index_artifact(&sha256, (&first.name, &first.kind, size), &caller.token_id).await?;
+        Ok(Response::new(v1::ArtifactRef { sha256, name: first.name, size }))
+    }
+
+    async fn create_test(&self, request: Request<v1::CreateTestRequest>) -> Result<Response<v1::Job>, Status> {
+        let caller = client_of(&request)?;
+        let key = request_key(&request)?;
+        if let Some(job) = self.0.created_before(&caller, key.as_ref())? {
+            return Ok(Response::new(job));
+        }
+        let request = request.into_inner();
+        let job = check_test(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let (kind, units) = match &job.sprt {
+            Some(_) => ("sprt", if request.pairs == 0 { DEFAULT_SPRT_PAIRS } else { request.pairs }),
+            None => ("games", request.pairs),
+        };
+        let origin = self.0.origin(&caller, key.as_ref());
+        Ok(Response::new(self.0.create_match(&caller, origin, kind, job, units).await?))
+    }
+
+    async fn create_tournament(
+        &self,
+        request: Request<v1::CreateTournamentRequest>,
+    ) -> Result<Response<v1::Tournament>, Status> {
+        let caller = client_of(&request)?;
+        let key = request_key(&request)?;
+        Ok(Response::new(self.0.create_tournament(&caller, key.as_ref(), request.into_inner()).await?))
+    }
+
+    async fn get_tournament(&self, request: Request<v1::TournamentId>) -> Result<Response<v1::Tournament>, Status> {
+        client_of(&request)?;
+        Ok(Response::new(self.0.tournament(request.get_ref().tournament_id).await?))
+    }
+
+    async fn list_tournaments(
+        &self,
+        request: Request<v1::ListTournamentsRequest>,
+    ) -> Result<Response<v1::ListTournamentsReply>, Status> {
+        client_of(&request)?;
+        Ok(Response::new(self.0.tournaments(request.get_ref().limit).await?))
+    }
+
+    type DownloadTournamentGamesStream = Stream_<v1::PgnBatch>;
+
+    async fn stop_tournament(&self, request: Request<v1::TournamentId>) -> Result<Response<v1::Tournament>, Status> {
+        let caller = client_of(&request)?;
+        Ok(Response::new(self.0.stop_tournament(&caller, request.get_ref().tournament_id).await?))
+    }
+
+    async fn download_tournament_games(
+        &self,
+        request: Request<v1::TournamentId>,
+    ) -> Result<Response<Self::DownloadTournamentGamesStream>, Status> {
+        client_of(&request)?;
+        let games = self.0.tournament_games(request.get_ref().tournament_id).await?;
+        Ok(Response::new(Box::pin(games.map(|text| text.map(|pgn| v1::PgnBatch { pgn })))))
+    }
+
+    async fn create_verification(
+        &self,
+        request: Request<v1::CreateVerificationRequest>,
+    ) -> Result<Response<v1::Job>, Status> {
+        let caller = client_of(&request)?;
+        let key = request_key(&request)?;
+        if let Some(job) = self.0.created_before(&caller, key.as_ref())? {
+            return Ok(Response::new(job));
+        }
+        Ok(Response::new(self.0.create_verification(&caller, key.as_ref(), request.into_inner()).await?))
+    }
+
+    async fn get_verification(&self, request: Request<v1::JobId>) -> Result<Response<v1::VerificationSummary>, Status> {
+        client_of(&request)?;
+        Ok(Response::new(self.0.verification(request.get_ref().job_id).await?))
+    }
+
+    type DownloadVerificationStream = Stream_<v1::VerificationLines>;
+
+    async fn download_verification(
+        &self,
+        request: Request<v1::JobId>,
+    ) -> Result<Response<Self::DownloadVerificationStream>, Status> {
+        client_of(&request)?;
+        let lines = self.0.verification_lines(request.get_ref().job_id)?;
+        Ok(Response::new(Box::pin(lines.map(|r| r.map(|jsonl| v1::VerificationLines { jsonl })))))
+    }
+
+    async fn create_spsa(&self, request: Request<v1::CreateSpsaRequest>) -> Result<Response<v1::Job>, Status> {
+        let caller = client_of(&request)?;
+        let key = request_key(&request)?;
+        if let Some(job) = self.0.created_before(&caller, key.as_ref())? {
+            return Ok(Response::new(job));
+        }
+        let invalid = |e: crate::jobs::checks::SpecError| Status::invalid_argument(e.to_string());
+        let job = check_spsa(request.get_ref()).map_err(invalid)?;
+        check_spsa_bounds(request.get_ref()).map_err(invalid)?;
+        let pairs = job.request.pairs;
+        let origin = self.0.origin(&caller, key.as_ref());
+        Ok(Response::new(self.0.create_match(&caller, origin, "spsa", job, pairs).await?))
+    }
+
+    async fn create_self_play(&self, request: Request<v1::CreateSelfPlayRequest>) -> Result<Response<v1::Job>, Status> {
+        let caller = client_of(&request)?;
+        let key = request_key(&request)?;
+        if let Some(job) = self.0.created_before(&caller, key.as_ref())? {
+            return Ok(Response::new(job));
+        }
+        let request = request.into_inner();
+        check_self_play(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        may_prioritise(&caller, request.priority, DEFAULT_PRIORITY)?;
+        crate::retention::check_quota(&self.0, &caller, 1).await?;
+        if let Some(net) = request.spec.as_ref().and_then(|s| s.net.as_ref()) {
+            self.0.uploaded(("spec.net", "net", "a net"), &net.sha256).await?;
+        }
+        let (units, priority, description) = (request.units, request.priority, request.description.clone());
+        let spec = JobSpec::SelfPlay(request);
+        let origin = self.0.origin(&caller, key.as_ref());
+        let view = self.0.scheduler.create_job("selfplay", spec, units, (priority, &description), origin).await?;
+        Ok(Response::new(view))
+    }
+
+    async fn list_jobs(&self, request: Request<v1::ListJobsRequest>) -> Result<Response<v1::ListJobsReply>, Status> {
+        client_of(&request)?;
+        Ok(Response::new(v1::ListJobsReply { jobs: self.0.scheduler.jobs(request.get_ref()) }))
+    }
+
+    async fn get_job(&self, request: Request<v1::JobId>) -> Result<Response<v1::Job>, Status> {
+        client_of(&request)?;
+        let id = request.into_inner().job_id;
+        self.0.scheduler.job(id).map(Response::new).ok_or_else(|| Status::not_found(format!("job {id}")))
+    }
+
+    async fn stop_job(&self, request: Request<v1::JobId>) -> Result<Response<v1::Job>, Status> {
+        let caller = client_of(&request)?;
+        Ok(Response::new(self.0.stop_job(&caller, request.into_inner().job_id).await?))
+    }
+
+    async fn set_priority(&self, request: Request<v1::SetPriorityRequest>) -> Result<Response<v1::Job>, Status> {
+        let caller = client_of(&request)?;
+        let request = request.into_inner();
+        Ok(Response::new(self.0.set_priority(&caller, request.job_id, request.priority).await?))
+    }
+
+    type WatchJobStream = Stream_<v1::Job>;
+
+    async fn watch_job(&self, request: Request<v1::JobId>) -> Result<Response<Self::WatchJobStream>, Status> {
+        client_of(&request)?;
+        let hash = request.extensions().get::<TokenHash>().map(|hash| hash.0.clone()).unwrap_or_default();
+        let place = self
+            .0
+            .followers
+            .join(request.remote_addr().map(|address| address.ip()))
+            .map_err(|full| Status::resource_exhausted(full.to_string()))?;
+        let id = request.into_inner().job_id;
+        let mut changes = self.0.scheduler.watch(id).ok_or_else(|| Status::not_found(format!("job {id}")))?;
+        let scheduler = self.0.scheduler.clone();
+        let (sender, receiver) = tokio::sync::mpsc::channel(16);
+        tokio::spawn(async move {
+            let _place = place;
+            loop {
+                let Some(job) = scheduler.job(id) else { return };
+                let running = job.state == "running" || job.state == "pending";
+                if sender.send(Ok(job)).await.is_err() || !running {
+                    return;
+                }
+                tokio::select! {
+                    changed = changes.changed() => if changed.is_err() { return },
+                    // The follower left (or its token was revoked): the place goes back.
+                    () = sender.closed() => return,
+                }
+                // Coalesce bursts: at most a few updates a second.
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+        });
+        let revoked = Status::unauthenticated("the token this stream was opened with was revoked or has expired");
+        let end = self.0.scheduler.out_of_force(hash);
+        Ok(Response::new(Box::pin(UntilOutOfForce::new(ReceiverStream::new(receiver), end, Err(revoked)))))
+    }
+
+    async fn get_job_history(&self, request: Request<v1::JobId>) -> Result<Response<v1::JobHistory>, Status> {
+        client_of(&request)?;
+        Ok(Response::new(self.0.job_history(request.into_inner().job_id).await?))
+    }
+
+    async fn list_pairs(&self, request: Request<v1::ListPairsRequest>) -> Result<Response<v1::ListPairsReply>, Status> {
+        client_of(&request)?;
+        Ok(Response::new(self.0.pairs(request.get_ref()).await?))
+    }
+
+    async fn get_pair(&self, request: Request<v1::PairId>) -> Result<Response<v1::JudgedPair>, Status> {
+        client_of(&request)?;
+        let pair = request.into_inner();
+        Ok(Response::new(self.0.judged_pair(pair.job_id, pair.unit).await?))
+    }
+
+    async fn list_workers(
+        &self,
+        request: Request<v1::ListWorkersRequest>,
+    ) -> Result<Response<v1::ListWorkersReply>, Status> {
+        client_of(&request)?;
+        Ok(Response::new(v1::ListWorkersReply { workers: self.0.scheduler.workers() }))
+    }
+
+    async fn create_worker_token(
+        &self,
+        request: Request<v1::CreateWorkerTokenRequest>,
+    ) -> Result<Response<v1::CreateWorkerTokenReply>, Status> {
+        let caller = admin_of(&request)?;
+        let name = request.into_inner().name;
+        if name.is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
+            return Err(Status::invalid_argument("a worker name of 1 to 128 printable characters"));
+        }
+        let (id, token) = self.0.scheduler.create_worker(&name).await?;
+        self.0.scheduler.audit(&caller.token_id, "worker.create", &format!("{id} '{name}'")).await?;
+        Ok(Response::new(v1::CreateWorkerTokenReply { token }))
+    }
+
+    async fn set_worker_standing(
+        &self,
+        request: Request<v1::SetWorkerStandingRequest>,
+    ) -> Result<Response<v1::WorkerInfo>, Status> {
+        let caller = admin_of(&request)?;
+        let request = request.into_inner();
+        let info = self.0.scheduler.set_standing(request.worker_id, &request.standing, &request.reason).await?;
+        let detail = format!("{} {} '{}'", request.worker_id, request.standing, request.reason);
+        self.0.scheduler.audit(&caller.token_id, "worker.standing", &detail).await?;
+        Ok(Response::new(info))
+    }
+
+    async fn create_token(
+        &self,
+        request: Request<v1::CreateTokenRequest>,
+    ) -> Result<Response<v1::CreateTokenReply>, Status> {
+        let caller = admin_of(&request)?;
+        let request = request.into_inner();
+        let role = match request.role.as_str() {
+            "admin" => Role::Admin,
+            "submitter" => Role::Submitter,
+            other => return Err(Status::invalid_argument(format!("role '{other}': use admin or submitter"))),
+        };
+        if request.name.is_empty() {
+            return Err(Status::invalid_argument("name: say who the token is for"));
+        }
+        let expires_ms = match request.expires_seconds {
+            0 => 0,
+            seconds => crate::storage::now_ms()
+                .saturating_add(i64::try_from(seconds.min(100 * 365 * 86_400)).unwrap_or(0) * 1000),
+        };
+        let token = self.0.scheduler.create_token(role, &request.name, expires_ms, &caller.token_id).await?;
+        let id = crate::access::tokens::token_id(&crate::access::tokens::token_hash(&token)).to_owned();
+        Ok(Response::new(v1::CreateTokenReply { token, id }))
+    }
+
+    async fn list_tokens(
+        &self,
+        request: Request<v1::ListTokensRequest>,
+    ) -> Result<Response<v1::ListTokensReply>, Status> {
+        admin_of(&request)?;
+        let rows = self.0.storage.tokens().await.map_err(|e| Status::unavailable(e.to_string()))?;
+        let tokens = rows
+            .into_iter()
+            .map(|row| v1::TokenInfo {
+                id: crate::access::tokens::token_id(&row.hash).to_owned(),
+                role: row.role,
+                name: row.name,
+                worker_id: row.worker_id.map_or(0, |id| id as u64),
+                created_ms: row.created_ms,
+                expires_ms: row.expires_ms,
+                revoked_ms: row.revoked_ms,
+            })
+            .collect();
+        Ok(Response::new(v1::ListTokensReply { tokens }))
+    }
+
+    async fn revoke_token(
+        &self,
+        request: Request<v1::RevokeTokenRequest>,
+    ) -> Result<Response<v1::RevokeTokenReply>, Status> {
+        let caller = admin_of(&request)?;
+        self.0.scheduler.revoke_token(&request.into_inner().id, &caller.token_id).await?;
+        Ok(Response::new(v1::RevokeTokenReply {}))
+    }
+
+    async fn approve_job(&self, request: Request<v1::JobId>) -> Result<Response<v1::Job>, Status> {
+        let caller = admin_of(&request)?;
+        let id = request.into_inner().job_id;
+        let job = self.0.scheduler.approve(id).await?;
+        self.0.scheduler.audit(&caller.token_id, "job.approve", &id.to_string()).await?;
+        Ok(Response::new(job))
+    }
+
+    async fn list_audit(&self, request: Request<v1::ListAuditRequest>) -> Result<Response<v1::ListAuditReply>, Status> {
+        admin_of(&request)?;
+        let limit = match request.into_inner().limit {
+            0 => 100,
+            n => i64::from(n.min(10_000)),
+        };
+        let rows = self.0.storage.audit_log(limit).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        let entries = rows
+            .into_iter()
+            .map(|row| v1::AuditEntry { at_ms: row.at_ms, actor: row.actor, action: row.action, detail: row.detail })
+            .collect();
+        Ok(Response::new(v1::ListAuditReply { entries }))
+    }
+
+    type DownloadGamesStream = Stream_<v1::PgnBatch>;
+
+    async fn download_games(&self, request: Request<v1::JobId>) -> Result<Response<Self::DownloadGamesStream>, Status> {
+        client_of(&request)?;
+        let id = request.into_inner().job_id;
+        let stream = self
+            .0
+            .unit_bytes(id, Stored::Games)?
+            .map(|r| r.map(|(_, bytes)| v1::PgnBatch { pgn: String::from_utf8_lossy(&bytes).into_owned() }));
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    type StreamTrainingDataStream = Stream_<v1::TrainingChunk>;
+
+    async fn stream_training_data(
+        &self,
+        request: Request<v1::JobId>,
+    ) -> Result<Response<Self::StreamTrainingDataStream>, Status> {
+        client_of(&request)?;
+        let id = request.into_inner().job_id;
+        let stream =
+            self.0.unit_bytes(id, Stored::Chunks)?.map(|r| r.map(|(unit, chunk)| v1::TrainingChunk { unit, chunk }));
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn add_net(&self, request: Request<v1::AddNetRequest>) -> Result<Response<v1::Net>, Status> {
+        let caller = client_of(&request)?;
+        let request = request.into_inner();
+        let sha256 = request.artifact.as_ref().map(|a| a.sha256.as_str()).unwrap_or_default();
+        check_hash(sha256).map_err(|e| Status::invalid_argument(format!("artifact: {e}")))?;
+        let indexed = self.0.storage.artifact(sha256).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        Ok(Response::new(self.0.nets.add(&request, indexed, &self.0.scheduler, &caller).await?))
+    }
+
+    async fn set_net_test(&self, request: Request<v1::SetNetTestRequest>) -> Result<Response<v1::Net>, Status> {
+        let caller = client_of(&request)?;
+        let request = request.into_inner();
+        Ok(Response::new(self.0.nets.set_test(request.net_id, request.test_job_id, &self.0.scheduler, &caller).await?))
+    }
+
+    async fn list_nets(&self, request: Request<v1::ListNetsRequest>) -> Result<Response<v1::ListNetsReply>, Status> {
+        client_of(&request)?;
+        let lineage = request.into_inner().lineage;
+        Ok(Response::new(v1::ListNetsReply { nets: self.0.nets.list(&lineage, &self.0.scheduler) }))
+    }
+}

@@ -1,0 +1,163 @@
+//! What a job stored, read back: its pairs judged ply by ply, its games, its training
+//! data, streamed a unit at a time.
+
+use crate::api::grpc::reports::{check_stored_chunk, judge_games};
+use crate::api::grpc::{Shared, unreadable};
+use crate::jobs::JobSpec;
+use std::path::PathBuf;
+use tokio::io::AsyncReadExt;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::Status;
+use xq_proto::MAX_MESSAGE_BYTES;
+use xq_proto::v1;
+
+/// What a job's units store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stored {
+    /// A match's game pairs, as PGN.
+    Games,
+    /// A self-play job's training chunks.
+    Chunks,
+    /// A verification job's reports, JSON lines.
+    Reports,
+}
+
+impl Stored {
+    pub(super) fn noun(self) -> &'static str {
+        match self {
+            Stored::Games => "games",
+            Stored::Chunks => "training data",
+            Stored::Reports => "verification reports",
+        }
+    }
+
+    pub(super) fn job(self) -> &'static str {
+        match self {
+            Stored::Games => "a match",
+            Stored::Chunks => "a self-play job",
+            Stored::Reports => "a verification job",
+        }
+    }
+}
+
+/// A job's stored units: (unit, bytes).
+pub type UnitStream = ReceiverStream<Result<(u64, Vec<u8>), Status>>;
+
+impl Shared {
+    /// A page of a match's counted pairs.
+    pub async fn pairs(&self, request: &v1::ListPairsRequest) -> Result<v1::ListPairsReply, Status> {
+        self.match_job(request.job_id)?;
+        let limit = if request.limit == 0 { 100 } else { request.limit.min(1_000) };
+        let pairs = self
+            .storage
+            .pairs(request.job_id as i64, request.after, i64::from(limit))
+            .await
+            .map_err(|e| Status::unavailable(e.to_string()))?;
+        Ok(v1::ListPairsReply { pairs })
+    }
+
+    /// One pair's games as stored, each ruled by the judge, as `xq-engine judge` does.
+    pub async fn judged_pair(&self, id: u64, unit: u64) -> Result<v1::JudgedPair, Status> {
+        let spec = self.match_job(id)?;
+        let JobSpec::Match(job) = &*spec else { unreachable!("match_job returns matches") };
+        let stored = self
+            .counted_unit(id, unit)
+            .await?
+            .ok_or_else(|| Status::not_found(format!("job {id} has no pair {unit} counted")))?;
+        let place = format!("{}@{}+{}", stored.file, stored.offset, stored.length);
+        if let Some(judged) = self.judged_pairs.get(&place) {
+            return Ok((*judged).clone());
+        }
+        let bytes = read_slice(self.data_dir.join(&stored.file), stored.offset, stored.length)
+            .await
+            .map_err(|e| Status::unavailable(format!("{}: {e}", stored.file)))?;
+        let pgn = String::from_utf8_lossy(&bytes).into_owned();
+        let (rules, variant) = (job.rules, job.variant.name().to_owned());
+        // Replaying and classifying every ply is CPU work: kept, and made in turns.
+        let judge = move || {
+            let games = judge_games(&pgn, rules)?;
+            Ok(v1::JudgedPair { unit, variant, rules: rules.name().to_owned(), pgn, games })
+        };
+        let judged = self.judged_pairs.get_or_read(&place, judge).await.map_err(|e| match e {
+            crate::kept::ReadError::Refused(e) => Status::data_loss(format!("pair {unit} of job {id} as stored: {e}")),
+            crate::kept::ReadError::Failed(e) => Status::internal(e),
+        })?;
+        Ok((*judged).clone())
+    }
+
+    /// Why job `id`'s stored units cannot be read as `wanted`, if they cannot: no such
+    /// job, another kind, or removed under the retention settings.
+    pub(super) fn units_readable(&self, id: u64, wanted: Stored) -> Result<(), Status> {
+        let spec = self.scheduler.spec(id).ok_or_else(|| Status::not_found(format!("job {id}")))?;
+        let stored = match &*spec {
+            JobSpec::Match(_) => Stored::Games,
+            JobSpec::SelfPlay(_) => Stored::Chunks,
+            JobSpec::Verify(_) => Stored::Reports,
+            JobSpec::Unreadable(job) => return Err(unreadable(id, job)),
+        };
+        if stored != wanted {
+            return Err(Status::invalid_argument(format!("job {id} is {}, with no {}", stored.job(), wanted.noun())));
+        }
+        let removed = self.scheduler.data_removed_ms(id).unwrap_or(0);
+        if removed > 0 {
+            return Err(Status::not_found(format!(
+                "job {id}'s {} were removed at {removed} ms since the epoch, under the coordinator's retention \
+                 settings; its counts and results remain",
+                stored.noun()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Streams the stored bytes of a job's units, in unit order, a page at a time.
+    pub fn unit_bytes(&self, id: u64, wanted: Stored) -> Result<UnitStream, Status> {
+        self.units_readable(id, wanted)?;
+        let (storage, data_dir) = (self.storage.clone(), self.data_dir.clone());
+        let (sender, receiver) = tokio::sync::mpsc::channel(4);
+        tokio::spawn(async move {
+            let mut after = None;
+            loop {
+                let page = match storage.unit_files(id as i64, after, 64).await {
+                    Ok(page) if page.is_empty() => return,
+                    Ok(page) => page,
+                    Err(e) => {
+                        let _ = sender.send(Err(Status::unavailable(e.to_string()))).await;
+                        return;
+                    }
+                };
+                for unit in page {
+                    after = Some(unit.unit);
+                    let read = read_slice(data_dir.join(&unit.file), unit.offset, unit.length).await;
+                    let item = match read {
+                        Ok(bytes) if wanted == Stored::Chunks => {
+                            check_stored_chunk(&unit.file, &bytes).map(|()| (unit.unit, bytes))
+                        }
+                        Ok(bytes) => Ok((unit.unit, bytes)),
+                        // Shorter than the index says: damaged, not merely unreachable.
+                        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(Status::data_loss(format!(
+                            "{}: shorter than the {} bytes stored",
+                            unit.file, unit.length
+                        ))),
+                        Err(e) => Err(Status::unavailable(format!("{}: {e}", unit.file))),
+                    };
+                    if sender.send(item).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(ReceiverStream::new(receiver))
+    }
+}
+
+pub(super) async fn read_slice(path: PathBuf, offset: u64, length: u64) -> std::io::Result<Vec<u8>> {
+    use tokio::io::AsyncSeekExt;
+    if length > MAX_MESSAGE_BYTES as u64 {
+        return Err(std::io::Error::other("stored item larger than a message"));
+    }
+    let mut file = tokio::fs::File::open(path).await?;
+    file.seek(std::io::SeekFrom::Start(offset)).await?;
+    let mut bytes = vec![0; length as usize];
+    file.read_exact(&mut bytes).await?;
+    Ok(bytes)
+}

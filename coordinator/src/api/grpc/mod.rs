@@ -1,0 +1,115 @@
+//! The gRPC services: requests checked, authorised and turned into scheduler calls.
+//! Every refusal is a status that says what was wrong. The state both services share
+//! is here; the services' calls are in [`worker`] and [`client`], what they do by
+//! kind of work beside them ([`reports`], [`jobs`], [`tournaments`],
+//! [`verification`], [`downloads`], [`uploads`]), and who is calling in [`auth`].
+
+pub mod auth;
+pub mod client;
+pub mod downloads;
+pub mod jobs;
+pub mod reports;
+pub mod tournaments;
+pub mod uploads;
+pub mod verification;
+pub mod worker;
+
+use crate::access::streams::Followers;
+use crate::jobs::tournament::Tournaments;
+use crate::kept::Kept;
+use crate::metrics::Metrics;
+use crate::nets::Nets;
+use crate::scheduler::{ScheduleError, Scheduler};
+use crate::storage::Storage;
+use crate::storage::artifacts::ArtifactStore;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use tokio_stream::Stream;
+use tonic::Status;
+use xq_engine::xiangqi::nnue::Network;
+use xq_engine::xiangqi::pgn::PgnFile;
+use xq_proto::v1;
+
+/// The most pairs one report may carry.
+pub const MAX_PAIRS_PER_REPORT: usize = 512;
+
+pub(super) type Stream_<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+
+impl From<ScheduleError> for Status {
+    fn from(error: ScheduleError) -> Self {
+        match error {
+            ScheduleError::NotFound(m) => Status::not_found(m),
+            ScheduleError::Invalid(m) => Status::invalid_argument(m),
+            ScheduleError::Denied(m) => Status::permission_denied(m),
+            ScheduleError::Unregistered(_) => Status::failed_precondition(error.to_string()),
+            ScheduleError::Write(e) => Status::unavailable(e.to_string()),
+        }
+    }
+}
+
+/// What the services share.
+#[derive(Clone)]
+pub struct Shared {
+    pub scheduler: Arc<Scheduler>,
+    pub nets: Arc<Nets>,
+    pub tournaments: Arc<Tournaments>,
+    pub storage: Storage,
+    pub artifacts: ArtifactStore,
+    pub data_dir: PathBuf,
+    pub metrics: Arc<Metrics>,
+    /// Verification jobs' PGN files, read for the spot checks of their reports.
+    pub pgn_files: Arc<Kept<PgnFile>>,
+    /// The nets of verification jobs' fresh self-play games, for the same.
+    pub verification_nets: Arc<Kept<Network>>,
+    /// Matches' stored pairs judged ply by ply, as the dashboard last showed them.
+    pub judged_pairs: Arc<Kept<v1::JudgedPair>>,
+    /// The followers of live streams, under their caps.
+    pub followers: Arc<Followers>,
+    /// The spot checks of verification reports, under their budget.
+    pub spot_checks: Arc<crate::jobs::verification::SpotChecks>,
+    /// Verification jobs' counts, kept as their reports are counted.
+    pub tallies: Arc<crate::jobs::verification::Tallies>,
+    /// Tournament tests' pair points as last read, with the counts they were read at.
+    pub pair_points: Arc<PairPoints>,
+    /// Opening books as parsed, while jobs hold them.
+    pub books: Arc<crate::storage::books::Books>,
+}
+
+/// Tournament tests' pair points, read from storage only when a test's counts have
+/// changed since they were last read: an event's standings (which the dashboard
+/// refetches every few seconds, for anyone when it is public) otherwise read every
+/// pair of every test of every listed event per request (finding N4 of the security
+/// review). A finished event's tests are read once.
+#[derive(Default)]
+pub struct PairPoints(std::sync::Mutex<std::collections::HashMap<u64, KeptPoints>>);
+
+/// A test's pair points with what they depend on: its counted units and its totals
+/// (which change when pairs are counted or set aside).
+type KeptPoints = ((u64, Option<v1::Totals>), Arc<Vec<[i64; 2]>>);
+
+impl PairPoints {
+    pub(super) fn get(&self, job: &v1::Job) -> Option<Arc<Vec<[i64; 2]>>> {
+        let kept = self.0.lock().expect("the pair points' lock is never poisoned");
+        kept.get(&job.job_id).filter(|(key, _)| *key == (job.units_done, job.totals.clone())).map(|(_, p)| p.clone())
+    }
+
+    pub(super) fn keep(&self, job: &v1::Job, points: Arc<Vec<[i64; 2]>>) {
+        let key = (job.units_done, job.totals.clone());
+        self.0.lock().expect("the pair points' lock is never poisoned").insert(job.job_id, (key, points));
+    }
+}
+
+/// The priority of a job whose request names none (protobuf's 0).
+pub const DEFAULT_PRIORITY: i32 = 0;
+
+/// The refusal of what needs job `id`'s spec when this version cannot read it back.
+pub(super) fn unreadable(id: u64, job: &crate::jobs::Unreadable) -> Status {
+    Status::failed_precondition(format!("job {id} cannot be read back by this version: {}", job.problem))
+}
+
+/// The Worker service.
+pub struct WorkerApi(pub Shared);
+
+/// The Client service.
+pub struct ClientApi(pub Shared);

@@ -1,0 +1,111 @@
+//! The workers' service: registration, heartbeats, leases, reports and downloads.
+
+use crate::api::grpc::auth::worker_of;
+use crate::api::grpc::{Stream_, WorkerApi};
+use crate::storage::artifacts::check_hash;
+use tokio::io::AsyncReadExt;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+use xq_proto::ARTIFACT_PIECE_BYTES;
+use xq_proto::v1;
+
+#[tonic::async_trait]
+impl v1::worker_server::Worker for WorkerApi {
+    async fn register(&self, request: Request<v1::RegisterRequest>) -> Result<Response<v1::RegisterReply>, Status> {
+        let worker = worker_of(&request)?;
+        let capabilities = crate::scheduler::registration::check_registration(request.into_inner())
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        self.0.scheduler.register(worker, capabilities).await?;
+        let config = &self.0.scheduler.config;
+        Ok(Response::new(v1::RegisterReply {
+            worker_id: worker,
+            heartbeat_seconds: config.heartbeat.as_secs().max(1) as u32,
+            lease_seconds: config.lease_ttl.as_secs() as u32,
+        }))
+    }
+
+    async fn heartbeat(&self, request: Request<v1::HeartbeatRequest>) -> Result<Response<v1::HeartbeatReply>, Status> {
+        let worker = worker_of(&request)?;
+        let leases = request.into_inner().lease_ids;
+        if leases.len() > 1024 {
+            return Err(Status::invalid_argument("more than 1024 leases"));
+        }
+        let cancelled_lease_ids = self.0.scheduler.heartbeat(worker, &leases);
+        Ok(Response::new(v1::HeartbeatReply { cancelled_lease_ids }))
+    }
+
+    async fn lease(&self, request: Request<v1::LeaseRequest>) -> Result<Response<v1::LeaseReply>, Status> {
+        let worker = worker_of(&request)?;
+        self.0.check_reserve()?;
+        let concurrency = request.into_inner().concurrency;
+        let lease = self.0.scheduler.lease(worker, concurrency).await?;
+        Ok(Response::new(v1::LeaseReply { lease }))
+    }
+
+    async fn report_pairs(
+        &self,
+        request: Request<v1::ReportPairsRequest>,
+    ) -> Result<Response<v1::ReportReply>, Status> {
+        let worker = worker_of(&request)?;
+        let report = request.into_inner();
+        let lease_id = report.lease_id;
+        let reply = self.pairs_report(worker, report).await;
+        self.counting_refusals(worker, lease_id, reply)
+    }
+
+    async fn upload_chunk(
+        &self,
+        request: Request<v1::UploadChunkRequest>,
+    ) -> Result<Response<v1::ReportReply>, Status> {
+        let worker = worker_of(&request)?;
+        let upload = request.into_inner();
+        let lease_id = upload.lease_id;
+        let reply = self.chunk_report(worker, upload).await;
+        self.counting_refusals(worker, lease_id, reply)
+    }
+
+    async fn report_verification(
+        &self,
+        request: Request<v1::VerificationReport>,
+    ) -> Result<Response<v1::ReportReply>, Status> {
+        let worker = worker_of(&request)?;
+        let report = request.into_inner();
+        let lease_id = report.lease_id;
+        let reply = self.verification_report(worker, report).await;
+        self.counting_refusals(worker, lease_id, reply)
+    }
+
+    type DownloadStream = Stream_<v1::ArtifactPiece>;
+
+    async fn download(&self, request: Request<v1::DownloadRequest>) -> Result<Response<Self::DownloadStream>, Status> {
+        worker_of(&request)?;
+        let sha256 = request.into_inner().sha256;
+        check_hash(&sha256).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        if self.0.storage.artifact(&sha256).await.map_err(|e| Status::unavailable(e.to_string()))?.is_none() {
+            return Err(Status::not_found(format!("no artifact {sha256}")));
+        }
+        let path = self.0.artifacts.path(&sha256).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let mut file = tokio::fs::File::open(&path).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        let (sender, receiver) = tokio::sync::mpsc::channel(4);
+        tokio::spawn(async move {
+            loop {
+                let mut data = vec![0u8; ARTIFACT_PIECE_BYTES];
+                match file.read(&mut data).await {
+                    Ok(0) => return,
+                    Ok(n) => {
+                        data.truncate(n);
+                        let piece = v1::ArtifactPiece { data, ..Default::default() };
+                        if sender.send(Ok(piece)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = sender.send(Err(Status::unavailable(e.to_string()))).await;
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(receiver))))
+    }
+}
