@@ -1,27 +1,20 @@
-//! Retention and quotas: how long finished jobs' games and training data are kept, and
-//! how much a submitter may store. A job past its retention keeps its row, counts,
-//! results and unit rows (the dashboard still shows it, its SPRT still stands); only
-//! its games file or its training chunks go, and reading them says when and why.
-//! Submitters' quotas bound what they can start: their running and pending jobs, and
-//! the bytes their jobs and uploads store; a job's own size is bounded when it is
-//! created. Uploaded artifacts that no job or net names are collected a grace period
-//! after their last upload.
+//! Retention: how long finished jobs' games and training data are kept. A job past its
+//! retention keeps its row, counts, results and unit rows (the dashboard still shows
+//! it, its SPRT still stands); only its games file or its training chunks go, and
+//! reading them says when and why. Uploaded artifacts that no job or net names are
+//! collected a grace period after their last upload. The quotas that bound what a
+//! submitter stores are checked on its requests ([`crate::api::grpc::quotas`]).
 //!
 //! Ages are read on the wall clock, the one clock that spans restarts: a clock set
 //! forward ages finished jobs' data and unnamed uploads early, one set back keeps them
 //! longer. What a rule keeps is kept whatever the clock: every job's row, counts and
 //! results, running jobs' data, and the artifacts a job or net names.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-use tonic::Status;
-
-use crate::access::caller::Caller;
-use crate::access::tokens::Role;
 use crate::api::grpc::Shared;
 use crate::scheduler::ScheduleError;
 use crate::storage::{StorageError, now_ms};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Why a retention pass stopped.
 #[derive(Debug, thiserror::Error)]
@@ -116,50 +109,4 @@ pub async fn keep_removing(shared: Shared, period: Duration) {
         }
         tokio::time::sleep(period).await;
     }
-}
-
-/// Refuses a submitter `jobs` new jobs (a tournament's tests, all or none) past its
-/// quotas (admins have none).
-pub async fn check_quota(shared: &Shared, caller: &Caller, jobs: usize) -> Result<(), Status> {
-    let config = &shared.scheduler.config;
-    if caller.role != Role::Submitter {
-        return Ok(());
-    }
-    let (active, limit) = (shared.scheduler.active_jobs_of(&caller.token_id), config.submitter_active_jobs);
-    if limit > 0 && active + jobs > limit {
-        let id = &caller.token_id;
-        return Err(Status::resource_exhausted(match jobs {
-            1 => format!("submitter {id} has {active} running or pending jobs, the most allowed: stop one or wait"),
-            _ => format!(
-                "submitter {id} has {active} running or pending jobs and this request makes {jobs}, \
-                 over the {limit} allowed: stop some or wait"
-            ),
-        }));
-    }
-    check_stored_bytes(shared, caller).await
-}
-
-/// A size as people read it: bytes below a megabyte, else megabytes.
-fn bytes(size: u64) -> String {
-    if size < 1 << 20 { format!("{size} bytes") } else { format!("{} MB", size >> 20) }
-}
-
-/// Refuses a submitter new work or uploads once its jobs and uploads store its quota
-/// of bytes (admins have none).
-pub async fn check_stored_bytes(shared: &Shared, caller: &Caller) -> Result<(), Status> {
-    let config = &shared.scheduler.config;
-    if caller.role == Role::Submitter && config.submitter_quota_bytes > 0 {
-        let stored =
-            shared.storage.stored_bytes_of(&caller.token_id).await.map_err(|e| Status::unavailable(e.to_string()))?;
-        if stored >= config.submitter_quota_bytes {
-            return Err(Status::resource_exhausted(format!(
-                "submitter {}'s jobs and uploads store {}, its quota is {}: wait for retention to remove \
-                 finished jobs' data and unused uploads, or ask an admin",
-                caller.token_id,
-                bytes(stored),
-                bytes(config.submitter_quota_bytes)
-            )));
-        }
-    }
-    Ok(())
 }

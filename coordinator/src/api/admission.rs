@@ -35,7 +35,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::access::streams::client_address;
 use crate::access::tokens::{Principal, Role, bearer, token_hash};
-use crate::api::http::ApiError;
+use crate::api::http::error::ApiError;
 use crate::scheduler::Scheduler;
 
 /// A sustained rate and the burst allowed above it.

@@ -25,7 +25,7 @@ impl v1::client_server::Client for ClientApi {
     ) -> Result<Response<v1::ArtifactRef>, Status> {
         let caller = client_of(&request)?;
         self.0.check_reserve()?;
-        crate::retention::check_stored_bytes(&self.0, &caller).await?;
+        crate::api::grpc::quotas::check_stored_bytes(&self.0, &caller).await?;
         let mut pieces = request.into_inner();
         let first =
             pieces.message().await?.ok_or_else(|| Status::invalid_argument("an upload needs at least one piece"))?;
@@ -179,7 +179,7 @@ impl v1::client_server::Client for ClientApi {
         let request = request.into_inner();
         check_self_play(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
         may_prioritise(&caller, request.priority, DEFAULT_PRIORITY)?;
-        crate::retention::check_quota(&self.0, &caller, 1).await?;
+        crate::api::grpc::quotas::check_quota(&self.0, &caller, 1).await?;
         if let Some(net) = request.spec.as_ref().and_then(|s| s.net.as_ref()) {
             self.0.uploaded(("spec.net", "net", "a net"), &net.sha256).await?;
         }

@@ -81,7 +81,7 @@ impl Shared {
         job: MatchJob,
         units: u64,
     ) -> Result<v1::Job, Status> {
-        crate::retention::check_quota(self, caller, 1).await?;
+        crate::api::grpc::quotas::check_quota(self, caller, 1).await?;
         let (priority, description) = (job.request.priority, job.request.description.clone());
         let job = self.checked_match(caller, job).await?;
         Ok(self.scheduler.create_job(kind, job, units, (priority, &description), origin).await?)
@@ -115,7 +115,7 @@ impl Shared {
     /// stored with their event or not at all ([`Tournaments::add`],
     /// [`Tournaments::extend`]), so that no half-made event or round is left running.
     pub(super) async fn new_tests(&self, caller: &Caller, tests: Vec<(MatchJob, bool)>) -> Result<Vec<NewJob>, Status> {
-        crate::retention::check_quota(self, caller, tests.len()).await?;
+        crate::api::grpc::quotas::check_quota(self, caller, tests.len()).await?;
         let mut checked = Vec::with_capacity(tests.len());
         for (test, pending) in tests {
             let (pairs, priority, description) =

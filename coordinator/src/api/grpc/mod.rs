@@ -8,6 +8,7 @@ pub mod auth;
 pub mod client;
 pub mod downloads;
 pub mod jobs;
+pub mod quotas;
 pub mod reports;
 pub mod tournaments;
 pub mod uploads;

@@ -30,7 +30,7 @@ impl Shared {
         crate::jobs::checks::check_name("description", &request.description, 200).map_err(invalid)?;
         let rules = crate::jobs::verification::rule_sets(&request.rules).map_err(invalid)?;
         may_prioritise(caller, request.priority, DEFAULT_PRIORITY)?;
-        crate::retention::check_quota(self, caller, 1).await?;
+        crate::api::grpc::quotas::check_quota(self, caller, 1).await?;
         self.check_reserve()?;
         let sources =
             [request.pgn.is_some() || request.test_job_id != 0, request.selfplay.is_some(), request.generated];

@@ -2,6 +2,12 @@
 //! (scheduler views, [`Shared`]'s history and game streams). Every refusal is a 4xx
 //! with `{"error": "..."}` naming what was wrong.
 
+use super::{Dashboard, ReadAccess};
+use crate::access::caller::Caller;
+use crate::access::tokens::{Principal, bearer, token_hash};
+use crate::api::http::error::ApiError;
+use crate::jobs::view::elo_state;
+use crate::scheduler::TokenRefused;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
@@ -13,66 +19,6 @@ use serde::Deserialize;
 use tokio_stream::StreamExt;
 use xq_proto::v1;
 use xq_stats::{Model, Sprt};
-
-use super::{Dashboard, ReadAccess};
-use crate::access::caller::Caller;
-use crate::access::tokens::{Principal, bearer, token_hash};
-use crate::jobs::view::elo_state;
-use crate::scheduler::TokenRefused;
-
-/// A refused request: its HTTP status and what was wrong.
-#[derive(Debug)]
-pub struct ApiError(pub StatusCode, pub String);
-
-impl ApiError {
-    fn bad(message: impl Into<String>) -> Self {
-        ApiError(StatusCode::BAD_REQUEST, message.into())
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        (self.0, Json(serde_json::json!({ "error": self.1 }))).into_response()
-    }
-}
-
-/// The gRPC status codes the shared code answers with, as HTTP statuses.
-impl From<tonic::Status> for ApiError {
-    fn from(status: tonic::Status) -> Self {
-        use tonic::Code;
-        let code = match status.code() {
-            Code::NotFound => StatusCode::NOT_FOUND,
-            Code::InvalidArgument | Code::OutOfRange => StatusCode::BAD_REQUEST,
-            // Stored data the server cannot read back: its fault, said plainly.
-            Code::DataLoss => StatusCode::INTERNAL_SERVER_ERROR,
-            Code::FailedPrecondition | Code::AlreadyExists => StatusCode::CONFLICT,
-            Code::PermissionDenied => StatusCode::FORBIDDEN,
-            Code::Unauthenticated => StatusCode::UNAUTHORIZED,
-            Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-            Code::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
-            _ => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        ApiError(code, status.message().to_owned())
-    }
-}
-
-impl From<crate::scheduler::ScheduleError> for ApiError {
-    fn from(error: crate::scheduler::ScheduleError) -> Self {
-        tonic::Status::from(error).into()
-    }
-}
-
-impl From<QueryRejection> for ApiError {
-    fn from(rejection: QueryRejection) -> Self {
-        ApiError::bad(format!("the query: {}", rejection.body_text()))
-    }
-}
-
-impl From<JsonRejection> for ApiError {
-    fn from(rejection: JsonRejection) -> Self {
-        ApiError(rejection.status(), format!("the body: {}", rejection.body_text()))
-    }
-}
 
 /// A route's path parameters, refused (a segment that is not UTF-8, say) with a JSON
 /// error like every other refusal, where axum's own extractor answers plain text.
@@ -161,7 +107,7 @@ pub struct JobsQuery {
 
 impl JobsQuery {
     /// The gRPC list request these filters mean.
-    fn request(self) -> Result<v1::ListJobsRequest, ApiError> {
+    pub(super) fn request(self) -> Result<v1::ListJobsRequest, ApiError> {
         let state = self.state.unwrap_or_default();
         if !matches!(state.as_str(), "" | "all" | "running" | "finished" | "stopped") {
             return Err(ApiError::bad(format!("state '{state}': use running, finished, stopped or all")));

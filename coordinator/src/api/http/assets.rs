@@ -6,8 +6,8 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::ApiError;
 use super::api::PathOf;
+use super::error::ApiError;
 
 macro_rules! web_file {
     ($path:literal) => {

@@ -16,7 +16,8 @@ use tokio_stream::StreamExt;
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use tokio_stream::wrappers::{BroadcastStream, IntervalStream};
 
-use super::{ApiError, Dashboard};
+use super::Dashboard;
+use super::error::ApiError;
 use crate::access::streams::{UntilOutOfForce, client_address};
 use crate::scheduler::Scheduler;
 

@@ -12,6 +12,7 @@
 
 pub mod api;
 mod assets;
+pub mod error;
 mod live;
 
 use std::sync::Arc;
@@ -25,8 +26,6 @@ use axum::routing::{get, post};
 
 use crate::api::admission::Admission;
 use crate::api::grpc::Shared;
-
-pub use api::ApiError;
 
 /// Who may read the dashboard.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
