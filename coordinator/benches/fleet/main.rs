@@ -32,7 +32,7 @@ use tokio::net::TcpListener;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 use xq_coordinator::access::listener::ConnectionCaps;
-use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_coordinator::server::{CLIENT_TOKEN_FILE, Coordinator};
 use xq_coordinator::storage::Recount;
 use xq_proto::v1::client_client::ClientClient;

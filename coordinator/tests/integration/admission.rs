@@ -10,7 +10,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use tonic::Code;
 use xq_coordinator::api::admission::{AdmissionLimits, Rate};
-use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_proto::{BearerToken, v1};
 
 use crate::common::{Random, Served, client, pair, registered_worker, serve_set, totals};

@@ -12,7 +12,7 @@ use fantoccini::key::Key;
 use fantoccini::{Client as Browser, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::json;
-use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_proto::v1;
 
 use crate::common::*;

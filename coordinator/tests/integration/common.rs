@@ -9,7 +9,7 @@ use sqlx::Connection;
 use tokio::net::TcpListener;
 use tokio_stream::StreamExt;
 use xq_coordinator::access::listener::ConnectionCaps;
-use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_coordinator::server::{CLIENT_TOKEN_FILE, Coordinator};
 use xq_proto::v1::client_client::ClientClient;
 use xq_proto::v1::worker_client::WorkerClient;

@@ -5,7 +5,7 @@
 //! creation is drilled in `drills`.)
 
 use tonic::Code;
-use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_proto::client::named;
 use xq_proto::v1;
 

@@ -10,7 +10,7 @@ use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 use xq_coordinator::api::http::ReadAccess;
-use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_proto::v1;
 
 use crate::common::*;

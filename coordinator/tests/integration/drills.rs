@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use sqlx::Row;
-use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_coordinator::storage::WRITE_TIMEOUT_PARAMETER;
 use xq_proto::v1;
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use sqlx::Connection;
 use tonic::Code;
 use xq_coordinator::api::admission::AdmissionLimits;
-use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_coordinator::server::Coordinator;
 use xq_proto::v1;
 

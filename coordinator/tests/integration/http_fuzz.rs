@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::scheduler::config::SchedulerConfig;
 
 use crate::common::*;
 use crate::dashboard::{get_json, report, request, running_test};

@@ -1,7 +1,7 @@
 //! The net registry on SQLite and PostgreSQL: what it refuses, the states its tests
 //! give a net, idempotent records for a resumed loop, and a restart.
 
-use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_engine::xiangqi::nnue::Network;
 use xq_proto::v1;
 

@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_proto::v1;
 
 use crate::common::*;

@@ -5,7 +5,7 @@
 
 use tonic::Code;
 use xq_coordinator::jobs::verification::DEFAULT_RULES;
-use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_engine::xiangqi::pgn::parse_pgn;
 use xq_engine::xiangqi::rules::verify::{Tally, unit_report};
 use xq_proto::v1;

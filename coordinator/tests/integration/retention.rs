@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tonic::Code;
 use xq_coordinator::retention::{collect_artifacts, remove_expired_data};
-use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_coordinator::storage::now_ms;
 use xq_proto::v1;
 

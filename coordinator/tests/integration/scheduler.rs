@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_proto::v1;
 
 use crate::common::{

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio_stream::StreamExt;
 use tonic::Code;
-use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_engine::color::Color;
 use xq_engine::xiangqi::data::{Record, write_chunk};
 use xq_engine::xiangqi::rules::Outcome;

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_proto::v1;
 use xq_stats::spsa::{Schedule, Tuner, option_value, parse_parameters};
 

@@ -4,7 +4,7 @@
 use tokio::net::TcpListener;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
 use xq_coordinator::access::listener::ConnectionCaps;
-use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_coordinator::server::{CLIENT_TOKEN_FILE, Coordinator};
 use xq_proto::v1::client_client::ClientClient;
 use xq_proto::{BearerToken, v1};

@@ -4,7 +4,7 @@
 //! Swiss event's rounds are made one after the other from the results, each for the
 //! event's maker and under its approval; an event stops as a whole.
 
-use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_proto::v1;
 
 use crate::common::*;

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use xq_coordinator::jobs::verification::DEFAULT_RULES;
-use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_engine::xiangqi::pgn::{parse_pgn, parse_pgn_bytes};
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_engine::xiangqi::rules::verify::{Tally, check_game, unit_report};

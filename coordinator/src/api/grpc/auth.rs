@@ -3,7 +3,8 @@
 
 use crate::access::caller::Caller;
 use crate::access::tokens::{Principal, Role, TokenHash, bearer, token_hash};
-use crate::scheduler::{RequestKey, Scheduler, TokenRefused};
+use crate::scheduler::tokens::TokenRefused;
+use crate::scheduler::{RequestKey, Scheduler};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use tonic::{Request, Status};

@@ -7,7 +7,7 @@ use crate::access::caller::Caller;
 use crate::access::tokens::{Principal, bearer, token_hash};
 use crate::api::http::error::ApiError;
 use crate::jobs::view::elo_state;
-use crate::scheduler::TokenRefused;
+use crate::scheduler::tokens::TokenRefused;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::rejection::{JsonRejection, QueryRejection};

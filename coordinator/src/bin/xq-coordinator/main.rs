@@ -13,7 +13,7 @@ use xq_coordinator::access::listener::ConnectionCaps;
 use xq_coordinator::access::streams::FollowerCaps;
 use xq_coordinator::api::admission::{self, AdmissionLimits, Rate};
 use xq_coordinator::api::http::ReadAccess;
-use xq_coordinator::scheduler::SchedulerConfig;
+use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_coordinator::server::{CLIENT_TOKEN_FILE, Coordinator, check_transport, dashboard_access};
 
 #[derive(Parser)]

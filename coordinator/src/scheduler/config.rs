@@ -1,0 +1,89 @@
+//! What the scheduler is set to: lease sizes, expiry, pace, conduct checks, quotas and
+//! retention, with their defaults.
+
+use std::time::Duration;
+use xq_stats::conduct::Checks;
+
+/// How the scheduler sizes and times leases.
+#[derive(Clone, Debug)]
+pub struct SchedulerConfig {
+    /// A lease expires this long after its last heartbeat.
+    pub lease_ttl: Duration,
+    /// Workers are asked to beat this often.
+    pub heartbeat: Duration,
+    /// Work per lease, in seconds at the worker's speed, per concurrent game.
+    pub lease_seconds: f64,
+    /// The most units in one lease.
+    pub max_units_per_lease: usize,
+    /// Our engine's bench speed (nodes per second, one core) on the reference machine
+    /// the time controls are meant for; 0 turns scaling off.
+    pub reference_nps: u64,
+    /// How long a closed lease is remembered: late reports on it are taken until
+    /// then; after, it is forgotten (memory would otherwise grow with every lease).
+    pub closed_lease_memory: Duration,
+    /// A worker whose pairs in a test score this many standard errors away from the
+    /// other workers' is quarantined (0: never).
+    pub quarantine_z: f64,
+    /// ... once both it and the others have counted this many pairs in the test.
+    pub quarantine_min_pairs: u64,
+    /// The other checks of a worker's conduct (`None`: none): its pairs' shape in a
+    /// test, its results against an SPSA run's flips, its games ended by an engine's
+    /// failure against the other workers', and its expired leases against the fleet's
+    /// ([`xq_stats::conduct`]); a worker they flag is quarantined.
+    pub conduct: Option<Checks>,
+    /// Jobs from submitters' tokens wait for an admin's approval (fishtest's approvers).
+    pub require_approval: bool,
+    /// Free bytes the data directory's disk keeps for reports of leased work: below
+    /// them no new leases and no uploads (0: no reserve).
+    pub reserve_bytes: u64,
+    /// How long a finished or stopped test's games are kept after its last change
+    /// (none: for good); its counts and results stay.
+    pub keep_games: Option<Duration>,
+    /// The same for a self-play job's training data.
+    pub keep_training_data: Option<Duration>,
+    /// A submitter whose jobs store this many bytes of games and training data, with
+    /// its uploads, creates no more jobs and uploads nothing more (0: no quota). Admins
+    /// have none.
+    pub submitter_quota_bytes: u64,
+    /// How long after its last upload an artifact no job or net names is kept (none:
+    /// for good).
+    pub keep_unreferenced_artifacts: Option<Duration>,
+    /// The most running or pending jobs a submitter may have (0: no limit).
+    pub submitter_active_jobs: usize,
+    /// The most followers of live streams (the dashboard's, WatchJob), in all and per
+    /// client address.
+    pub followers: crate::access::streams::FollowerCaps,
+    /// Replayed plies a second the coordinator's spot checks of verification reports
+    /// may spend, across all jobs (`verification::SpotChecks`).
+    pub spot_check_plies_per_second: f64,
+    /// One in this many counted units of a verification job with a reference is
+    /// reported again by another worker, to check the reference's verdicts (1: every
+    /// unit; 0: none; `verification::RECHECK_ONE_IN`).
+    pub recheck_one_in: u32,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            lease_ttl: Duration::from_secs(60),
+            heartbeat: Duration::from_secs(10),
+            lease_seconds: 300.0,
+            max_units_per_lease: 256,
+            reference_nps: 1_000_000,
+            closed_lease_memory: Duration::from_secs(3600),
+            quarantine_z: 5.0,
+            quarantine_min_pairs: 200,
+            conduct: Some(Checks::default()),
+            require_approval: false,
+            reserve_bytes: 0,
+            keep_games: None,
+            keep_training_data: None,
+            submitter_quota_bytes: 0,
+            keep_unreferenced_artifacts: Some(Duration::from_secs(7 * 24 * 3600)),
+            submitter_active_jobs: 0,
+            followers: Default::default(),
+            spot_check_plies_per_second: crate::jobs::verification::SPOT_CHECK_PLIES_PER_SECOND,
+            recheck_one_in: crate::jobs::verification::RECHECK_ONE_IN,
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! Leases: units handed to a worker, sized by its measured speed and its pace, alive
+//! while its heartbeats come, expired and requeued when they stop.
+
+use crate::jobs::JobSpec;
+use crate::scheduler::config::SchedulerConfig;
+use crate::scheduler::pace::units_allowed;
+use crate::scheduler::{ACTIVE, LeaseContext, LeaseState, QUARANTINED, ScheduleError, Scheduler, State};
+use crate::storage::{Change, LeaseRow};
+use prost::Message;
+use std::collections::HashSet;
+use std::time::Instant;
+use xq_proto::v1;
+
+/// The speed factor of a worker: how much slower than the reference it is.
+pub(super) fn slowness(config: &SchedulerConfig, capabilities: &v1::Capabilities) -> f64 {
+    if config.reference_nps == 0 || capabilities.bench_nps == 0 {
+        return 1.0;
+    }
+    (config.reference_nps as f64 / capabilities.bench_nps as f64).clamp(0.25, 4.0)
+}
+
+/// Plies a game is assumed to last when sizing leases.
+const ASSUMED_PLIES: u32 = 160;
+
+/// The estimated seconds of one of `spec`'s units on a worker `slowness` times slower
+/// than the reference, whose bench gives `nps`: what leases are sized by.
+pub(super) fn unit_seconds(spec: &JobSpec, slowness: f64, nps: u64) -> f64 {
+    let nps = nps.max(1);
+    match spec {
+        JobSpec::Match(m) => 2.0 * m.time_control.scaled(slowness).game_seconds(ASSUMED_PLIES, nps),
+        JobSpec::SelfPlay(r) => r.spec.as_ref().map_or(0.0, |spec| {
+            f64::from(spec.games_per_unit) * f64::from(ASSUMED_PLIES) * spec.nodes as f64 / nps as f64
+        }),
+        JobSpec::Verify(v) => v.unit_seconds(ASSUMED_PLIES, nps),
+        JobSpec::Unreadable(_) => 0.0,
+    }
+}
+
+impl Scheduler {
+    /// The most bytes a reply carrying a lease of `spec`'s job (of `units_total` units)
+    /// can take: as many units as a lease holds, each numbered as high as the job goes,
+    /// the other numbers as long as they can be written, the time control at its longest
+    /// and an SPSA probe's values too.
+    pub(super) fn largest_lease_reply(&self, spec: &JobSpec, units_total: u64) -> usize {
+        let mut work = spec.lease_work(1.0);
+        if let (JobSpec::Match(job), v1::lease::Work::MatchSpec(played)) = (spec, &mut work) {
+            played.time_control = "9".repeat(job.longest_time_control());
+            if let Some(spsa) = &job.spsa {
+                crate::jobs::spsa::set_probe(played, spsa.longest_probe());
+            }
+        }
+        let units = units_total.min(self.config.max_units_per_lease as u64);
+        let lease = v1::Lease {
+            lease_id: u64::MAX,
+            job_id: u64::MAX,
+            units: vec![units_total.saturating_sub(1); units as usize],
+            lease_seconds: u32::MAX,
+            work: Some(work),
+        };
+        v1::LeaseReply { lease: Some(lease) }.encoded_len()
+    }
+
+    /// Leases work to `worker`, or `None` when there is none it can run.
+    pub async fn lease(&self, worker: u64, concurrency: u32) -> Result<Option<v1::Lease>, ScheduleError> {
+        let (lease, change) = {
+            let mut state = self.lock();
+            let player =
+                state.workers.get(&worker).ok_or_else(|| ScheduleError::NotFound(format!("worker {worker}")))?;
+            player.may_play()?;
+            // Its cores bound its leases: a worker whose registration the coordinator
+            // lost (a database restored from before it) registers again first.
+            if player.capabilities.cores == 0 {
+                return Err(ScheduleError::Unregistered(worker));
+            }
+            let capabilities = player.capabilities.clone();
+            // A worker plays at most one game per core: no more active leases than
+            // cores, none asking for more games at once, so that one worker (or one
+            // that lies about its concurrency) cannot hold a test's units.
+            let cores = capabilities.cores.max(1);
+            let open: Vec<&LeaseState> =
+                player.leases.iter().filter_map(|id| state.leases.get(id)).filter(|l| l.active).collect();
+            if open.len() >= cores as usize {
+                return Ok(None);
+            }
+            // Nor more work than its reports have shown it plays (its cores are only
+            // its word): the estimated seconds of its unreported units.
+            let now = Instant::now();
+            let held: f64 =
+                open.iter().map(|l| l.units.len().saturating_sub(l.acked.len()) as f64 * l.unit_seconds).sum();
+            let allowance = player.pace.allowance(now, self.config.lease_seconds);
+            if held > 0.0 && held >= allowance {
+                return Ok(None);
+            }
+            let flags: HashSet<&str> = capabilities.cpu_flags.iter().map(String::as_str).collect();
+            let chosen = state
+                .live_jobs()
+                .filter(|j| j.has_work_for(worker) && !j.suspects.contains_key(&worker))
+                .filter(|j| match &*j.spec {
+                    JobSpec::Match(m) => m.request.required_cpu_flags.iter().all(|f| flags.contains(f.as_str())),
+                    JobSpec::SelfPlay(_) => true,
+                    JobSpec::Verify(v) => v.runs_on(&capabilities),
+                    JobSpec::Unreadable(_) => false,
+                })
+                .min_by_key(|j| (std::cmp::Reverse(j.row.priority), j.load(), j.row.id))
+                .map(|j| j.row.id as u64);
+            let Some(job_id) = chosen else { return Ok(None) };
+            let slowness = slowness(&self.config, &capabilities);
+            let concurrency = concurrency.clamp(1, cores);
+            let job = state.jobs.get_mut(&job_id).expect("chosen from the map");
+            let mut work = job.spec.lease_work(slowness);
+            let unit_seconds = unit_seconds(&job.spec, slowness, capabilities.bench_nps);
+            let wanted = (self.config.lease_seconds * f64::from(concurrency) / unit_seconds.max(1e-3)).ceil() as usize;
+            let wanted =
+                wanted.clamp(1, self.config.max_units_per_lease).min(units_allowed(allowance, held, unit_seconds));
+            let rechecks: Vec<u64> =
+                job.rechecks.iter().filter(|(_, r)| r.open_to(worker)).map(|(unit, _)| *unit).take(wanted).collect();
+            let mut units: Vec<u64> = rechecks.clone();
+            while units.len() < wanted {
+                if let Some(unit) = job.requeue.pop_first() {
+                    units.push(unit);
+                } else if job.row.next_unit < job.row.units_total {
+                    units.push(job.row.next_unit as u64);
+                    job.row.next_unit += 1;
+                } else {
+                    break;
+                }
+            }
+            job.active_leases += 1;
+            job.notify();
+            let next_unit = job.row.next_unit;
+            state.next_lease += 1;
+            let id = state.next_lease;
+            if let Some(job) = state.jobs.get_mut(&job_id) {
+                for unit in &rechecks {
+                    job.rechecks.get_mut(unit).expect("drawn from the map").lease = Some(id);
+                }
+            }
+            // An SPSA lease plays the probe of the iteration reached now.
+            let mut probe = String::new();
+            if let (Some(run), v1::lease::Work::MatchSpec(spec)) =
+                (state.jobs.get_mut(&job_id).and_then(|j| j.spsa.as_mut()), &mut work)
+            {
+                let (options, text) = run.probe_for(id, &mut rand::rng());
+                crate::jobs::spsa::set_probe(spec, options);
+                probe = text;
+            }
+            let row = LeaseRow {
+                id: id as i64,
+                job_id: job_id as i64,
+                worker_id: worker as i64,
+                units: units.clone(),
+                state: "active".to_owned(),
+                probe,
+            };
+            state.leases.insert(
+                id,
+                LeaseState {
+                    row: row.clone(),
+                    units: units.iter().copied().collect(),
+                    slowness,
+                    unit_seconds,
+                    deadline: Instant::now() + self.config.lease_ttl,
+                    acked: HashSet::new(),
+                    acked_wdl: [0; 3],
+                    acked_penta: [0; 5],
+                    active: true,
+                    closed_at: None,
+                },
+            );
+            if let Some(w) = state.workers.get_mut(&worker) {
+                w.leases.insert(id);
+                w.pace.lease_taken(now);
+            }
+            let lease = v1::Lease {
+                lease_id: id,
+                job_id,
+                units,
+                lease_seconds: self.config.lease_ttl.as_secs() as u32,
+                work: Some(work),
+            };
+            (lease, Change::NewLease { lease: row, next_unit })
+        };
+        if let Err(error) = self.writer.write(change).await {
+            // Not stored, not given: its units go back.
+            self.close_lease(lease.lease_id, false);
+            return Err(error.into());
+        }
+        self.metrics.leases_issued.inc();
+        Ok(Some(lease))
+    }
+
+    /// Marks a lease inactive in memory; its unfinished units go back to the job if
+    /// `requeue`. Returns whether it was active.
+    pub(super) fn close_lease(&self, id: u64, requeue: bool) -> bool {
+        let mut state = self.lock();
+        let State { leases, jobs, workers, .. } = &mut *state;
+        let Some(lease) = leases.get_mut(&id).filter(|l| l.active) else { return false };
+        let now = Instant::now();
+        lease.active = false;
+        lease.closed_at = Some(now);
+        let lease = &leases[&id];
+        if let Some(worker) = workers.get_mut(&(lease.row.worker_id as u64))
+            && !worker.leases.iter().any(|other| leases.get(other).is_some_and(|l| l.active))
+        {
+            worker.pace.idle(now);
+        }
+        if let Some(job) = jobs.get_mut(&(lease.row.job_id as u64)) {
+            job.active_leases = job.active_leases.saturating_sub(1);
+            for recheck in job.rechecks.values_mut().filter(|r| r.lease == Some(id)) {
+                recheck.lease = None;
+            }
+            if job.row.state == "running" {
+                for unit in &lease.units {
+                    if !job.done.contains(unit) && (requeue || !lease.acked.contains(unit)) {
+                        job.requeue.insert(*unit);
+                    }
+                }
+            }
+            job.notify();
+        }
+        true
+    }
+
+    /// Expires the leases whose heartbeats stopped; returns how many.
+    pub async fn expire(&self) -> Result<usize, ScheduleError> {
+        let now = Instant::now();
+        let expired: Vec<u64> = {
+            let state = self.lock();
+            state.leases.values().filter(|l| l.active && l.deadline < now).map(|l| l.row.id as u64).collect()
+        };
+        let mut count = 0;
+        for id in expired {
+            if self.close_lease(id, true) {
+                count += 1;
+                self.metrics.leases_expired.inc();
+                self.writer.write(Change::LeaseState { id: id as i64, state: "expired".to_owned() }).await?;
+                if let Some((worker, reason)) = self.lease_ended(id, true) {
+                    self.set_standing(worker, QUARANTINED, &reason).await?;
+                }
+            }
+        }
+        self.forget_closed_leases(now);
+        Ok(count)
+    }
+
+    /// Counts how lease `id` ended: expired with units unreported, or every unit
+    /// reported. When it expired and its worker now lets its leases expire far more
+    /// often than the fleet does (a worker that reports only its good pairs must let
+    /// every lease holding a withheld one expire), the worker and why.
+    pub(super) fn lease_ended(&self, id: u64, expired: bool) -> Option<(u64, String)> {
+        let mut state = self.lock();
+        let State { leases, workers, lease_endings, .. } = &mut *state;
+        let worker_id = leases.get(&id)?.row.worker_id as u64;
+        let worker = workers.get_mut(&worker_id)?;
+        for endings in [&mut worker.lease_endings, lease_endings] {
+            *if expired { &mut endings.expired } else { &mut endings.finished } += 1;
+        }
+        if !expired || worker.row.standing != ACTIVE {
+            return None;
+        }
+        let checks = self.config.conduct.as_ref()?;
+        let p = checks.expiry_flag(worker.lease_endings, *lease_endings)?;
+        let (mine, fleet) = (worker.lease_endings, *lease_endings);
+        Some((
+            worker_id,
+            format!(
+                "{} of its {} leases expired with units unreported, against {} of the fleet's {}: p = {p:.1e} \
+                 (limit {:.0e})",
+                mine.expired,
+                mine.ended(),
+                fleet.expired,
+                fleet.ended(),
+                checks.expiry_p
+            ),
+        ))
+    }
+
+    /// Forgets the leases closed longer than `closed_lease_memory` ago.
+    pub(super) fn forget_closed_leases(&self, now: Instant) {
+        let memory = self.config.closed_lease_memory;
+        let mut state = self.lock();
+        let State { leases, workers, .. } = &mut *state;
+        leases.retain(|id, lease| {
+            let keep = lease.closed_at.is_none_or(|closed| now.saturating_duration_since(closed) < memory);
+            if !keep && let Some(worker) = workers.get_mut(&(lease.row.worker_id as u64)) {
+                worker.leases.remove(id);
+            }
+            keep
+        });
+    }
+
+    /// Leases held in memory, open or closed and remembered.
+    pub fn leases_in_memory(&self) -> usize {
+        self.lock().leases.len()
+    }
+
+    /// What checking a report of `units` on `lease` needs; the lease must be
+    /// `worker`'s and hold every unit, each named once. Reports on an expired lease are
+    /// still taken: its games are real, and a unit counts once.
+    pub fn lease_context(&self, worker: u64, lease: u64, units: &[u64]) -> Result<LeaseContext, ScheduleError> {
+        let state = self.lock();
+        if let Some(player) = state.workers.get(&worker) {
+            player.may_play()?;
+        }
+        let entry = state
+            .leases
+            .get(&lease)
+            .filter(|l| l.row.worker_id as u64 == worker)
+            .ok_or_else(|| ScheduleError::NotFound(format!("lease {lease} is not this worker's")))?;
+        let job = state
+            .jobs
+            .get(&(entry.row.job_id as u64))
+            .ok_or_else(|| ScheduleError::NotFound(format!("job {}", entry.row.job_id)))?;
+        let mut seen = HashSet::with_capacity(units.len());
+        for unit in units {
+            if !entry.units.contains(unit) {
+                return Err(ScheduleError::Invalid(format!("unit {unit} is not in lease {lease}")));
+            }
+            if !seen.insert(*unit) {
+                return Err(ScheduleError::Invalid(format!("unit {unit} reported twice")));
+            }
+        }
+        Ok(LeaseContext {
+            lease_id: lease,
+            job_id: job.row.id as u64,
+            spec: job.spec.clone(),
+            acked: units.iter().copied().filter(|u| entry.acked.contains(u)).collect(),
+            acked_count: entry.acked.len() as u64,
+            acked_wdl: entry.acked_wdl,
+            acked_penta: entry.acked_penta,
+            slowness: entry.slowness,
+        })
+    }
+}

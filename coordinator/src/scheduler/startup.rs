@@ -1,0 +1,221 @@
+//! The scheduler rebuilt from the database at start: jobs, leases, workers and tokens as
+//! the last run left them.
+
+use crate::access::tokens::{Principal, Role, token_id};
+use crate::jobs::test::course::Course;
+use crate::jobs::view::{Listing, job_view};
+use crate::jobs::{JobSpec, Unreadable};
+use crate::metrics::Metrics;
+use crate::scheduler::conduct::pair_slot;
+use crate::scheduler::config::SchedulerConfig;
+use crate::scheduler::jobs::spsa_run;
+use crate::scheduler::leases::{slowness, unit_seconds};
+use crate::scheduler::pace::Pace;
+use crate::scheduler::{
+    FailureCounts, JobState, LeaseState, PendingRecheck, Scheduler, State, TokenState, WorkerState,
+};
+use crate::storage::counts::add_points;
+use crate::storage::writer::Writer;
+use crate::storage::{Snapshot, WorkerRow};
+use prost::Message;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tokio::sync::watch;
+use xq_proto::v1;
+use xq_stats::conduct::Leases;
+
+impl WorkerState {
+    pub(super) fn new(row: WorkerRow, capabilities: v1::Capabilities, units_done: u64, lease_endings: Leases) -> Self {
+        WorkerState {
+            row,
+            capabilities,
+            leases: BTreeSet::new(),
+            units_done,
+            refused: 0,
+            pace: Pace::default(),
+            lease_endings,
+        }
+    }
+}
+
+/// Who a stored token's row names. Anything this coordinator does not know grants
+/// nothing (a row from a newer version, or one edited by hand), rather than the most.
+fn stored_principal(role: &str, worker_id: Option<i64>) -> Result<Principal, String> {
+    match (role, worker_id) {
+        ("worker", Some(id)) if id > 0 => Ok(Principal::Worker(id as u64)),
+        ("worker", _) => Err("it is a worker token stored without its worker".to_owned()),
+        ("submitter", _) => Ok(Principal::Client(Role::Submitter)),
+        ("admin", _) => Ok(Principal::Client(Role::Admin)),
+        (other, _) => Err(format!("its stored role '{}' is not one this coordinator knows", other.escape_debug())),
+    }
+}
+
+fn decode_capabilities(text: &str) -> v1::Capabilities {
+    hex::decode(text).ok().and_then(|b| v1::Capabilities::decode(b.as_slice()).ok()).unwrap_or_default()
+}
+
+impl Scheduler {
+    /// Rebuilds the state from a snapshot. Leases active at the last stop get a fresh
+    /// deadline: their workers may still be playing them.
+    pub fn new(
+        snapshot: Snapshot,
+        specs: HashMap<i64, JobSpec>,
+        writer: Writer,
+        config: SchedulerConfig,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let mut state = State::default();
+        for token in snapshot.tokens.into_iter().filter(|t| t.revoked_ms == 0) {
+            let principal = stored_principal(&token.role, token.worker_id);
+            if let Err(problem) = &principal {
+                tracing::error!("token {}: {problem}; it grants nothing until revoked", token_id(&token.hash));
+            }
+            state.tokens.insert(token.hash, TokenState { principal, expires_ms: token.expires_ms });
+        }
+        for row in snapshot.workers {
+            state.next_worker = state.next_worker.max(row.id as u64);
+            let capabilities = decode_capabilities(&row.capabilities);
+            let units_done = snapshot.worker_units.get(&row.id).copied().unwrap_or(0);
+            let endings = snapshot.worker_leases.get(&row.id).copied().unwrap_or_default();
+            state.lease_endings.expired += endings.expired;
+            state.lease_endings.finished += endings.finished;
+            state.workers.insert(row.id as u64, WorkerState::new(row, capabilities, units_done, endings));
+        }
+        let mut specs = specs;
+        let any_change = Arc::new(watch::channel(0).0);
+        for mut row in snapshot.jobs {
+            state.next_job = state.next_job.max(row.id as u64);
+            let spec = specs
+                .remove(&row.id)
+                .unwrap_or_else(|| JobSpec::Unreadable(Box::new(Unreadable::new(&row.kind, &row.spec, "not decoded"))));
+            if let JobSpec::Unreadable(unreadable) = &spec {
+                tracing::error!("job {} cannot be read back: {}", row.id, unreadable.problem);
+                // Shown ended with the reason; the stored row keeps its state, for a
+                // version that reads it.
+                if matches!(row.state.as_str(), "running" | "pending") {
+                    row.state = "stopped".to_owned();
+                    row.outcome = unreadable.outcome();
+                }
+            }
+            let stored = snapshot.done_units.get(&row.id);
+            let done: HashSet<u64> = stored.into_iter().flatten().map(|d| d.unit).collect();
+            let mut by_worker: HashMap<u64, [u64; 5]> = HashMap::new();
+            let mut failures = FailureCounts::default();
+            for unit in stored.into_iter().flatten() {
+                by_worker.entry(unit.worker_id as u64).or_default()[pair_slot(unit.points)] += 1;
+                failures.add_pair(unit.worker_id as u64, unit.abandoned);
+            }
+            // Stored in the order they counted: the running matches' courses.
+            let course = (matches!(spec, JobSpec::Match(_)) && row.state == "running").then(|| {
+                let mut course = Course::default();
+                for unit in stored.into_iter().flatten() {
+                    course.add(unit.created_ms, unit.points);
+                }
+                course
+            });
+            // Theta, replayed from the counted pairs in the order they counted.
+            let spsa = spsa_run(&spec).map(|mut run| {
+                for (lease, probe) in snapshot.probes.get(&row.id).into_iter().flatten() {
+                    run.restore_probe(*lease as u64, probe);
+                }
+                for unit in stored.into_iter().flatten() {
+                    run.count(unit.lease_id as u64, unit.unit, unit.worker_id as u64, unit.points);
+                }
+                run
+            });
+            let mut suspects: HashMap<u64, Vec<(u64, String)>> = HashMap::new();
+            for suspicion in snapshot.suspicions.get(&row.id).into_iter().flatten() {
+                suspects
+                    .entry(suspicion.worker_id as u64)
+                    .or_default()
+                    .push((suspicion.unit, suspicion.reason.clone()));
+            }
+            let rechecks = snapshot.rechecks.get(&row.id).into_iter().flatten();
+            let rechecks = rechecks.map(|r| (r.unit, PendingRecheck { row: r.clone(), lease: None })).collect();
+            let (changes, _) = watch::channel(0);
+            let listing = Listing::of(&job_view(&row, &spec, (0, 0, 0), None));
+            state.insert_job(JobState {
+                row,
+                spec: Arc::new(spec),
+                done,
+                requeue: BTreeSet::new(),
+                active_leases: 0,
+                changes,
+                any_change: any_change.clone(),
+                course,
+                refused: 0,
+                by_worker,
+                failures,
+                spsa_order: spsa.as_ref().map(|_| Arc::default()),
+                spsa,
+                suspects,
+                rechecks,
+                listing,
+                stamped_ms: stored.into_iter().flatten().map(|unit| unit.created_ms).max().unwrap_or(0),
+            });
+        }
+        state.next_lease = snapshot.max_lease_id as u64;
+        let restarted = Instant::now();
+        let deadline = restarted + config.lease_ttl;
+        for row in snapshot.active_leases {
+            let (id, job_id, worker_id) = (row.id as u64, row.job_id as u64, row.worker_id as u64);
+            let slowness = state.workers.get(&worker_id).map_or(1.0, |w| slowness(&config, &w.capabilities));
+            let nps = state.workers.get(&worker_id).map_or(0, |w| w.capabilities.bench_nps);
+            let unit_seconds = state.jobs.get(&job_id).map_or(0.0, |j| unit_seconds(&j.spec, slowness, nps));
+            let mut lease = LeaseState {
+                slowness,
+                unit_seconds,
+                units: row.units.iter().copied().collect(),
+                row,
+                deadline,
+                acked: HashSet::new(),
+                acked_wdl: [0; 3],
+                acked_penta: [0; 5],
+                active: true,
+                closed_at: None,
+            };
+            for done in snapshot.done_units.get(&(job_id as i64)).into_iter().flatten() {
+                if done.lease_id == id as i64 {
+                    lease.acked.insert(done.unit);
+                    add_points(&mut lease.acked_wdl, &mut lease.acked_penta, done.points);
+                }
+            }
+            if let Some(job) = state.jobs.get_mut(&job_id) {
+                job.active_leases += 1;
+                // A re-check it was playing stays its own.
+                for unit in &lease.units {
+                    if let Some(recheck) = job.rechecks.get_mut(unit).filter(|r| !r.reported_by(worker_id)) {
+                        recheck.lease = Some(id);
+                    }
+                }
+            }
+            if let Some(worker) = state.workers.get_mut(&worker_id) {
+                worker.leases.insert(id);
+                worker.pace.lease_taken(restarted);
+            }
+            state.leases.insert(id, lease);
+        }
+        // Units leased before the stop, neither done nor in an active lease, go back.
+        let leased: HashMap<u64, HashSet<u64>> = state.leases.values().fold(HashMap::new(), |mut map, lease| {
+            map.entry(lease.row.job_id as u64).or_default().extend(lease.units.iter().copied());
+            map
+        });
+        for (id, job) in state.jobs.iter_mut().filter(|(_, j)| j.row.state == "running") {
+            let in_flight = leased.get(id);
+            job.requeue = (0..job.row.next_unit as u64)
+                .filter(|u| !job.done.contains(u) && !in_flight.is_some_and(|set| set.contains(u)))
+                .collect();
+        }
+        let (revocations, _) = watch::channel(0);
+        Scheduler {
+            state: Mutex::new(state),
+            writer,
+            config,
+            any_change,
+            revocations,
+            metrics,
+            named_creations: tokio::sync::Mutex::new(()),
+        }
+    }
+}

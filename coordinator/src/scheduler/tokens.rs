@@ -1,0 +1,156 @@
+//! Tokens as the scheduler holds them: requests authenticated against them, made,
+//! revoked and audited, and the streams that end when theirs goes out of force.
+
+use crate::access::tokens::{Principal, Role, new_token, token_hash, token_id};
+use crate::scheduler::{ScheduleError, Scheduler, TokenState};
+use crate::storage::{AuditRow, Change, TokenRow, now_ms};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Checks a name or reason given in a request.
+pub(super) fn check_label(what: &str, text: &str) -> Result<(), ScheduleError> {
+    if text.chars().count() > 500 || text.chars().any(char::is_control) {
+        return Err(ScheduleError::Invalid(format!("a {what} of at most 500 characters, no control characters")));
+    }
+    Ok(())
+}
+
+/// How often an open stream looks at its token's expiry.
+pub const TOKEN_RECHECK: Duration = Duration::from_secs(1);
+
+/// Why a token is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenRefused {
+    #[error("unknown, revoked or expired token")]
+    NotInForce,
+    /// A stored token that grants nothing: roles fail closed.
+    #[error("this token grants nothing: {0}; an admin may revoke it and make another")]
+    NoRights(String),
+}
+
+impl Scheduler {
+    /// Who holds `token`, and the token's id.
+    pub fn authenticate(&self, token: &str) -> Result<(Principal, String), TokenRefused> {
+        self.authenticate_hash(&token_hash(token))
+    }
+
+    /// Who holds the token whose hash is `hash`, and the token's id.
+    pub fn authenticate_hash(&self, hash: &str) -> Result<(Principal, String), TokenRefused> {
+        let state = self.lock();
+        let entry = state.tokens.get(hash).ok_or(TokenRefused::NotInForce)?;
+        if entry.expires_ms != 0 && now_ms() >= entry.expires_ms {
+            return Err(TokenRefused::NotInForce);
+        }
+        let principal = entry.principal.clone().map_err(TokenRefused::NoRights)?;
+        Ok((principal, token_id(hash).to_owned()))
+    }
+
+    /// The role of the user token with id `id` while it is in force; `None` when it is
+    /// revoked, expired, unknown or not a user's.
+    pub fn role_of(&self, id: &str) -> Option<Role> {
+        let state = self.lock();
+        let (_, token) = state.tokens.iter().find(|(hash, _)| token_id(hash) == id)?;
+        match token.principal {
+            Ok(Principal::Client(role)) if token.expires_ms == 0 || now_ms() < token.expires_ms => Some(role),
+            _ => None,
+        }
+    }
+
+    /// Resolves once the token whose hash is `hash` is no longer in force: at once when
+    /// it is revoked, within [`TOKEN_RECHECK`] when it expires. Streams opened with it
+    /// end then, so that a revocation reaches every call, not only the next ones.
+    pub fn out_of_force(self: &Arc<Self>, hash: String) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let weak = Arc::downgrade(self);
+        let mut revocations = self.revocations.subscribe();
+        async move {
+            loop {
+                match weak.upgrade() {
+                    Some(scheduler) if scheduler.authenticate_hash(&hash).is_ok() => {}
+                    _ => return,
+                }
+                tokio::select! {
+                    _ = revocations.changed() => {}
+                    _ = tokio::time::sleep(TOKEN_RECHECK) => {}
+                }
+            }
+        }
+    }
+
+    /// Creates a user's token of `role` for `name`, expiring at `expires_ms` (0:
+    /// never); `actor` is the id of the token that asked, for the audit log.
+    pub async fn create_token(
+        &self,
+        role: Role,
+        name: &str,
+        expires_ms: i64,
+        actor: &str,
+    ) -> Result<String, ScheduleError> {
+        check_label("name", name)?;
+        let token = new_token();
+        self.store_token(&token, role, name, expires_ms, actor).await?;
+        Ok(token)
+    }
+
+    /// Puts `token` in force.
+    pub(super) async fn store_token(
+        &self,
+        token: &str,
+        role: Role,
+        name: &str,
+        expires_ms: i64,
+        actor: &str,
+    ) -> Result<(), ScheduleError> {
+        let hash = token_hash(token);
+        let row = TokenRow {
+            hash: hash.clone(),
+            role: role.name().to_owned(),
+            worker_id: None,
+            name: name.to_owned(),
+            created_ms: now_ms(),
+            expires_ms,
+            revoked_ms: 0,
+        };
+        self.writer.write(Change::Token(row)).await?;
+        self.audit(actor, "token.create", &format!("{} {} '{name}'", token_id(&hash), role.name())).await?;
+        self.lock().tokens.insert(hash, TokenState { principal: Ok(Principal::Client(role)), expires_ms });
+        Ok(())
+    }
+
+    /// Puts the admin's token in force (at first start, when none exists): made and
+    /// written where the admin reads it by the caller first, so that a crash between
+    /// the two never leaves a token in force that nobody holds (the next start makes
+    /// another and writes it over).
+    pub async fn create_client_token(&self, token: &str) -> Result<(), ScheduleError> {
+        self.store_token(token, Role::Admin, "admin", 0, "coordinator").await
+    }
+
+    /// Whether any admin token is in force.
+    pub fn has_client_token(&self) -> bool {
+        self.lock().tokens.values().any(|t| t.principal == Ok(Principal::Client(Role::Admin)))
+    }
+
+    /// Revokes the token whose id is `id` (a worker's too): refused from the next call.
+    pub async fn revoke_token(&self, id: &str, actor: &str) -> Result<(), ScheduleError> {
+        let hash = {
+            let mut state = self.lock();
+            let matching: Vec<String> =
+                state.tokens.keys().filter(|hash| !id.is_empty() && token_id(hash) == id).cloned().collect();
+            let [hash] = matching.as_slice() else {
+                return Err(ScheduleError::NotFound(format!("no token in force with id '{id}'")));
+            };
+            state.tokens.remove(hash);
+            hash.clone()
+        };
+        self.revocations.send_modify(|count| *count += 1);
+        self.writer.write(Change::RevokeToken { hash, at_ms: now_ms() }).await?;
+        self.audit(actor, "token.revoke", id).await
+    }
+
+    /// Records an action in the audit log.
+    pub async fn audit(&self, actor: &str, action: &str, detail: &str) -> Result<(), ScheduleError> {
+        let entry =
+            AuditRow { at_ms: now_ms(), actor: actor.to_owned(), action: action.to_owned(), detail: detail.to_owned() };
+        self.writer.write(Change::Audit(entry)).await?;
+        Ok(())
+    }
+}
