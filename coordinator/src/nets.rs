@@ -14,8 +14,10 @@ use crate::access::caller::Caller;
 use crate::access::tokens::Role;
 use crate::jobs::JobSpec;
 use crate::scheduler::{ScheduleError, Scheduler};
+use crate::storage::changes::Change;
+use crate::storage::now_ms;
+use crate::storage::rows::NetRow;
 use crate::storage::writer::Writer;
-use crate::storage::{Change, NetRow, now_ms};
 
 /// The longest lineage name.
 const MAX_LINEAGE: usize = 64;

@@ -34,7 +34,7 @@ use tonic::transport::{Channel, Endpoint};
 use xq_coordinator::access::listener::ConnectionCaps;
 use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_coordinator::server::{CLIENT_TOKEN_FILE, Coordinator};
-use xq_coordinator::storage::Recount;
+use xq_coordinator::storage::rows::Recount;
 use xq_proto::v1::client_client::ClientClient;
 use xq_proto::v1::worker_client::WorkerClient;
 use xq_proto::{BearerToken, v1};

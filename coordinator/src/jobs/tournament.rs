@@ -42,8 +42,10 @@ use xq_tournament::swiss::{Entrant, default_rounds, max_rounds, pair_round};
 use crate::jobs::checks::{SpecError, bad};
 use crate::jobs::test::{MatchJob, check_test};
 use crate::scheduler::{NewJob, PENDING, RequestKey, Scheduler};
+use crate::storage::changes::Change;
+use crate::storage::now_ms;
+use crate::storage::rows::TournamentRow;
 use crate::storage::writer::{WriteError, Writer};
-use crate::storage::{Change, TournamentRow, now_ms};
 
 /// The most engines in a tournament.
 pub const MAX_ENGINES: usize = 64;

@@ -2,7 +2,7 @@
 
 use crate::jobs::JobSpec;
 use crate::jobs::selfplay::self_play_variant;
-use crate::storage::JobRow;
+use crate::storage::rows::JobRow;
 use std::collections::HashMap;
 use xq_engine::variant::Variant;
 use xq_proto::v1;

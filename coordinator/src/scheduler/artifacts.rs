@@ -1,7 +1,7 @@
 //! The artifacts jobs name: indexed when uploaded, removed when collected.
 
 use crate::scheduler::{ScheduleError, Scheduler};
-use crate::storage::Change;
+use crate::storage::changes::Change;
 
 impl Scheduler {
     /// Indexes a stored artifact.

@@ -9,8 +9,10 @@ use crate::metrics::KindLabel;
 use crate::scheduler::{
     FailureCounts, JobState, NewJob, Origin, PENDING, RequestKey, ScheduleError, Scheduler, ViewParts, is_live,
 };
+use crate::storage::changes::Change;
 use crate::storage::counts::OverTheBoard;
-use crate::storage::{Change, JobRow, now_ms};
+use crate::storage::now_ms;
+use crate::storage::rows::JobRow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use tokio::sync::watch;

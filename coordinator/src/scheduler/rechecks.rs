@@ -3,7 +3,8 @@
 
 use crate::jobs::JobSpec;
 use crate::scheduler::{ACTIVE, JobState, PendingRecheck, ScheduleError, Scheduler, WorkerState};
-use crate::storage::{Change, Recheck, Suspicion};
+use crate::storage::changes::Change;
+use crate::storage::rows::{Recheck, Suspicion};
 use std::collections::HashMap;
 
 /// Whether a pending re-check of `job` is being reported, is disputed, or could be

@@ -5,8 +5,10 @@ use crate::jobs::JobSpec;
 use crate::scheduler::conduct::{misconduct, pair_slot};
 use crate::scheduler::rechecks::recheckable;
 use crate::scheduler::{JobState, LeaseContext, PendingRecheck, QUARANTINED, ScheduleError, Scheduler, State};
+use crate::storage::changes::Change;
 use crate::storage::counts::add_points;
-use crate::storage::{Change, UnitRow, abandoned_games, now_ms};
+use crate::storage::now_ms;
+use crate::storage::rows::{UnitRow, abandoned_games};
 use std::collections::HashSet;
 
 impl Scheduler {

@@ -15,8 +15,8 @@ use crate::scheduler::{
     FailureCounts, JobState, LeaseState, PendingRecheck, Scheduler, State, TokenState, WorkerState,
 };
 use crate::storage::counts::add_points;
+use crate::storage::rows::{Snapshot, WorkerRow};
 use crate::storage::writer::Writer;
-use crate::storage::{Snapshot, WorkerRow};
 use prost::Message;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};

@@ -3,7 +3,9 @@
 
 use crate::access::tokens::{Principal, Role, new_token, token_hash, token_id};
 use crate::scheduler::{ScheduleError, Scheduler, TokenState};
-use crate::storage::{AuditRow, Change, TokenRow, now_ms};
+use crate::storage::changes::Change;
+use crate::storage::now_ms;
+use crate::storage::rows::{AuditRow, TokenRow};
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -30,7 +30,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::metrics::Metrics;
-use crate::storage::{Applied, Change, Storage, StorageError, apply_all};
+use crate::storage::apply::apply_all;
+use crate::storage::changes::{Applied, Change};
+use crate::storage::{Storage, StorageError};
 
 /// The fail point of a committed batch of results whose acknowledgements are not yet
 /// sent (the drills' most dangerous crash).
@@ -352,7 +354,7 @@ fn makes_tournament(change: &Change) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::{LeaseRow, UnitRow};
+    use crate::storage::rows::{LeaseRow, UnitRow};
 
     /// A change storing one unit kept in `file`.
     fn unit_in(file: &str) -> Change {

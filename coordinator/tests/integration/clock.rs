@@ -163,7 +163,7 @@ async fn a_token_expires_by_the_wall_clock_while_leases_run_on_the_monotonic_one
     assert_eq!((state.state.as_str(), state.units_done), ("running", 3));
     assert_eq!(state.totals.unwrap().pentanomial, totals(&played).pentanomial);
     let storage = xq_coordinator::storage::Storage::open(&xq_coordinator::storage::sqlite_url(&data)).await.unwrap();
-    let xq_coordinator::storage::Recount { units, wdl, .. } = storage.recount(test as i64).await.unwrap();
+    let xq_coordinator::storage::rows::Recount { units, wdl, .. } = storage.recount(test as i64).await.unwrap();
     let expected = totals(&played);
     assert_eq!((units, wdl), (3, [expected.wins, expected.draws, expected.losses]), "each pair stored once");
 

@@ -170,7 +170,7 @@ async fn check_counts(admin: &mut Client, data: &Path, state: &v1::Job) {
     assert_eq!(wdl, [totals.wins, totals.draws, totals.losses], "the counts equal the stored games' results");
     // And the job's counters equal its unit rows.
     let storage = xq_coordinator::storage::Storage::open(&xq_coordinator::storage::sqlite_url(data)).await.unwrap();
-    let xq_coordinator::storage::Recount { units, wdl: row_wdl, pentanomial: penta, .. } =
+    let xq_coordinator::storage::rows::Recount { units, wdl: row_wdl, pentanomial: penta, .. } =
         storage.recount(state.job_id as i64).await.unwrap();
     assert_eq!(units, state.units_done);
     assert_eq!(row_wdl, wdl);

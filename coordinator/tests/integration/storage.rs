@@ -2,9 +2,11 @@
 
 use std::collections::HashMap;
 
+use xq_coordinator::storage::Storage;
+use xq_coordinator::storage::changes::Change;
 use xq_coordinator::storage::counts::OverTheBoard;
+use xq_coordinator::storage::rows::{JobRow, LeaseRow, Recount, TokenRow, UnitRow, WorkerRow};
 use xq_coordinator::storage::writer::{BATCH_INTERVAL, Writer};
-use xq_coordinator::storage::{Change, JobRow, LeaseRow, Recount, Storage, TokenRow, UnitRow, WorkerRow};
 
 use crate::common::{BACKENDS, Backend, TempDir, fresh_database};
 

@@ -7,8 +7,8 @@ use crate::jobs::selfplay::self_play_variant;
 use crate::jobs::test::endings::Conditions;
 use crate::jobs::test::replay::{PairContext, check_pair};
 use crate::scheduler::LeaseContext;
-use crate::storage::UnitRow;
 use crate::storage::counts::add_points;
+use crate::storage::rows::UnitRow;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use tonic::{Response, Status};
@@ -300,7 +300,7 @@ impl WorkerApi {
         worker: u64,
         context: &LeaseContext,
         job: &crate::jobs::verification::VerificationJob,
-        recheck: crate::storage::Recheck,
+        recheck: crate::storage::rows::Recheck,
         report: &[u8],
         lines: Vec<serde_json::Value>,
     ) -> Result<(), Status> {

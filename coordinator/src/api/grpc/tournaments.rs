@@ -15,7 +15,11 @@ use xq_proto::v1;
 
 impl Shared {
     /// The event `caller` made under `key`'s request id, if any.
-    pub(super) fn own_event_named(&self, caller: &Caller, key: &RequestKey) -> Option<crate::storage::TournamentRow> {
+    pub(super) fn own_event_named(
+        &self,
+        caller: &Caller,
+        key: &RequestKey,
+    ) -> Option<crate::storage::rows::TournamentRow> {
         self.tournaments.named(&key.id).into_iter().find(|row| self.event_owner(row) == caller.token_id)
     }
 
@@ -103,7 +107,7 @@ impl Shared {
 
     pub(super) async fn pairing_results(
         &self,
-        row: &crate::storage::TournamentRow,
+        row: &crate::storage::rows::TournamentRow,
     ) -> Result<Vec<PairingResults>, Status> {
         let mut results = Vec::with_capacity(row.job_ids.len());
         for &job_id in &row.job_ids {
@@ -176,7 +180,7 @@ impl Shared {
     /// that made its first tests as that token would make them: under its quotas and,
     /// for a submitter on a coordinator that asks for approval, waiting for it when no
     /// approved test covers them. An event with nothing to follow is over.
-    pub(super) async fn make_next_tests(&self, row: &crate::storage::TournamentRow) -> Result<bool, Status> {
+    pub(super) async fn make_next_tests(&self, row: &crate::storage::rows::TournamentRow) -> Result<bool, Status> {
         let id = row.id as u64;
         let results = self.pairing_results(row).await?;
         let Some(tests) = crate::jobs::tournament::next_round_tests(row, &results).map_err(Status::internal)? else {
@@ -211,7 +215,7 @@ impl Shared {
     }
 
     /// The token that made the event's first tests, whose event it is.
-    pub(super) fn event_owner(&self, row: &crate::storage::TournamentRow) -> String {
+    pub(super) fn event_owner(&self, row: &crate::storage::rows::TournamentRow) -> String {
         row.job_ids.first().and_then(|&job| self.scheduler.submitter(job)).unwrap_or_default()
     }
 
@@ -234,7 +238,7 @@ impl Shared {
     }
 
     /// Stops the tests of a stopped event that still wait or play, saying why.
-    pub(super) async fn stop_event_tests(&self, row: &crate::storage::TournamentRow) -> Result<(), Status> {
+    pub(super) async fn stop_event_tests(&self, row: &crate::storage::rows::TournamentRow) -> Result<(), Status> {
         let outcome = format!("tournament {} stopped", row.id);
         for &job in &row.job_ids {
             match self.scheduler.end_job(job, "stopped", &outcome).await {

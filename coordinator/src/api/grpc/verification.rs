@@ -166,7 +166,11 @@ impl Shared {
     }
 
     /// Where job `id`'s `unit` is stored, if it is counted.
-    pub(super) async fn counted_unit(&self, id: u64, unit: u64) -> Result<Option<crate::storage::UnitFile>, Status> {
+    pub(super) async fn counted_unit(
+        &self,
+        id: u64,
+        unit: u64,
+    ) -> Result<Option<crate::storage::rows::UnitFile>, Status> {
         let page = self.storage.unit_files(id as i64, unit.checked_sub(1), 1).await;
         Ok(page.map_err(|e| Status::unavailable(e.to_string()))?.into_iter().find(|u| u.unit == unit))
     }

@@ -10,7 +10,7 @@ pub mod replay;
 use crate::jobs::checks::{MAX_CPU_FLAG_CHARS, MAX_UNITS, SpecError, bad, check_artifact, check_name};
 use crate::jobs::spsa::setup::SpsaSetup;
 use crate::jobs::test::course::Course;
-use crate::storage::JobRow;
+use crate::storage::rows::JobRow;
 use std::sync::Arc;
 use xq_engine::book::Book;
 use xq_engine::time_control::TimeControl;
