@@ -84,7 +84,9 @@ impl Coordinator {
             verification_nets: Arc::new(crate::kept::nets()),
             judged_pairs: Arc::new(crate::kept::judged_pairs()),
             followers: Followers::new(config.followers),
-            spot_checks: Arc::new(crate::jobs::verification::SpotChecks::new(config.spot_check_plies_per_second)),
+            spot_checks: Arc::new(crate::jobs::verification::spot_checks::SpotChecks::new(
+                config.spot_check_plies_per_second,
+            )),
             tallies: Arc::default(),
             pair_points: Arc::default(),
             books: Arc::default(),

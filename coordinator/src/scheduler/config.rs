@@ -82,7 +82,7 @@ impl Default for SchedulerConfig {
             keep_unreferenced_artifacts: Some(Duration::from_secs(7 * 24 * 3600)),
             submitter_active_jobs: 0,
             followers: Default::default(),
-            spot_check_plies_per_second: crate::jobs::verification::SPOT_CHECK_PLIES_PER_SECOND,
+            spot_check_plies_per_second: crate::jobs::verification::spot_checks::SPOT_CHECK_PLIES_PER_SECOND,
             recheck_one_in: crate::jobs::verification::RECHECK_ONE_IN,
         }
     }

@@ -291,7 +291,7 @@ async fn a_real_collection_uploaded_as_stored_is_verified_and_fresh_self_play_ga
     // The parting games come back as PGN in the product's notation (UCI), still
     // replaying to the same verdicts.
     let lines = report_lines(&mut admin, job.job_id).await;
-    let parting = parse_pgn(&xq_coordinator::jobs::verification::parting_pgns(&lines, job.job_id)).unwrap();
+    let parting = parse_pgn(&xq_coordinator::jobs::verification::parting::parting_pgns(&lines, job.job_id)).unwrap();
     assert_eq!(parting.len() as u64, summary.parting);
     let mut again = Tally::default();
     for game in &parting {
@@ -432,7 +432,7 @@ async fn a_report_naming_a_game_twice_or_outside_its_unit_or_a_foreign_kind_is_r
 
 #[tokio::test]
 async fn a_job_of_one_game_units_keeps_the_coordinator_s_replays_under_its_budget() {
-    use xq_coordinator::jobs::verification::UnitGames;
+    use xq_coordinator::jobs::verification::spot_checks::UnitGames;
     let backend = BACKENDS[0];
     let dir = TempDir::new("verification-budget");
     let url = fresh_database(backend, &dir.0).await;

@@ -68,9 +68,9 @@ pub struct Shared {
     /// The followers of live streams, under their caps.
     pub followers: Arc<Followers>,
     /// The spot checks of verification reports, under their budget.
-    pub spot_checks: Arc<crate::jobs::verification::SpotChecks>,
+    pub spot_checks: Arc<crate::jobs::verification::spot_checks::SpotChecks>,
     /// Verification jobs' counts, kept as their reports are counted.
-    pub tallies: Arc<crate::jobs::verification::Tallies>,
+    pub tallies: Arc<crate::jobs::verification::tallies::Tallies>,
     /// Tournament tests' pair points as last read, with the counts they were read at.
     pub pair_points: Arc<PairPoints>,
     /// Opening books as parsed, while jobs hold them.

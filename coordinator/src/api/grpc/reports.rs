@@ -230,7 +230,7 @@ impl WorkerApi {
         let text = Arc::new(report.report);
         let (checked, unit_job) = (text.clone(), job.clone());
         let checked = tokio::task::spawn_blocking(move || {
-            crate::jobs::verification::check_report(&checked, &unit_job.scope(report.unit))
+            crate::jobs::verification::reports::check_report(&checked, &unit_job.scope(report.unit))
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))?
@@ -304,7 +304,8 @@ impl WorkerApi {
         report: &[u8],
         lines: Vec<serde_json::Value>,
     ) -> Result<(), Status> {
-        use crate::jobs::verification::{check_report, reference_difference, reference_verdicts};
+        use crate::jobs::verification::reference::{reference_difference, reference_verdicts};
+        use crate::jobs::verification::reports::check_report;
         let (job_id, unit) = (context.job_id, recheck.unit);
         let counted = self.0.counted_report(job_id, unit).await?;
         let second = match recheck.second_worker {
@@ -384,7 +385,7 @@ impl WorkerApi {
         unit: u64,
         lines: Vec<serde_json::Value>,
     ) -> Result<Result<(), String>, Status> {
-        use crate::jobs::verification::{SPOT_CHECKED_GAMES, UnitGames, spot_check};
+        use crate::jobs::verification::spot_checks::{SPOT_CHECKED_GAMES, UnitGames, spot_check};
         let (first, count) = (job.unit_first_game(unit), job.unit_games(unit) as usize);
         let file = match &job.spec.pgn {
             Some(pgn) => Some(self.0.pgn_file(pgn).await?),

@@ -99,8 +99,9 @@ impl Shared {
     /// a time, without the units' tallies.
     pub fn verification_lines(&self, id: u64) -> Result<impl Stream<Item = Result<String, Status>> + use<>, Status> {
         let reports = self.unit_bytes(id, Stored::Reports)?;
-        Ok(reports
-            .map(|r| r.map(|(_, bytes)| crate::jobs::verification::report_games(&String::from_utf8_lossy(&bytes)))))
+        Ok(reports.map(|r| {
+            r.map(|(_, bytes)| crate::jobs::verification::parting::report_games(&String::from_utf8_lossy(&bytes)))
+        }))
     }
 
     /// A verification PGN, decoded and cut into games (kept for the spot checks of the
@@ -132,7 +133,7 @@ impl Shared {
         let JobSpec::Verify(job) = &*spec else {
             return Err(Status::invalid_argument(format!("job {id} is not a verification job")));
         };
-        use crate::jobs::verification::TallyRead;
+        use crate::jobs::verification::tallies::TallyRead;
         let tally = match self.tallies.read(id) {
             TallyRead::Kept(tally) => tally,
             TallyRead::Load => match self.stored_tallies(id).await {

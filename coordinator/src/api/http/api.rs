@@ -272,7 +272,7 @@ pub async fn verification_lines(
     let id = job_id(&id)?;
     let lines = dashboard.shared.verification_lines(id)?;
     let body = Body::from_stream(lines.map(move |item| {
-        item.map(|lines| if as_pgn { crate::jobs::verification::parting_pgns(&lines, id) } else { lines })
+        item.map(|lines| if as_pgn { crate::jobs::verification::parting::parting_pgns(&lines, id) } else { lines })
             .map_err(std::io::Error::other)
     }));
     if as_pgn {

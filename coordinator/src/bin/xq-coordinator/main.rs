@@ -144,7 +144,7 @@ struct ServeArgs {
     /// jobs (a ply ruled under one rule set, or a node searched, counts one; the
     /// arbiter rules about a million a second on a core). Every reported line is
     /// verified again regardless; only the games drawn at random wait for the budget.
-    #[arg(long, default_value_t = xq_coordinator::jobs::verification::SPOT_CHECK_PLIES_PER_SECOND)]
+    #[arg(long, default_value_t = xq_coordinator::jobs::verification::spot_checks::SPOT_CHECK_PLIES_PER_SECOND)]
     spot_check_plies: f64,
     /// Of a verification job with a reference, one counted unit in this many (drawn
     /// after its report) is reported again by another worker offering the reference,

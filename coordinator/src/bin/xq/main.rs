@@ -787,7 +787,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 tokio::fs::File::create(path).await.with_context(|| format!("creating {}", path.display()))?;
             while let Some(batch) = stream.message().await? {
                 let text = if pgn.is_some() {
-                    xq_coordinator::jobs::verification::parting_pgns(&batch.jsonl, job)
+                    xq_coordinator::jobs::verification::parting::parting_pgns(&batch.jsonl, job)
                 } else {
                     batch.jsonl
                 };
