@@ -95,6 +95,7 @@ pub fn export(model: &Model, progress: &Progress, path: &Path) -> Result<Network
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::tests::factorised_and_summed;
 
     #[test]
     fn a_fixed_validation_set_is_described_by_its_count_and_names_not_its_paths() {
@@ -108,5 +109,13 @@ mod tests {
         assert_ne!(described_settings(&other), here, "another order, another set");
         let none = serde_json::json!({"seed": 1});
         assert_eq!(described_settings(&none), none);
+    }
+
+    #[test]
+    fn a_factorised_model_exports_the_net_of_its_summed_weights() {
+        let (factorised, summed) = factorised_and_summed(8);
+        let net = |model: &Model| network(model, "test".to_owned()).unwrap().to_bytes();
+        assert_eq!(net(&factorised), net(&summed), "bit for bit");
+        assert!(factorised.quantise().unwrap() == factorised.composed().quantise().unwrap());
     }
 }

@@ -29,10 +29,8 @@ use xq_engine::xiangqi::nnue::features::{FEATURES, KING_BUCKETS, PIECE_SLOTS, PO
 use xq_engine::xiangqi::nnue::{L1, L2, L3, OUTPUT_DIVISOR, Parameters, WEIGHT_SHIFT};
 
 use crate::data::{Batch, MAX_FEATURES};
-use crate::transformer::{self, Transformed};
+use crate::transformer::{self, ACTIVATION_ONE, Transformed};
 
-/// An activation's 1.0 in the engine.
-pub const ACTIVATION_ONE: f64 = 127.0;
 /// A hidden or output weight's 1.0 in the engine.
 pub const WEIGHT_ONE: f64 = (1 << WEIGHT_SHIFT) as f64;
 /// The engine's evaluation per unit of float output.
@@ -470,8 +468,10 @@ pub fn quantised_forward(parameters: &Parameters, batch: &Batch) -> Vec<i32> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::transformer::tests::batch;
+    use crate::transformer::{backward, forward};
 
     #[test]
     fn a_net_read_into_the_model_quantises_back_to_itself() {
@@ -503,7 +503,8 @@ mod tests {
 
     /// A factorised model with a factor of random values, and the unfactorised model
     /// of its sums, composed here row by row.
-    fn factorised_and_summed(seed: u64) -> (Model, Model) {
+    /// A factorised model and the same model with its factor summed into its rows.
+    pub(crate) fn factorised_and_summed(seed: u64) -> (Model, Model) {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut model = Model::new(Device::Cpu, seed).factorised();
         let factor: Vec<f32> = (0..FACTOR_FEATURES * L1).map(|_| rng.random_range(-0.05..0.05)).collect();
@@ -586,14 +587,6 @@ mod tests {
     }
 
     #[test]
-    fn a_factorised_model_exports_the_net_of_its_summed_weights() {
-        let (factorised, summed) = factorised_and_summed(8);
-        let net = |model: &Model| crate::export::network(model, "test".to_owned()).unwrap().to_bytes();
-        assert_eq!(net(&factorised), net(&summed), "bit for bit");
-        assert!(factorised.quantise().unwrap() == factorised.composed().quantise().unwrap());
-    }
-
-    #[test]
     fn clipping_a_factorised_model_clips_the_sums_the_engine_gets() {
         let (mut model, _) = factorised_and_summed(9);
         let limit = TRANSFORMER_LIMIT as f32;
@@ -660,5 +653,47 @@ mod tests {
         assert!(parameters.hidden2_weights.iter().any(|&w| w == 127 || w == -127), "the clip reached the i8 bound");
         let bound = parameters.transformer_weights.iter().map(|w| i32::from(*w).abs()).max().unwrap();
         assert!(33 * bound <= i32::from(i16::MAX), "a bias and 32 rows fit i16: {bound}");
+    }
+
+    #[test]
+    fn the_kernel_matches_libtorch_forward_and_backward() {
+        let mut rng = StdRng::seed_from_u64(9);
+        let batch = batch(300, &mut rng);
+        // Weights that put the sums on both sides of the clipping range.
+        let weights: Vec<f32> = (0..FEATURES * L1).map(|_| rng.random_range(-0.3..0.3)).collect();
+        let biases: Vec<f32> = (0..L1).map(|_| rng.random_range(-0.5..1.5)).collect();
+        let upstream: Vec<f32> = (0..batch.len() * 2 * L1).map(|_| rng.random_range(-1.0..1.0)).collect();
+
+        let transformed = forward(&weights, &biases, &batch);
+        let (weight_gradient, bias_gradient) = backward(&transformed, &batch, &upstream);
+
+        // The same through libtorch's embedding bag and autograd, with the
+        // straight-through rounding the model's other layers use.
+        let w = Tensor::from_slice(&weights).reshape([FEATURES as i64, L1 as i64]).set_requires_grad(true);
+        let b = Tensor::from_slice(&biases).set_requires_grad(true);
+        let offsets = Tensor::from_slice(&batch.offsets);
+        let view = |indices: &[i64]| {
+            let x = (sparse_sum(&w, &Tensor::from_slice(indices), &offsets) + &b).clamp(0.0, 1.0);
+            &x + ((&x * 127.0).round() / 127.0 - &x).detach()
+        };
+        let reference = Tensor::cat(&[view(&batch.ours), view(&batch.theirs)], 1);
+        let upstream_tensor = Tensor::from_slice(&upstream).reshape([batch.len() as i64, 2 * L1 as i64]);
+        (&reference * &upstream_tensor).sum(Kind::Float).backward();
+
+        let reference = Vec::<f32>::try_from(reference.detach().flatten(0, -1)).unwrap();
+        let differing = transformed.input.iter().zip(&reference).filter(|(a, b)| (*a - *b).abs() > 1e-6).count();
+        // Summing in another order may move a sum across a rounding tie.
+        assert!(differing <= 3, "{differing} activations differ");
+        let passed = transformed.passes.iter().filter(|&&p| p == 1).count();
+        assert!(passed > 1_000 && passed < transformed.passes.len() - 1_000, "both clipping sides: {passed}");
+
+        let close = |ours: &[f32], theirs: &Tensor, what: &str| {
+            let theirs = Vec::<f32>::try_from(theirs.flatten(0, -1).to_device(Device::Cpu)).unwrap();
+            let worst = ours.iter().zip(&theirs).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+            assert!(worst < 1e-3, "{what} gradient differs by up to {worst}");
+            assert!(theirs.iter().any(|&g| g != 0.0), "{what} gradient is not all zero");
+        };
+        close(&weight_gradient, &w.grad(), "weight");
+        close(&bias_gradient, &b.grad(), "bias");
     }
 }

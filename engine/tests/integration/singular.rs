@@ -38,7 +38,7 @@ fn singular(depth: i32) -> SearchOptions {
 #[test]
 fn off_by_default_the_search_is_the_one_before_and_on_it_changes_the_tree() {
     assert_eq!(xq_engine::bench::run(8).nodes, 125_334);
-    let position = Position::from_fen(xq_engine::bench::POSITIONS[2]).unwrap();
+    let position = Position::from_fen(xq_engine::bench::positions::POSITIONS[2]).unwrap();
     let limits = Limits { depth: Some(10), ..Limits::default() };
     let nodes = |options: &SearchOptions| search(&Shared::new(16), &position, &[], &limits, options, |_| {}).nodes;
     assert_ne!(nodes(&singular(4)), nodes(&SearchOptions::default()), "on, the singular test never fired");

@@ -216,7 +216,7 @@ mod tests {
 
     #[test]
     fn colour_flipping_and_mirroring_keep_the_score() {
-        for fen in crate::bench::POSITIONS {
+        for fen in crate::bench::positions::POSITIONS {
             let position = Position::from_fen(fen).unwrap();
             assert_eq!(evaluate(&position), evaluate(&position.color_flipped()), "{fen}");
             assert_eq!(evaluate(&position), evaluate(&position.mirrored()), "{fen}");

@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 
 use super::identity::Identities;
 use super::nature::classify;
-use super::verify::{Verdict, verdicts};
+use super::verdicts::{Verdict, verdicts};
 use super::{Outcome, Reason, RefereeConfig, RuleSet, Ruling};
 use crate::xiangqi::movegen::legal_moves;
 use crate::xiangqi::{Move, PieceKind, Position, fen};

@@ -63,6 +63,7 @@ pub mod judge;
 pub mod metamorphic;
 pub mod nature;
 pub mod referee;
+pub mod verdicts;
 pub mod verify;
 
 use std::fmt;

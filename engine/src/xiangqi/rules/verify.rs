@@ -13,7 +13,8 @@ use super::Referee;
 use super::hard_games::hard_game;
 use super::judge::{JudgeRequest, judge};
 use super::metamorphic;
-use super::{Outcome, Panel, RefereeConfig, RuleSet, Ruling, ViolationTiming, cite_move_rules};
+use super::verdicts::{Verdict, verdicts};
+use super::{Outcome, RuleSet, ViolationTiming, cite_move_rules};
 use crate::color::Color;
 use crate::variant::Variant;
 use crate::xiangqi::notation::{MoveTextError, parse_any};
@@ -34,15 +35,6 @@ use crate::xiangqi::{Move, Position, fen};
 /// none of them exercises. It changes on edits that rule nothing (a comment): such a
 /// worker only waits for a matching coordinator, it is never quarantined.
 pub const ARBITER_BUILD: &str = concat!(env!("CARGO_PKG_VERSION"), "+", env!("XQ_ARBITER_SOURCE_HASH"));
-
-/// Where and how a referee under one rule set ended a game.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Verdict {
-    /// The rule set.
-    pub rules: RuleSet,
-    /// The ply (1-based) after which it ruled, and the ruling; `None`: not over.
-    pub ended: Option<(usize, Ruling)>,
-}
 
 /// How two rule sets' verdicts on one game differ.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -234,19 +226,6 @@ pub fn parse_moves(start: &Position, texts: &[String]) -> Result<Vec<Move>, (usi
         moves.push(mv);
     }
     Ok(moves)
-}
-
-/// Each rule set's verdict on the game: where a referee under it ends the game in
-/// play. Moves after the last rule set's ruling are not played.
-pub fn verdicts(start: &Position, moves: &[Move], rule_sets: &[RuleSet]) -> Vec<Verdict> {
-    let configs: Vec<RefereeConfig> = rule_sets.iter().map(|&rules| RefereeConfig::for_rules(rules)).collect();
-    let mut panel = Panel::new(start.clone(), &configs);
-    for &mv in moves {
-        if panel.all_ended() || panel.play(mv).is_err() {
-            break;
-        }
-    }
-    rule_sets.iter().zip(panel.ended()).map(|(&rules, ended)| Verdict { rules, ended }).collect()
 }
 
 /// How verdicts `a` and `b` differ, if they do.
@@ -767,5 +746,32 @@ mod tests {
         let start = Position::startpos();
         let texts: Vec<String> = ["h2e2", "h9g7", "e2e9"].iter().map(|s| (*s).to_owned()).collect();
         assert_eq!(parse_moves(&start, &texts).unwrap_err().0, 3);
+    }
+
+    #[test]
+    fn a_game_s_record_is_verified_as_the_game_itself() {
+        let rules = [RuleSet::Wxf, RuleSet::Cxq];
+        let (mut by_record, mut by_number) = (Tally::default(), Tally::default());
+        for number in 0..40 {
+            let line = check_game_with(
+                &crate::xiangqi::rules::hard_games::hard_game_pgn(number),
+                &rules,
+                "g",
+                &mut by_record,
+                None,
+                true,
+            )
+            .unwrap();
+            let direct = check_hard_game(number, &rules, true, &mut by_number);
+            let unlabelled = |line: Option<serde_json::Value>| {
+                line.map(|mut line| {
+                    line["game"] = serde_json::Value::Null;
+                    line
+                })
+            };
+            assert_eq!(unlabelled(line), unlabelled(direct), "hard game {number}");
+        }
+        assert_eq!(by_record, by_number);
+        assert!(by_record.parting > 0, "forty games hold partings of WXF and CXQ");
     }
 }
