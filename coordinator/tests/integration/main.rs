@@ -3,12 +3,16 @@
 //! processes with faults.
 
 mod admission;
+mod bounds;
 mod browser;
+mod chunks;
 mod cli;
 mod clock;
 mod cluster;
+mod cluster_jobs;
 mod common;
 mod config_file;
+mod connections;
 mod creations;
 mod dashboard;
 mod docs;
@@ -17,6 +21,7 @@ mod durability;
 mod given_up;
 mod grpc_fuzz;
 mod http_fuzz;
+mod kill_drills;
 mod local;
 mod manuals;
 mod nets;

@@ -3,26 +3,23 @@
 
 use std::time::Duration;
 
-use tokio_stream::StreamExt;
 use tonic::Code;
 use xq_coordinator::scheduler::config::SchedulerConfig;
-use xq_engine::color::Color;
 use xq_engine::xiangqi::data::{Record, write_chunk};
-use xq_engine::xiangqi::rules::Outcome;
 use xq_engine::xiangqi::search::Shared;
 use xq_engine::xiangqi::selfplay::play_game;
 use xq_proto::v1;
 
 use crate::common::{
-    BACKENDS, Client, Random, TempDir, client, fresh_database, game, pair, registered_worker, registered_worker_token,
-    serve, serve_on, serve_with, test_request, totals, upload, worker,
+    BACKENDS, Client, TempDir, client, fresh_database, game, pair, registered_worker, registered_worker_token, serve,
+    serve_on, test_request, totals, upload, worker,
 };
 
-fn config() -> SchedulerConfig {
+pub(crate) fn config() -> SchedulerConfig {
     SchedulerConfig { lease_seconds: 4.0 * 72.0, reference_nps: 0, ..SchedulerConfig::default() }
 }
 
-async fn create(admin: &mut Client, pairs: u64) -> v1::Job {
+pub(crate) async fn create(admin: &mut Client, pairs: u64) -> v1::Job {
     let request = test_request(admin, pairs, None).await;
     admin.create_test(request).await.unwrap().into_inner()
 }
@@ -272,175 +269,6 @@ async fn a_worker_whose_base_engine_fails_far_more_often_than_on_the_others_is_q
     }
 }
 
-#[tokio::test]
-async fn self_play_chunks_are_checked_then_stored_and_streamed() {
-    let served = serve(BACKENDS[1], config()).await;
-    let mut admin = client(served.address, &served.client_token).await;
-    let spec = v1::SelfPlaySpec { nodes: 1000, games_per_unit: 2, ..Default::default() };
-    let job = admin
-        .create_self_play(v1::CreateSelfPlayRequest { spec: Some(spec.clone()), units: 2, ..Default::default() })
-        .await
-        .unwrap()
-        .into_inner();
-    let mut worker = registered_worker(&served, "w", &[]).await;
-    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
-    assert!(matches!(lease.work, Some(v1::lease::Work::SelfPlay(_))));
-    let status = worker
-        .upload_chunk(v1::UploadChunkRequest {
-            lease_id: lease.lease_id,
-            unit: 0,
-            chunk: b"garbage".to_vec(),
-            games: 2,
-        })
-        .await
-        .unwrap_err();
-    assert!(status.message().starts_with("chunk:"), "{}", status.message());
-    let uploaded = [unit_chunk(&spec, 0, 20), unit_chunk(&spec, 1, 20)];
-    for unit in [0, 1] {
-        let chunk = uploaded[unit as usize].clone();
-        let request = v1::UploadChunkRequest { lease_id: lease.lease_id, unit, chunk, games: 2 };
-        let stop = worker.upload_chunk(request.clone()).await.unwrap().into_inner().stop;
-        assert_eq!(stop, unit == 1);
-        worker.upload_chunk(request).await.unwrap();
-    }
-    let records: u64 =
-        uploaded.iter().map(|chunk| xq_engine::xiangqi::data::read_chunk(chunk).unwrap().len() as u64).sum();
-    let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
-    assert_eq!((state.state.as_str(), state.positions), ("finished", records));
-    let chunks = crate::common::collect(
-        admin.stream_training_data(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner(),
-    )
-    .await;
-    assert_eq!(chunks.iter().map(|c| c.unit).collect::<Vec<_>>(), [0, 1]);
-    assert_eq!(chunks[0].chunk, uploaded[0]);
-
-    // Other bytes for a stored unit change nothing that is stored or streamed.
-    let other = unit_chunk(&spec, 0, 30);
-    assert_ne!(other, uploaded[0]);
-    let request = v1::UploadChunkRequest { lease_id: lease.lease_id, unit: 0, chunk: other, games: 2 };
-    worker.upload_chunk(request).await.unwrap();
-    let again = crate::common::collect(
-        admin.stream_training_data(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner(),
-    )
-    .await;
-    assert_eq!(again, chunks);
-    let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
-    assert_eq!(state.positions, records);
-
-    // A stored chunk damaged on disk is refused on read, naming its file, whether a
-    // byte changed or the file was cut short.
-    let dir = served.data.join(format!("chunks/{}", job.job_id));
-    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
-    let mut bytes = std::fs::read(&files[1]).unwrap();
-    bytes[40] ^= 0x10;
-    std::fs::write(&files[1], &bytes).unwrap();
-    let stream = admin.stream_training_data(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
-    let damaged = read_until_error(stream).await;
-    assert_eq!(damaged.code(), Code::DataLoss, "{damaged:?}");
-    assert!(damaged.message().contains("do not hash") && damaged.message().contains("chunks/"), "{damaged:?}");
-    std::fs::write(&files[1], &bytes[..bytes.len() / 2]).unwrap();
-    let stream = admin.stream_training_data(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
-    let cut = read_until_error(stream).await;
-    assert_eq!(cut.code(), Code::DataLoss, "{cut:?}");
-    assert!(cut.message().contains("shorter than"), "{cut:?}");
-}
-
-/// Reads a stream until it fails; its error.
-async fn read_until_error<T>(mut stream: tonic::Streaming<T>) -> tonic::Status {
-    loop {
-        match stream.message().await {
-            Ok(Some(_)) => continue,
-            Ok(None) => panic!("the stream ended without an error"),
-            Err(status) => return status,
-        }
-    }
-}
-
-/// A chunk holding more records than its unit's games can make is refused: 2 games of
-/// at most 10 plies make at most 20 records.
-#[tokio::test]
-async fn a_chunk_larger_than_its_unit_can_be_is_refused() {
-    let served = serve(BACKENDS[0], config()).await;
-    let mut admin = client(served.address, &served.client_token).await;
-    let spec = v1::SelfPlaySpec { nodes: 1000, games_per_unit: 2, max_plies: 10, ..Default::default() };
-    admin
-        .create_self_play(v1::CreateSelfPlayRequest { spec: Some(spec.clone()), units: 1, ..Default::default() })
-        .await
-        .unwrap();
-    let mut worker = registered_worker(&served, "w", &[]).await;
-    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
-    let upload = |chunk| v1::UploadChunkRequest { lease_id: lease.lease_id, unit: 0, chunk, games: 2 };
-    // The unit's two games of ten plies, one record more.
-    let mut records = unit_records(&spec, 0, 20);
-    assert_eq!(records.len(), 20);
-    records.push(Record { ply: 10, ..records[19].clone() });
-    let status = worker.upload_chunk(upload(write_chunk(&records))).await.unwrap_err();
-    assert!(status.message().contains("21 records, more than 2 games of at most 10 plies"), "{}", status.message());
-    assert!(worker.upload_chunk(upload(unit_chunk(&spec, 0, 20))).await.unwrap().into_inner().stop);
-}
-
-/// A self-play chunk is checked beyond its records: its games are played again from
-/// the unit's seeded openings by the job's rules. Records that are not the games they
-/// claim to be (results flipped, positions shuffled) are refused, naming the game and
-/// the record, and neither stored nor counted, though counted against the worker; the
-/// unit's honest chunk then counts.
-#[tokio::test]
-async fn a_chunk_of_forged_games_is_refused_naming_game_and_record_and_the_honest_one_counts() {
-    let served = serve(BACKENDS[0], config()).await;
-    let mut admin = client(served.address, &served.client_token).await;
-    let spec = v1::SelfPlaySpec {
-        nodes: 1000,
-        games_per_unit: 3,
-        random_plies: 6,
-        seed: 9,
-        max_plies: 60,
-        ..Default::default()
-    };
-    let request = v1::CreateSelfPlayRequest { spec: Some(spec.clone()), units: 1, ..Default::default() };
-    let job = admin.create_self_play(request).await.unwrap().into_inner().job_id;
-    let mut worker = registered_worker(&served, "w", &[]).await;
-    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
-    let upload = |records: &[Record]| v1::UploadChunkRequest {
-        lease_id: lease.lease_id,
-        unit: 0,
-        chunk: write_chunk(records),
-        games: 3,
-    };
-    let honest = unit_records(&spec, 0, 30);
-    let first_game = honest.iter().skip(1).position(|r| r.ply == 6).expect("three games") + 1;
-
-    // Every record credited to the side that did not win the first game.
-    let flipped_to = match honest[0].result {
-        Outcome::Win(Color::Red) => Outcome::Win(Color::Black),
-        _ => Outcome::Win(Color::Red),
-    };
-    let flipped: Vec<Record> = honest.iter().map(|r| Record { result: flipped_to, ..r.clone() }).collect();
-    let status = worker.upload_chunk(upload(&flipped)).await.unwrap_err();
-    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
-    let named = format!("game 0 (from record 0), record {}: result {}", first_game - 1, flipped_to.pgn());
-    assert!(status.message().starts_with(&format!("chunk: {named}")), "{}", status.message());
-    assert!(status.message().contains("does not fit the game's end"), "{}", status.message());
-
-    // Two positions of the second game swapped, with their best moves.
-    let mut shuffled = honest.clone();
-    let (a, b) = (first_game + 3, first_game + 4);
-    shuffled.swap(a, b);
-    (shuffled[a].ply, shuffled[b].ply) = (honest[a].ply, honest[b].ply);
-    let status = worker.upload_chunk(upload(&shuffled)).await.unwrap_err();
-    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
-    let named = format!("game 1 (from record {first_game}), record {a}: its position is not the one");
-    assert!(status.message().starts_with(&format!("chunk: {named}")), "{}", status.message());
-
-    let state = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
-    assert_eq!((state.units_done, state.positions, state.refused_reports), (0, 0, 2));
-    assert!(!served.data.join(format!("chunks/{job}")).exists(), "nothing of a refused chunk is stored");
-
-    assert!(worker.upload_chunk(upload(&honest)).await.unwrap().into_inner().stop);
-    let state = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
-    assert_eq!((state.state.as_str(), state.positions), ("finished", honest.len() as u64));
-}
-
 /// The records of `unit` of a self-play job of `spec` as a worker plays them, at
 /// `nodes` a move: the coordinator does not search again, so it cannot tell them from
 /// the spec's.
@@ -454,35 +282,6 @@ pub fn unit_records(spec: &v1::SelfPlaySpec, unit: u64, nodes: u64) -> Vec<Recor
 /// The chunk of [`unit_records`].
 pub fn unit_chunk(spec: &v1::SelfPlaySpec, unit: u64, nodes: u64) -> Vec<u8> {
     write_chunk(&unit_records(spec, unit, nodes))
-}
-
-#[tokio::test]
-async fn connections_beyond_the_cap_are_refused_and_the_server_goes_on() {
-    let served = serve_with(BACKENDS[0], config(), 2).await;
-    let mut first = client(served.address, &served.client_token).await;
-    let mut second = client(served.address, &served.client_token).await;
-    first.list_jobs(v1::ListJobsRequest::default()).await.unwrap();
-    second.list_jobs(v1::ListJobsRequest::default()).await.unwrap();
-    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{}", served.address)).unwrap();
-    let refused = endpoint.connect_timeout(Duration::from_secs(2)).timeout(Duration::from_secs(2)).connect().await;
-    let third_failed = match refused {
-        Err(_) => true,
-        Ok(channel) => {
-            let mut third = xq_proto::v1::client_client::ClientClient::with_interceptor(
-                channel,
-                xq_proto::BearerToken::new(&served.client_token).unwrap(),
-            );
-            third.list_jobs(v1::ListJobsRequest::default()).await.is_err()
-        }
-    };
-    assert!(third_failed, "a third connection is served");
-    assert!(served.coordinator.accept_stats.refused.load(std::sync::atomic::Ordering::Relaxed) >= 1);
-    // The first two still work; when one closes, a new connection is served.
-    first.list_jobs(v1::ListJobsRequest::default()).await.unwrap();
-    drop(second);
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let mut fourth = client(served.address, &served.client_token).await;
-    fourth.list_jobs(v1::ListJobsRequest::default()).await.unwrap();
 }
 
 #[tokio::test]
@@ -507,68 +306,6 @@ async fn a_report_without_the_required_bench_signatures_is_refused() {
     assert!(status.message().contains("bench signature 0 verified, 721742 required"), "{}", status.message());
     assert_eq!(worker.report_pairs(report(vec![721741, 0])).await.unwrap_err().code(), Code::FailedPrecondition);
     worker.report_pairs(report(vec![721742, 0])).await.unwrap();
-}
-
-/// One address may hold only its share of the connections: past it, its connections
-/// are closed at once while other addresses are still served.
-#[tokio::test]
-async fn one_address_cannot_take_every_connection() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let caps = xq_coordinator::access::listener::ConnectionCaps {
-        per_address: 2,
-        ..xq_coordinator::access::listener::ConnectionCaps::total(100)
-    };
-    let served = serve_with(BACKENDS[0], config(), caps).await;
-    let port = served.address.port();
-    // A connection is served when the server answers the HTTP/2 preface with its own
-    // settings; a refused one is closed without a byte.
-    let open = |from: &'static str| async move {
-        let socket = tokio::net::TcpSocket::new_v4().unwrap();
-        socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
-        let mut stream = socket.connect(format!("127.0.0.1:{port}").parse().unwrap()).await.unwrap();
-        stream.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0").await.unwrap();
-        let mut buffer = [0u8; 64];
-        let served = matches!(
-            tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buffer)).await,
-            Ok(Ok(n)) if n > 0
-        );
-        (stream, served)
-    };
-    let (first, served_first) = open("127.0.0.1").await;
-    let (_second, served_second) = open("127.0.0.1").await;
-    assert!(served_first && served_second);
-    let (_third, served_third) = open("127.0.0.1").await;
-    assert!(!served_third, "a third connection from one address");
-    let (_other, served_other) = open("127.0.0.2").await;
-    assert!(served_other, "another address is still served");
-    assert_eq!(served.coordinator.accept_stats.refused_per_address.load(std::sync::atomic::Ordering::Relaxed), 1);
-    // A closed connection gives its address's place back.
-    drop(first);
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(open("127.0.0.1").await.1, "the place is given back");
-}
-
-/// A connection that says nothing is closed after `first_bytes_within`, and its place
-/// goes to the next; one that speaks is served.
-#[tokio::test]
-async fn silent_connections_are_closed_and_give_their_place_back() {
-    use tokio::io::AsyncReadExt;
-    let caps = xq_coordinator::access::listener::ConnectionCaps {
-        total: 1,
-        per_address: 1,
-        first_bytes_within: Duration::from_millis(500),
-    };
-    let served = serve_with(BACKENDS[0], config(), caps).await;
-    let start = std::time::Instant::now();
-    let mut silent = tokio::net::TcpStream::connect(served.address).await.unwrap();
-    let mut buffer = [0u8; 16];
-    let read = tokio::time::timeout(Duration::from_secs(10), silent.read(&mut buffer)).await;
-    assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "closed, not left open: {read:?}");
-    assert!(start.elapsed() >= Duration::from_millis(500), "not before its time: {:?}", start.elapsed());
-    assert_eq!(served.coordinator.accept_stats.silent.load(std::sync::atomic::Ordering::Relaxed), 1);
-    // Its place is free again for a client that speaks.
-    let mut admin = client(served.address, &served.client_token).await;
-    admin.list_jobs(v1::ListJobsRequest::default()).await.unwrap();
 }
 
 /// An upload whose client goes away mid-stream leaves no temporary file behind.
@@ -725,79 +462,8 @@ async fn below_its_disk_reserve_the_coordinator_takes_no_new_work_but_keeps_resu
     assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
 }
 
-/// The server tells every HTTP/2 client how many requests a connection may carry at once.
-#[tokio::test]
-async fn http2_connections_are_told_their_stream_limit() {
-    let served = serve(BACKENDS[0], config()).await;
-    let tcp = tokio::net::TcpStream::connect(served.address).await.unwrap();
-    let (_send, mut connection) = h2::client::handshake(tcp).await.unwrap();
-    // The server's SETTINGS arrive with the first frames it sends.
-    let settings = tokio::time::timeout(Duration::from_secs(5), async {
-        loop {
-            let limit = connection.max_concurrent_send_streams();
-            if limit != usize::MAX {
-                return limit;
-            }
-            // Drives the connection for a moment: it reads the server's frames.
-            let _ = tokio::time::timeout(Duration::from_millis(50), &mut connection).await;
-        }
-    })
-    .await
-    .expect("the server's settings within 5 s");
-    assert_eq!(settings, xq_coordinator::server::MAX_STREAMS as usize);
-}
-
-/// The value of the metric line `name` (0 when absent).
-fn metric(text: &str, name: &str) -> u64 {
-    text.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok()).unwrap_or(0)
-}
-
-/// Attack: every request path under `/xq.v1.` became a metric label, before any token
-/// was checked, so 3,000 GETs of made-up paths added 17 MB to `/metrics`. Now only the
-/// contract's methods and the dashboard's routes are labels; the rest count as one.
-#[tokio::test]
-async fn made_up_grpc_paths_count_under_one_label_and_do_not_grow_the_metrics() {
-    use http_body_util::{BodyExt, Empty};
-    use hyper_util::client::legacy::Client as HttpClient;
-    use xq_coordinator::api::http::UNMATCHED;
-
-    let served = serve(BACKENDS[0], config()).await;
-    let http = HttpClient::builder(hyper_util::rt::TokioExecutor::new()).build_http::<Empty<bytes::Bytes>>();
-    let get = |path: String| {
-        let uri: http::Uri = format!("http://{}{path}", served.address).parse().unwrap();
-        let http = http.clone();
-        async move { http.get(uri).await.unwrap().into_body().collect().await.unwrap().to_bytes() }
-    };
-    let unmatched = format!("xq_request_seconds_count{{method=\"{UNMATCHED}\"}}");
-    let before = String::from_utf8(get("/metrics".to_owned()).await.to_vec()).unwrap();
-
-    const SENT: u64 = 3_000;
-    let mut random = Random(0x5eed_1abe1);
-    let mut made_up = Vec::new();
-    for i in 0..SENT {
-        let service = ["Worker", "Client", "Nothing"][i as usize % 3];
-        let path = format!("/xq.v1.{service}/M{:016x}", random.next());
-        get(path.clone()).await;
-        made_up.push(path);
-    }
-    let after = String::from_utf8(get("/metrics".to_owned()).await.to_vec()).unwrap();
-    assert_eq!(metric(&after, &unmatched), metric(&before, &unmatched) + SENT, "of {} bytes", after.len());
-    // One label's lines (a histogram, the refusals by status) and longer counts: a
-    // few kilobytes, where a label per path added 17 MB.
-    let grown = after.len().saturating_sub(before.len());
-    assert!(grown < 16 * 1024, "/metrics grew by {grown} bytes, from {} to {}", before.len(), after.len());
-    assert!(made_up.iter().all(|path| !after.contains(path.as_str())), "a made-up path became a label");
-
-    // A method of the contract still has its own label.
-    let mut admin = client(served.address, &served.client_token).await;
-    admin.list_jobs(v1::ListJobsRequest::default()).await.unwrap();
-    let metrics = String::from_utf8(get("/metrics".to_owned()).await.to_vec()).unwrap();
-    assert_eq!(metric(&metrics, "xq_request_seconds_count{method=\"/xq.v1.Client/ListJobs\"}"), 1, "{metrics}");
-    assert!(xq_proto::GRPC_METHODS.contains(&"/xq.v1.Worker/Lease"), "{:?}", xq_proto::GRPC_METHODS);
-}
-
 /// A new submitter's client of `served`, and its token.
-async fn submitter(served: &crate::common::Served, name: &str) -> (Client, String) {
+pub(crate) async fn submitter(served: &crate::common::Served, name: &str) -> (Client, String) {
     let mut admin = client(served.address, &served.client_token).await;
     let request = v1::CreateTokenRequest { role: "submitter".to_owned(), name: name.to_owned(), expires_seconds: 0 };
     let token = admin.create_token(request).await.unwrap().into_inner().token;
@@ -805,153 +471,13 @@ async fn submitter(served: &crate::common::Served, name: &str) -> (Client, Strin
 }
 
 /// The workers as an admin's list shows them.
-async fn workers(admin: &mut Client) -> Vec<v1::WorkerInfo> {
+pub(crate) async fn workers(admin: &mut Client) -> Vec<v1::WorkerInfo> {
     admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers
 }
 
-async fn job_ids(client: &mut Client) -> Vec<u64> {
+pub(crate) async fn job_ids(client: &mut Client) -> Vec<u64> {
     let jobs = client.list_jobs(v1::ListJobsRequest::default()).await.unwrap().into_inner().jobs;
     jobs.iter().map(|job| job.job_id).collect()
-}
-
-/// Attack: a submitter's SPSA run of 20,000 parameters was taken, and every lease of it
-/// (each carrying every parameter twice) was over the 8 MiB reply limit, so each
-/// worker that leased it exited. Now the parameters are bounded, and any job whose
-/// leases could pass the limit is refused when it is created.
-#[tokio::test]
-async fn an_spsa_run_or_test_whose_leases_would_not_fit_a_reply_is_refused_and_nothing_stored() {
-    use xq_coordinator::jobs::spsa::{MAX_NAME_CHARS, MAX_PARAMETERS};
-
-    // Leases of up to 3,000,000 units, so that a test of as many pairs makes one too big.
-    let config = SchedulerConfig { max_units_per_lease: 3_000_000, ..config() };
-    let served = serve(BACKENDS[0], config).await;
-    let (mut mallory, _) = submitter(&served, "mallory").await;
-    let mut test = test_request(&mut mallory, 10, None).await;
-    test.base_engine = None;
-    let spsa = |params: String| v1::CreateSpsaRequest {
-        test: Some(test.clone()),
-        spsa: Some(v1::SpsaSpec { params, ..Default::default() }),
-    };
-    let jobs = job_ids(&mut mallory).await;
-
-    let many: String = (0..20_000).map(|i| format!("P{i}, 100, 0, 200, 10, 0.002\n")).collect();
-    let long = format!("{}, 100, 0, 200, 10, 0.002", "P".repeat(MAX_NAME_CHARS + 1));
-    let cases = [
-        (many, format!("20000 parameters: at most {MAX_PARAMETERS}")),
-        (long, format!("a name is at most {MAX_NAME_CHARS} characters")),
-        ("A\tB, 100, 0, 200, 10, 0.002".to_owned(), "letters, digits and '_'".to_owned()),
-        ("Margin value 3, 100, 0, 200, 10, 0.002".to_owned(), "neither 'name' nor 'value'".to_owned()),
-    ];
-    for (params, bound) in cases {
-        let status = mallory.create_spsa(spsa(params)).await.unwrap_err();
-        assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
-        assert!(status.message().starts_with("spsa.params: "), "{}", status.message());
-        assert!(status.message().contains(&bound), "{bound}: {}", status.message());
-    }
-    // A test whose leases could hold 3,000,000 unit numbers of 3 bytes each.
-    let mut huge = test_request(&mut mallory, 3_000_000, None).await;
-    let status = mallory.create_test(huge.clone()).await.unwrap_err();
-    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
-    let limit = format!("over the {}-byte limit of a reply", xq_proto::MAX_MESSAGE_BYTES);
-    assert!(status.message().contains(&limit), "{}", status.message());
-    assert_eq!(job_ids(&mut mallory).await, jobs, "nothing stored");
-
-    // A run of sensible size, and a test of fewer pairs, are taken.
-    let params = (0..MAX_PARAMETERS).map(|i| format!("Search Param_{i}, 100, 0, 200, 10, 0.002\n")).collect();
-    let job = mallory.create_spsa(spsa(params)).await.unwrap().into_inner();
-    assert_eq!(job.spsa.as_ref().unwrap().parameters.len(), MAX_PARAMETERS);
-    huge.pairs = 1_000;
-    mallory.create_test(huge).await.unwrap();
-    // The run's leases reach a worker, every parameter in them.
-    let mut worker = registered_worker(&served, "w", &[]).await;
-    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
-    let Some(v1::lease::Work::MatchSpec(spec)) = &lease.work else { panic!("a match lease: {lease:?}") };
-    assert_eq!((lease.job_id, spec.new_engine.as_ref().unwrap().options.len()), (job.job_id, MAX_PARAMETERS));
-}
-
-/// Attack: a worker's registration was bounded in its strings' lengths and its number
-/// of CPU flags, but not in each flag's length nor in its references, so one
-/// registration could keep megabytes with the worker's row, listed to every client and
-/// looked through at each lease. Now every field is bounded, a refusal names the field
-/// and its bound, nothing of a refused registration is kept, and the server goes on
-/// serving the other workers.
-#[tokio::test]
-async fn a_registration_past_a_bound_is_refused_naming_it_and_nothing_of_it_is_kept() {
-    use xq_coordinator::jobs::checks::MAX_CPU_FLAG_CHARS;
-    use xq_coordinator::scheduler::registration::{
-        MAX_ARBITER_BUILD_CHARS, MAX_BENCH_NPS, MAX_CORES, MAX_CPU_FLAGS, MAX_NAME_CHARS, MAX_REFERENCE_CHARS,
-        MAX_REFERENCES, MAX_VERSION_CHARS,
-    };
-
-    let served = serve(BACKENDS[0], config()).await;
-    let mut admin = client(served.address, &served.client_token).await;
-    let mut mallory = registered_worker(&served, "mallory", &["avx2"]).await;
-    let [listed] = <[v1::WorkerInfo; 1]>::try_from(workers(&mut admin).await).unwrap();
-    let (id, registered) = (listed.worker_id, listed.capabilities.unwrap());
-    let at_bounds = v1::Capabilities {
-        name: "m".repeat(MAX_NAME_CHARS),
-        cores: MAX_CORES,
-        cpu_flags: (0..MAX_CPU_FLAGS).map(|i| format!("{i:0>MAX_CPU_FLAG_CHARS$}")).collect(),
-        version: "v".repeat(MAX_VERSION_CHARS),
-        bench_nps: MAX_BENCH_NPS,
-        references: (0..MAX_REFERENCES).map(|i| format!("{i:0>MAX_REFERENCE_CHARS$}")).collect(),
-        arbiter_build: "b".repeat(MAX_ARBITER_BUILD_CHARS),
-    };
-    let past = |change: &dyn Fn(&mut v1::Capabilities)| {
-        let mut capabilities = at_bounds.clone();
-        change(&mut capabilities);
-        Some(capabilities)
-    };
-    let text = |field: &str, most: usize| format!("capabilities.{field}: at most {most} bytes of UTF-8");
-    let cases = [
-        (None, "capabilities: missing".to_owned()),
-        (past(&|c| c.name.push('y')), text("name", MAX_NAME_CHARS)),
-        (past(&|c| c.name = "mal\nlory".to_owned()), text("name", MAX_NAME_CHARS) + " and no control characters"),
-        (past(&|c| c.cores = 0), format!("capabilities.cores: 0: between 1 and {MAX_CORES}")),
-        (
-            past(&|c| c.cores = MAX_CORES + 1),
-            format!("capabilities.cores: {}: between 1 and {MAX_CORES}", MAX_CORES + 1),
-        ),
-        (
-            past(&|c| c.cpu_flags.push("avx2".to_owned())),
-            format!("capabilities.cpu_flags: {} flags: at most {MAX_CPU_FLAGS}", MAX_CPU_FLAGS + 1),
-        ),
-        // One flag of 4 MiB, within the message limit, as the coordinator used to keep.
-        (past(&|c| c.cpu_flags[0] = "f".repeat(4 << 20)), text("cpu_flags", MAX_CPU_FLAG_CHARS)),
-        (past(&|c| c.version.push('v')), text("version", MAX_VERSION_CHARS)),
-        (
-            past(&|c| c.bench_nps = MAX_BENCH_NPS + 1),
-            format!("capabilities.bench_nps: {}: at most {MAX_BENCH_NPS}", MAX_BENCH_NPS + 1),
-        ),
-        // A hundred thousand references, each of them short.
-        (
-            past(&|c| c.references = vec!["pyffish".to_owned(); 100_000]),
-            format!("capabilities.references: 100000 references: at most {MAX_REFERENCES}"),
-        ),
-        (past(&|c| c.references[0].push('r')), text("references", MAX_REFERENCE_CHARS)),
-        (past(&|c| c.arbiter_build.push('b')), text("arbiter_build", MAX_ARBITER_BUILD_CHARS)),
-    ];
-    for (capabilities, bound) in cases {
-        let status = mallory.register(v1::RegisterRequest { capabilities }).await.unwrap_err();
-        assert_eq!(status.code(), Code::InvalidArgument, "{bound}: {status:?}");
-        assert!(status.message().starts_with(&bound), "'{}' does not name '{bound}'", status.message());
-    }
-    let kept = |workers: Vec<v1::WorkerInfo>| workers.into_iter().find(|w| w.worker_id == id).unwrap().capabilities;
-    assert_eq!(kept(workers(&mut admin).await), Some(registered), "nothing of a refused registration is kept");
-    // At every bound, a registration is taken and kept as sent.
-    mallory.register(v1::RegisterRequest { capabilities: Some(at_bounds.clone()) }).await.unwrap();
-    assert_eq!(kept(workers(&mut admin).await), Some(at_bounds));
-    // The other workers are served: one registers, leases a test's unit and reports it.
-    create(&mut admin, 4).await;
-    let mut honest = registered_worker(&served, "honest", &[]).await;
-    let lease = honest.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
-    let report = v1::ReportPairsRequest {
-        lease_id: lease.lease_id,
-        pairs: vec![pair(lease.units[0], [1, 1])],
-        cumulative: Some(totals(&[[1, 1]])),
-        ..Default::default()
-    };
-    honest.report_pairs(report).await.unwrap();
 }
 
 /// Attack: workers lease by priority first, and a submitter's `xq priority N 1000000`
@@ -1120,161 +646,6 @@ async fn a_token_of_an_unknown_role_or_a_worker_token_without_its_worker_grants_
             .await
             .unwrap_err();
         assert_eq!(status.code(), Code::Unauthenticated, "{backend:?}");
-    }
-}
-
-/// An HTTP/1.1 GET of the live stream from the local address `from`: its status, and
-/// its body while it is open.
-async fn follow(served: &crate::common::Served, from: &str, headers: &[(&str, &str)]) -> (u16, hyper::body::Incoming) {
-    use http_body_util::Full;
-    let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
-    connector.set_local_address(Some(from.parse().unwrap()));
-    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .build::<_, Full<bytes::Bytes>>(connector);
-    let mut builder = http::Request::builder().uri(format!("http://{}/api/v1/events", served.address));
-    for (name, value) in headers {
-        builder = builder.header(*name, *value);
-    }
-    let response = client.request(builder.body(Full::default()).unwrap()).await.unwrap();
-    (response.status().as_u16(), response.into_body())
-}
-
-/// The text a live stream sends until it ends, or `None` if it is still open after
-/// `within`.
-async fn until_end(mut body: hyper::body::Incoming, within: Duration) -> Option<String> {
-    use http_body_util::BodyExt;
-    let mut text = String::new();
-    tokio::time::timeout(within, async {
-        while let Some(Ok(frame)) = body.frame().await {
-            if let Ok(data) = frame.into_data() {
-                text.push_str(&String::from_utf8_lossy(&data));
-            }
-        }
-    })
-    .await
-    .ok()
-    .map(|()| text)
-}
-
-/// A WatchJob stream's next item, or `None` if it has none within `within`.
-async fn next_within(
-    stream: &mut tonic::Streaming<v1::Job>,
-    within: Duration,
-) -> Option<Option<Result<v1::Job, tonic::Status>>> {
-    tokio::time::timeout(within, stream.next()).await.ok()
-}
-
-/// A private dashboard (as by default off loopback), served in this process.
-async fn serve_private(config: SchedulerConfig) -> crate::common::Served {
-    crate::common::serve_set(config, |coordinator| {
-        coordinator.dashboard_read = xq_coordinator::api::http::ReadAccess::Token
-    })
-    .await
-}
-
-/// Streams check their token while they stay open: revoking a token ends the live
-/// stream and the WatchJob streams it opened within a couple of seconds (where they
-/// used to run for as long as the client liked), and an expiring token's too; streams
-/// of other tokens go on.
-#[tokio::test]
-async fn a_revoked_or_expired_token_ends_the_streams_it_opened() {
-    let served = serve_private(config()).await;
-    let mut admin = client(served.address, &served.client_token).await;
-    let job = create(&mut admin, 100).await.job_id;
-    let token = |name: &str, expires_seconds| v1::CreateTokenRequest {
-        role: "submitter".to_owned(),
-        name: name.to_owned(),
-        expires_seconds,
-    };
-    let alice = admin.create_token(token("alice", 0)).await.unwrap().into_inner();
-    let brief = admin.create_token(token("brief", 1)).await.unwrap().into_inner();
-    let bearer = format!("Bearer {}", alice.token);
-    let (status, alice_live) = follow(&served, "127.0.0.1", &[("authorization", &bearer)]).await;
-    assert_eq!(status, 200);
-    let cookie = format!("xq_token={}", served.client_token);
-    let (status, admin_live) = follow(&served, "127.0.0.1", &[("cookie", &cookie)]).await;
-    assert_eq!(status, 200);
-    let watch = |token: String| async move {
-        let mut watcher = client(served.address, &token).await;
-        watcher.watch_job(v1::JobId { job_id: job }).await.unwrap().into_inner()
-    };
-    let mut alice_watch = watch(alice.token.clone()).await;
-    let mut brief_watch = watch(brief.token.clone()).await;
-    let mut admin_watch = watch(served.client_token.clone()).await;
-    for stream in [&mut alice_watch, &mut brief_watch, &mut admin_watch] {
-        let first = next_within(stream, Duration::from_secs(5)).await.expect("the job at once");
-        assert_eq!(first.unwrap().unwrap().job_id, job);
-    }
-
-    admin.revoke_token(v1::RevokeTokenRequest { id: alice.id.clone() }).await.unwrap();
-    let revoked_at = std::time::Instant::now();
-    let text = until_end(alice_live, Duration::from_secs(2)).await.expect("the live stream ends");
-    assert!(text.contains("event: revoked"), "{text:?}");
-    let last = next_within(&mut alice_watch, Duration::from_secs(2)).await.expect("WatchJob ends");
-    let status = last.expect("a last status").unwrap_err();
-    assert_eq!(status.code(), Code::Unauthenticated, "{status:?}");
-    assert!(status.message().contains("revoked"), "{}", status.message());
-    assert!(matches!(next_within(&mut alice_watch, Duration::from_secs(2)).await, Some(None)), "then it ends");
-    assert!(revoked_at.elapsed() < Duration::from_secs(3));
-    // The expiring token's stream ends at its expiry.
-    let last = next_within(&mut brief_watch, Duration::from_secs(4)).await.expect("the expired stream ends");
-    assert_eq!(last.expect("a last status").unwrap_err().code(), Code::Unauthenticated);
-    // The admin's streams go on.
-    assert!(until_end(admin_live, Duration::from_millis(1500)).await.is_none(), "the admin's live stream is open");
-    assert!(next_within(&mut admin_watch, Duration::from_millis(500)).await.is_none(), "the admin's WatchJob too");
-    admin.stop_job(v1::JobId { job_id: job }).await.unwrap();
-    let stopped = next_within(&mut admin_watch, Duration::from_secs(5)).await.unwrap().unwrap().unwrap();
-    assert_eq!(stopped.state, "stopped");
-}
-
-/// Live-stream followers (the dashboard's and WatchJob's together) are capped in all
-/// and per client address: one past a cap is refused with 429 or ResourceExhausted,
-/// saying which cap, while those already following and every other request are
-/// served; a follower who leaves gives its place back.
-#[tokio::test]
-async fn live_stream_followers_are_capped_in_all_and_per_address() {
-    let followers = xq_coordinator::access::streams::FollowerCaps { total: 3, per_address: 2 };
-    let served = serve(BACKENDS[0], SchedulerConfig { followers, ..config() }).await;
-    let mut admin = client(served.address, &served.client_token).await;
-    let job = create(&mut admin, 100).await.job_id;
-    let (status, first) = follow(&served, "127.0.0.1", &[]).await;
-    assert_eq!(status, 200);
-    let (status, _second) = follow(&served, "127.0.0.1", &[]).await;
-    assert_eq!(status, 200);
-    // A third from the same address: refused, on either kind of stream.
-    let (status, body) = follow(&served, "127.0.0.1", &[]).await;
-    let text = until_end(body, Duration::from_secs(5)).await.unwrap();
-    assert_eq!(status, 429, "{text}");
-    assert!(text.contains("127.0.0.1 already follows 2 live streams"), "{text}");
-    let status = admin.watch_job(v1::JobId { job_id: job }).await.unwrap_err();
-    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
-    // Another address gets the last place in all.
-    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{}", served.address))
-        .unwrap()
-        .local_address(Some("127.0.0.2".parse().unwrap()));
-    let token = xq_proto::BearerToken::new(&served.client_token).unwrap();
-    let mut elsewhere =
-        xq_proto::v1::client_client::ClientClient::with_interceptor(endpoint.connect().await.unwrap(), token);
-    let mut watching = elsewhere.watch_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
-    assert_eq!(watching.next().await.unwrap().unwrap().job_id, job);
-    let (status, body) = follow(&served, "127.0.0.3", &[]).await;
-    let text = until_end(body, Duration::from_secs(5)).await.unwrap();
-    assert_eq!(status, 429, "{text}");
-    assert!(text.contains("already serves 3 live streams"), "{text}");
-    // Everything else is served.
-    assert!(admin.list_jobs(v1::ListJobsRequest::default()).await.is_ok());
-    let url = format!("http://{}/api/v1/jobs", served.address);
-    assert_eq!(crate::dashboard::request("GET", &url, &[], "").await.0, 200);
-    // A follower who leaves gives its place back.
-    drop(first);
-    let start = std::time::Instant::now();
-    loop {
-        let (status, _again) = follow(&served, "127.0.0.1", &[]).await;
-        if status == 200 {
-            break;
-        }
-        assert!(start.elapsed() < Duration::from_secs(5), "the place was not given back");
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 

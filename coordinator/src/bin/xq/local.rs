@@ -13,7 +13,10 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use xq_proto::v1;
 
-use crate::{Connection, EngineArgs, PlayArgs, SprtArgs, connect, submit, watch};
+use crate::connection::{Connection, connect};
+use crate::jobs::watch;
+use crate::play::PlayArgs;
+use crate::test_jobs::{EngineArgs, SprtArgs, submit};
 
 #[derive(Args)]
 pub struct LocalArgs {

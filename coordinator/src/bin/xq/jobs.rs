@@ -1,0 +1,241 @@
+//! What every job answers to: `xq list`, `show`, `watch`, `stop`, `priority`, `approve`
+//! and `pgn`, and the lines that describe a job.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use tokio::io::AsyncWriteExt;
+use xq_proto::client::Client;
+use xq_proto::v1;
+
+/// `xq list`: the running jobs, or with `--all` every job, a line each.
+pub async fn list(client: &mut Client, all: bool) -> anyhow::Result<()> {
+    let jobs = client
+        .list_jobs(v1::ListJobsRequest { active_only: !all, limit: 100, ..Default::default() })
+        .await?
+        .into_inner()
+        .jobs;
+    for job in jobs {
+        out!("{}", job_line(&job));
+    }
+    Ok(())
+}
+
+/// `xq show`: a job's line, and its theta, reasons and over-the-board results.
+pub async fn show(client: &mut Client, job: u64) -> anyhow::Result<()> {
+    let job = client.get_job(v1::JobId { job_id: job }).await?.into_inner();
+    out!("{}", job_line(&job));
+    if let Some(spsa) = &job.spsa {
+        let theta: Vec<String> = spsa.parameters.iter().map(|p| format!("{}={:.2}", p.name, p.value)).collect();
+        out!("  theta after {} pairs: {}", spsa.iterations, theta.join(", "));
+    }
+    if job.data_removed_ms > 0 {
+        let what = if job.kind == "selfplay" { "training data" } else { "games" };
+        out!("  its {what} were removed under the coordinator's retention settings; the counts remain");
+    }
+    let mut reasons: Vec<_> = job.reasons.iter().collect();
+    reasons.sort();
+    for (reason, count) in reasons {
+        out!("  {reason}: {count}");
+    }
+    if let Some(line) = over_the_board_line(&job) {
+        out!("  {line}");
+    }
+    Ok(())
+}
+
+/// `xq stop`.
+pub async fn stop(client: &mut Client, job: u64) -> anyhow::Result<()> {
+    let job = client.stop_job(v1::JobId { job_id: job }).await?.into_inner();
+    out!("{}", job_line(&job));
+    Ok(())
+}
+
+/// `xq priority`.
+pub async fn set_priority(client: &mut Client, job: u64, priority: i32) -> anyhow::Result<()> {
+    let job = client.set_priority(v1::SetPriorityRequest { job_id: job, priority }).await?.into_inner();
+    out!("{}", job_line(&job));
+    Ok(())
+}
+
+/// `xq approve`: a submitter's job that waits for approval runs.
+pub async fn approve(client: &mut Client, job: u64) -> anyhow::Result<()> {
+    let job = client.approve_job(v1::JobId { job_id: job }).await?.into_inner();
+    out!("job {}: {}", job.job_id, job.state);
+    Ok(())
+}
+
+/// `xq pgn`: a test's games, or an event's, to a file or standard output.
+pub async fn download_pgn(
+    client: &mut Client,
+    job: Option<u64>,
+    tournament: Option<u64>,
+    out: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let mut stream = match (job, tournament) {
+        (Some(job_id), _) => client.download_games(v1::JobId { job_id }).await?.into_inner(),
+        (None, Some(tournament_id)) => {
+            client.download_tournament_games(v1::TournamentId { tournament_id }).await?.into_inner()
+        }
+        (None, None) => anyhow::bail!("name a test, or a tournament with --tournament"),
+    };
+    let mut sink: Box<dyn tokio::io::AsyncWrite + Unpin + Send> = match &out {
+        Some(path) => {
+            Box::new(tokio::fs::File::create(path).await.with_context(|| format!("creating {}", path.display()))?)
+        }
+        None => Box::new(tokio::io::stdout()),
+    };
+    while let Some(batch) = stream.message().await? {
+        sink.write_all(batch.pgn.as_bytes()).await?;
+    }
+    sink.flush().await?;
+    Ok(())
+}
+
+pub async fn after_submit(client: &mut Client, job: v1::Job, follow: bool) -> anyhow::Result<()> {
+    out!("job {}: {}", job.job_id, job.summary);
+    if follow { watch(client, job.job_id).await } else { Ok(()) }
+}
+
+/// One line describing a job.
+pub fn job_line(job: &v1::Job) -> String {
+    let totals = job.totals.clone().unwrap_or_default();
+    let mut text = format!(
+        "job {} [{}{}] {}: {}/{} units, W/D/L {}/{}/{}",
+        job.job_id,
+        job.state,
+        if job.outcome.is_empty() { String::new() } else { format!(", {}", job.outcome) },
+        job.summary,
+        job.units_done,
+        job.units_total,
+        totals.wins,
+        totals.draws,
+        totals.losses
+    );
+    if job.rechecks_pending > 0 {
+        text.push_str(&format!(", {} re-checks pending", job.rechecks_pending));
+    }
+    if job.kind == "selfplay" {
+        text.push_str(&format!(", {} positions", job.positions));
+    } else {
+        text.push_str(&format!(", pentanomial {:?}", totals.pentanomial));
+    }
+    if let Some(elo) = &job.elo {
+        text.push_str(&format!(
+            ", Elo {:+.1} [{:+.1}, {:+.1}] LOS {:.1}%",
+            elo.elo,
+            elo.low,
+            elo.high,
+            elo.los * 100.0
+        ));
+    }
+    if let Some(sprt) = &job.sprt {
+        text.push_str(&format!(", LLR {:.2} ({:.2}, {:.2})", sprt.llr, sprt.lower, sprt.upper));
+    }
+    text
+}
+
+/// A match's wins by a repetition ruling and its results with them as draws, as
+/// `xq-worker match` gives them; none while no game was won so.
+pub fn over_the_board_line(job: &v1::Job) -> Option<String> {
+    let board = job.over_the_board.as_ref().filter(|b| b.new_ruled_wins + b.base_ruled_wins > 0)?;
+    let mut line = format!(
+        "won by a repetition ruling: {} {}, {} {}; over the board (those as draws): pentanomial {:?}",
+        job.new_engine, board.new_ruled_wins, job.base_engine, board.base_ruled_wins, board.pentanomial
+    );
+    if let Some(elo) = &board.elo {
+        line.push_str(&format!(", Elo {:+.1} [{:+.1}, {:+.1}]", elo.elo, elo.low, elo.high));
+    }
+    Some(line)
+}
+
+/// Off a terminal, the least time between two status lines: a log of a long test
+/// stays short (a line per finished pair made hundreds of them).
+const LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Follows a job until it ends; prints its last state. On a terminal a progress bar
+/// shows every change; in a log a line shows the results at most every
+/// [`LOG_INTERVAL`], and the last state always.
+pub async fn watch(client: &mut Client, job: u64) -> anyhow::Result<()> {
+    let mut stream = client.watch_job(v1::JobId { job_id: job }).await?.into_inner();
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = ProgressBar::new(1000);
+        bar.set_style(ProgressStyle::with_template("{bar:30} {elapsed_precise} {msg}").expect("a valid template"));
+        bar
+    });
+    let mut last: Option<v1::Job> = None;
+    let mut log = StatusLog::default();
+    loop {
+        let state = tokio::select! {
+            state = stream.message() => state?,
+            () = tokio::time::sleep_until(log.due()), if bar.is_none() && log.pending.is_some() => {
+                log.flush();
+                continue;
+            }
+        };
+        let Some(state) = state else { break };
+        // Progress: an SPRT's LLR between its bounds, else the units done.
+        let fraction = match &state.sprt {
+            Some(s) => ((s.llr - s.lower) / (s.upper - s.lower)).clamp(0.0, 1.0),
+            None => state.units_done as f64 / state.units_total.max(1) as f64,
+        };
+        let line = job_line(&state);
+        match &bar {
+            Some(bar) => {
+                bar.set_position((fraction * 1000.0) as u64);
+                bar.set_message(line);
+            }
+            None => log.offer(line),
+        }
+        last = Some(state);
+    }
+    match (bar, last) {
+        // The bar is cleared at the end, its last state printed in its place.
+        (Some(bar), Some(state)) => {
+            bar.finish_and_clear();
+            out!("{}", job_line(&state));
+        }
+        (None, _) => log.flush(),
+        (Some(_), None) => {}
+    }
+    Ok(())
+}
+
+/// The status lines of a watch written to a log: a line per change of the results
+/// (not per lease given or returned: the stream sends both), at most one per
+/// [`LOG_INTERVAL`]; a change that comes sooner waits for its turn.
+#[derive(Default)]
+struct StatusLog {
+    printed: Option<String>,
+    printed_at: Option<tokio::time::Instant>,
+    pending: Option<String>,
+}
+
+impl StatusLog {
+    /// When the pending line may be printed.
+    fn due(&self) -> tokio::time::Instant {
+        self.printed_at.map_or_else(tokio::time::Instant::now, |at| at + LOG_INTERVAL)
+    }
+
+    fn offer(&mut self, line: String) {
+        if self.printed.as_ref() == Some(&line) {
+            self.pending = None;
+            return;
+        }
+        self.pending = Some(line);
+        if self.due() <= tokio::time::Instant::now() {
+            self.flush();
+        }
+    }
+
+    /// Prints the pending line, if any, now.
+    fn flush(&mut self) {
+        if let Some(line) = self.pending.take() {
+            eprintln!("{line}");
+            self.printed = Some(line);
+            self.printed_at = Some(tokio::time::Instant::now());
+        }
+    }
+}

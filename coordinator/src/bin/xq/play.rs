@@ -1,0 +1,113 @@
+//! How a job's games are played and scheduled (`--tc`, `--book`, `--rules`, ...), shared
+//! by tests, SPSA runs and tournaments, and the engines' options and talk settings.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use xq_engine::adjudication::Adjudication;
+use xq_proto::client::{self, Client};
+use xq_proto::v1;
+
+/// How a job's games are played and scheduled, for tests and SPSA runs.
+#[derive(Args, Clone)]
+pub struct PlayArgs {
+    /// Time control at the reference speed.
+    #[arg(long, default_value = "10+0.1")]
+    pub tc: String,
+    /// Opening book (FEN/EPD lines or PGN; for Xiongqi, FEN lines).
+    #[arg(long)]
+    pub book: Option<PathBuf>,
+    /// The book's opening the first pair plays (pair i plays opening i + N): a match
+    /// on openings another test did not play.
+    #[arg(long, default_value_t = 0)]
+    pub book_offset: u64,
+    /// Rule set: wxf, asian, cxq or computer (Xiongqi has its own rules).
+    #[arg(long, default_value = "wxf")]
+    pub rules: String,
+    /// When a lone repetition violation loses: threefold (as engines rule) or
+    /// after-warning (as the books rule: the violator is warned at the threefold
+    /// repetition, its repeating moves banned, and loses only if it repeats anyway).
+    #[arg(long, default_value = "threefold")]
+    pub violation_timing: String,
+    /// The game: xiangqi or xiongqi.
+    #[arg(long, default_value = "xiangqi")]
+    pub variant: String,
+    /// Draw after this many plies (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub max_plies: u32,
+    /// Draw adjudication: movenumber=N movecount=M score=S (cutechess-cli's -draw).
+    #[arg(long, num_args = 1..)]
+    pub draw: Option<Vec<String>>,
+    /// Resign adjudication: movecount=M score=S (cutechess-cli's -resign).
+    #[arg(long, num_args = 1..)]
+    pub resign: Option<Vec<String>>,
+    #[arg(long, default_value_t = 0)]
+    pub priority: i32,
+    /// Share of the fleet among tests of equal priority, in percent.
+    #[arg(long, default_value_t = 100)]
+    pub throughput: u32,
+    /// Follow the test until it ends.
+    #[arg(long)]
+    pub watch: bool,
+}
+
+impl PlayArgs {
+    /// A test request of these settings between `new` and `base` (uploading the
+    /// book; a tournament names its engines itself); the caller sets the pairs, the
+    /// SPRT and the description.
+    pub async fn test_request(
+        &self,
+        client: &mut Client,
+        new: Option<v1::EngineSpec>,
+        base: Option<v1::EngineSpec>,
+    ) -> anyhow::Result<v1::CreateTestRequest> {
+        let book = match &self.book {
+            Some(path) => Some(client::upload_file(client, path, "book").await?),
+            None => None,
+        };
+        Ok(v1::CreateTestRequest {
+            new_engine: new,
+            base_engine: base,
+            time_control: self.tc.clone(),
+            rules: self.rules.clone(),
+            violation_timing: self.violation_timing.clone(),
+            variant: self.variant.clone(),
+            book,
+            book_offset: self.book_offset,
+            max_plies: self.max_plies,
+            priority: self.priority,
+            throughput: self.throughput,
+            adjudication: xq_proto::adjudication_message(Adjudication::from_words(
+                self.draw.as_deref(),
+                self.resign.as_deref(),
+            )?),
+            ..Default::default()
+        })
+    }
+}
+
+pub fn options(words: &[String]) -> anyhow::Result<HashMap<String, String>> {
+    words
+        .iter()
+        .map(|w| {
+            w.split_once('=')
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .with_context(|| format!("option '{w}' is not NAME=VALUE"))
+        })
+        .collect()
+}
+
+/// Sets how to talk to `engine`: its `protocol`, `ranks` or `fen` letters (the
+/// coordinator checks the values).
+pub fn talk_setting(engine: &mut v1::EngineSpec, key: &str, value: &str) -> anyhow::Result<()> {
+    let field = match key {
+        "protocol" => &mut engine.protocol,
+        "ranks" => &mut engine.ranks,
+        "fen" => &mut engine.fen_letters,
+        other => bail!("'{other}' is not protocol, ranks or fen"),
+    };
+    *field = value.to_owned();
+    Ok(())
+}

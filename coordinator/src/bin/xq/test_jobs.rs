@@ -1,0 +1,141 @@
+//! `xq sprt` and `xq games`: a test of `--new` against `--base`, to an SPRT's decision or
+//! a fixed number of games.
+
+use std::path::Path;
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use xq_proto::client::{self, Client};
+use xq_proto::v1;
+
+use crate::jobs::after_submit;
+use crate::play::{PlayArgs, options, talk_setting};
+
+#[derive(Args, Clone)]
+pub struct EngineArgs {
+    /// The engine under test.
+    #[arg(long)]
+    pub new: PathBuf,
+    /// The base engine.
+    #[arg(long)]
+    pub base: PathBuf,
+    /// Its protocol: uci or ucci (both engines).
+    #[arg(long, default_value = "uci")]
+    pub protocol: String,
+    /// An option of the new engine, NAME=VALUE (repeatable).
+    #[arg(long = "new-option")]
+    pub new_options: Vec<String>,
+    /// An option of the base engine, NAME=VALUE (repeatable).
+    #[arg(long = "base-option")]
+    pub base_options: Vec<String>,
+    /// How to talk to the new engine, KEY=VALUE (repeatable): protocol=uci|ucci,
+    /// ranks=0-9|1-10 (1-10 for Fairy-Stockfish and Sjaak II over UCI), fen=nb|he
+    /// (he for Sjaak II).
+    #[arg(long = "new-setting")]
+    pub new_settings: Vec<String>,
+    /// How to talk to the base engine, as --new-setting.
+    #[arg(long = "base-setting")]
+    pub base_settings: Vec<String>,
+    /// Check both engines' bench signatures on every worker (they must print
+    /// "Nodes searched: N" for `<engine> bench`).
+    #[arg(long)]
+    pub bench: bool,
+    #[command(flatten)]
+    pub play: PlayArgs,
+}
+
+#[derive(Args, Clone)]
+pub struct SprtArgs {
+    #[command(flatten)]
+    pub engines: EngineArgs,
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    pub elo0: f64,
+    #[arg(long, default_value_t = 2.0, allow_hyphen_values = true)]
+    pub elo1: f64,
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    #[arg(long, default_value_t = 0.05)]
+    pub beta: f64,
+    /// normalized (fishtest's default) or logistic.
+    #[arg(long, default_value = "normalized")]
+    pub model: String,
+    /// The most game pairs before the test is stopped undecided (0: 100,000).
+    #[arg(long, default_value_t = 0)]
+    pub max_pairs: u64,
+    /// Test the games (losses, draws, wins) instead of the pairs.
+    #[arg(long)]
+    pub trinomial: bool,
+}
+
+#[derive(Args)]
+pub struct GamesArgs {
+    #[command(flatten)]
+    engines: EngineArgs,
+    /// Games to play (even: each opening with both colours).
+    #[arg(long)]
+    games: u64,
+}
+
+/// `xq sprt`: submits the SPRT test, and follows it with `--watch`.
+pub async fn sprt(client: &mut Client, args: SprtArgs) -> anyhow::Result<()> {
+    let job = submit(client, &args.engines, Some(&args), 0).await?;
+    after_submit(client, job, args.engines.play.watch).await
+}
+
+/// `xq games`: submits the test of a fixed number of games.
+pub async fn games(client: &mut Client, args: GamesArgs) -> anyhow::Result<()> {
+    if args.games == 0 || !args.games.is_multiple_of(2) {
+        bail!("--games {} must be even and positive: each opening is played with both colours", args.games);
+    }
+    let job = submit(client, &args.engines, None, args.games / 2).await?;
+    after_submit(client, job, args.engines.play.watch).await
+}
+
+/// Uploads the engines (and book) and creates the test.
+pub async fn submit(
+    client: &mut Client,
+    args: &EngineArgs,
+    sprt: Option<&SprtArgs>,
+    pairs: u64,
+) -> anyhow::Result<v1::Job> {
+    let engine = |path: &Path, name: &str, opts: &[String], settings: &[String]| {
+        let bench_signature = if args.bench { xq_engine::bench::signature_of(path)? } else { 0 };
+        let mut spec = v1::EngineSpec {
+            name: name.to_owned(),
+            protocol: args.protocol.clone(),
+            options: options(opts)?,
+            bench_signature,
+            ..Default::default()
+        };
+        for setting in settings {
+            let (key, value) =
+                setting.split_once('=').with_context(|| format!("--{name}-setting '{setting}' is not KEY=VALUE"))?;
+            talk_setting(&mut spec, key, value).with_context(|| format!("--{name}-setting '{setting}'"))?;
+        }
+        anyhow::Ok((path.to_owned(), spec))
+    };
+    let (new_path, mut new) = engine(&args.new, "new", &args.new_options, &args.new_settings)?;
+    let (base_path, mut base) = engine(&args.base, "base", &args.base_options, &args.base_settings)?;
+    new.binary = Some(client::upload_file(client, &new_path, "engine").await?);
+    base.binary = Some(client::upload_file(client, &base_path, "engine").await?);
+    let mut request = args.play.test_request(client, Some(new), Some(base)).await?;
+    request.sprt = sprt.map(|s| v1::SprtSpec {
+        elo0: s.elo0,
+        elo1: s.elo1,
+        alpha: s.alpha,
+        beta: s.beta,
+        model: s.model.clone(),
+        trinomial: s.trinomial,
+    });
+    request.pairs = sprt.map_or(pairs, |s| s.max_pairs);
+    request.description = format!("{} vs {}", args.new.display(), args.base.display());
+    let id = client::new_request_id();
+    Ok(client::create_named(
+        client,
+        &request,
+        &id,
+        |mut client, request| async move { client.create_test(request).await },
+    )
+    .await?)
+}

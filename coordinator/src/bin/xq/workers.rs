@@ -1,0 +1,42 @@
+//! `xq workers`, `xq worker-token` and a worker's standing: disabled, quarantined or
+//! active again.
+
+use xq_proto::client::Client;
+use xq_proto::v1;
+
+/// `xq workers`: each worker, its capabilities, leases and standing.
+pub async fn list(client: &mut Client) -> anyhow::Result<()> {
+    for worker in client.list_workers(v1::ListWorkersRequest {}).await?.into_inner().workers {
+        let caps = worker.capabilities.unwrap_or_default();
+        let standing = if worker.standing == "active" {
+            String::new()
+        } else {
+            format!(", {} ({})", worker.standing, worker.standing_reason)
+        };
+        out!(
+            "worker {} {}: {} cores, {} nodes/s, version {}, {} leases, last seen {} ms ago{standing}",
+            worker.worker_id,
+            caps.name,
+            caps.cores,
+            caps.bench_nps,
+            caps.version,
+            worker.active_leases,
+            xq_coordinator::storage::now_ms() - worker.last_seen_ms
+        );
+    }
+    Ok(())
+}
+
+/// `xq worker-token`: a new worker's token, printed once.
+pub async fn create_token(client: &mut Client, name: String) -> anyhow::Result<()> {
+    out!("{}", client.create_worker_token(v1::CreateWorkerTokenRequest { name }).await?.into_inner().token);
+    Ok(())
+}
+
+/// `xq disable-worker`, `quarantine-worker` and `enable-worker`.
+pub async fn set_standing(client: &mut Client, worker_id: u64, standing: &str, reason: String) -> anyhow::Result<()> {
+    let request = v1::SetWorkerStandingRequest { worker_id, standing: standing.to_owned(), reason };
+    let info = client.set_worker_standing(request).await?.into_inner();
+    out!("worker {}: {}, {} units counted", info.worker_id, info.standing, info.units_done);
+    Ok(())
+}

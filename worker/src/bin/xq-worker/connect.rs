@@ -1,0 +1,72 @@
+//! `xq-worker connect`: a coordinator's worker, sandboxed unless told otherwise.
+
+use std::path::PathBuf;
+
+use xq_worker::fleet::{ConnectSettings, capabilities, connect};
+use xq_worker::reference::Pyffish;
+use xq_worker::sandbox::Sandbox;
+
+use crate::play::all_cores;
+
+#[derive(clap::Args)]
+pub struct ConnectArgs {
+    /// The coordinator's URL (http://host:port, or https:// with TLS).
+    #[arg(long, env = "XQ_COORDINATOR")]
+    coordinator: String,
+    /// This worker's token (from `xq worker-token NAME`).
+    #[arg(long, env = "XQ_WORKER_TOKEN", hide_env_values = true)]
+    token: String,
+    /// Games at once (default: the number of cores).
+    #[arg(long)]
+    concurrency: Option<usize>,
+    /// Where downloaded engines, books and nets are kept.
+    #[arg(long, default_value = "xq-worker-cache")]
+    cache: PathBuf,
+    /// The CA certificate (PEM) that signed the coordinator's TLS certificate.
+    #[arg(long)]
+    ca_cert: Option<PathBuf>,
+    /// A name for the dashboard (default: the host name).
+    #[arg(long)]
+    name: Option<String>,
+    /// Run the coordinator's engines as this worker's user, with its environment,
+    /// files and network: only for a worker that runs nobody's engines but your own.
+    #[arg(long)]
+    no_sandbox: bool,
+    /// A Python with pyffish: verification jobs that compare the rules with
+    /// Fairy-Stockfish's can then come here (default: $XQ_PYTHON when it has pyffish).
+    #[arg(long)]
+    pyffish: Option<PathBuf>,
+}
+
+/// Works for the coordinator until stopped.
+pub fn run(args: ConnectArgs) -> anyhow::Result<()> {
+    let settings = ConnectSettings {
+        coordinator: args.coordinator,
+        token: args.token,
+        concurrency: args.concurrency.unwrap_or_else(all_cores).max(1),
+        cache: args.cache,
+        ca_cert: args.ca_cert,
+        name: args.name.unwrap_or_else(|| {
+            std::fs::read_to_string("/etc/hostname").map_or("worker".to_owned(), |h| h.trim().to_owned())
+        }),
+        sandbox: if args.no_sandbox { None } else { Some(Sandbox::default()) },
+        pyffish: match args.pyffish {
+            Some(python) if Pyffish::available(&python) => Some(python),
+            Some(python) => anyhow::bail!("--pyffish {}: that Python cannot import pyffish", python.display()),
+            None => std::env::var_os("XQ_PYTHON").map(PathBuf::from).filter(|p| Pyffish::available(p)),
+        },
+    };
+    if let Some(python) = &settings.pyffish {
+        eprintln!("xq-worker: verification references: pyffish under {}", python.display());
+    }
+    match &settings.sandbox {
+        Some(sandbox) => {
+            sandbox.probe()?;
+            eprintln!("xq-worker: engines run in a bubblewrap sandbox");
+        }
+        None => eprintln!("xq-worker: engines run unconfined (--no-sandbox)"),
+    }
+    let runtime = tokio::runtime::Runtime::new()?;
+    let capabilities = runtime.block_on(capabilities(&settings));
+    Ok(runtime.block_on(connect(settings, capabilities))?)
+}
