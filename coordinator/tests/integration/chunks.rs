@@ -1,7 +1,7 @@
 //! Self-play chunks are not trusted: checked against their unit, replayed, and only
 //! then stored and streamed.
 
-use crate::common::{BACKENDS, client, registered_worker, serve};
+use crate::common::{BACKENDS, TempDir, client, process_memory, registered_worker, registered_worker_at, serve};
 use crate::security::{config, unit_chunk, unit_records};
 use tonic::Code;
 use xq_engine::color::Color;
@@ -115,6 +115,76 @@ async fn a_chunk_larger_than_its_unit_can_be_is_refused() {
     let status = worker.upload_chunk(upload(write_chunk(&records))).await.unwrap_err();
     assert!(status.message().contains("21 records, more than 2 games of at most 10 plies"), "{}", status.message());
     assert!(worker.upload_chunk(upload(unit_chunk(&spec, 0, 20))).await.unwrap().into_inner().stop);
+}
+
+/// A chunk of `count` copies of `record`, made as an attacker makes it: a few KB whose
+/// header and checksum are right and whose payload decodes to `count` full records.
+fn chunk_bomb(record: &Record, count: usize) -> Vec<u8> {
+    const HEADER_LEN: usize = 32;
+    let one = write_chunk(std::slice::from_ref(record));
+    let encoded = zstd::bulk::decompress(&one[HEADER_LEN..], 1 << 10).unwrap();
+    let payload = encoded.repeat(count);
+    let compressed = zstd::bulk::compress(&payload, 19).unwrap();
+    let mut chunk = one[..12].to_vec();
+    for field in [count, payload.len(), compressed.len(), crc32fast::hash(&payload) as usize, 0] {
+        chunk.extend_from_slice(&(field as u32).to_le_bytes());
+    }
+    chunk.extend_from_slice(&compressed);
+    chunk
+}
+
+/// The review's chunk bomb (2026-11-28, F1): one worker token sends twelve chunks at once,
+/// each a few KB whose header claims 2^20 records (about 800 MB decoded), to a real
+/// coordinator process (twelve aborted it). Each is refused by its header, naming its
+/// count and the unit's bound, before its payload is decompressed: the coordinator's
+/// peak memory grows by less than 64 MB over the attack, and the unit's honest chunk
+/// counts after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chunk_bomb_is_refused_by_its_header_with_the_coordinator_s_memory_flat() {
+    let dir = TempDir::new("chunk-bomb");
+    let (coordinator, address) = crate::cluster::start_coordinator(&dir.0, 0, 600).await;
+    let pid = coordinator.id().unwrap();
+    let token = crate::cluster::token(&dir.0);
+    let mut admin = client(address, &token).await;
+    let spec = v1::SelfPlaySpec { nodes: 1000, games_per_unit: 2, max_plies: 10, ..Default::default() };
+    let request = v1::CreateSelfPlayRequest { spec: Some(spec.clone()), units: 1, ..Default::default() };
+    admin.create_self_play(request).await.unwrap();
+    let (mut worker, _) = registered_worker_at(address, &token, "bomber", &[], 1).await;
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    let bomb = chunk_bomb(&unit_records(&spec, 0, 20)[0], xq_engine::xiangqi::data::MAX_RECORDS);
+    assert!(bomb.len() < 8 << 10, "a bomb of {} bytes", bomb.len());
+    let header = xq_engine::xiangqi::data::read_header(&bomb).unwrap();
+    assert_eq!(header.records, 1 << 20, "the header claims a million records");
+
+    let before = process_memory(pid, "VmHWM");
+    let started = std::time::Instant::now();
+    let attacks: Vec<_> = (0..12)
+        .map(|_| {
+            let mut worker = worker.clone();
+            let request = v1::UploadChunkRequest { lease_id: lease.lease_id, unit: 0, chunk: bomb.clone(), games: 2 };
+            tokio::spawn(async move { worker.upload_chunk(request).await })
+        })
+        .collect();
+    for attack in attacks {
+        let status = attack.await.unwrap().unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+        assert!(
+            status.message().contains("1048576 records, more than 2 games of at most 10 plies"),
+            "{}",
+            status.message()
+        );
+    }
+    let after = process_memory(pid, "VmHWM");
+    eprintln!(
+        "12 chunk bombs refused in {:.1} ms; the coordinator's peak memory {} MB before, {} MB after",
+        started.elapsed().as_secs_f64() * 1e3,
+        before >> 20,
+        after >> 20
+    );
+    assert!(after < before + (64 << 20), "peak memory {} MB before the bombs, {} MB after", before >> 20, after >> 20);
+    let honest =
+        v1::UploadChunkRequest { lease_id: lease.lease_id, unit: 0, chunk: unit_chunk(&spec, 0, 20), games: 2 };
+    assert!(worker.upload_chunk(honest).await.unwrap().into_inner().stop, "the honest chunk counts");
 }
 
 /// A self-play chunk is checked beyond its records: its games are played again from

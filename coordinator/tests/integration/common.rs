@@ -234,6 +234,14 @@ pub async fn registered_as(
 
 pub use xq_proto::client::upload_artifact as upload;
 
+/// A field of a process's /proc status in bytes, such as its peak resident memory
+/// (`VmHWM`): what an attack on a coordinator process cost it.
+pub fn process_memory(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.split(':').next() == Some(field)).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
 /// A test request between two uploaded engines.
 pub async fn test_request(client: &mut Client, pairs: u64, sprt: Option<v1::SprtSpec>) -> v1::CreateTestRequest {
     let binary = upload(client, "engine", "engine", b"#!/bin/sh\n").await.unwrap();

@@ -2,7 +2,9 @@
 //! silent, or on HTTP/2; made-up gRPC paths; live streams of revoked tokens and too
 //! many followers.
 
-use crate::common::{BACKENDS, Random, client, serve, serve_with};
+use crate::common::{
+    BACKENDS, Random, TempDir, client, process_memory, registered_worker_at, serve, serve_with, upload, worker,
+};
 use crate::security::{config, create};
 use std::time::Duration;
 use tokio_stream::StreamExt;
@@ -325,4 +327,58 @@ async fn live_stream_followers_are_capped_in_all_and_per_address() {
         assert!(start.elapsed() < Duration::from_secs(5), "the place was not given back");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The review's download hold (2026-11-28, F2): one worker token opens 1,000 Download
+/// streams of a 10 MB artifact on a real coordinator process, a hundred on each of ten
+/// connections, and reads none. Pieces are read only as the reader takes them, so the
+/// coordinator's peak memory grows by less than 128 MB (four 1 MiB pieces read ahead a
+/// stream took it past 3.5 GB) and it keeps no file open for them; then a stream, read,
+/// still gives the artifact whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unread_downloads_hold_neither_pieces_nor_files() {
+    let dir = TempDir::new("download-hold");
+    let (coordinator, address) = crate::cluster::start_coordinator(&dir.0, 0, 600).await;
+    let pid = coordinator.id().unwrap();
+    let token = crate::cluster::token(&dir.0);
+    let mut admin = client(address, &token).await;
+    let bytes: Vec<u8> = (0..10u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    let artifact = upload(&mut admin, "held", "engine", &bytes).await.unwrap();
+    let (_, worker_token) = registered_worker_at(address, &token, "holder", &[], 1).await;
+    let open_files = || std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count();
+    let (memory_before, files_before) = (process_memory(pid, "VmHWM"), open_files());
+    let mut held = Vec::new();
+    for _ in 0..10 {
+        let mut connection = worker(address, &worker_token).await;
+        for _ in 0..100 {
+            let request = v1::DownloadRequest { sha256: artifact.sha256.clone() };
+            held.push(connection.download(request).await.unwrap().into_inner());
+        }
+    }
+    // Time for whatever the coordinator would read ahead to be read.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (memory, files) = (process_memory(pid, "VmHWM"), open_files());
+    eprintln!(
+        "1,000 unread downloads: peak memory {} MB before, {} MB after; open files {files_before} before, {files} after",
+        memory_before >> 20,
+        memory >> 20
+    );
+    assert!(
+        memory < memory_before + (128 << 20),
+        "peak memory {} MB before, {} MB after",
+        memory_before >> 20,
+        memory >> 20
+    );
+    assert!(
+        files < files_before + 20,
+        "{files_before} files open before, {files} with the streams held (ten connections)"
+    );
+    // The others dropped first: their unread pieces hold the connection's window.
+    let mut stream = held.pop().unwrap();
+    drop(held);
+    let mut whole = Vec::new();
+    while let Some(piece) = stream.next().await {
+        whole.extend_from_slice(&piece.unwrap().data);
+    }
+    assert!(whole == bytes, "the artifact, read, is whole: {} of {} bytes", whole.len(), bytes.len());
 }

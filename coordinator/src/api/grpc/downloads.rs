@@ -2,11 +2,13 @@
 //! data, streamed a unit at a time.
 
 use crate::api::grpc::reports::{check_stored_chunk, judge_games};
-use crate::api::grpc::{Shared, unreadable};
+use crate::api::grpc::{Shared, Stream_, unreadable};
 use crate::jobs::JobSpec;
+use crate::storage::Storage;
+use crate::storage::rows::UnitFile;
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use tokio::io::AsyncReadExt;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 use xq_proto::MAX_MESSAGE_BYTES;
 use xq_proto::v1;
@@ -40,8 +42,8 @@ impl Stored {
     }
 }
 
-/// A job's stored units: (unit, bytes).
-pub type UnitStream = ReceiverStream<Result<(u64, Vec<u8>), Status>>;
+/// A job's stored units: (unit, bytes), each read when its reader asks for it.
+pub type UnitStream = Stream_<(u64, Vec<u8>)>;
 
 impl Shared {
     /// A page of a match's counted pairs.
@@ -109,44 +111,68 @@ impl Shared {
         Ok(())
     }
 
-    /// Streams the stored bytes of a job's units, in unit order, a page at a time.
+    /// Streams the stored bytes of a job's units, in unit order, the index a page at a
+    /// time. Nothing is read ahead: a stream its reader leaves unread holds no file and
+    /// no unit's bytes (a read-ahead of four units a stream let unread streams pin
+    /// memory without bound: review of 2026-11-28, F2).
     pub fn unit_bytes(&self, id: u64, wanted: Stored) -> Result<UnitStream, Status> {
         self.units_readable(id, wanted)?;
-        let (storage, data_dir) = (self.storage.clone(), self.data_dir.clone());
-        let (sender, receiver) = tokio::sync::mpsc::channel(4);
-        tokio::spawn(async move {
-            let mut after = None;
-            loop {
-                let page = match storage.unit_files(id as i64, after, 64).await {
-                    Ok(page) if page.is_empty() => return,
-                    Ok(page) => page,
-                    Err(e) => {
-                        let _ = sender.send(Err(Status::unavailable(e.to_string()))).await;
-                        return;
-                    }
-                };
-                for unit in page {
-                    after = Some(unit.unit);
-                    let read = read_slice(data_dir.join(&unit.file), unit.offset, unit.length).await;
-                    let item = match read {
-                        Ok(bytes) if wanted == Stored::Chunks => {
-                            check_stored_chunk(&unit.file, &bytes).map(|()| (unit.unit, bytes))
-                        }
-                        Ok(bytes) => Ok((unit.unit, bytes)),
-                        // Shorter than the index says: damaged, not merely unreachable.
-                        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(Status::data_loss(format!(
-                            "{}: shorter than the {} bytes stored",
-                            unit.file, unit.length
-                        ))),
-                        Err(e) => Err(Status::unavailable(format!("{}: {e}", unit.file))),
-                    };
-                    if sender.send(item).await.is_err() {
-                        return;
-                    }
+        let cursor = UnitCursor {
+            storage: self.storage.clone(),
+            data_dir: self.data_dir.clone(),
+            job: id,
+            wanted,
+            after: None,
+            page: VecDeque::new(),
+            failed: false,
+        };
+        Ok(Box::pin(futures_util::stream::unfold(cursor, UnitCursor::next)))
+    }
+}
+
+/// Where a stream of a job's units stands.
+struct UnitCursor {
+    storage: Storage,
+    data_dir: PathBuf,
+    job: u64,
+    wanted: Stored,
+    /// The last unit given.
+    after: Option<u64>,
+    /// The units of the index's page read last, not given yet.
+    page: VecDeque<UnitFile>,
+    /// The index could not be read: the stream ends after saying so.
+    failed: bool,
+}
+
+impl UnitCursor {
+    /// The next unit's bytes, reading the index's next page when this one is given.
+    async fn next(mut self) -> Option<(Result<(u64, Vec<u8>), Status>, UnitCursor)> {
+        if self.failed {
+            return None;
+        }
+        if self.page.is_empty() {
+            match self.storage.unit_files(self.job as i64, self.after, 64).await {
+                Ok(page) => self.page = page.into(),
+                Err(e) => {
+                    self.failed = true;
+                    return Some((Err(Status::unavailable(e.to_string())), self));
                 }
             }
-        });
-        Ok(ReceiverStream::new(receiver))
+        }
+        let unit = self.page.pop_front()?;
+        self.after = Some(unit.unit);
+        let item = match read_slice(self.data_dir.join(&unit.file), unit.offset, unit.length).await {
+            Ok(bytes) if self.wanted == Stored::Chunks => {
+                check_stored_chunk(&unit.file, &bytes).map(|()| (unit.unit, bytes))
+            }
+            Ok(bytes) => Ok((unit.unit, bytes)),
+            // Shorter than the index says: damaged, not merely unreachable.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                Err(Status::data_loss(format!("{}: shorter than the {} bytes stored", unit.file, unit.length)))
+            }
+            Err(e) => Err(Status::unavailable(format!("{}: {e}", unit.file))),
+        };
+        Some((item, self))
     }
 }
 

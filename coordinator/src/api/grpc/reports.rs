@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use tonic::{Response, Status};
 use xq_engine::variant::Variant;
-use xq_engine::xiangqi::data::{ChunkError, read_any_chunk};
+use xq_engine::xiangqi::data::{ChunkError, read_any_chunk, read_header};
 use xq_engine::xiangqi::pgn::parse_pgn;
 use xq_engine::xiangqi::rules::RuleSet;
 use xq_engine::xiangqi::rules::judge::{JudgeRequest, judge};
@@ -134,29 +134,33 @@ impl WorkerApi {
         // The unit's games as its worker plays them.
         let mut settings = xq_proto::self_play_games(&spec, None).map_err(|e| Status::internal(e.to_string()))?;
         settings.seed = xq_proto::self_play_unit_seed(&spec, upload.unit);
+        // The header's game and record count are checked before a byte is
+        // decompressed: a few KB of zeros may claim a million records (hundreds of MB
+        // decoded), and a dozen such uploads at once would exhaust the coordinator.
+        let refused = |e: ChunkError| Status::invalid_argument(format!("chunk: {e}"));
+        let header = read_header(&upload.chunk).map_err(refused)?;
+        if header.variant != expected {
+            return Err(Status::invalid_argument(format!(
+                "chunk: {} records in a {} job",
+                header.variant.name(),
+                expected.name()
+            )));
+        }
+        if header.records as u64 > self_play_unit_records(&spec) {
+            return Err(Status::invalid_argument(format!(
+                "chunk: {} records, more than {} games of at most {} plies can make",
+                header.records,
+                spec.games_per_unit,
+                self_play_plies(&spec)
+            )));
+        }
         // Decoding a chunk checks every record, and its games are played again from
-        // their openings (a small compressed chunk may hold a million records): off the
-        // request runtime. A chunk refused is neither stored nor counted.
+        // their openings: off the request runtime. A chunk refused is neither stored
+        // nor counted.
         let chunk = Arc::new(upload.chunk);
         let checked = chunk.clone();
         let records = tokio::task::spawn_blocking(move || -> Result<usize, Status> {
-            let refused = |e: ChunkError| Status::invalid_argument(format!("chunk: {e}"));
             let records = read_any_chunk(&checked).map_err(refused)?;
-            if records.variant() != expected {
-                return Err(Status::invalid_argument(format!(
-                    "chunk: {} records in a {} job",
-                    records.variant().name(),
-                    expected.name()
-                )));
-            }
-            if records.len() as u64 > self_play_unit_records(&spec) {
-                return Err(Status::invalid_argument(format!(
-                    "chunk: {} records, more than {} games of at most {} plies can make",
-                    records.len(),
-                    spec.games_per_unit,
-                    self_play_plies(&spec)
-                )));
-            }
             records.check_games(&settings, spec.games_per_unit as usize).map_err(refused)?;
             Ok(records.len())
         })

@@ -1,13 +1,17 @@
 //! The workers' service: registration, heartbeats, leases, reports and downloads.
 
 use crate::api::grpc::auth::worker_of;
+use crate::api::grpc::downloads::read_slice;
 use crate::api::grpc::{Stream_, WorkerApi};
 use crate::storage::artifacts::check_hash;
-use tokio::io::AsyncReadExt;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
-use xq_proto::ARTIFACT_PIECE_BYTES;
 use xq_proto::v1;
+
+/// The bytes of a download's piece: an HTTP/2 stream's first window. Pieces are read as
+/// the worker takes them, so a stream it leaves unread holds at most one (four pieces
+/// of 1 MiB read ahead a stream let 1,000 unread streams take 3.5 GB: review of
+/// 2026-11-28, F2).
+const DOWNLOAD_PIECE_BYTES: u64 = 64 << 10;
 
 #[tonic::async_trait]
 impl v1::worker_server::Worker for WorkerApi {
@@ -85,27 +89,22 @@ impl v1::worker_server::Worker for WorkerApi {
             return Err(Status::not_found(format!("no artifact {sha256}")));
         }
         let path = self.0.artifacts.path(&sha256).map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let mut file = tokio::fs::File::open(&path).await.map_err(|e| Status::unavailable(e.to_string()))?;
-        let (sender, receiver) = tokio::sync::mpsc::channel(4);
-        tokio::spawn(async move {
-            loop {
-                let mut data = vec![0u8; ARTIFACT_PIECE_BYTES];
-                match file.read(&mut data).await {
-                    Ok(0) => return,
-                    Ok(n) => {
-                        data.truncate(n);
-                        let piece = v1::ArtifactPiece { data, ..Default::default() };
-                        if sender.send(Ok(piece)).await.is_err() {
-                            return;
-                        }
-                    }
-                    Err(e) => {
-                        let _ = sender.send(Err(Status::unavailable(e.to_string()))).await;
-                        return;
-                    }
+        let length = tokio::fs::metadata(&path).await.map_err(|e| Status::unavailable(e.to_string()))?.len();
+        // A piece is read when the worker asks for it, from an offset (an artifact never
+        // changes): a stream left unread holds no open file and at most one piece.
+        let pieces = futures_util::stream::unfold(0, move |offset| {
+            let path = path.clone();
+            async move {
+                if offset >= length {
+                    return None;
                 }
+                let size = DOWNLOAD_PIECE_BYTES.min(length - offset);
+                Some(match read_slice(path, offset, size).await {
+                    Ok(data) => (Ok(v1::ArtifactPiece { data, ..Default::default() }), offset + size),
+                    Err(e) => (Err(Status::unavailable(e.to_string())), length),
+                })
             }
         });
-        Ok(Response::new(Box::pin(ReceiverStream::new(receiver))))
+        Ok(Response::new(Box::pin(pieces)))
     }
 }

@@ -451,8 +451,22 @@ fn u32_at(bytes: &[u8], offset: usize) -> u32 {
     u32::from_le_bytes(bytes[offset..offset + 4].try_into().expect("4 bytes"))
 }
 
-/// Checks a chunk's header and checksum; returns its variant and payload.
-fn read_payload(chunk: &[u8]) -> Result<(Variant, Vec<u8>), ChunkError> {
+/// What a chunk's header says, read without its payload: a reader that bounds what it
+/// holds checks the game and the record count here, before the payload is decompressed
+/// and decoded (a few KB of zeros can claim a million records, hundreds of MB decoded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkHeader {
+    /// The game of its records.
+    pub variant: Variant,
+    /// The records it claims (at most [`MAX_RECORDS`]).
+    pub records: usize,
+    payload_len: usize,
+    compressed_len: usize,
+    checksum: u32,
+}
+
+/// Reads and checks a chunk's header alone.
+pub fn read_header(chunk: &[u8]) -> Result<ChunkHeader, ChunkError> {
     let header = chunk.get(..HEADER_LEN).ok_or(ChunkError::Truncated("no complete header"))?;
     if &header[..8] != MAGIC {
         return Err(ChunkError::BadMagic);
@@ -474,19 +488,30 @@ fn read_payload(chunk: &[u8]) -> Result<(Variant, Vec<u8>), ChunkError> {
     if payload_len != count as usize * record_len(variant) {
         return Err(ChunkError::Truncated("payload length does not match the record count"));
     }
-    let compressed_len = u32_at(header, 20) as usize;
+    Ok(ChunkHeader {
+        variant,
+        records: count as usize,
+        payload_len,
+        compressed_len: u32_at(header, 20) as usize,
+        checksum: u32_at(header, 24),
+    })
+}
+
+/// Checks a chunk's header and checksum; returns its variant and payload.
+fn read_payload(chunk: &[u8]) -> Result<(Variant, Vec<u8>), ChunkError> {
+    let header = read_header(chunk)?;
     let compressed = chunk
-        .get(HEADER_LEN..HEADER_LEN + compressed_len)
+        .get(HEADER_LEN..HEADER_LEN + header.compressed_len)
         .ok_or(ChunkError::Truncated("payload shorter than the header says"))?;
     let payload =
-        zstd::bulk::decompress(compressed, payload_len).map_err(|e| ChunkError::Compression(e.to_string()))?;
-    if payload.len() != payload_len {
+        zstd::bulk::decompress(compressed, header.payload_len).map_err(|e| ChunkError::Compression(e.to_string()))?;
+    if payload.len() != header.payload_len {
         return Err(ChunkError::Truncated("payload decompresses to the wrong length"));
     }
-    if crc32fast::hash(&payload) != u32_at(header, 24) {
+    if crc32fast::hash(&payload) != header.checksum {
         return Err(ChunkError::Checksum);
     }
-    Ok((variant, payload))
+    Ok((header.variant, payload))
 }
 
 fn decode_all<T>(
@@ -673,6 +698,25 @@ mod tests {
         let back = read_chunk(&chunk).unwrap();
         same_records(&records, &back);
         assert_eq!(write_chunk(&back), chunk);
+    }
+
+    /// The header alone says a chunk's game and count, and refuses what the whole read
+    /// refuses of the header, without touching the payload (here cut off entirely).
+    #[test]
+    fn a_header_is_read_alone_and_agrees_with_the_whole_chunk() {
+        let chunk = write_chunk(&sample());
+        let header = read_header(&chunk[..HEADER_LEN]).unwrap();
+        assert_eq!((header.variant, header.records), (Variant::Xiangqi, 30));
+        let xiongqi = write_xiongqi_chunk(&xiongqi_sample());
+        let header = read_header(&xiongqi).unwrap();
+        assert_eq!(Ok((header.variant, header.records)), check_chunk(&xiongqi));
+        let mut claims_too_many = chunk[..HEADER_LEN].to_vec();
+        claims_too_many[12..16].copy_from_slice(&(MAX_RECORDS as u32 + 1).to_le_bytes());
+        assert_eq!(read_header(&claims_too_many), Err(ChunkError::TooLarge(MAX_RECORDS as u32 + 1)));
+        let mut length_disagrees = chunk[..HEADER_LEN].to_vec();
+        length_disagrees[12..16].copy_from_slice(&31u32.to_le_bytes());
+        assert!(matches!(read_header(&length_disagrees), Err(ChunkError::Truncated(_))));
+        assert_eq!(read_header(&chunk[..HEADER_LEN - 1]), Err(ChunkError::Truncated("no complete header")));
     }
 
     #[test]
