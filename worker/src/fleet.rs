@@ -445,7 +445,8 @@ async fn engine_config(
     if spec.bench_signature != 0 {
         let command = command_for(sandbox.as_ref(), &command, &["bench".to_owned()]);
         let program = spec.name.clone();
-        verified = tokio::task::spawn_blocking(move || xq_engine::bench::signature_from(command, &program))
+        let timeout = xq_engine::bench::BENCH_TIMEOUT;
+        verified = tokio::task::spawn_blocking(move || xq_engine::bench::signature_from(command, &program, timeout))
             .await
             .map_err(play_error)?
             .map_err(|e| engine_error(e.to_string()))?;

@@ -19,6 +19,14 @@ use prost::Message;
 use xq_proto::v1;
 use xq_stats::Model;
 
+/// The share of the fleet a job asks among the jobs of its priority when it says
+/// nothing, in percent of an equal share.
+pub const DEFAULT_THROUGHPUT: u32 = 100;
+
+/// The most share of the fleet any job may ask, in percent: ten jobs' worth, so that
+/// no job takes nearly every lease at its priority however its creator sets it.
+pub const MAX_THROUGHPUT: u32 = 1_000;
+
 /// What a job is, checked.
 #[derive(Clone, Debug)]
 pub enum JobSpec {

@@ -32,10 +32,10 @@ pub mod tokens;
 pub mod workers;
 
 use crate::access::tokens::Principal;
-use crate::jobs::JobSpec;
 use crate::jobs::spsa::SpsaRun;
 use crate::jobs::test::course::Course;
 use crate::jobs::view::{Listing, job_view};
+use crate::jobs::{DEFAULT_THROUGHPUT, JobSpec};
 use crate::metrics::Metrics;
 use crate::scheduler::config::SchedulerConfig;
 use crate::scheduler::pace::Pace;
@@ -155,7 +155,8 @@ impl JobState {
             JobSpec::SelfPlay(r) => r.throughput,
             JobSpec::Verify(_) | JobSpec::Unreadable(_) => 0,
         };
-        let throughput = if throughput == 0 { 100 } else { u64::from(throughput) };
+        let throughput = if throughput == 0 { DEFAULT_THROUGHPUT } else { throughput };
+        let throughput = u64::from(throughput);
         u64::from(self.active_leases) * 1_000_000 / throughput
     }
 

@@ -564,6 +564,74 @@ async fn only_an_admin_raises_a_job_s_priority_above_the_default() {
     assert_eq!(admin.create_tournament(tournament).await.unwrap().into_inner().pairings.len(), 1);
 }
 
+/// The review's throughput grab (2026-11-28, F5): a submitter's test asking a share of
+/// 4,294,967,295 took 7 of 8 leases at the default priority. A share past
+/// `MAX_THROUGHPUT` is refused to anyone; above the default (100) only an admin's is
+/// taken, on every creation path, and nothing refused is stored; the most a submitter
+/// may ask shares eight workers' leases evenly with another submitter's default.
+#[tokio::test]
+async fn only_an_admin_asks_a_share_of_the_fleet_above_the_default_and_nobody_past_the_bound() {
+    use xq_coordinator::jobs::{DEFAULT_THROUGHPUT, MAX_THROUGHPUT};
+
+    let served = serve(BACKENDS[0], config()).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let (mut alice, _) = submitter(&served, "alice").await;
+    let (mut bob, _) = submitter(&served, "bob").await;
+    let test = test_request(&mut alice, 1000, None).await;
+    let jobs = job_ids(&mut admin).await;
+    let grab = v1::CreateTestRequest { throughput: u32::MAX, ..test.clone() };
+    for status in [alice.create_test(grab.clone()).await.unwrap_err(), admin.create_test(grab).await.unwrap_err()] {
+        assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+        assert!(status.message().contains(&format!("at most {MAX_THROUGHPUT}")), "{}", status.message());
+    }
+    let denied = |status: tonic::Status| {
+        assert_eq!(status.code(), Code::PermissionDenied, "{status:?}");
+        let rule = format!("only an admin may ask more than the default share ({DEFAULT_THROUGHPUT})");
+        assert!(status.message().contains(&rule), "{}", status.message());
+    };
+    let above = v1::CreateTestRequest { throughput: DEFAULT_THROUGHPUT + 1, ..test.clone() };
+    denied(alice.create_test(above.clone()).await.unwrap_err());
+    let spsa = v1::CreateSpsaRequest {
+        test: Some(v1::CreateTestRequest { base_engine: None, ..above.clone() }),
+        spsa: Some(v1::SpsaSpec { params: "A, 100, 0, 200, 10, 0.002".to_owned(), ..Default::default() }),
+    };
+    denied(alice.create_spsa(spsa).await.unwrap_err());
+    let tournament = v1::CreateTournamentRequest {
+        engines: vec![test.new_engine.clone().unwrap(), test.base_engine.clone().unwrap()],
+        settings: Some(v1::CreateTestRequest {
+            time_control: "10+0.1".to_owned(),
+            throughput: DEFAULT_THROUGHPUT + 1,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    denied(alice.create_tournament(tournament).await.unwrap_err());
+    let self_play = v1::CreateSelfPlayRequest {
+        spec: Some(v1::SelfPlaySpec { games_per_unit: 1, nodes: 100, ..Default::default() }),
+        units: 1,
+        throughput: DEFAULT_THROUGHPUT + 1,
+        ..Default::default()
+    };
+    denied(alice.create_self_play(self_play).await.unwrap_err());
+    assert_eq!(job_ids(&mut admin).await, jobs, "nothing refused is stored");
+
+    // Hers at the most she may ask against Bob's at the default: an even split.
+    let hers = alice.create_test(v1::CreateTestRequest { throughput: DEFAULT_THROUGHPUT, ..test }).await;
+    let hers = hers.unwrap().into_inner().job_id;
+    let his = test_request(&mut bob, 1000, None).await;
+    let his = bob.create_test(his).await.unwrap().into_inner().job_id;
+    let mut leases = std::collections::HashMap::new();
+    for index in 0..8 {
+        let mut worker = crate::common::registered_worker(&served, &format!("w{index}"), &[]).await;
+        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        *leases.entry(lease.job_id).or_insert(0) += 1;
+    }
+    assert_eq!((leases[&hers], leases[&his]), (4, 4), "{leases:?}");
+    // An admin's share above the default, up to the bound, is taken.
+    assert!(admin.create_test(above.clone()).await.is_ok());
+    assert!(admin.create_test(v1::CreateTestRequest { throughput: MAX_THROUGHPUT, ..above }).await.is_ok());
+}
+
 /// Writes a token row as another version, or a hand edit, may leave it.
 async fn store_token_row(pool: &sqlx::AnyPool, token: &str, role: &str, worker_id: Option<i64>) {
     sqlx::query(

@@ -51,6 +51,13 @@ pub fn parse_signature(output: &str) -> Option<u64> {
         .next_back()
 }
 
+/// The most a bench may print, standard output and error together: ours prints a few
+/// KB, Stockfish's a few dozen lines; more is an engine flooding its reader.
+pub const MAX_BENCH_OUTPUT: usize = 1 << 20;
+
+/// How long a bench may run before it counts as hung: Fairy-Stockfish's takes seconds.
+pub const BENCH_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// An engine's bench signature could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum SignatureError {
@@ -65,6 +72,17 @@ pub enum SignatureError {
     /// It ran but printed no signature.
     #[error("{0} bench printed no 'Nodes searched'")]
     Missing(String),
+    /// It printed more than [`MAX_BENCH_OUTPUT`] bytes: stopped.
+    #[error("{0} bench printed more than {MAX_BENCH_OUTPUT} bytes: stopped")]
+    Flood(String),
+    /// It ran longer than it may: stopped.
+    #[error("{program} bench ran longer than {seconds} s: stopped")]
+    Timeout {
+        /// The program.
+        program: String,
+        /// The time it had.
+        seconds: u64,
+    },
 }
 
 /// Runs `<binary> bench` (the engine's default bench) and reads its signature: what a
@@ -72,15 +90,72 @@ pub enum SignatureError {
 pub fn signature_of(binary: &std::path::Path) -> Result<u64, SignatureError> {
     let mut command = std::process::Command::new(binary);
     command.arg("bench");
-    signature_from(command, &binary.display().to_string())
+    signature_from(command, &binary.display().to_string(), BENCH_TIMEOUT)
 }
 
 /// Runs `command`, an engine's `bench` however it is started (a worker's starts in its
-/// sandbox), and reads its signature; `program` names it in errors.
-pub fn signature_from(mut command: std::process::Command, program: &str) -> Result<u64, SignatureError> {
-    let output = command.output().map_err(|error| SignatureError::Run { program: program.to_owned(), error })?;
-    let text = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+/// sandbox), and reads its signature; `program` names it in errors. The engine is not
+/// trusted: what it prints is read up to [`MAX_BENCH_OUTPUT`] and it runs for at most
+/// `timeout`; past either it is killed and the bench fails, not its reader (a bench
+/// read whole, without a bound, took a worker down: review of 2026-11-28, F4).
+pub fn signature_from(
+    mut command: std::process::Command,
+    program: &str,
+    timeout: Duration,
+) -> Result<u64, SignatureError> {
+    use std::process::Stdio;
+    let run_error = |error| SignatureError::Run { program: program.to_owned(), error };
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = command.spawn().map_err(run_error)?;
+    let pipes: [Box<dyn std::io::Read + Send>; 2] =
+        [Box::new(child.stdout.take().expect("piped")), Box::new(child.stderr.take().expect("piped"))];
+    // Each pipe is read on a thread of its own, the two within one budget.
+    let budget = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(MAX_BENCH_OUTPUT));
+    let (sender, receiver) = std::sync::mpsc::channel();
+    for pipe in pipes {
+        let (sender, budget) = (sender.clone(), budget.clone());
+        std::thread::spawn(move || {
+            let _ = sender.send(read_within(pipe, &budget));
+        });
+    }
+    let deadline = Instant::now() + timeout;
+    let mut text = String::new();
+    for _ in 0..2 {
+        let failed = match receiver.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(Some(bytes)) => {
+                text += &String::from_utf8_lossy(&bytes);
+                continue;
+            }
+            Ok(None) => SignatureError::Flood(program.to_owned()),
+            Err(_) => SignatureError::Timeout { program: program.to_owned(), seconds: timeout.as_secs() },
+        };
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(failed);
+    }
+    // Both pipes closed: the bench is over, or has closed them and goes on alone.
+    let _ = child.kill();
+    let _ = child.wait();
     parse_signature(&text).ok_or(SignatureError::Missing(program.to_owned()))
+}
+
+/// Reads `pipe` to its end, taking what it reads from `budget`; `None` when the budget
+/// runs out first (the other reader then sees it spent too).
+fn read_within(mut pipe: Box<dyn std::io::Read + Send>, budget: &std::sync::atomic::AtomicUsize) -> Option<Vec<u8>> {
+    use std::sync::atomic::Ordering;
+    let mut bytes = Vec::new();
+    let mut buffer = [0u8; 8192];
+    loop {
+        let n = match pipe.read(&mut buffer) {
+            Ok(0) | Err(_) => return Some(bytes),
+            Ok(n) => n,
+        };
+        let taken = budget.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| left.checked_sub(n));
+        if taken.is_err() {
+            return None;
+        }
+        bytes.extend_from_slice(&buffer[..n]);
+    }
 }
 
 #[cfg(test)]
@@ -92,6 +167,42 @@ mod tests {
         assert_eq!(parse_signature("info x\nNodes searched  : 721742\nNodes/second: 5\n"), Some(721742));
         assert_eq!(parse_signature("Nodes searched: 12\nNodes searched: 34"), Some(34));
         assert_eq!(parse_signature("no bench here"), None);
+    }
+
+    /// A bench as a shell script: what the engine prints, and how long it takes.
+    fn script(text: &str) -> std::process::Command {
+        let mut command = std::process::Command::new("sh");
+        command.args(["-c", text]);
+        command
+    }
+
+    #[test]
+    fn a_signature_is_read_from_either_stream() {
+        let read = |text| signature_from(script(text), "script", BENCH_TIMEOUT).unwrap();
+        assert_eq!(read("echo info; echo 'Nodes searched: 42'"), 42);
+        assert_eq!(read("echo 'Nodes searched  : 7' >&2"), 7, "Stockfish prints it on standard error");
+        let missing = signature_from(script("echo nothing"), "script", BENCH_TIMEOUT).unwrap_err();
+        assert!(matches!(missing, SignatureError::Missing(_)), "{missing}");
+    }
+
+    /// The review's flooding and sleeping benches (2026-11-28, F4): an engine printing
+    /// without end, or sleeping, is stopped and its bench fails; its reader holds at
+    /// most the budget, and waits at most its timeout.
+    #[test]
+    fn a_bench_that_floods_or_sleeps_fails_and_is_stopped() {
+        let started = Instant::now();
+        let flood = signature_from(script("yes 'Nodes searched: 1'"), "flood", BENCH_TIMEOUT).unwrap_err();
+        assert!(matches!(flood, SignatureError::Flood(_)), "{flood}");
+        let flood = signature_from(script("yes error >&2"), "flood", BENCH_TIMEOUT).unwrap_err();
+        assert!(matches!(flood, SignatureError::Flood(_)), "{flood}");
+        assert!(started.elapsed() < BENCH_TIMEOUT, "stopped by its output, not its time");
+        let sleeper = signature_from(script("sleep 30"), "sleeper", Duration::from_millis(300)).unwrap_err();
+        assert!(matches!(sleeper, SignatureError::Timeout { .. }), "{sleeper}");
+        // A bench that closes its output and goes on alone is not waited for either.
+        let detached = script("exec >&- 2>&-; sleep 30");
+        let started = Instant::now();
+        assert!(matches!(signature_from(detached, "detached", BENCH_TIMEOUT), Err(SignatureError::Missing(_))));
+        assert!(started.elapsed() < Duration::from_secs(20), "killed once its output closed");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Integration tests of the engine library and the `xq-engine` binary.
 
+mod asian_chases;
 mod asian_rules;
 mod collection;
 mod common;

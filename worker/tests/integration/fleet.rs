@@ -33,6 +33,8 @@ struct Fake {
     refused_at: Mutex<Vec<Instant>>,
     /// The lease's violation timing (empty: the default).
     violation_timing: &'static str,
+    /// The bench signature the lease asks of both engines (0: none).
+    bench_signature: u64,
 }
 
 impl Fake {
@@ -52,6 +54,7 @@ impl Fake {
             lease_refusals: Mutex::new(Vec::new()),
             refused_at: Mutex::new(Vec::new()),
             violation_timing: "",
+            bench_signature: 0,
         }
     }
 
@@ -65,6 +68,7 @@ impl Fake {
                 ..Default::default()
             }),
             protocol: "uci".to_owned(),
+            bench_signature: self.bench_signature,
             ..Default::default()
         };
         let spec = v1::MatchSpec {
@@ -204,6 +208,23 @@ async fn a_forgotten_worker_registers_again_and_a_tampered_engine_is_never_run()
     assert_eq!(fake.registrations.load(Ordering::SeqCst), 2, "registered again when forgotten");
     assert_eq!(fake.downloads.load(Ordering::SeqCst), 1);
     assert_eq!(fake.report_calls.load(Ordering::SeqCst), 0, "nothing played on a tampered engine");
+}
+
+/// The review's flooding bench (2026-11-28, F4): a test whose engine's `bench` prints
+/// without end took down every worker that leased it. The worker stops the bench at its
+/// output's bound, fails that lease's engine, and goes on asking for work; nothing of
+/// the lease is reported as played.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bench_that_floods_fails_its_lease_and_the_worker_goes_on() {
+    let mut fake = Fake::new(false, 0);
+    fake.engine = b"#!/bin/sh\nyes 'Nodes searched: 1'\n".to_vec();
+    fake.sha256 = hex::encode(Sha256::digest(&fake.engine));
+    fake.bench_signature = 1;
+    let fake = std::sync::Arc::new(fake);
+    // The lease is the second answer; three more asked after it show the worker alive.
+    work_until(&fake, "flooding-bench", |fake| fake.leases.load(Ordering::SeqCst) >= 5).await;
+    assert!(fake.downloads.load(Ordering::SeqCst) >= 1, "the engine was fetched to be benched");
+    assert!(fake.taken.lock().unwrap().is_empty(), "nothing played is reported");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

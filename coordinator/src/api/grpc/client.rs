@@ -4,7 +4,7 @@ use crate::access::streams::UntilOutOfForce;
 use crate::access::tokens::{Role, TokenHash};
 use crate::api::grpc::auth::{admin_of, client_of, request_key};
 use crate::api::grpc::downloads::Stored;
-use crate::api::grpc::jobs::may_prioritise;
+use crate::api::grpc::jobs::{may_claim_throughput, may_prioritise};
 use crate::api::grpc::uploads::{Checked, check_upload};
 use crate::api::grpc::{ClientApi, DEFAULT_PRIORITY, Stream_};
 use crate::jobs::JobSpec;
@@ -179,6 +179,7 @@ impl v1::client_server::Client for ClientApi {
         let request = request.into_inner();
         check_self_play(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
         may_prioritise(&caller, request.priority, DEFAULT_PRIORITY)?;
+        may_claim_throughput(&caller, request.throughput)?;
         crate::api::grpc::quotas::check_quota(&self.0, &caller, 1).await?;
         if let Some(net) = request.spec.as_ref().and_then(|s| s.net.as_ref()) {
             self.0.uploaded(("spec.net", "net", "a net"), &net.sha256).await?;

@@ -45,7 +45,8 @@ pub struct PlayArgs {
     pub resign: Option<Vec<String>>,
     #[arg(long, default_value_t = 0)]
     pub priority: i32,
-    /// Share of the fleet among tests of equal priority, in percent.
+    /// Share of the fleet among tests of equal priority, in percent of an equal share
+    /// (above 100 an admin's to give; at most 1,000).
     #[arg(long, default_value_t = 100)]
     pub throughput: u32,
     /// Follow the test until it ends.

@@ -23,7 +23,8 @@ pub struct SelfplayArgs {
     rules: String,
     #[arg(long, default_value_t = 0)]
     priority: i32,
-    /// Share of the fleet among jobs of equal priority, in percent.
+    /// Share of the fleet among jobs of equal priority, in percent of an equal share
+    /// (above 100 an admin's to give; at most 1,000).
     #[arg(long, default_value_t = 100)]
     throughput: u32,
     /// The game: xiangqi or xiongqi.
