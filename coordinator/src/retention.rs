@@ -77,9 +77,16 @@ pub async fn collect_artifacts(shared: &Shared, now_ms: i64) -> Result<Vec<Strin
 
 /// Deletes job `id`'s games file and chunk directory, if present.
 fn delete_job_files(data_dir: &Path, id: i64) -> Result<(), RetentionError> {
-    let games = data_dir.join(crate::storage::layout::GAMES_DIR).join(format!("{id}.pgn"));
-    let chunks = data_dir.join(crate::storage::layout::CHUNKS_DIR).join(id.to_string());
-    for (path, removed) in [(&games, std::fs::remove_file(&games)), (&chunks, std::fs::remove_dir_all(&chunks))] {
+    use crate::storage::layout::{CHUNKS_DIR, GAMES_DIR, VERIFICATION_DIR};
+    let games = data_dir.join(GAMES_DIR).join(format!("{id}.pgn"));
+    let chunks = data_dir.join(CHUNKS_DIR).join(id.to_string());
+    let reports = data_dir.join(VERIFICATION_DIR).join(id.to_string());
+    let removed = [
+        (&games, std::fs::remove_file(&games)),
+        (&chunks, std::fs::remove_dir_all(&chunks)),
+        (&reports, std::fs::remove_dir_all(&reports)),
+    ];
+    for (path, removed) in removed {
         match removed {
             Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
                 return Err(RetentionError::Remove { path: path.clone(), source });

@@ -100,6 +100,35 @@ async fn finished_jobs_lose_their_stored_data_after_its_retention_and_keep_their
     }
 }
 
+/// A finished verification job's reports go with its retention, as a test's games do,
+/// its counts kept (N15 of the review of 2026-11-26: `verification/{id}/` stayed on disk,
+/// unreadable and counted against no quota).
+#[tokio::test]
+async fn a_verification_job_s_reports_are_removed_after_their_retention_and_its_counts_kept() {
+    use crate::verification::{GAMES, verify_all};
+    let served = serve(BACKENDS[0], config()).await;
+    let shared = &served.coordinator.shared;
+    let mut admin = client(served.address, &served.client_token).await;
+    let pgn = upload(&mut admin, "chases.pgn", "pgn", GAMES.as_bytes()).await.unwrap();
+    let request = v1::CreateVerificationRequest { pgn: Some(pgn), games_per_unit: 3, ..Default::default() };
+    let job = admin.create_verification(request).await.unwrap().into_inner().job_id;
+    let mut worker = registered_worker(&served, "w", &[]).await;
+    assert_eq!(verify_all(&mut worker, None, GAMES.as_bytes()).await, 2);
+    let get = v1::JobId { job_id: job };
+    let before = admin.get_verification(get).await.unwrap().into_inner();
+    assert_eq!(before.games, 4);
+    let reports = served.data.join(format!("verification/{job}"));
+    assert!(reports.read_dir().unwrap().count() >= 2, "a report a unit");
+
+    assert_eq!(remove_expired_data(shared, now_ms() + DAY_MS + 60_000).await.unwrap(), [job]);
+    assert!(!reports.exists(), "the reports are removed");
+    let refused = admin.download_verification(get).await.unwrap_err();
+    assert_eq!(refused.code(), Code::NotFound);
+    assert!(refused.message().contains("retention"), "{refused:?}");
+    let after = admin.get_verification(get).await.unwrap().into_inner();
+    assert_eq!((after.games, after.parting, after.by_kind), (before.games, before.parting, before.by_kind));
+}
+
 #[tokio::test]
 async fn submitters_are_held_to_their_quotas_and_admins_are_not() {
     for backend in BACKENDS {
