@@ -218,6 +218,35 @@ fn the_judge_says_where_a_referee_would_have_ended_the_game() {
     assert_eq!(ended["result"], "0-1");
 }
 
+/// `--violation-timing` applies to every game that does not name its own timing: a
+/// PGN's games without a `[ViolationTiming]` tag and batch lines without "timing"; a
+/// tag or a line's own timing still rules its game (review of 2026-11-28: the flag was
+/// ignored for PGN files, every untagged game ruled at the threefold).
+#[test]
+fn the_violation_timing_flag_rules_every_game_that_does_not_name_its_own() {
+    let moves = [CHASE_CYCLE; 8].join(" ");
+    let game = |tag: &str| format!("{tag}[FEN \"{CHASE_FEN}\"]\n\n{moves} *\n\n");
+    let pgn = game("") + &game("[ViolationTiming \"threefold\"]\n") + &game("[ViolationTiming \"after-warning\"]\n");
+    let path = std::env::temp_dir().join(format!("xq-judge-timing-{}.pgn", std::process::id()));
+    std::fs::write(&path, pgn).expect("write PGN");
+    let ended = |args: &[&str], stdin: &str| -> Vec<u64> {
+        let (ok, lines, stderr) = judge(args, stdin);
+        assert!(ok, "{stderr}");
+        lines.iter().map(|line| line["ended"]["ply"].as_u64().expect("ended")).collect()
+    };
+    let pgn_path = path.to_str().unwrap();
+    let plain = ended(&["--pgn", pgn_path], "");
+    let warned = plain[2];
+    assert_eq!(&plain[..2], [8, 8], "at the threefold, untagged or tagged so");
+    assert!(warned > 8, "the books' timing rules the loss later: ply {warned}");
+    let flagged = ended(&["--pgn", pgn_path, "--violation-timing", "after-warning"], "");
+    std::fs::remove_file(&path).ok();
+    assert_eq!(flagged, [warned, 8, warned], "the flag rules the untagged game; tags rule their own");
+    let line = |timing: &str| format!("{{\"fen\": \"{CHASE_FEN}\", \"moves\": \"{moves}\"{timing}}}\n");
+    let batch = line("") + &line(", \"timing\": \"threefold\"");
+    assert_eq!(ended(&["--batch", "--violation-timing", "after-warning"], &batch), [warned, 8]);
+}
+
 #[test]
 fn verify_reports_the_games_where_rule_sets_part_and_counts_them() {
     let path = std::env::temp_dir().join(format!("xq-verify-{}.pgn", std::process::id()));

@@ -69,7 +69,8 @@ fn replays_to_the_same_results(records: &[GameRecord]) {
     for (game, record) in games.iter().zip(records) {
         assert_eq!(game.moves.len(), record.moves.len());
         let (verdict, _) =
-            judge(&JudgeRequest::from_pgn(game, xq_engine::xiangqi::rules::RuleSet::Wxf)).expect("legal game");
+            judge(&JudgeRequest::from_pgn(game, xq_engine::xiangqi::rules::RuleSet::Wxf, Default::default()))
+                .expect("legal game");
         if record.termination == Termination::Rules {
             assert_eq!(verdict["result"], record.outcome.pgn(), "{}", record.reason);
         }

@@ -53,7 +53,8 @@ fn a_warned_engine_that_repeats_anyway_loses_a_cycle_later() {
         assert_eq!(record.warnings, ["9:f0e0", "11:e0f0"], "{protocol:?}");
         // The judge reads the timing from the PGN and ends the game where the match did.
         let parsed = parse_pgn(&game_pgn(&record, "warnings", 1, "depth=2")).expect("our PGN parses");
-        let (verdict, _) = judge(&JudgeRequest::from_pgn(&parsed[0], RuleSet::Wxf)).expect("a legal game");
+        let (verdict, _) =
+            judge(&JudgeRequest::from_pgn(&parsed[0], RuleSet::Wxf, Default::default())).expect("a legal game");
         assert_eq!(
             (verdict["ended"]["ply"].as_u64(), verdict["ended"]["article"].as_str()),
             (Some(12), Some("WXF 20.1"))

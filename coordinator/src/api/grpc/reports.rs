@@ -15,8 +15,8 @@ use tonic::{Response, Status};
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::data::{ChunkError, read_any_chunk, read_header};
 use xq_engine::xiangqi::pgn::parse_pgn;
-use xq_engine::xiangqi::rules::RuleSet;
 use xq_engine::xiangqi::rules::judge::{JudgeRequest, judge};
+use xq_engine::xiangqi::rules::{RuleSet, ViolationTiming};
 use xq_proto::v1;
 use xq_proto::{self_play_plies, self_play_unit_records};
 
@@ -458,7 +458,8 @@ pub(super) fn judge_games(pgn: &str, rules: RuleSet) -> Result<Vec<v1::JudgedGam
     games
         .iter()
         .map(|game| {
-            let request = JudgeRequest::from_pgn(game, rules);
+            // A match's games carry the timing they were played with as a tag.
+            let request = JudgeRequest::from_pgn(game, rules, ViolationTiming::default());
             let (judgement, _) = judge(&request).map_err(|e| e.to_string())?;
             Ok(v1::JudgedGame {
                 tags: game.tags.iter().cloned().collect(),

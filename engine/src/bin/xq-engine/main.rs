@@ -66,7 +66,8 @@ enum Command {
         #[arg(long, default_value = "xiangqi")]
         variant: Variant,
         /// When a lone perpetual loses, for where the game `ended`: threefold, or
-        /// after-warning (as the books rule; a PGN's [ViolationTiming] tag says so).
+        /// after-warning (as the books rule); for every game that does not say so itself
+        /// (a PGN's [ViolationTiming] tag, a batch line's "timing").
         #[arg(long, default_value = "threefold")]
         violation_timing: ViolationTiming,
         /// Read games as JSON lines {"fen": ..., "moves": [...], "rules": ..., "variant":
@@ -209,10 +210,10 @@ fn run() -> anyhow::Result<()> {
         Some(Command::Judge { rules, fen, moves, pgn, variant, violation_timing: timing, batch }) => {
             let mut out = std::io::stdout().lock();
             if batch {
-                return judge::judge_batch(std::io::stdin().lock(), &mut out, rules);
+                return judge::judge_batch(std::io::stdin().lock(), &mut out, rules, timing);
             }
             if let Some(path) = pgn {
-                return judge::judge_pgn(&path, rules, &mut out);
+                return judge::judge_pgn(&path, rules, timing, &mut out);
             }
             let moves = moves.split_whitespace().map(str::to_owned).collect();
             judge::judge_one(&JudgeRequest { fen, moves, rules, variant, timing }, &mut out)

@@ -78,9 +78,10 @@ impl From<UnknownRuleSet> for JudgeError {
 }
 
 impl JudgeRequest {
-    /// Reads `{"fen": ..., "moves": [...] or "m1 m2", "rules": ...}`; absent fields
-    /// take the start position, no moves and `default_rules`.
-    pub fn from_json(line: &str, default_rules: RuleSet) -> Result<Self, JudgeError> {
+    /// Reads `{"fen": ..., "moves": [...] or "m1 m2", "rules": ..., "timing": ...}`;
+    /// absent fields take the start position, no moves, `default_rules` and
+    /// `default_timing`.
+    pub fn from_json(line: &str, default_rules: RuleSet, default_timing: ViolationTiming) -> Result<Self, JudgeError> {
         let value: Value = serde_json::from_str(line).map_err(|e| JudgeError::Request(format!("not JSON: {e}")))?;
         if !value.is_object() {
             return Err(JudgeError::Request("expected a JSON object".to_owned()));
@@ -115,7 +116,7 @@ impl JudgeRequest {
             _ => return Err(JudgeError::Request("\"variant\" must be a string".to_owned())),
         };
         let timing = match &value["timing"] {
-            Value::Null => ViolationTiming::default(),
+            Value::Null => default_timing,
             Value::String(name) => name.parse().map_err(JudgeError::Request)?,
             _ => return Err(JudgeError::Request("\"timing\" must be a string".to_owned())),
         };
@@ -123,10 +124,10 @@ impl JudgeRequest {
     }
 
     /// A game read from PGN: its `[FEN]` tag and moves, and the `[ViolationTiming]` it
-    /// was played with.
-    pub fn from_pgn(game: &PgnGame, rules: RuleSet) -> Self {
+    /// was played with, `untagged` when it has no such tag.
+    pub fn from_pgn(game: &PgnGame, rules: RuleSet, untagged: ViolationTiming) -> Self {
         let variant = game.tag("Variant").and_then(|v| v.parse().ok()).unwrap_or_default();
-        let timing = game.tag("ViolationTiming").and_then(|t| t.parse().ok()).unwrap_or_default();
+        let timing = game.tag("ViolationTiming").and_then(|t| t.parse().ok()).unwrap_or(untagged);
         JudgeRequest { fen: game.tag("FEN").map(str::to_owned), moves: game.moves.clone(), rules, variant, timing }
     }
 }
