@@ -7,6 +7,7 @@
 
 use xq_engine::xiangqi::notation::{Dialect, parse_uci};
 use xq_engine::xiangqi::rules::judge::{JudgeRequest, judge};
+use xq_engine::xiangqi::rules::metamorphic;
 use xq_engine::xiangqi::rules::{Outcome, Reason, Referee, RefereeConfig, RuleSet, Ruling};
 use xq_engine::xiangqi::{Move, Position};
 
@@ -252,4 +253,139 @@ fn two_chases_of_different_pieces_alternating_from_one_position_are_judged_toget
     let alone: Vec<&str> = opening.iter().chain(&right).chain(&left).chain(&left).copied().collect();
     let (ply, ruling) = referee_ruling(&start, &moves_of(&start, &alone), RefereeConfig::default()).expect("ruled");
     assert_eq!((ply, ruling.outcome, ruling.reason), (16, Outcome::Win(Color::Black), Reason::PerpetualChase));
+}
+
+#[test]
+fn visits_before_a_perpetual_neither_draw_it_nor_hide_it_however_many() {
+    // The review of 2026-11-28, N1: with the position reached twice before by allowed
+    // moves, the perpetual's first cycle brought its fourth occurrence and was drawn
+    // (3.2.B) before it had been repeated once. Two visits by the same detour, two and
+    // three different detours: the perpetual's own threefold repetition rules it, after
+    // the visits' plies and two cycles of its own, under every rule set ruling
+    // repetitions, mirrored and with the colours swapped. (The computer rule set allows
+    // perpetual chases: drawn there at the same ply, the repetition's fourth occurrence
+    // whose window holds the chase alone.)
+    for rules in [RuleSet::Wxf, RuleSet::Asian, RuleSet::Computer] {
+        let config = RefereeConfig::for_rules(rules);
+        for (fen, cycle, detours, reason) in GAMES {
+            let start = Position::from_fen(fen).unwrap();
+            for visits in [[detours[0], detours[0]].as_slice(), &detours[..2], &detours[1..4], &detours[..3]] {
+                let before: Vec<&str> = visits.iter().flat_map(|detour| detour.iter().copied()).collect();
+                let ply = before.len() + 2 * cycle.len();
+                for transform in Transform::ALL {
+                    let moves = transform.moves(&game(&start, &before, &cycle, 4));
+                    let (outcome, reason, article) = expected(rules, reason, transform.red());
+                    let got = referee_ruling(&transform.position(&start), &moves, config)
+                        .map(|(ply, ruling)| (ply, ruling.outcome, ruling.reason, ruling.article));
+                    assert_eq!(got, Some((ply, outcome, reason, article)), "{rules:?} {fen} {transform:?} {visits:?}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_review_s_games_with_two_visits_are_ruled_as_the_books_rule_them() {
+    // As the review wrote them: Red's checks and chase (20.1, 20.3) after two idle round
+    // trips, lost at ply 16, the perpetual's own threefold; the judge's `ended` (where a
+    // match ends the game) and `result` (the last cycle ruled) agree.
+    for (fen, moves) in [
+        (CHECKS, "d0d1 e9e8 d1d0 e8e9 f0f1 e9e8 f1f0 e8e9"),
+        (CHASE, "d0d1 e9e8 d1d0 e8e9 b1c1 a0a2 c1b1 a2a0"),
+        // WXF Diagram 2 (Chapter 5, Section 1) after two round trips of the kings.
+        ("4k4/9/9/9/5R3/9/9/9/9/3K5 w - - 0 1", "d0d1 e9e8 d1d0 e8e9 d0d1 e9e8 d1d0 e8e9"),
+    ] {
+        let cycle = match fen {
+            CHECKS => CHECK_CYCLE,
+            CHASE => CHASE_CYCLE,
+            _ => ["f5e5", "e9f9", "e5f5", "f9e9"],
+        };
+        let texts: Vec<String> = moves
+            .split_whitespace()
+            .chain(cycle.iter().copied().cycle().take(4 * cycle.len()))
+            .map(str::to_owned)
+            .collect();
+        let (verdict, _) = judge(&JudgeRequest {
+            fen: Some(fen.to_owned()),
+            moves: texts,
+            rules: RuleSet::Wxf,
+            variant: Variant::Xiangqi,
+            timing: Default::default(),
+        })
+        .expect("a legal game");
+        assert_eq!(verdict["ended"]["ply"], 16, "{fen}: {verdict}");
+        assert_eq!(verdict["ended"]["result"], "0-1", "{fen}");
+        assert_eq!(verdict["result"], "0-1", "{fen}");
+        assert_eq!(verdict["ended"]["reason"], verdict["reason"], "{fen}");
+    }
+}
+
+#[test]
+fn the_committed_match_games_drawn_by_the_old_count_are_perpetual_checks() {
+    // The review of 2026-11-28 found two committed match games drawn at a fourth
+    // occurrence whose closing cycle was a lone perpetual check; from the positions it
+    // quotes, the idle cycle twice and the checks continued: the checker loses at its
+    // own threefold repetition, ply 16 of these extracts (they were drawn at ply 12).
+    for (game, fen, idle, checks, checker) in [
+        (
+            "window2-gen4-vs-fairy-stockfish-10s-mo10 game 82",
+            "5k3/9/9/2r5p/9/4R3P/9/9/3pA4/2B1K1B2 w - - 20 53",
+            "c0a2 c6b6 a2c0 b6c6",
+            "e4f4 f9e9 f4e4 e9f9",
+            Color::Red,
+        ),
+        (
+            "window2-gen4-vs-default-nodes10k game 303",
+            "3a5/4ak3/9/9/6R2/9/9/B3B4/5r3/4K4 b - - 13 75",
+            "f8f9 g5g9 f9f8 g9g5",
+            "f1f0 e0e1 f0f1 e1e0",
+            Color::Black,
+        ),
+    ] {
+        let start = Position::from_fen(fen).unwrap();
+        let played = [idle, idle, checks, checks, checks].join(" ");
+        let moves = moves_of(&start, &played.split_whitespace().collect::<Vec<_>>());
+        for rules in [RuleSet::Wxf, RuleSet::Asian, RuleSet::Computer] {
+            let (ply, ruling) = referee_ruling(&start, &moves, RefereeConfig::for_rules(rules)).expect("ruled");
+            assert_eq!(
+                (ply, ruling.outcome, ruling.reason),
+                (16, Outcome::Win(!checker), Reason::PerpetualCheck),
+                "{game}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_book_s_examples_keep_every_property_as_printed_and_with_the_colours_swapped() {
+    // The review's probes: every Chapter 5 example, continued by its last cycle until
+    // it is ruled in play (the printed moves mostly stop at the second occurrence),
+    // and the same with the colours swapped; mirrored, started at its repetition, and
+    // with one, two (the same twice, and different) and three idle detours at each
+    // position of its first cycle: it keeps its verdict under each rule set that rules
+    // repetitions.
+    let rule_sets = [RuleSet::Wxf, RuleSet::Asian, RuleSet::Computer];
+    let mut repetitions = 0;
+    for example in crate::common::chapter_5_examples() {
+        let mut referee = Referee::new(example.start.clone(), RefereeConfig::default());
+        let mut moves = example.moves.clone();
+        for &mv in &moves {
+            referee.play(mv).expect("the book's moves are legal");
+        }
+        while referee.ruling().is_none() && moves.len() < example.moves.len() + 60 {
+            let Some((_, cycle)) = referee.last_cycle() else { break };
+            for mv in cycle {
+                referee.play(mv).expect("a cycle replays");
+                moves.push(mv);
+            }
+        }
+        repetitions += usize::from(referee.ruling().is_some_and(|r| r.reason != Reason::Checkmate));
+        let swapped: Vec<Move> = moves.iter().map(|m| Move::new(m.from().rotated(), m.to().rotated())).collect();
+        for (start, moves) in [(example.start.clone(), moves), (example.start.color_flipped(), swapped)] {
+            let broken = metamorphic::check(&start, &moves, &rule_sets);
+            assert!(broken.is_empty(), "{}: {}", example.section, broken[0].to_json());
+        }
+    }
+    // Nearly every example ends on its repetition, which the detours test.
+    assert!(repetitions >= 45, "{repetitions} of 50 ruled on a repetition");
 }

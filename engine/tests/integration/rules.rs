@@ -249,6 +249,22 @@ fn wxf_8_natural_move_count_draws_after_100_plies_without_capture() {
 }
 
 #[test]
+fn wxf_8_the_count_goes_on_from_the_fen_s_clock() {
+    // Article 8 counts the moves since the last capture; a game recorded from a FEN
+    // whose halfmove clock says 90 plies were played without one (the review of
+    // 2026-11-28, N3) is drawn after 10 more, and one that says 0 after 100.
+    use xq_engine::xiangqi::rules::Reason;
+    let tours = "a1a2 i8i7 a2b2 i7h7 b2b1 h7h8 b1a1 h8i8 ".repeat(13);
+    for (clock, drawn_at) in [(90, 10), (99, 1), (0, 100)] {
+        let start = Position::from_fen(&format!("5k3/8r/9/9/9/9/9/9/R8/3K5 w - - {clock} 46")).unwrap();
+        let mut referee = Referee::new(start, no_repetition_rulings());
+        let rulings = play_all(&mut referee, &tours);
+        let first = rulings.iter().position(Option::is_some).map(|index| (index + 1, rulings[index].unwrap().reason));
+        assert_eq!(first, Some((drawn_at, Reason::NaturalMoveCount)), "clock {clock}");
+    }
+}
+
+#[test]
 fn wxf_8_checks_beyond_ten_per_side_do_not_count() {
     // Red checks on every move: 10 of its checks count, so 90 black plies are needed
     // besides them, 180 plies in all.

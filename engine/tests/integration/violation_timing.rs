@@ -68,17 +68,56 @@ fn after_the_warning_wxf_rules_the_loss_when_the_cycle_is_repeated_once_more() {
 #[test]
 fn a_violator_that_changes_its_moves_after_the_warning_is_not_ruled_against() {
     // Warned at ply 8, Red changes its moves (the kings' idle cycle, 17.3.G.III "would
-    // have to change his moves"): the repetition is then drawn at its fourth occurrence,
-    // its threefold window holding the changed cycle (3.2.B).
+    // have to change his moves"): the fourth occurrence at ply 12 closes a cycle that
+    // repeats neither of the window's, so the players changed their moves and nothing is
+    // ruled (3.2.B draws only players "not willing to change their moves"); the idle
+    // cycle played once more is the repetition's fourth occurrence, drawn (17.3.G.II).
     let config = RefereeConfig::with_timing(RuleSet::Wxf, ViolationTiming::AfterWarning);
-    let (ply, ruling) = ruled(CHASE.0, &[CHASE.1, CHASE.1, IDLE], config).expect("ruled");
+    assert_eq!(ruled(CHASE.0, &[CHASE.1, CHASE.1, IDLE], config), None);
+    let (ply, ruling) = ruled(CHASE.0, &[CHASE.1, CHASE.1, IDLE, IDLE], config).expect("ruled");
     assert_eq!(
         (ply, ruling.outcome, ruling.reason, ruling.article),
-        (12, Outcome::Draw, Reason::Repetition, "WXF 3.2.B")
+        (16, Outcome::Draw, Reason::Repetition, "WXF 3.2.B")
     );
     // At the threefold repetition alone, the same game was lost at ply 8.
     let (ply, ruling) = ruled(CHASE.0, &[CHASE.1, CHASE.1, IDLE], RefereeConfig::for_rules(RuleSet::Wxf)).unwrap();
     assert_eq!((ply, ruling.reason), (8, Reason::PerpetualChase));
+}
+
+#[test]
+fn after_an_earlier_visit_the_violator_is_warned_on_its_own_repetition_and_loses_a_cycle_later() {
+    // The review of 2026-11-28, N2: the kings' round trip, then Red's perpetual check
+    // or chase. The perpetual's own threefold repetition is at ply 12 (the window of
+    // the position's last three occurrences holds two of its cycles): Red is warned
+    // there, and loses when it repeats the cycle again (17.3.G.III), at ply 16; under
+    // the Asian text, after three more repetitions (Section 4 rule 3), at ply 24.
+    for (rules, (fen, cycle), reason, article, loss) in [
+        (RuleSet::Wxf, CHECKS, Reason::PerpetualCheck, "WXF 20.1", 16),
+        (RuleSet::Wxf, CHASE, Reason::PerpetualChase, "WXF 20.3", 16),
+        (RuleSet::Computer, CHECKS, Reason::PerpetualCheck, "WXF 20.1", 16),
+        (RuleSet::Asian, CHECKS, Reason::PerpetualCheck, "Asian Section 4 rule 6", 24),
+        (RuleSet::Asian, CHASE, Reason::PerpetualChase, "Asian Section 3 rule 3", 24),
+    ] {
+        let config = RefereeConfig::with_timing(rules, ViolationTiming::AfterWarning);
+        let cycles: Vec<&str> = std::iter::once(IDLE).chain([cycle; 6]).collect();
+        let (ply, ruling) = ruled(fen, &cycles, config).expect("ruled");
+        assert_eq!(
+            (ply, ruling.outcome, ruling.reason, ruling.article),
+            (loss, Outcome::Win(Color::Black), reason, article),
+            "{rules:?} {fen}"
+        );
+    }
+    // The warning at ply 12 names Red's checking move from this position.
+    let config = RefereeConfig::with_timing(RuleSet::Wxf, ViolationTiming::AfterWarning);
+    let mut position = Position::from_fen(CHECKS.0).unwrap();
+    let mut referee = Referee::new(position.clone(), config);
+    for text in [IDLE, CHECKS.1, CHECKS.1].join(" ").split_whitespace() {
+        assert!(referee.warned_moves().is_empty(), "no warning before ply 12");
+        let mv = parse_uci(&position, text, Dialect::ZeroBased).unwrap();
+        position.make_move(mv);
+        referee.play(mv).unwrap();
+    }
+    assert_eq!(referee.warned_moves().iter().map(ToString::to_string).collect::<Vec<_>>(), ["f0e0"]);
 }
 
 #[test]

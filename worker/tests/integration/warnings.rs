@@ -69,10 +69,12 @@ fn a_warned_engine_that_obeys_the_ban_is_not_ruled_against() {
         let played: Vec<&str> = record.moves.iter().map(|m| m.mv.as_str()).collect();
         assert_eq!(record.warnings.first().map(String::as_str), Some("9:f0e0"), "{protocol:?}: {played:?}");
         assert_ne!(played[8], "f0e0", "{protocol:?}: the banned move was played: {played:?}");
-        // Red changed its moves: the position recurs a fourth time with the changed
-        // cycle in its threefold window, a draw by repetition (17.3.G.II-III, 3.2.B),
-        // where the same moves repeated would have lost at this ply.
-        assert_eq!(record.moves.len(), 12, "{protocol:?}: {played:?}");
+        // Red changed its moves (17.3.G.III): at ply 12 the position recurs by a cycle
+        // that repeats neither of its window's, so the count starts again and play goes
+        // on, where the same moves repeated would have lost at this ply; the changed
+        // cycle repeated is the repetition's fourth occurrence, a draw (17.3.G.II, 3.2.B).
+        assert_eq!(record.moves.len(), 16, "{protocol:?}: {played:?}");
+        assert_eq!(played[12..16], played[8..12], "{protocol:?}: the changed cycle repeated");
         assert_eq!((record.outcome, record.termination), (Outcome::Draw, Termination::Rules), "{}", record.reason);
         assert!(record.reason.contains("repetition draw (WXF 3.2.B)"), "{protocol:?}: {}", record.reason);
         // The PGN says how the game was refereed and where the warnings fell.

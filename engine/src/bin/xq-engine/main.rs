@@ -45,8 +45,12 @@ enum Command {
         #[arg(long, default_value = "xiangqi")]
         variant: Variant,
     },
-    /// Rules a game under the tournament rules and prints it as one JSON line: the
-    /// cycle its last move closed, or any other ruling it reached.
+    /// Rules a game under the tournament rules and prints it as one JSON line. Two
+    /// verdicts: `ended` is where a match's referee ends the game (ply, result, reason,
+    /// article; null while play would go on), the one a match applies; `result`,
+    /// `reason` and `article` rule the cycle the last move closed whatever the number
+    /// of occurrences (the question a book's diagram asks before its repetition is
+    /// complete), or else the game's own ruling, and `*` when neither rules.
     Judge {
         /// Rule set: wxf, asian, cxq or computer.
         #[arg(long, default_value = "wxf")]

@@ -13,10 +13,18 @@
 //!   repeated position that the ruling counted, is ruled alike: what came before the
 //!   repetition is no part of it (any legal prefix reaching the start position keeps
 //!   the verdict);
-//! - **detour**: that game with a detour of idle moves inserted at its start, leaving
-//!   the repeated position and returning to it, is ruled against the same side: a
-//!   violation for the same reason, after the same moves of its own (WXF 17.3.G,
-//!   "repeated consecutively").
+//! - **detour**: that game with detours of idle moves inserted before the repetition,
+//!   each leaving a position of its first cycle and returning to it, and the
+//!   repetition then continued, is ruled alike: a violation for the same reason against
+//!   the same side (WXF 17.3.G, "repeated consecutively"; 20.1 and 20.3 "under all
+//!   circumstances"), a draw a draw. One detour, the same one twice, two and three
+//!   different ones, of four and eight plies, at the cycle's first position; two at
+//!   each other position of the cycle, for a violation (a detour there changes the
+//!   moves of the cycle it splits, which may decide a draw, 3.2.B, but never excuses a
+//!   perpetual). From the first position, a perpetual of one repeated cycle is ruled
+//!   after the same moves of its own. Visits before a repetition are no part of it,
+//!   however many: the property the review of 2026-11-28 found the arbiter breaking
+//!   with two.
 //!
 //! The CXQ rules count consecutive checks and chases instead of ruling repetitions: a
 //! prefix or an idle detour resets or shortens their streaks, so only the first two
@@ -40,7 +48,7 @@ pub enum Property {
     ColourSwap,
     /// The game started at the repetition's first counted occurrence.
     Suffix,
-    /// An idle detour from the repeated position inserted before the repetition.
+    /// Idle detours from positions of the repetition inserted before it.
     Detour,
 }
 
@@ -223,24 +231,38 @@ fn repetition_properties(start: &Position, moves: &[Move], verdict: &Verdict) ->
             transformed: ruled(&suffix_start, suffix_moves, &suffix),
         });
     }
-    // Detour: idle moves out of the repeated position and back, then the repetition.
-    if let Some(detour) = idle_detour(&suffix_start, &positions[from..=ply]) {
-        let detoured: Vec<Move> = detour.iter().chain(suffix_moves).copied().collect();
-        let theirs = one(&suffix_start, &detoured);
-        let holds = match theirs.ended {
-            Some((their_ply, theirs_ruling)) if ruling.reason.is_repetition_violation() => {
-                (their_ply, theirs_ruling) == (ply - from + detour.len(), ruling)
+    // Detours: idle moves out of a position of the first cycle and back, before it.
+    let cycle = occurrences.get(occurrences.len() - counted as usize + 1).map_or(ply, |&next| next) - from;
+    // A perpetual of one cycle repeated is ruled after the same moves of its own.
+    let one_cycle = moves[from..from + cycle] == moves[ply - cycle..ply];
+    let continued: Vec<Move> = suffix_moves.iter().chain(suffix_moves).copied().collect();
+    let avoided: Vec<u64> = positions_along(&suffix_start, &continued).iter().map(Position::hash).collect();
+    let positions_detoured = if ruling.reason.is_repetition_violation() { cycle } else { 1 };
+    for at in 0..positions_detoured {
+        let Some(plans) = detour_plans(&positions[from + at], &avoided, at == 0) else { continue };
+        for plan in plans {
+            let detoured: Vec<Move> =
+                continued[..at].iter().chain(plan.iter().flatten()).chain(&continued[at..]).copied().collect();
+            let theirs = one(&suffix_start, &detoured);
+            let inserted: usize = plan.iter().map(Vec::len).sum();
+            let holds = match theirs.ended {
+                // A count of plies without capture the detours lengthened rules nothing on the repetition.
+                Some((_, theirs)) if theirs.reason == Reason::NaturalMoveCount => true,
+                Some((their_ply, theirs)) if ruling.reason.is_repetition_violation() => {
+                    theirs == ruling && (at > 0 || !one_cycle || their_ply == ply - from + inserted)
+                }
+                Some((_, theirs)) => on_repetition(theirs.reason) && theirs.outcome == ruling.outcome,
+                None => false,
+            };
+            if !holds {
+                broken.push(Counterexample {
+                    rules: verdict.rules,
+                    property: Property::Detour,
+                    game,
+                    transformed: ruled(&suffix_start, &detoured, &theirs),
+                });
+                return broken;
             }
-            Some((_, theirs_ruling)) => theirs_ruling.outcome == ruling.outcome,
-            None => false,
-        };
-        if !holds {
-            broken.push(Counterexample {
-                rules: verdict.rules,
-                property: Property::Detour,
-                game,
-                transformed: ruled(&suffix_start, &detoured, &theirs),
-            });
         }
     }
     broken
@@ -258,58 +280,114 @@ fn positions_along(start: &Position, moves: &[Move]) -> Vec<Position> {
     positions
 }
 
-/// Four idle plies from `start` back to it: a move of the side to move, one of the
-/// other side, and each taken back, by pieces that can step back (not pawns), none
-/// checking or chasing, through positions that `game` (the positions of the game that
-/// follows) does not hold, so that no occurrence count of the game changes but the
-/// start's. The first such in move order; `None` when there is none.
-pub fn idle_detour(start: &Position, game: &[Position]) -> Option<[Move; 4]> {
-    let hashes: Vec<u64> = game.iter().map(Position::hash).collect();
-    let quiet_and_reversible = |position: &Position, mv: Move| {
-        position.piece_at(mv.to()).is_none()
-            && position.piece_at(mv.from()).is_some_and(|piece| piece.kind != PieceKind::Pawn)
-    };
-    let idle = |position: &Position, mv: Move| {
-        let nature = classify(position, &Identities::new(position), mv);
-        !nature.check && nature.chases.is_empty()
-    };
-    let mut position = start.clone();
-    for out in legal_moves(start).iter().copied().filter(|&mv| quiet_and_reversible(start, mv)) {
-        if !idle(start, out) {
+/// The detours the detour property inserts at `start`, a position of a repetition's
+/// first cycle: each is a list of detours played one after the other. At the cycle's
+/// first position (`first`): one detour, the same twice, two different ones and three;
+/// at the others, two different ones. `None` when `start` has too few detours.
+fn detour_plans(start: &Position, avoided: &[u64], first: bool) -> Option<Vec<Vec<Vec<Move>>>> {
+    let found = idle_detours(start, avoided, if first { 3 } else { 2 });
+    match (first, &found[..]) {
+        (true, [a, b, _]) => Some(vec![vec![a.clone()], vec![a.clone(), a.clone()], vec![a.clone(), b.clone()], found]),
+        (false, [_, _]) => Some(vec![found]),
+        _ => None,
+    }
+}
+
+/// Up to `wanted` idle detours from `start` back to it, alternately of four plies (a
+/// move of each side, then each taken back) and of eight (two of each, taken back in
+/// turn), by pieces that can step back (not pawns), none checking or chasing, through
+/// positions that neither `avoided` (the positions of the game that follows) nor
+/// another of them holds, so that no occurrence count of the game changes but the
+/// start's, and no detour's position repeats. The first such in move order.
+pub fn idle_detours(start: &Position, avoided: &[u64], wanted: usize) -> Vec<Vec<Move>> {
+    let mut avoided: std::collections::HashSet<u64> = avoided.iter().copied().collect();
+    let mut found = Vec::new();
+    for index in 0..wanted {
+        let pairs = if index % 2 == 0 { 1 } else { 2 };
+        // A bound on the moves tried: a search that finds nothing gives up quickly.
+        let mut budget = 4_000;
+        let Some(detour) = detour_out(&mut start.clone(), start, &avoided, 2 * pairs, &mut Vec::new(), &mut budget)
+        else {
+            break;
+        };
+        avoided.extend(positions_along(start, &detour).iter().skip(1).map(Position::hash));
+        avoided.insert(start.hash());
+        found.push(detour);
+    }
+    found
+}
+
+/// Extends `out` (the moves out of `start`, played on `position`) to `length` moves and
+/// returns the whole detour when its way back is idle too.
+fn detour_out(
+    position: &mut Position,
+    start: &Position,
+    avoided: &std::collections::HashSet<u64>,
+    length: usize,
+    out: &mut Vec<Move>,
+    budget: &mut u32,
+) -> Option<Vec<Move>> {
+    if out.len() == length {
+        return way_back(start, out, avoided);
+    }
+    for mv in legal_moves(position).iter().copied() {
+        if *budget == 0 {
+            return None;
+        }
+        *budget -= 1;
+        if !quiet_and_reversible(position, mv) || !idle(position, mv) {
             continue;
         }
-        let first = position.make_move(out);
-        let found = (|| {
-            if hashes.contains(&position.hash()) {
-                return None;
-            }
-            for reply in legal_moves(&position).iter().copied().filter(|&mv| quiet_and_reversible(&position, mv)) {
-                let back = Move::new(out.to(), out.from());
-                let reply_back = Move::new(reply.to(), reply.from());
-                let mut walk = position.clone();
-                let plies = [reply, back, reply_back];
-                let mut fine = idle(&walk, reply);
-                for (index, &mv) in plies.iter().enumerate() {
-                    if !fine || walk.check_move(mv).is_err() || (index > 0 && !idle(&walk, mv)) {
-                        fine = false;
-                        break;
-                    }
-                    walk.make_move(mv);
-                    let last = index == plies.len() - 1;
-                    fine = if last { walk.hash() == start.hash() } else { !hashes.contains(&walk.hash()) };
-                }
-                if fine {
-                    return Some([out, reply, back, reply_back]);
-                }
-            }
+        let undo = position.make_move(mv);
+        let found = if avoided.contains(&position.hash()) {
             None
-        })();
-        position.unmake_move(first);
+        } else {
+            out.push(mv);
+            let found = detour_out(position, start, avoided, length, out, budget);
+            out.pop();
+            found
+        };
+        position.unmake_move(undo);
         if found.is_some() {
             return found;
         }
     }
     None
+}
+
+/// `out` followed by its moves taken back, the last pair first, each side taking back
+/// its own: the detour, if every move back is legal and idle, passes only positions
+/// outside `avoided` and ends at `start`.
+fn way_back(start: &Position, out: &[Move], avoided: &std::collections::HashSet<u64>) -> Option<Vec<Move>> {
+    let back = |mv: &Move| Move::new(mv.to(), mv.from());
+    let returns: Vec<Move> = out.chunks(2).rev().flat_map(|pair| pair.iter().map(back)).collect();
+    let mut walk = start.clone();
+    for &mv in out {
+        walk.make_move(mv);
+    }
+    for (index, &mv) in returns.iter().enumerate() {
+        if walk.check_move(mv).is_err() || !idle(&walk, mv) {
+            return None;
+        }
+        walk.make_move(mv);
+        let last = index == returns.len() - 1;
+        if last != (walk.hash() == start.hash()) || (!last && avoided.contains(&walk.hash())) {
+            return None;
+        }
+    }
+    Some(out.iter().chain(&returns).copied().collect())
+}
+
+/// A move to an empty point by a piece that can step back (not a pawn).
+fn quiet_and_reversible(position: &Position, mv: Move) -> bool {
+    position.piece_at(mv.to()).is_none()
+        && position.piece_at(mv.from()).is_some_and(|piece| piece.kind != PieceKind::Pawn)
+}
+
+/// A move that neither checks nor chases.
+fn idle(position: &Position, mv: Move) -> bool {
+    let nature = classify(position, &Identities::new(position), mv);
+    !nature.check && nature.chases.is_empty()
 }
 
 /// The counterexample with the longest prefix dropped that still breaks the property:
@@ -364,20 +442,44 @@ mod tests {
     }
 
     #[test]
-    fn the_detour_found_leaves_no_trace_in_the_game() {
+    fn the_detours_found_leave_no_trace_in_the_game_nor_in_each_other() {
         let start = Position::from_fen("4k4/9/9/9/9/9/9/9/1R7/c2K5 w - - 0 1").unwrap();
-        let detour = idle_detour(&start, std::slice::from_ref(&start)).expect("a detour");
-        let mut position = start.clone();
-        for mv in detour {
-            let nature = classify(&position, &Identities::new(&position), mv);
-            assert!(!nature.check && nature.chases.is_empty(), "{mv} is idle");
-            position.make_move(mv);
+        let detours = idle_detours(&start, &[start.hash()], 3);
+        assert_eq!(detours.iter().map(Vec::len).collect::<Vec<_>>(), [4, 8, 4]);
+        let mut seen = std::collections::HashSet::new();
+        for detour in detours {
+            let mut position = start.clone();
+            let mut passed = std::collections::HashSet::new();
+            for mv in detour {
+                let nature = classify(&position, &Identities::new(&position), mv);
+                assert!(!nature.check && nature.chases.is_empty(), "{mv} is idle");
+                position.make_move(mv);
+                passed.insert(position.hash());
+            }
+            assert_eq!(position.hash(), start.hash());
+            passed.remove(&start.hash());
+            assert!(passed.is_disjoint(&seen), "each detour passes positions of its own");
+            seen.extend(passed);
         }
-        assert_eq!(position.hash(), start.hash());
     }
 
     #[test]
-    #[cfg(not(feature = "mutant-first-occurrence-window"))]
+    fn two_idle_round_trips_before_a_perpetual_keep_every_property() {
+        // The review of 2026-11-28, N1: the kings' round trip twice, then Red's
+        // perpetual check (WXF 20.1); and a perpetual chase (20.3) likewise.
+        let games = [
+            ("4k4/9/9/9/9/9/9/9/9/3K1R3 w - - 0 1", "d0d1 e9e8 d1d0 e8e9 f0f1 e9e8 f1f0 e8e9 f0e0 e9f9 e0f0 f9e9"),
+            ("4k4/9/9/9/9/9/9/9/1R7/c2K5 w - - 0 1", "d0d1 e9e8 d1d0 e8e9 b1c1 a0a2 c1b1 a2a0 b1a1 a0b0 a1b1 b0a0"),
+        ];
+        for (fen_text, texts) in games {
+            let cycle = " ".to_owned() + &texts[texts.len() - 19..];
+            let (start, moves) = game(fen_text, &(texts.to_owned() + &cycle + &cycle));
+            assert_eq!(check(&start, &moves, &RULE_SETS), Vec::new(), "{fen_text}");
+        }
+    }
+
+    #[test]
+    #[cfg(not(any(feature = "mutant-first-occurrence-window", feature = "mutant-game-occurrences")))]
     fn hard_games_keep_every_property() {
         for number in 0..150 {
             let (start, moves) = hard_game(number);
@@ -405,6 +507,28 @@ mod tests {
         let broken = check(&start, &moves, &[RuleSet::Wxf]);
         let detour = broken.iter().find(|broken| broken.property == Property::Detour).expect("game 21 caught");
         assert_eq!(detour.game.ended.map(|(ply, ruling)| (ply, ruling.reason)), Some((8, Reason::PerpetualCheck)));
+        assert_eq!(detour.transformed.ended.map(|(_, ruling)| ruling.reason), Some(Reason::Repetition));
+    }
+
+    /// The check checked: the build that counts a position's occurrences over the whole
+    /// game (the counting the review of 2026-11-28 found, kept behind its feature)
+    /// breaks the detour property on generated games. `scripts/test` runs this in that
+    /// build.
+    #[test]
+    #[cfg(feature = "mutant-game-occurrences")]
+    fn the_game_wide_count_is_caught_on_generated_games() {
+        let caught: Vec<u64> = (0..1000)
+            .filter(|&number| {
+                let (start, moves) = hard_game(number);
+                check(&start, &moves, &[RuleSet::Wxf]).iter().any(|broken| broken.property == Property::Detour)
+            })
+            .collect();
+        assert!(caught.len() >= 5, "caught on {caught:?}");
+        // The counterexamples are perpetuals drawn by the repetition count.
+        let (start, moves) = hard_game(caught[0]);
+        let broken = check(&start, &moves, &[RuleSet::Wxf]);
+        let detour = broken.iter().find(|broken| broken.property == Property::Detour).expect("caught");
+        assert!(detour.game.ended.is_some_and(|(_, ruling)| ruling.reason.is_repetition_violation()), "{detour:?}");
         assert_eq!(detour.transformed.ended.map(|(_, ruling)| ruling.reason), Some(Reason::Repetition));
     }
 }

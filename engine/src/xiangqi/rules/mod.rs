@@ -6,10 +6,13 @@
 //! - A repetition is a position recurring with the same side to move. The moves of its
 //!   threefold repetition are judged (17.3.G: the position "repeated consecutively for
 //!   three or more times"): those since the earliest of the position's last three
-//!   occurrences (its last two when it has occurred twice). So a perpetual check or
-//!   chase that follows an earlier, allowed visit to the position is judged on its own
-//!   cycles, and two cycles alternating from one position (two chariots chasing two
-//!   cannons in turn, Diagram 80) are judged together. Each side's moves in the window
+//!   occurrences (its last two when it has occurred twice). Its occurrences are
+//!   counted for the repetition being made: a cycle that repeats neither of the two
+//!   before it starts the count again (the players changed their moves, 3.2.B;
+//!   `referee::Repetition`). So a perpetual check or chase that follows earlier,
+//!   allowed visits to the position, however many, is judged on its own cycles, and
+//!   two cycles alternating from one position (two chariots chasing two cannons in
+//!   turn, Diagram 80) are judged together. Each side's moves in the window
 //!   are judged (WXF 19.8-19.10, Article 20):
 //!   - every move a check: perpetual check, which loses under all circumstances (20.1),
 //!     also against a perpetual chase (3.1.H); both sides checking perpetually draw;
@@ -31,7 +34,8 @@
 //! - Natural move count (Article 8, 3.2.D): a draw after 100 plies (50 moves by each
 //!   side) without a capture, where each side's checks beyond its tenth in that span are
 //!   not counted. Article 8 says "one hundred moves by both players" and 3.2.D "50
-//!   moves by both players": read together, 100 plies. The limit is a setting.
+//!   moves by both players": read together, 100 plies. The limit is a setting; the
+//!   count goes on from the start position's halfmove clock.
 //!
 //! # Rule sets
 //! - `wxf`: the World Xiangqi Rules 2018, as above (the default).

@@ -23,10 +23,14 @@ use crate::xiangqi::{IllegalMove, Move, Position, Undo};
 pub struct RefereeConfig {
     /// The rule set.
     pub rules: RuleSet,
-    /// Occurrences of a position at which a forbidden perpetual is ruled (default 3,
-    /// [`ViolationTiming`]).
+    /// Occurrences of the repetition being made at which a forbidden perpetual is ruled
+    /// (default 3, [`ViolationTiming`]): the first occurrence whose window shows the
+    /// lone violation is the third or a later one (the warning's moment), and the loss
+    /// falls `violation_occurrences - 3` occurrences after it if each window still
+    /// shows it.
     pub violation_occurrences: u32,
-    /// Occurrences at which a repetition without violation is drawn (default 4).
+    /// Occurrences of the repetition being made at which a repetition without violation
+    /// is drawn (default 4).
     pub draw_occurrences: u32,
     /// Plies without capture that draw the game (default 100); `None` for no limit.
     pub natural_move_plies: Option<u32>,
@@ -156,9 +160,10 @@ impl Referee {
     }
 
     /// The repetition the current position closed, if it occurred before: the moves
-    /// since the earliest of its last three occurrences, and their start position.
+    /// of its window (the repetition being made, [`Repetition`]), and their start position.
     pub fn last_cycle(&self) -> Option<(Position, Vec<Move>)> {
-        last_cycle(&self.0.position, &self.0.undos, &self.0.hashes)
+        let panel = &self.0;
+        last_cycle(&panel.position, &panel.undos, panel.repetitions.get(&panel.position.hash())?)
     }
 
     /// The moves an arbiter's warning forbids the side to move: at the threefold (or a
@@ -173,7 +178,7 @@ impl Referee {
     pub fn warned_moves(&self) -> Vec<Move> {
         let panel = &self.0;
         let hash = panel.position.hash();
-        let counted = panel.occurrences.get(&hash).copied().unwrap_or(0);
+        let counted = panel.repetitions.get(&hash).map_or(0, |repetition| repetition.count);
         if self.rules() == RuleSet::Cxq || counted < WINDOW_OCCURRENCES as u32 {
             return Vec::new();
         }
@@ -220,8 +225,85 @@ pub struct Panel {
     undos: Vec<Undo>,
     /// Hash of the position before each ply, then the current one last.
     hashes: Vec<u64>,
-    occurrences: HashMap<u64, u32, BuildHasherDefault<KeyHasher>>,
+    /// The repetition being made of each position the game has held.
+    repetitions: HashMap<u64, Repetition, BuildHasherDefault<KeyHasher>>,
     officials: Vec<Official>,
+}
+
+/// The repetition of one position being made: its occurrences since the players last
+/// changed the moves that lead back to it.
+///
+/// WXF 17.3.G judges a position "repeated consecutively", and 3.2.B and 17.3.G.II draw
+/// the fourfold repetition only when the players were not "willing to change their
+/// moves" ("if another cycle of the moves were repeated"). A repetition's first two
+/// cycles may be any; each later one repeats, move for move, one of the two before it
+/// (the threefold window it closes). A cycle that repeats neither starts the count
+/// again at the threefold window it closes: the occurrences before that window are
+/// not of the repetition being made. So two idle round trips before a perpetual
+/// neither draw it at its first cycle nor hide it: its own cycles repeated rule it.
+/// Two cycles alternating from one position (Diagram 80) stay one repetition, judged
+/// together, and so does a cycle that comes back after another (chase, idle, chase).
+///
+/// The count depends only on the cycles since the earliest counted occurrence, so a
+/// game started there is ruled alike (the metamorphic suffix property).
+#[derive(Clone, Debug)]
+struct Repetition {
+    /// The plies after which the position stood, its last three occurrences oldest
+    /// first (the first one repeated while it has fewer): the window judged.
+    plies: [usize; 3],
+    /// Its occurrences in the repetition being made (three or more once the position
+    /// occurred three times).
+    count: u32,
+    /// The ply of the position's first occurrence in the game: the window of the
+    /// `mutant-first-occurrence-window` build.
+    first_in_game: usize,
+    /// For each official, the lone violation its last windows showed (the side that
+    /// would lose), and in how many occurrences in a row: the warning falls at the
+    /// first, the loss as many later as the timing says ([`ViolationTiming`]).
+    violations: Vec<Option<(Outcome, u32)>>,
+}
+
+impl Repetition {
+    fn first(ply: usize) -> Self {
+        Repetition { plies: [ply; 3], count: 1, first_in_game: ply, violations: Vec::new() }
+    }
+
+    /// The ply its window starts at: the earliest of its last three occurrences (the
+    /// threefold repetition of WXF 17.3.G, whose moves the arbiter judges).
+    fn window_start(&self) -> usize {
+        if cfg!(feature = "mutant-first-occurrence-window") { self.first_in_game } else { self.plies[0] }
+    }
+
+    /// The position stands again after `ply`, the last of `undos`.
+    fn recur(&mut self, ply: usize, undos: &[Undo]) {
+        let [earliest, before, last] = self.plies;
+        let cycle = |from: usize, to: usize| undos[from..to].iter().map(|undo| undo.mv());
+        let repeats = self.count < WINDOW_OCCURRENCES as u32
+            || cycle(earliest, before).eq(cycle(last, ply))
+            || cycle(before, last).eq(cycle(last, ply));
+        self.plies = [before, last, ply];
+        if repeats || cfg!(feature = "mutant-game-occurrences") {
+            self.count += 1;
+        } else {
+            self.count = WINDOW_OCCURRENCES as u32;
+            self.violations.clear();
+        }
+    }
+
+    /// Counts whether the window of this occurrence shows `official` a lone violation
+    /// (the outcome it would rule), and returns in how many occurrences in a row it has.
+    fn count_violation(&mut self, official: usize, officials: usize, violation: Option<Outcome>) -> u32 {
+        if self.violations.len() < officials {
+            self.violations.resize(officials, None);
+        }
+        let shown = match (violation, self.violations[official]) {
+            (None, _) => None,
+            (Some(outcome), Some((before, times))) if before == outcome => Some((outcome, times + 1)),
+            (Some(outcome), _) => Some((outcome, 1)),
+        };
+        self.violations[official] = shown;
+        shown.map_or(0, |(_, times)| times)
+    }
 }
 
 /// What one rule set's referee keeps beyond the game itself.
@@ -264,6 +346,14 @@ struct NaturalMoveCount {
 }
 
 impl NaturalMoveCount {
+    /// The count at a position whose FEN says `clock` plies were played since the last
+    /// capture: Article 8 counts from the last capture, not from where a game's record
+    /// starts, and a book's or a collection's FEN carries the plies before it. Which of
+    /// them gave check is not known; they all count.
+    fn from_clock(clock: u32) -> Self {
+        NaturalMoveCount { counted_plies: clock, checks: [0; 2] }
+    }
+
     /// Counts a ply of `mover`: a capture starts the count again; a check beyond the
     /// `counted_checks` of its side is not counted.
     fn count(&mut self, mover: Color, capture: bool, check: bool, counted_checks: u32) {
@@ -291,7 +381,7 @@ impl Panel {
             .iter()
             .map(|&config| Official {
                 config,
-                natural: NaturalMoveCount::default(),
+                natural: NaturalMoveCount::from_clock(start.halfmove_clock()),
                 cxq: (config.rules == RuleSet::Cxq).then(|| (Identities::new(&start), cxq::CxqCounters::new(&start))),
                 ended: terminal.map(|reason| (0, terminal_ruling(&start, reason, config.rules))),
             })
@@ -300,7 +390,7 @@ impl Panel {
             position: start,
             undos: Vec::new(),
             hashes: vec![hash],
-            occurrences: [(hash, 1)].into_iter().collect(),
+            repetitions: [(hash, Repetition::first(0))].into_iter().collect(),
             officials,
         }
     }
@@ -330,19 +420,22 @@ impl Panel {
         let hash = self.position.hash();
         self.undos.push(undo);
         self.hashes.push(hash);
-        let count = self.occurrences.entry(hash).or_insert(0);
-        *count += 1;
-        let occurrences = *count;
         let ply = self.undos.len();
+        let Panel { position, undos, repetitions, officials, .. } = self;
+        let repetition = repetitions
+            .entry(hash)
+            .and_modify(|repetition| repetition.recur(ply, undos))
+            .or_insert_with(|| Repetition::first(ply));
+        let occurrences = repetition.count;
         let capture = undo.captured().is_some();
-        let check = !capture && self.position.in_check();
-        let pending = self.officials.iter().any(|o| o.ended.is_none());
-        let terminal = if pending { terminal_reason(&self.position) } else { None };
-        let Panel { position, undos, hashes, officials, .. } = self;
+        let check = !capture && position.in_check();
+        let pending = officials.iter().any(|o| o.ended.is_none());
+        let terminal = if pending { terminal_reason(position) } else { None };
+        let officials_count = officials.len();
         // The cycle's natures, classified once for every rule set that needs them.
         let mut natures: Option<Option<Vec<Nature>>> = None;
         // A rule set that has ruled counts nothing more: its first ruling stands.
-        for official in officials.iter_mut().filter(|official| official.ended.is_none()) {
+        for (index, official) in officials.iter_mut().enumerate().filter(|(_, official)| official.ended.is_none()) {
             let config = official.config;
             official.natural.count(mover, capture, check, config.counted_checks);
             let cxq_ruling = match (&mut official.cxq, &before) {
@@ -356,10 +449,10 @@ impl Panel {
                 Some(reason) => Some(terminal_ruling(position, reason, config.rules)),
                 None if official.cxq.is_some() => cxq_ruling,
                 None => {
-                    let repeated = occurrences >= config.violation_occurrences.min(config.draw_occurrences);
-                    let cycle_ruling = if repeated {
+                    let judged = occurrences >= (WINDOW_OCCURRENCES as u32).min(config.draw_occurrences);
+                    let cycle_ruling = if judged {
                         let natures = natures.get_or_insert_with(|| {
-                            last_cycle(position, undos, hashes).map(|(start, moves)| cycle_natures(&start, &moves))
+                            last_cycle(position, undos, repetition).map(|(start, moves)| cycle_natures(&start, &moves))
                         });
                         // A cycle leads back to its first position: its first mover is
                         // the side to move now.
@@ -367,13 +460,19 @@ impl Panel {
                     } else {
                         None
                     };
-                    let violation =
-                        |ruling: &Ruling| matches!(ruling.reason, Reason::PerpetualCheck | Reason::PerpetualChase);
+                    let violation = cycle_ruling.filter(|ruling| ruling.reason.is_repetition_violation());
+                    let shown = if judged {
+                        repetition.count_violation(index, officials_count, violation.map(|ruling| ruling.outcome))
+                    } else {
+                        0
+                    };
+                    // The first window showing the violation is the warning's, and the
+                    // loss falls as many occurrences later as the timing says.
+                    let warned_for = config.violation_occurrences.saturating_sub(WINDOW_OCCURRENCES as u32 - 1);
                     cycle_ruling
-                        .filter(|ruling| {
-                            let threshold =
-                                if violation(ruling) { config.violation_occurrences } else { config.draw_occurrences };
-                            occurrences >= threshold
+                        .filter(|_| match violation {
+                            Some(_) => shown >= warned_for,
+                            None => occurrences >= config.draw_occurrences,
                         })
                         .or_else(|| official.natural_move_ruling())
                 }
@@ -399,33 +498,24 @@ impl Official {
 /// whose moves the arbiter judges.
 const WINDOW_OCCURRENCES: usize = 3;
 
-/// The repetition the current position closed, if it occurred before: the moves since
-/// [`window_start`], with their start position. `hashes` holds the hash of the
-/// position before each ply of `undos`, then the current one's.
+/// The repetition of the current position that `repetition` makes, if it occurred
+/// before: the moves of its window, with their start position.
 ///
 /// The window is the repetition being made, not the game's whole history of the
-/// position: a perpetual check or chase that follows an earlier, allowed visit to the
+/// position: a perpetual check or chase that follows earlier, allowed visits to the
 /// position is judged on its own cycles (17.3.G: "repeated consecutively"), while two
 /// cycles alternating from one position (Diagram 80, two chariots chasing two cannons
-/// in turn) are judged together.
-fn last_cycle(position: &Position, undos: &[Undo], hashes: &[u64]) -> Option<(Position, Vec<Move>)> {
-    let start_ply = window_start(hashes)?;
+/// in turn) are judged together ([`Repetition`]).
+fn last_cycle(position: &Position, undos: &[Undo], repetition: &Repetition) -> Option<(Position, Vec<Move>)> {
+    if repetition.count < 2 {
+        return None;
+    }
+    let start_ply = repetition.window_start();
     let mut start = position.clone();
     for undo in undos[start_ply..].iter().rev() {
         start.unmake_move(*undo);
     }
     Some((start, undos[start_ply..].iter().map(|u| u.mv()).collect()))
-}
-
-/// Where the repetition the last of `hashes` closes starts (the hashes of a game's
-/// positions, one a ply): the index of the earliest of its last three occurrences, of
-/// its last two if it occurred only twice; `None` if it had not occurred before.
-/// Positions recur only with the same side to move, so every other ply is looked at.
-pub(super) fn window_start(hashes: &[u64]) -> Option<usize> {
-    let current = *hashes.last()?;
-    let plies = hashes.len() - 1;
-    let spanned = if cfg!(feature = "mutant-first-occurrence-window") { usize::MAX } else { WINDOW_OCCURRENCES - 1 };
-    (plies % 2..plies).step_by(2).rev().filter(|&i| hashes[i] == current).take(spanned).last()
 }
 
 /// Why the side to move in `position` has lost, if it has no legal move.

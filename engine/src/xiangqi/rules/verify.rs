@@ -14,7 +14,7 @@ use super::hard_games::hard_game;
 use super::judge::{JudgeRequest, judge};
 use super::metamorphic;
 use super::verdicts::{Verdict, verdicts};
-use super::{Outcome, RuleSet, ViolationTiming, cite_move_rules};
+use super::{Outcome, RefereeConfig, RuleSet, ViolationTiming, cite_move_rules};
 use crate::color::Color;
 use crate::variant::Variant;
 use crate::xiangqi::notation::{MoveTextError, parse_any};
@@ -593,24 +593,18 @@ impl Cycles {
 }
 
 /// The judge's plies of the repetition the last position (board and side to move)
-/// closed, each numbered in the game: since the earliest of its last three occurrences,
-/// the window a referee rules on ([`super::Referee::last_cycle`]); empty when it had not
+/// closed, each numbered in the game: the window of the repetition being made, which a
+/// referee rules on ([`super::Referee::last_cycle`]); empty when it had not
 /// occurred before. Only the window is judged, from the position that opened it: a ply's
 /// nature depends on its position and move, not on the plies before, and classifying
 /// every ply of the game cost more than all the rest of a verification.
 fn cycle_plies(start: &Position, moves: &[Move]) -> Vec<Value> {
-    let mut position = start.clone();
-    let mut hashes = Vec::with_capacity(moves.len() + 1);
-    hashes.push(position.hash());
-    for &mv in moves {
-        position.make_move(mv);
-        hashes.push(position.hash());
+    let mut referee = super::Referee::new(start.clone(), RefereeConfig::default());
+    if moves.iter().any(|&mv| referee.play(mv).is_err()) {
+        return Vec::new();
     }
-    let Some(first) = super::referee::window_start(&hashes) else { return Vec::new() };
-    let mut opening = start.clone();
-    for &mv in &moves[..first] {
-        opening.make_move(mv);
-    }
+    let Some((opening, cycle)) = referee.last_cycle() else { return Vec::new() };
+    let first = moves.len() - cycle.len();
     let request = JudgeRequest {
         fen: Some(fen::to_fen(&opening)),
         moves: moves[first..].iter().map(ToString::to_string).collect(),
