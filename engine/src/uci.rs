@@ -190,6 +190,24 @@ impl Session {
                     self.info(&message);
                 }
             }
+            // Stockfish's `bench` in the command loop: the bench with the options set
+            // (the net above all), so that a test's signature is its net's too. One
+            // thread, whatever Threads says: a signature must not vary from run to run.
+            "bench" => {
+                self.finish_search(true);
+                let depth = match rest.first().map(|word| word.parse::<i32>()) {
+                    None => Ok(crate::bench::DEFAULT_DEPTH),
+                    Some(Ok(depth)) if (1..=64).contains(&depth) => Ok(depth),
+                    Some(_) => Err(format!("bench depth '{}' is not 1 to 64", rest[0])),
+                };
+                match depth {
+                    Ok(depth) => {
+                        let options = SearchOptions { threads: 1, ..self.options.clone() };
+                        say(&self.out, &crate::bench::run_with(depth, &options).report());
+                    }
+                    Err(message) => self.info(&message),
+                }
+            }
             "d" => match &self.xiongqi {
                 Some(setup) => self.info(&format!("fen {}", setup.game().position())),
                 None => self.info(&format!("fen {}", self.current_position())),

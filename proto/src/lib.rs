@@ -137,3 +137,21 @@ impl tonic::service::Interceptor for BearerToken {
         Ok(request)
     }
 }
+
+/// The option an engine takes its net's path by when its spec names none: Stockfish's
+/// family's and ours.
+pub const DEFAULT_NET_OPTION: &str = "EvalFile";
+
+/// The options `engine` is set up with, in the order they are set: its own by name,
+/// then its net's path (`net`, where this machine keeps the file) through its net
+/// option. The submitter's bench and every worker's set them alike, so that the bench
+/// signatures compare.
+pub fn engine_options(engine: &v1::EngineSpec, net: Option<&std::path::Path>) -> Vec<(String, String)> {
+    let mut options: Vec<(String, String)> = engine.options.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    options.sort();
+    if let Some(net) = net {
+        let option = if engine.net_option.is_empty() { DEFAULT_NET_OPTION } else { &engine.net_option };
+        options.push((option.to_owned(), net.display().to_string()));
+    }
+    options
+}

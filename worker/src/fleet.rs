@@ -431,25 +431,32 @@ async fn engine_config(
     let engine_error = |reason: String| FleetError::Engine { name: spec.name.clone(), reason };
     let binary = spec.binary.as_ref().ok_or_else(|| engine_error("no binary".to_owned()))?;
     let command = fetch(client, &settings.cache, binary, true).await?;
-    let mut options: Vec<(String, String)> = spec.options.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    options.sort();
     let mut sandbox = settings.sandbox.clone();
-    if let Some(net) = &spec.net {
-        let path = fetch(client, &settings.cache, net, false).await?;
-        options.push(("EvalFile".to_owned(), path.display().to_string()));
-        if let Some(sandbox) = &mut sandbox {
-            sandbox.read_only.push(path);
-        }
+    let net = match &spec.net {
+        Some(net) => Some(fetch(client, &settings.cache, net, false).await?),
+        None => None,
+    };
+    if let (Some(sandbox), Some(net)) = (&mut sandbox, &net) {
+        sandbox.read_only.push(net.clone());
     }
+    let options = xq_proto::engine_options(spec, net.as_deref());
     let mut verified = 0;
     if spec.bench_signature != 0 {
-        let command = command_for(sandbox.as_ref(), &command, &["bench".to_owned()]);
+        // Of the engine as submitted: an SPSA probe's values are left out.
+        let options: Vec<(String, String)> =
+            options.iter().filter(|(name, _)| !spec.probe_options.contains(name)).cloned().collect();
+        // With the test's options and net set, as the submitter's bench had them.
+        let protocol = if spec.protocol.is_empty() { "uci" } else { spec.protocol.as_str() };
+        let commands = xq_engine::bench::bench_commands(protocol, &options);
+        let arguments = if commands.is_some() { Vec::new() } else { vec!["bench".to_owned()] };
+        let command = command_for(sandbox.as_ref(), &command, &arguments);
         let program = spec.name.clone();
         let timeout = xq_engine::bench::BENCH_TIMEOUT;
-        verified = tokio::task::spawn_blocking(move || xq_engine::bench::signature_from(command, &program, timeout))
-            .await
-            .map_err(play_error)?
-            .map_err(|e| engine_error(e.to_string()))?;
+        verified =
+            tokio::task::spawn_blocking(move || xq_engine::bench::signature_from(command, commands, &program, timeout))
+                .await
+                .map_err(play_error)?
+                .map_err(|e| engine_error(e.to_string()))?;
         if verified != spec.bench_signature {
             return Err(engine_error(format!("bench signature {verified}, the test expects {}", spec.bench_signature)));
         }

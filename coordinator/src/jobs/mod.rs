@@ -125,17 +125,16 @@ impl JobSpec {
             JobSpec::Match(job) if job.spsa.is_some() => {
                 let spsa = job.spsa.as_ref().expect("matched");
                 let test = spsa.request.test.clone().unwrap_or_default();
-                let engine = test.new_engine.map_or(String::new(), |e| e.name);
+                let engine = engine_named(&test.new_engine);
                 let names: Vec<&str> = spsa.start.parameters().iter().map(|p| p.name.as_str()).collect();
                 format!("SPSA of {engine}: {}, {}, {}", names.join(", "), test.time_control, job.rules.name())
             }
             JobSpec::Match(job) => {
                 let r = &job.request;
-                let name = |e: &Option<v1::EngineSpec>| e.as_ref().map_or(String::new(), |e| e.name.clone());
                 let mut text = format!(
                     "{} vs {}, {}, {}",
-                    name(&r.new_engine),
-                    name(&r.base_engine),
+                    engine_named(&r.new_engine),
+                    engine_named(&r.base_engine),
                     r.time_control,
                     job.rules.name()
                 );
@@ -155,6 +154,15 @@ impl JobSpec {
             JobSpec::Verify(job) => job.summary(),
             JobSpec::Unreadable(job) => format!("cannot be read back by this version: {}", job.problem),
         }
+    }
+}
+
+/// An engine of a match as lists name it: its name, and its net's file if it has one.
+fn engine_named(engine: &Option<v1::EngineSpec>) -> String {
+    match engine {
+        Some(v1::EngineSpec { name, net: Some(net), .. }) => format!("{name} (net {})", net.name),
+        Some(engine) => engine.name.clone(),
+        None => String::new(),
     }
 }
 

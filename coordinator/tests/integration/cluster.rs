@@ -44,6 +44,17 @@ pub async fn start_coordinator_with(
 }
 
 pub async fn start_worker(admin: &mut Client, address: std::net::SocketAddr, cache: PathBuf, name: &str) -> Child {
+    start_worker_with(admin, address, cache, name, &[]).await
+}
+
+/// [`start_worker`] with more arguments for `xq-worker connect`.
+pub async fn start_worker_with(
+    admin: &mut Client,
+    address: std::net::SocketAddr,
+    cache: PathBuf,
+    name: &str,
+    args: &[&str],
+) -> Child {
     let token = admin
         .create_worker_token(v1::CreateWorkerTokenRequest { name: name.to_owned() })
         .await
@@ -62,6 +73,7 @@ pub async fn start_worker(admin: &mut Client, address: std::net::SocketAddr, cac
             "--cache",
         ])
         .arg(cache)
+        .args(args)
         .env("XQ_WORKER_TOKEN", token)
         .stdout(Stdio::null())
         .stderr(Stdio::null())

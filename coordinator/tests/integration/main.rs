@@ -18,6 +18,7 @@ mod dashboard;
 mod docs;
 mod drills;
 mod durability;
+mod foreign_nets;
 mod given_up;
 mod grpc_fuzz;
 mod http_fuzz;

@@ -121,14 +121,22 @@ async fn the_registry_checks_nets_and_reads_their_state_off_their_tests() {
         admin.stop_job(v1::JobId { job_id: data.job_id }).await.unwrap();
         let data = data.job_id;
 
-        // A net file the engine cannot read is not taken as a net.
-        let refused = upload(&mut admin, "junk.xqnn", "net", b"not a net").await.unwrap_err();
-        assert!(refused.message().contains("junk.xqnn"), "{refused:?}");
-        // ... nor indexed, so that nothing can name it afterwards.
-        let junk = v1::ArtifactRef { sha256: sha256_hex(b"not a net"), name: "junk.xqnn".to_owned(), size: 9 };
-        let unknown = admin.add_net(add(&junk, 1, 0, data)).await.unwrap_err();
-        assert!(unknown.message().contains("has not been uploaded"), "{unknown:?}");
-        let unknown = self_play_job(&mut admin, Some(&junk)).await.unwrap_err();
+        // A net file our engine cannot read is another engine's net: kept as it is
+        // (a test passes it to its engine), but no generation of our lineages and no
+        // net of a self-play job, which our engine plays; an empty one is no net.
+        let empty = upload(&mut admin, "empty.nnue", "net", b"").await.unwrap_err();
+        assert!(empty.message().contains("empty.nnue is empty"), "{empty:?}");
+        let foreign = upload(&mut admin, "foreign.nnue", "net", b"not our net").await.unwrap();
+        assert_eq!(foreign.sha256, sha256_hex(b"not our net"));
+        let refused = admin.add_net(add(&foreign, 1, 0, data)).await.unwrap_err();
+        assert!(refused.message().contains("not in this engine's format"), "{refused:?}");
+        let refused = self_play_job(&mut admin, Some(&foreign)).await.unwrap_err();
+        assert!(
+            refused.message().contains("spec.net: the net foreign.nnue is not in this engine's format"),
+            "{refused:?}"
+        );
+        let unknown = v1::ArtifactRef { sha256: sha256_hex(b"never sent"), name: "junk.xqnn".to_owned(), size: 9 };
+        let unknown = admin.add_net(add(&unknown, 1, 0, data)).await.unwrap_err();
         assert!(unknown.message().contains("has not been uploaded"), "{unknown:?}");
         // The same bytes cannot change kind: a net uploaded again as a book is refused.
         let recast = upload(&mut admin, "gen1.epd", "book", &net_bytes(1)).await.unwrap_err();

@@ -41,6 +41,20 @@ pub fn run_with(depth: i32, options: &SearchOptions) -> BenchResult {
     BenchResult { nodes, elapsed: started.elapsed() }
 }
 
+impl BenchResult {
+    /// The lines an engine's `bench` prints, Stockfish's format: the time, the nodes
+    /// (the signature) and the speed.
+    pub fn report(&self) -> String {
+        let seconds = self.elapsed.as_secs_f64().max(1e-9);
+        format!(
+            "Total time (ms) : {}\nNodes searched  : {}\nNodes/second    : {}",
+            self.elapsed.as_millis(),
+            self.nodes,
+            (self.nodes as f64 / seconds) as u64
+        )
+    }
+}
+
 /// The signature in an engine's `bench` output: the number after the last "Nodes
 /// searched" (Stockfish's format, which ours and most engines print).
 pub fn parse_signature(output: &str) -> Option<u64> {
@@ -85,12 +99,41 @@ pub enum SignatureError {
     },
 }
 
-/// Runs `<binary> bench` (the engine's default bench) and reads its signature: what a
-/// test's submitter records and every worker checks before playing.
-pub fn signature_of(binary: &std::path::Path) -> Result<u64, SignatureError> {
+/// What an engine is sent on its standard input for its bench with `options` set, over
+/// `protocol` ("uci" or "ucci"): the options, then `bench` and `quit`, as Stockfish's
+/// command loop takes them, so that the signature is the one of the net and options the
+/// games are played with. `None` without options: the engine is asked with `<engine>
+/// bench` on its command line, which engines that know no `bench` command in their loop
+/// answer too.
+pub fn bench_commands(protocol: &str, options: &[(String, String)]) -> Option<String> {
+    if options.is_empty() {
+        return None;
+    }
+    let mut commands = format!("{protocol}\n");
+    for (name, value) in options {
+        commands += &match protocol {
+            "ucci" => format!("setoption {name} {value}\n"),
+            _ => format!("setoption name {name} value {value}\n"),
+        };
+    }
+    commands += "isready\nbench\nquit\n";
+    Some(commands)
+}
+
+/// Runs the bench of the engine `binary` with `options` set (see [`bench_commands`]) and
+/// reads its signature: what a test's submitter records and every worker checks
+/// before playing.
+pub fn signature_of(
+    binary: &std::path::Path,
+    protocol: &str,
+    options: &[(String, String)],
+) -> Result<u64, SignatureError> {
+    let commands = bench_commands(protocol, options);
     let mut command = std::process::Command::new(binary);
-    command.arg("bench");
-    signature_from(command, &binary.display().to_string(), BENCH_TIMEOUT)
+    if commands.is_none() {
+        command.arg("bench");
+    }
+    signature_from(command, commands, &binary.display().to_string(), BENCH_TIMEOUT)
 }
 
 /// Runs `command`, an engine's `bench` however it is started (a worker's starts in its
@@ -100,13 +143,22 @@ pub fn signature_of(binary: &std::path::Path) -> Result<u64, SignatureError> {
 /// read whole, without a bound, took a worker down: review of 2026-11-28, F4).
 pub fn signature_from(
     mut command: std::process::Command,
+    commands: Option<String>,
     program: &str,
     timeout: Duration,
 ) -> Result<u64, SignatureError> {
     use std::process::Stdio;
     let run_error = |error| SignatureError::Run { program: program.to_owned(), error };
-    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let stdin = if commands.is_some() { Stdio::piped() } else { Stdio::null() };
+    command.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = command.spawn().map_err(run_error)?;
+    if let (Some(commands), Some(mut stdin)) = (commands, child.stdin.take()) {
+        // Written on a thread: an engine that never reads must not hold the reader.
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = stdin.write_all(commands.as_bytes());
+        });
+    }
     let pipes: [Box<dyn std::io::Read + Send>; 2] =
         [Box::new(child.stdout.take().expect("piped")), Box::new(child.stderr.take().expect("piped"))];
     // Each pipe is read on a thread of its own, the two within one budget.
@@ -178,10 +230,10 @@ mod tests {
 
     #[test]
     fn a_signature_is_read_from_either_stream() {
-        let read = |text| signature_from(script(text), "script", BENCH_TIMEOUT).unwrap();
+        let read = |text| signature_from(script(text), None, "script", BENCH_TIMEOUT).unwrap();
         assert_eq!(read("echo info; echo 'Nodes searched: 42'"), 42);
         assert_eq!(read("echo 'Nodes searched  : 7' >&2"), 7, "Stockfish prints it on standard error");
-        let missing = signature_from(script("echo nothing"), "script", BENCH_TIMEOUT).unwrap_err();
+        let missing = signature_from(script("echo nothing"), None, "script", BENCH_TIMEOUT).unwrap_err();
         assert!(matches!(missing, SignatureError::Missing(_)), "{missing}");
     }
 
@@ -191,17 +243,17 @@ mod tests {
     #[test]
     fn a_bench_that_floods_or_sleeps_fails_and_is_stopped() {
         let started = Instant::now();
-        let flood = signature_from(script("yes 'Nodes searched: 1'"), "flood", BENCH_TIMEOUT).unwrap_err();
+        let flood = signature_from(script("yes 'Nodes searched: 1'"), None, "flood", BENCH_TIMEOUT).unwrap_err();
         assert!(matches!(flood, SignatureError::Flood(_)), "{flood}");
-        let flood = signature_from(script("yes error >&2"), "flood", BENCH_TIMEOUT).unwrap_err();
+        let flood = signature_from(script("yes error >&2"), None, "flood", BENCH_TIMEOUT).unwrap_err();
         assert!(matches!(flood, SignatureError::Flood(_)), "{flood}");
         assert!(started.elapsed() < BENCH_TIMEOUT, "stopped by its output, not its time");
-        let sleeper = signature_from(script("sleep 30"), "sleeper", Duration::from_millis(300)).unwrap_err();
+        let sleeper = signature_from(script("sleep 30"), None, "sleeper", Duration::from_millis(300)).unwrap_err();
         assert!(matches!(sleeper, SignatureError::Timeout { .. }), "{sleeper}");
         // A bench that closes its output and goes on alone is not waited for either.
         let detached = script("exec >&- 2>&-; sleep 30");
         let started = Instant::now();
-        assert!(matches!(signature_from(detached, "detached", BENCH_TIMEOUT), Err(SignatureError::Missing(_))));
+        assert!(matches!(signature_from(detached, None, "detached", BENCH_TIMEOUT), Err(SignatureError::Missing(_))));
         assert!(started.elapsed() < Duration::from_secs(20), "killed once its output closed");
     }
 

@@ -286,3 +286,29 @@ fn a_tuning_build_declares_and_takes_the_search_numbers() {
     assert_eq!(nodes_of_last_info(&refused), nodes_of_last_info(&default), "a refused value changes nothing");
     assert_ne!(nodes_of_last_info(&tuned), nodes_of_last_info(&default), "{tuned}");
 }
+
+#[test]
+fn a_bench_over_stdin_is_the_bench_of_the_options_set() {
+    // The signature a test records for an engine with a net: asked over the engine's
+    // input after `setoption`, it is the command line's bench of that net (one thread,
+    // whatever Threads says), and another net's or the handcrafted evaluation's differs.
+    use xq_engine::bench::signature_of;
+    let directory = std::env::temp_dir().join(format!("xq-bench-net-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let net = directory.join("random.nnue");
+    xq_engine::xiangqi::nnue::Network::random(7).save(&net).unwrap();
+    let binary = crate::common::engine_binary();
+    let with = |protocol: &str, options: &[(&str, &str)]| {
+        let options: Vec<(String, String)> = options.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        signature_of(&binary, protocol, &options).unwrap()
+    };
+    let net_text = net.display().to_string();
+    let over_stdin = with("uci", &[("EvalFile", &net_text), ("Threads", "2")]);
+    let output = std::process::Command::new(&binary).args(["bench", "--eval-file", &net_text]).output().unwrap();
+    let on_command_line = xq_engine::bench::parse_signature(&String::from_utf8_lossy(&output.stdout)).unwrap();
+    assert_eq!(over_stdin, on_command_line);
+    assert_eq!(with("ucci", &[("EvalFile", &net_text)]), over_stdin, "UCCI's setoption too");
+    assert_ne!(with("uci", &[("UseNNUE", "false")]), over_stdin);
+    assert_ne!(with("uci", &[]), over_stdin, "no options: the embedded net's bench, on the command line");
+    std::fs::remove_dir_all(&directory).ok();
+}

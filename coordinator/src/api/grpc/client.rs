@@ -182,7 +182,7 @@ impl v1::client_server::Client for ClientApi {
         may_claim_throughput(&caller, request.throughput)?;
         crate::api::grpc::quotas::check_quota(&self.0, &caller, 1).await?;
         if let Some(net) = request.spec.as_ref().and_then(|s| s.net.as_ref()) {
-            self.0.uploaded(("spec.net", "net", "a net"), &net.sha256).await?;
+            self.0.our_net("spec.net", net).await?;
         }
         let (units, priority, description) = (request.units, request.priority, request.description.clone());
         let spec = JobSpec::SelfPlay(request);
@@ -406,6 +406,13 @@ impl v1::client_server::Client for ClientApi {
         let sha256 = request.artifact.as_ref().map(|a| a.sha256.as_str()).unwrap_or_default();
         check_hash(sha256).map_err(|e| Status::invalid_argument(format!("artifact: {e}")))?;
         let indexed = self.0.storage.artifact(sha256).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        // The registry's lineages are our engine's nets: one of another engine is no
+        // generation of them.
+        if let (Some(artifact), Some((_, kind, _))) = (&request.artifact, &indexed)
+            && kind == "net"
+        {
+            self.0.our_net("artifact", artifact).await?;
+        }
         Ok(Response::new(self.0.nets.add(&request, indexed, &self.0.scheduler, &caller).await?))
     }
 

@@ -33,9 +33,15 @@ pub(super) enum Checked {
 pub(super) fn check_upload(path: &Path, kind: &str, name: &str) -> Result<Checked, String> {
     let bytes = || std::fs::read(path).map_err(|e| format!("the upload {name}: {e}"));
     match kind {
-        "net" => Network::from_bytes(&bytes()?)
-            .map(Checked::Net)
-            .map_err(|problem| format!("the net {name} cannot be read: {problem}")),
+        // A net is any engine's file: kept as it is. One in our engine's format is
+        // read now, for the self-play or verification job likely to follow.
+        "net" => {
+            let bytes = bytes()?;
+            if bytes.is_empty() {
+                return Err(format!("the net {name} is empty"));
+            }
+            Ok(Network::from_bytes(&bytes).map_or(Checked::Other, Checked::Net))
+        }
         "pgn" => match PgnFile::read(&bytes()?) {
             Ok(file) if file.is_empty() => Err(format!("the PGN {name} holds no games")),
             Ok(file) => Ok(Checked::Pgn(file)),

@@ -51,6 +51,9 @@ impl Shared {
                 ));
             }
         };
+        if let Some(net) = request.selfplay.as_ref().and_then(|selfplay| selfplay.net.as_ref()) {
+            self.our_net("selfplay.net", net).await?;
+        }
         let (games, selfplay) = match &pgn {
             Some(pgn) => (self.pgn_file(pgn).await?.len() as u64, None),
             None => (request.games, request.selfplay),
@@ -116,6 +119,24 @@ impl Shared {
             ReadError::Refused(problem) => Status::invalid_argument(format!("pgn {}: {problem}", pgn.name)),
             ReadError::Failed(problem) => Status::internal(format!("pgn {}: {problem}", pgn.name)),
         })
+    }
+
+    /// The uploaded net `net` that request field `field` names for our engine (a
+    /// self-play or verification job's), which must be in our engine's format: nets
+    /// are kept as any engine's files, and only these jobs read them here.
+    pub async fn our_net(&self, field: &str, net: &v1::ArtifactRef) -> Result<(), Status> {
+        self.uploaded((field, "net", "a net"), &net.sha256).await?;
+        let path = self.artifacts.path(&net.sha256).map_err(|e| Status::internal(e.to_string()))?;
+        let read = move || Network::load(&path).map_err(|e| e.to_string());
+        match self.verification_nets.get_or_read(&net.sha256, read).await {
+            Ok(_) => Ok(()),
+            Err(ReadError::Refused(problem)) => Err(Status::invalid_argument(format!(
+                "{field}: the net {} is not in this engine's format ({problem}); self-play and verification play \
+                 xq-engine, which reads only its own nets",
+                net.name
+            ))),
+            Err(ReadError::Failed(problem)) => Err(Status::internal(format!("{field}: net {}: {problem}", net.name))),
+        }
     }
 
     /// A verification job's net for its fresh self-play games, loaded (and kept for

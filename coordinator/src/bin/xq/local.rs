@@ -186,6 +186,9 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
         base_options,
         new_settings: Vec::new(),
         base_settings: Vec::new(),
+        new_net: None,
+        base_net: None,
+        net_option: xq_proto::DEFAULT_NET_OPTION.to_owned(),
         bench: false,
         play: PlayArgs {
             tc: args.tc.clone(),

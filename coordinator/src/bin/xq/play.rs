@@ -2,7 +2,7 @@
 //! by tests, SPSA runs and tournaments, and the engines' options and talk settings.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::Args;
@@ -98,6 +98,14 @@ pub fn options(words: &[String]) -> anyhow::Result<HashMap<String, String>> {
                 .with_context(|| format!("option '{w}' is not NAME=VALUE"))
         })
         .collect()
+}
+
+/// The bench signature of the engine `binary` as `spec` has it played: with its
+/// options and its net (the file `net` here) set, as every worker takes it.
+pub fn bench_signature(binary: &Path, spec: &v1::EngineSpec, net: Option<&Path>) -> anyhow::Result<u64> {
+    let protocol = if spec.protocol.is_empty() { "uci" } else { spec.protocol.as_str() };
+    let options = xq_proto::engine_options(spec, net);
+    xq_engine::bench::signature_of(binary, protocol, &options).with_context(|| format!("the engine {}", spec.name))
 }
 
 /// Sets how to talk to `engine`: its `protocol`, `ranks` or `fen` letters (the

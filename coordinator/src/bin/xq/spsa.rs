@@ -9,7 +9,7 @@ use xq_proto::client::{self, Client};
 use xq_proto::v1;
 
 use crate::jobs::{after_submit, job_line};
-use crate::play::{PlayArgs, options};
+use crate::play::{PlayArgs, bench_signature, options};
 
 #[derive(Args)]
 pub struct SpsaArgs {
@@ -26,6 +26,13 @@ pub struct SpsaArgs {
     /// Check the engine's bench signature on every worker.
     #[arg(long)]
     bench: bool,
+    /// A net file for the engine, in its own format: uploaded, and its path passed to
+    /// the engine through --net-option on every worker.
+    #[arg(long)]
+    net: Option<PathBuf>,
+    /// The option the engine takes its net's path by.
+    #[arg(long, default_value = xq_proto::DEFAULT_NET_OPTION)]
+    net_option: String,
     /// The parameters in fishtest's format, a line each: name, start, min, max, c_end,
     /// r_end (each a spin option of the engine).
     #[arg(long, conflicts_with = "tune", required_unless_present = "tune")]
@@ -63,15 +70,20 @@ pub async fn submit(client: &mut Client, args: SpsaArgs) -> anyhow::Result<()> {
         }
         (None, None) => bail!("name the parameters: --params FILE or --tune NAME,NAME"),
     };
-    let bench_signature = if args.bench { xq_engine::bench::signature_of(&args.engine)? } else { 0 };
-    let engine = v1::EngineSpec {
+    let mut engine = v1::EngineSpec {
         name: args.engine.file_name().map_or("engine".to_owned(), |n| n.to_string_lossy().into_owned()),
-        binary: Some(client::upload_file(client, &args.engine, "engine").await?),
         protocol: args.protocol.clone(),
         options: options(&args.options)?,
-        bench_signature,
+        net_option: if args.net.is_some() { args.net_option.clone() } else { String::new() },
         ..Default::default()
     };
+    if args.bench {
+        engine.bench_signature = bench_signature(&args.engine, &engine, args.net.as_deref())?;
+    }
+    engine.binary = Some(client::upload_file(client, &args.engine, "engine").await?);
+    if let Some(net) = &args.net {
+        engine.net = Some(client::upload_file(client, net, "net").await?);
+    }
     let mut test = args.play.test_request(client, Some(engine), None).await?;
     test.pairs = args.pairs;
     test.description = format!("SPSA of {}", args.engine.display());

@@ -10,7 +10,7 @@ use xq_proto::client::{self, Client};
 use xq_proto::v1;
 
 use crate::jobs::after_submit;
-use crate::play::{PlayArgs, options, talk_setting};
+use crate::play::{PlayArgs, bench_signature, options, talk_setting};
 
 #[derive(Args, Clone)]
 pub struct EngineArgs {
@@ -37,8 +37,19 @@ pub struct EngineArgs {
     /// How to talk to the base engine, as --new-setting.
     #[arg(long = "base-setting")]
     pub base_settings: Vec<String>,
+    /// A net file for the new engine, in its own format: uploaded, and its path passed
+    /// to the engine through --net-option on every worker.
+    #[arg(long)]
+    pub new_net: Option<PathBuf>,
+    /// A net file for the base engine, as --new-net.
+    #[arg(long)]
+    pub base_net: Option<PathBuf>,
+    /// The option both engines take their net's path by.
+    #[arg(long, default_value = xq_proto::DEFAULT_NET_OPTION)]
+    pub net_option: String,
     /// Check both engines' bench signatures on every worker (they must print
-    /// "Nodes searched: N" for `<engine> bench`).
+    /// "Nodes searched: N" for `<engine> bench`, or for `bench` on their input after
+    /// their options and net are set).
     #[arg(long)]
     pub bench: bool,
     #[command(flatten)]
@@ -99,13 +110,11 @@ pub async fn submit(
     sprt: Option<&SprtArgs>,
     pairs: u64,
 ) -> anyhow::Result<v1::Job> {
-    let engine = |path: &Path, name: &str, opts: &[String], settings: &[String]| {
-        let bench_signature = if args.bench { xq_engine::bench::signature_of(path)? } else { 0 };
+    let engine = |path: &Path, name: &str, opts: &[String], settings: &[String], net: Option<&Path>| {
         let mut spec = v1::EngineSpec {
             name: name.to_owned(),
             protocol: args.protocol.clone(),
             options: options(opts)?,
-            bench_signature,
             ..Default::default()
         };
         for setting in settings {
@@ -113,12 +122,25 @@ pub async fn submit(
                 setting.split_once('=').with_context(|| format!("--{name}-setting '{setting}' is not KEY=VALUE"))?;
             talk_setting(&mut spec, key, value).with_context(|| format!("--{name}-setting '{setting}'"))?;
         }
-        anyhow::Ok((path.to_owned(), spec))
+        if net.is_some() {
+            spec.net_option = args.net_option.clone();
+        }
+        if args.bench {
+            spec.bench_signature = bench_signature(path, &spec, net)?;
+        }
+        anyhow::Ok(spec)
     };
-    let (new_path, mut new) = engine(&args.new, "new", &args.new_options, &args.new_settings)?;
-    let (base_path, mut base) = engine(&args.base, "base", &args.base_options, &args.base_settings)?;
-    new.binary = Some(client::upload_file(client, &new_path, "engine").await?);
-    base.binary = Some(client::upload_file(client, &base_path, "engine").await?);
+    let new_net = args.new_net.as_deref();
+    let base_net = args.base_net.as_deref();
+    let mut new = engine(&args.new, "new", &args.new_options, &args.new_settings, new_net)?;
+    let mut base = engine(&args.base, "base", &args.base_options, &args.base_settings, base_net)?;
+    new.binary = Some(client::upload_file(client, &args.new, "engine").await?);
+    base.binary = Some(client::upload_file(client, &args.base, "engine").await?);
+    for (spec, net) in [(&mut new, new_net), (&mut base, base_net)] {
+        if let Some(net) = net {
+            spec.net = Some(client::upload_file(client, net, "net").await?);
+        }
+    }
     let mut request = args.play.test_request(client, Some(new), Some(base)).await?;
     request.sprt = sprt.map(|s| v1::SprtSpec {
         elo0: s.elo0,

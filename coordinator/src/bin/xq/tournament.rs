@@ -28,6 +28,13 @@ pub struct TournamentArgs {
     /// Sjaak II).
     #[arg(long = "engine-setting")]
     engine_settings: Vec<String>,
+    /// A net for one engine, NAME=FILE in its own format (repeatable): uploaded, and
+    /// its path passed to the engine through --net-option on every worker.
+    #[arg(long = "engine-net")]
+    engine_nets: Vec<String>,
+    /// The option the engines take their net's path by.
+    #[arg(long, default_value = xq_proto::DEFAULT_NET_OPTION)]
+    net_option: String,
     /// double-round-robin, gauntlet, swiss or knockout (seeded by the engines' order,
     /// matches of --games-per-pairing games).
     #[arg(long, default_value = "double-round-robin")]
@@ -85,6 +92,15 @@ pub async fn submit(client: &mut Client, args: TournamentArgs) -> anyhow::Result
     for setting in &args.engine_settings {
         let (target, key, value) = engine_assignment(&mut engines, "--engine-setting", setting)?;
         talk_setting(target, key, value).with_context(|| format!("--engine-setting '{setting}'"))?;
+    }
+    for text in &args.engine_nets {
+        let (name, path) = text.split_once('=').with_context(|| format!("--engine-net '{text}' is not NAME=FILE"))?;
+        let target = engines
+            .iter_mut()
+            .find(|e| e.name == name)
+            .with_context(|| format!("--engine-net '{text}': no engine is named '{name}'"))?;
+        target.net = Some(client::upload_file(client, std::path::Path::new(path), "net").await?);
+        target.net_option = args.net_option.clone();
     }
     let mut settings = args.play.test_request(client, None, None).await?;
     settings.description = args.description.clone();

@@ -126,6 +126,7 @@ fn is_option_name(name: &str) -> bool {
 pub fn set_probe(spec: &mut v1::MatchSpec, [plus, minus]: [Vec<(String, String)>; 2]) {
     for (engine, values) in [(&mut spec.new_engine, plus), (&mut spec.base_engine, minus)] {
         if let Some(engine) = engine {
+            engine.probe_options.extend(values.iter().map(|(name, _)| name.clone()));
             engine.options.extend(values);
         }
     }
@@ -326,6 +327,29 @@ mod tests {
         let request = v1::CreateSpsaRequest { test: Some(test), spsa: Some(spsa) };
         let job = check_spsa(&request).unwrap();
         *job.spsa.unwrap()
+    }
+
+    /// A probe's values are set as options, and named as the probe's, so that a worker
+    /// takes the bench of the engine as submitted (its fixed options alone).
+    #[test]
+    fn a_probe_s_options_are_named_apart_from_the_engine_s_own() {
+        let engine = |name: &str| v1::EngineSpec {
+            name: name.to_owned(),
+            options: [("Hash".to_owned(), "16".to_owned())].into(),
+            ..Default::default()
+        };
+        let mut spec = v1::MatchSpec {
+            new_engine: Some(engine("plus")),
+            base_engine: Some(engine("minus")),
+            ..Default::default()
+        };
+        let value = |v: &str| vec![("A".to_owned(), v.to_owned())];
+        set_probe(&mut spec, [value("110"), value("90")]);
+        for (engine, a) in [(spec.new_engine.unwrap(), "110"), (spec.base_engine.unwrap(), "90")] {
+            assert_eq!(engine.options["A"], a);
+            assert_eq!(engine.options["Hash"], "16");
+            assert_eq!(engine.probe_options, ["A"]);
+        }
     }
 
     /// A tuned option's name reaches the engine in `setoption name <name> value <v>`:

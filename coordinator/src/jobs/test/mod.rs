@@ -97,6 +97,12 @@ fn check_engine(field: &'static str, engine: Option<&v1::EngineSpec>) -> Result<
     if let Some(net) = &engine.net {
         check_artifact(field, net)?;
     }
+    if !engine.net_option.is_empty() {
+        if engine.net.is_none() {
+            return Err(bad(field, "a net option without a net"));
+        }
+        check_name(field, &engine.net_option, 128)?;
+    }
     if !matches!(engine.protocol.as_str(), "uci" | "ucci") {
         return Err(bad(field, format!("protocol '{}': use uci or ucci", engine.protocol)));
     }

@@ -184,11 +184,7 @@ fn run() -> anyhow::Result<()> {
                 eprintln!("NNUE net {name} ({}), kernels {}", network.description(), network.simd().name());
                 options.network = Some(Arc::new(network));
             }
-            let result = xq_engine::bench::run_with(depth, &options);
-            let seconds = result.elapsed.as_secs_f64().max(1e-9);
-            println!("Total time (ms) : {}", result.elapsed.as_millis());
-            println!("Nodes searched  : {}", result.nodes);
-            println!("Nodes/second    : {}", (result.nodes as f64 / seconds) as u64);
+            println!("{}", xq_engine::bench::run_with(depth, &options).report());
             Ok(())
         }
         Some(Command::Net(NetCommand::Random { seed, out })) => {
