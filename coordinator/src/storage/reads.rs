@@ -3,8 +3,8 @@
 
 use crate::storage::counts::add_points;
 use crate::storage::rows::{
-    AuditRow, DoneUnit, JobRow, LeaseRow, Recheck, Recount, Snapshot, Suspicion, TokenRow, TournamentRow, UnitFile,
-    WorkerRow, abandoned_games, job_from_row, net_from_row, parse_units,
+    AuditRow, DoneUnit, IndexedArtifact, JobRow, LeaseRow, Recheck, Recount, Snapshot, Suspicion, TokenRow,
+    TournamentRow, UnitFile, WorkerRow, abandoned_games, job_from_row, net_from_row, parse_units,
 };
 use crate::storage::rows::{job_columns, net_columns};
 use crate::storage::{Storage, StorageError};
@@ -315,6 +315,29 @@ impl Storage {
             .map(|row| {
                 let points = [row.try_get::<i64, _>("first_points")?, row.try_get::<i64, _>("second_points")?];
                 Ok((row.try_get::<i64, _>("created_ms")?, points))
+            })
+            .collect()
+    }
+
+    /// The newest `limit` artifacts of `kind`, newest first.
+    pub async fn artifacts_of_kind(&self, kind: &str, limit: i64) -> Result<Vec<IndexedArtifact>, StorageError> {
+        let rows = sqlx::query(
+            "SELECT sha256, name, size, uploader, created_ms FROM artifacts WHERE kind = $1 \
+             ORDER BY created_ms DESC, sha256 LIMIT $2",
+        )
+        .bind(kind)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(IndexedArtifact {
+                    sha256: row.try_get("sha256")?,
+                    name: row.try_get("name")?,
+                    size: row.try_get::<i64, _>("size")?.max(0) as u64,
+                    uploader: row.try_get("uploader")?,
+                    uploaded_ms: row.try_get("created_ms")?,
+                })
             })
             .collect()
     }

@@ -17,6 +17,18 @@ pub struct Recount {
     pub over_the_board: OverTheBoard,
 }
 
+/// An artifact's row in the index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexedArtifact {
+    pub sha256: String,
+    pub name: String,
+    pub size: u64,
+    /// The token that uploaded it first.
+    pub uploader: String,
+    /// When it was last uploaded, in milliseconds since the Unix epoch.
+    pub uploaded_ms: i64,
+}
+
 /// A job row.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobRow {

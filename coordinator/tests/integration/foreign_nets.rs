@@ -85,6 +85,15 @@ async fn another_engine_s_net_is_tested_through_its_own_option_with_its_bench_ch
     let totals = done.totals.clone().unwrap_or_default();
     assert_eq!(totals.wins + totals.draws + totals.losses, 4, "{done:?}");
     assert_eq!(done.refused_reports, 0, "{done:?}");
-    // Lists, the dashboard's among them, name the engine's net.
+    // Lists, the dashboard's among them, name the engine's net; the net files' list
+    // gives its hash, its uploader and the test naming it.
     assert!(done.summary.starts_with("new (net foreign.nnue) vs base, depth=2"), "{}", done.summary);
+    let sha256 = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(std::fs::read(&foreign).unwrap()))
+    };
+    let files = xq_at(address, &dir.0, &["nets", "--files"]);
+    let size = std::fs::metadata(&foreign).unwrap().len();
+    let line = format!("{sha256} foreign.nnue {size} bytes, uploaded by {}: jobs {job}", done.submitter);
+    assert_eq!(files.trim(), line);
 }

@@ -160,6 +160,7 @@ fn methods(job: u64, lease: &v1::Lease) -> Vec<Method> {
         client_method("/xq.v1.Client/AddNet", vec![v1::AddNetRequest::default().encode_to_vec()]),
         client_method("/xq.v1.Client/SetNetTest", vec![v1::SetNetTestRequest::default().encode_to_vec()]),
         client_method("/xq.v1.Client/ListNets", vec![v1::ListNetsRequest::default().encode_to_vec()]),
+        client_method("/xq.v1.Client/ListNetFiles", vec![v1::ListNetFilesRequest::default().encode_to_vec()]),
         client_method(
             "/xq.v1.Client/CreateSpsa",
             vec![

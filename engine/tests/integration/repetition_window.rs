@@ -361,8 +361,8 @@ fn the_book_s_examples_keep_every_property_as_printed_and_with_the_colours_swapp
     // The review's probes: every Chapter 5 example, continued by its last cycle until
     // it is ruled in play (the printed moves mostly stop at the second occurrence),
     // and the same with the colours swapped; mirrored, started at its repetition, and
-    // with one, two (the same twice, and different) and three idle detours at each
-    // position of its first cycle: it keeps its verdict under each rule set that rules
+    // with one, two (the same twice, and different) and three idle detours at places
+    // of its first cycle: it keeps its verdict under each rule set that rules
     // repetitions.
     let rule_sets = [RuleSet::Wxf, RuleSet::Asian, RuleSet::Computer];
     let mut repetitions = 0;

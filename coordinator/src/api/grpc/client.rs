@@ -17,6 +17,9 @@ use tokio_stream::{StreamExt, wrappers::ReceiverStream};
 use tonic::{Request, Response, Status, Streaming};
 use xq_proto::v1;
 
+/// The most net files a listing holds: the newest.
+const MAX_NET_FILES_LISTED: i64 = 10_000;
+
 #[tonic::async_trait]
 impl v1::client_server::Client for ClientApi {
     async fn upload_artifact(
@@ -420,6 +423,30 @@ impl v1::client_server::Client for ClientApi {
         let caller = client_of(&request)?;
         let request = request.into_inner();
         Ok(Response::new(self.0.nets.set_test(request.net_id, request.test_job_id, &self.0.scheduler, &caller).await?))
+    }
+
+    async fn list_net_files(
+        &self,
+        request: Request<v1::ListNetFilesRequest>,
+    ) -> Result<Response<v1::ListNetFilesReply>, Status> {
+        client_of(&request)?;
+        let indexed = self
+            .0
+            .storage
+            .artifacts_of_kind("net", MAX_NET_FILES_LISTED)
+            .await
+            .map_err(|e| Status::unavailable(e.to_string()))?;
+        let mut naming = self.0.scheduler.jobs_naming_artifacts();
+        let files = indexed
+            .into_iter()
+            .map(|row| v1::NetFile {
+                job_ids: naming.remove(&row.sha256).unwrap_or_default(),
+                artifact: Some(v1::ArtifactRef { sha256: row.sha256, name: row.name, size: row.size }),
+                uploader: row.uploader,
+                uploaded_ms: row.uploaded_ms,
+            })
+            .collect();
+        Ok(Response::new(v1::ListNetFilesReply { files }))
     }
 
     async fn list_nets(&self, request: Request<v1::ListNetsRequest>) -> Result<Response<v1::ListNetsReply>, Status> {

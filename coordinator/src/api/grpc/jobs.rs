@@ -115,7 +115,9 @@ impl Shared {
         let mut hashes = Vec::new();
         for engine in [&request.new_engine, &request.base_engine].into_iter().flatten() {
             hashes.extend(engine.binary.iter().map(|b| b.sha256.clone()));
-            hashes.extend(engine.net.iter().map(|b| b.sha256.clone()));
+            if let Some(net) = &engine.net {
+                self.uploaded(("net", "net", "a net"), &net.sha256).await?;
+            }
         }
         hashes.extend(request.book.iter().map(|b| b.sha256.clone()));
         for sha256 in &hashes {

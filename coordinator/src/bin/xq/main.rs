@@ -162,11 +162,15 @@ enum Command {
         out: Option<PathBuf>,
     },
     /// Lists the trained nets, newest first: lineage, generation, parent, data, losses
-    /// and the state their test gives them.
+    /// and the state their test gives them; with --files, every net file uploaded.
     Nets {
         /// Only this lineage's.
-        #[arg(long, default_value = "")]
+        #[arg(long, default_value = "", conflicts_with = "files")]
         lineage: String,
+        /// Every net file uploaded instead, any engine's, newest first: its hash,
+        /// name, size, uploader and the jobs naming it.
+        #[arg(long)]
+        files: bool,
     },
     /// Downloads a self-play job's training chunks into a directory.
     Data {
@@ -236,7 +240,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::EnableWorker { worker } => workers::set_standing(client, worker, "active", String::new()).await,
         Command::Token { action } => tokens::run(client, action).await,
         Command::Audit { limit } => tokens::audit(client, limit).await,
-        Command::Nets { lineage } => nets::list(client, lineage).await,
+        Command::Nets { files: true, .. } => nets::files(client).await,
+        Command::Nets { lineage, .. } => nets::list(client, lineage).await,
         Command::Data { job, out } => selfplay::download_data(client, job, out).await,
         Command::Llr(_) | Command::Local(_) => unreachable!("answered before connecting"),
     }

@@ -11,6 +11,24 @@ pub async fn list(client: &mut Client, lineage: String) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `xq nets --files`: every net file uploaded, any engine's, newest first, a line each.
+pub async fn files(client: &mut Client) -> anyhow::Result<()> {
+    for file in client.list_net_files(v1::ListNetFilesRequest {}).await?.into_inner().files {
+        out!("{}", net_file_line(&file));
+    }
+    Ok(())
+}
+
+/// One line describing a net file: hash, name, size, uploader and the jobs naming it.
+fn net_file_line(file: &v1::NetFile) -> String {
+    let artifact = file.artifact.clone().unwrap_or_default();
+    let jobs = match &file.job_ids[..] {
+        [] => "no job".to_owned(),
+        ids => format!("jobs {}", ids.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")),
+    };
+    format!("{} {} {} bytes, uploaded by {}: {jobs}", artifact.sha256, artifact.name, artifact.size, file.uploader)
+}
+
 /// One line describing a net of the registry.
 pub fn net_line(net: &v1::Net) -> String {
     let parent = match (net.generation, net.parent_id) {

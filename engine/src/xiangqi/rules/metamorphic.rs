@@ -19,7 +19,7 @@
 //!   the same side (WXF 17.3.G, "repeated consecutively"; 20.1 and 20.3 "under all
 //!   circumstances"), a draw a draw. One detour, the same one twice, two and three
 //!   different ones, of four and eight plies, at the cycle's first position; two at
-//!   each other position of the cycle, for a violation (a detour there changes the
+//!   up to three other positions spread over the cycle, for a violation (a detour there changes the
 //!   moves of the cycle it splits, which may decide a draw, 3.2.B, but never excuses a
 //!   perpetual). From the first position, a perpetual of one repeated cycle is ruled
 //!   after the same moves of its own. Visits before a repetition are no part of it,
@@ -237,8 +237,15 @@ fn repetition_properties(start: &Position, moves: &[Move], verdict: &Verdict) ->
     let one_cycle = moves[from..from + cycle] == moves[ply - cycle..ply];
     let continued: Vec<Move> = suffix_moves.iter().chain(suffix_moves).copied().collect();
     let avoided: Vec<u64> = positions_along(&suffix_start, &continued).iter().map(Position::hash).collect();
-    let positions_detoured = if ruling.reason.is_repetition_violation() { cycle } else { 1 };
-    for at in 0..positions_detoured {
+    // The cycle's first position, and for a violation up to three others spread over
+    // it (every position of a short cycle): a game's repetition is checked at a few
+    // places, the generated games between them reach every place.
+    let mut places: Vec<usize> = match ruling.reason.is_repetition_violation() {
+        true => (0..DETOURED_PLACES).map(|i| i * cycle / DETOURED_PLACES).collect(),
+        false => vec![0],
+    };
+    places.dedup();
+    for at in places {
         let Some(plans) = detour_plans(&positions[from + at], &avoided, at == 0) else { continue };
         for plan in plans {
             let detoured: Vec<Move> =
@@ -280,6 +287,9 @@ fn positions_along(start: &Position, moves: &[Move]) -> Vec<Position> {
     positions
 }
 
+/// The places of a cycle the detour property inserts detours at, the first among them.
+const DETOURED_PLACES: usize = 4;
+
 /// The detours the detour property inserts at `start`, a position of a repetition's
 /// first cycle: each is a list of detours played one after the other. At the cycle's
 /// first position (`first`): one detour, the same twice, two different ones and three;
@@ -305,7 +315,7 @@ pub fn idle_detours(start: &Position, avoided: &[u64], wanted: usize) -> Vec<Vec
     for index in 0..wanted {
         let pairs = if index % 2 == 0 { 1 } else { 2 };
         // A bound on the moves tried: a search that finds nothing gives up quickly.
-        let mut budget = 4_000;
+        let mut budget = 1_000;
         let Some(detour) = detour_out(&mut start.clone(), start, &avoided, 2 * pairs, &mut Vec::new(), &mut budget)
         else {
             break;
