@@ -19,7 +19,7 @@ use tokio::runtime::Handle;
 use tonic::Code;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
-use xq_engine::book::Book;
+use xq_engine::book::{Book, BookOpening};
 use xq_engine::color::Color;
 use xq_engine::time_control::TimeControl;
 use xq_engine::variant::Variant;
@@ -504,10 +504,13 @@ async fn play_pairs(
         (Some(book), _) => {
             let path = fetch(client, &settings.cache, book, false).await?;
             let text = std::fs::read_to_string(&path).map_err(FleetError::file("reading the book", &path))?;
-            match Book::parse(variant, &text, &book.name).map_err(lease_error)? {
-                Book::Xiangqi(openings) => openings.into_iter().map(Start::from).collect(),
-                Book::Xiongqi(positions) => positions.into_iter().map(Start::Xiongqi).collect(),
-            }
+            let book = Book::parse(variant, &text, &book.name).map_err(lease_error)?;
+            (0..book.len() as u64)
+                .map(|unit| match book.for_unit(unit) {
+                    BookOpening::Xiangqi(opening) => Start::from(*opening),
+                    BookOpening::Xiongqi(position) => Start::Xiongqi(position),
+                })
+                .collect()
         }
         (None, Variant::Xiangqi) => vec![Start::from(Opening { start: Position::startpos(), moves: Vec::new() })],
         (None, Variant::Xiongqi) => vec![Start::Xiongqi(xiongqi::Position::startpos())],

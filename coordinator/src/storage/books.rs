@@ -70,6 +70,16 @@ impl Books {
         Ok(book)
     }
 
+    /// Runs `check` (an uploaded book's parse) off the runtime in a turn of the
+    /// parses: uploads of books are parsed no more at once than jobs' books are.
+    pub async fn in_turn<T: Send + 'static>(
+        &self,
+        check: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, BookRefused> {
+        let _turn = self.turns.acquire().await.map_err(|e| BookRefused::Failed(e.to_string()))?;
+        tokio::task::spawn_blocking(check).await.map_err(|e| BookRefused::Failed(e.to_string()))
+    }
+
     /// How many parses were started: what shows that a book is parsed once.
     pub fn parses(&self) -> u64 {
         self.parses.load(Ordering::Relaxed)

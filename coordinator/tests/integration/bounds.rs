@@ -146,3 +146,37 @@ async fn a_registration_past_a_bound_is_refused_naming_it_and_nothing_of_it_is_k
     };
     honest.report_pairs(report).await.unwrap();
 }
+
+/// The review's book bomb (2026-11-28, F3): a 15 MB book of 600,000 FEN lines took a
+/// coordinator from 61 to 648 MB at its upload and kept it there while a test played
+/// it, and a 64 MB one reached 2.5 GB. Books are kept compact now: a real coordinator
+/// process takes the book and a test over it for a few times the book's size, and a
+/// book past the bound of bytes is refused before it is read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_book_costs_a_few_times_its_size_and_one_past_the_bound_is_refused() {
+    use crate::common::{TempDir, process_memory, upload};
+    let dir = TempDir::new("book-bomb");
+    let (coordinator, address) = crate::cluster::start_coordinator(&dir.0, 0, 600).await;
+    let pid = coordinator.id().unwrap();
+    let mut admin = client(address, &crate::cluster::token(&dir.0)).await;
+    let book = "3k5/9/9/9/9/9/9/9/9/4K4 w\n".repeat(600_000);
+    let before = process_memory(pid, "VmHWM");
+    let uploaded = upload(&mut admin, "bomb.epd", "book", book.as_bytes()).await.unwrap();
+    let mut request = test_request(&mut admin, 2, None).await;
+    request.book = Some(uploaded);
+    admin.create_test(request).await.unwrap();
+    let after = process_memory(pid, "VmHWM");
+    let grown = after.saturating_sub(before);
+    eprintln!(
+        "a {} MB book uploaded and a test over it: peak memory {} MB before, {} MB after",
+        book.len() >> 20,
+        before >> 20,
+        after >> 20
+    );
+    assert!(grown < 8 * book.len() as u64, "{} MB more for a {} MB book", grown >> 20, book.len() >> 20);
+    // Past the bound of bytes: refused by its size, naming the bound.
+    let over = " ".repeat(xq_engine::book::MAX_BOOK_BYTES + 1);
+    let refused = upload(&mut admin, "huge.epd", "book", over.as_bytes()).await.unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument);
+    assert!(refused.message().contains("more than a book's 67108864"), "{}", refused.message());
+}

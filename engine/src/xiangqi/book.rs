@@ -41,6 +41,14 @@ pub enum BookError {
     /// The book holds no opening.
     #[error("{0} holds no opening")]
     Empty(String),
+    /// The book is larger than a book may be.
+    #[error("{path}: {reason}")]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// Which bound it passed.
+        reason: String,
+    },
 }
 
 /// The FEN part of an EPD or FEN line: board and side, then placeholders and counters
@@ -70,9 +78,30 @@ pub fn read_book(path: &Path, pgn_plies: Option<usize>) -> Result<Vec<Opening>, 
 /// Reads a book's text: PGN games if `pgn`, else FEN or EPD lines; `name` names it in
 /// errors.
 pub fn parse_book(text: &str, pgn: bool, pgn_plies: Option<usize>, name: &str) -> Result<Vec<Opening>, BookError> {
+    let mut openings = Vec::new();
+    for_each_opening(text, (pgn, pgn_plies), name, |opening| {
+        openings.push(opening);
+        Ok(())
+    })?;
+    Ok(openings)
+}
+
+/// Reads a book's text as [`parse_book`] does, handing each opening to `each` as it is
+/// read instead of holding them all (a `Position` costs many times its FEN line);
+/// returns how many there were.
+pub fn for_each_opening(
+    text: &str,
+    (pgn, pgn_plies): (bool, Option<usize>),
+    name: &str,
+    mut each: impl FnMut(Opening) -> Result<(), BookError>,
+) -> Result<usize, BookError> {
     let name = name.to_owned();
     let entry_error = |entry, reason: String| BookError::Entry { path: name.clone(), entry, reason };
-    let mut openings = Vec::new();
+    let mut count = 0;
+    let mut push = |opening: Opening| {
+        count += 1;
+        each(opening)
+    };
     if pgn {
         let games = parse_pgn(text).map_err(|e| entry_error(0, e.to_string()))?;
         for (index, game) in games.iter().enumerate() {
@@ -88,7 +117,7 @@ pub fn parse_book(text: &str, pgn: bool, pgn_plies: Option<usize>, name: &str) -
                 position.make_move(mv);
                 moves.push(mv);
             }
-            openings.push(Opening { start, moves });
+            push(Opening { start, moves })?;
         }
     } else {
         for (index, line) in text.lines().enumerate() {
@@ -97,13 +126,13 @@ pub fn parse_book(text: &str, pgn: bool, pgn_plies: Option<usize>, name: &str) -
                 continue;
             }
             let start = fen::parse(&fen_part(line)).map_err(|e| entry_error(index + 1, e.to_string()))?;
-            openings.push(Opening { start, moves: Vec::new() });
+            push(Opening { start, moves: Vec::new() })?;
         }
     }
-    if openings.is_empty() {
+    if count == 0 {
         return Err(BookError::Empty(name));
     }
-    Ok(openings)
+    Ok(count)
 }
 
 #[cfg(test)]

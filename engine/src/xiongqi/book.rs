@@ -7,6 +7,21 @@ pub use crate::xiangqi::book::BookError;
 /// Reads the book text `text` of the file called `name` (for messages).
 pub fn parse_book(text: &str, name: &str) -> Result<Vec<Position>, BookError> {
     let mut positions = Vec::new();
+    for_each_position(text, name, |position| {
+        positions.push(position);
+        Ok(())
+    })?;
+    Ok(positions)
+}
+
+/// Reads a book's text as [`parse_book`] does, handing each position to `each` as it is
+/// read; returns how many there were.
+pub fn for_each_position(
+    text: &str,
+    name: &str,
+    mut each: impl FnMut(Position) -> Result<(), BookError>,
+) -> Result<usize, BookError> {
+    let mut count = 0;
     for (index, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
@@ -17,12 +32,13 @@ pub fn parse_book(text: &str, name: &str) -> Result<Vec<Position>, BookError> {
             entry: index + 1,
             reason: e.to_string(),
         })?;
-        positions.push(position);
+        count += 1;
+        each(position)?;
     }
-    if positions.is_empty() {
+    if count == 0 {
         return Err(BookError::Empty(name.to_owned()));
     }
-    Ok(positions)
+    Ok(count)
 }
 
 /// Reads the book file at `path`.

@@ -62,10 +62,13 @@ impl v1::client_server::Client for ClientApi {
         // a PGN or a book may be hundreds of megabytes), and kept only once they read:
         // a refused upload leaves nothing behind, and nothing unreadable is offered.
         let (path, kind, name) = (sealed.path().to_owned(), first.kind.clone(), first.name.clone());
-        let checked = tokio::task::spawn_blocking(move || check_upload(&path, &kind, &name))
-            .await
-            .map_err(|e| Status::internal(e.to_string()))?
-            .map_err(Status::invalid_argument)?;
+        let check = move || check_upload(&path, &kind, &name);
+        let checked = match first.kind.as_str() {
+            // A book's parse takes a turn with the jobs' books (review of 2026-11-28, F3).
+            "book" => self.0.books.in_turn(check).await.map_err(|e| Status::internal(e.to_string()))?,
+            _ => tokio::task::spawn_blocking(check).await.map_err(|e| Status::internal(e.to_string()))?,
+        }
+        .map_err(Status::invalid_argument)?;
         let (sha256, size) = self.0.artifacts.keep(sealed).await.map_err(|e| Status::unavailable(e.to_string()))?;
         // Kept for what is likely to follow: a verification job with the net, or over the PGN.
         match checked {

@@ -74,7 +74,7 @@ impl WorkerApi {
         for pair in &report.pairs {
             let opening = job.openings.as_ref().map(|o| o.for_unit(pair.unit.wrapping_add(job.request.book_offset)));
             let pair_context = PairContext {
-                opening,
+                opening: opening.as_ref(),
                 variant: job.variant,
                 rules: job.rules,
                 timing: job.timing,

@@ -5,7 +5,7 @@ use crate::api::grpc::Shared;
 use std::path::Path;
 use std::sync::Arc;
 use tonic::Status;
-use xq_engine::book::Book;
+use xq_engine::book::{Book, MAX_BOOK_BYTES};
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::nnue::Network;
 use xq_engine::xiangqi::pgn::PgnFile;
@@ -50,6 +50,7 @@ pub(super) fn check_upload(path: &Path, kind: &str, name: &str) -> Result<Checke
         // A book is for one variant, which the upload does not say: it must read as a
         // book of either.
         "book" => {
+            book_fits(path, name)?;
             let text = String::from_utf8(bytes()?).map_err(|_| format!("the book {name} is not UTF-8 text"))?;
             match Book::parse(Variant::Xiangqi, &text, name) {
                 Ok(_) => Ok(Checked::Other),
@@ -63,9 +64,19 @@ pub(super) fn check_upload(path: &Path, kind: &str, name: &str) -> Result<Checke
     }
 }
 
+/// Refuses a book file larger than a book may be before a byte of it is read.
+fn book_fits(path: &Path, name: &str) -> Result<(), String> {
+    let size = std::fs::metadata(path).map_err(|e| format!("book {name}: {e}"))?.len();
+    if size > MAX_BOOK_BYTES as u64 {
+        return Err(format!("the book {name} is {size} bytes, more than a book's {MAX_BOOK_BYTES}"));
+    }
+    Ok(())
+}
+
 /// Reads a stored book file called `name` as a `variant` book (blocking: run it off
 /// the request runtime).
 fn read_book(path: &Path, name: &str, variant: Variant) -> Result<Book, String> {
+    book_fits(path, name)?;
     let text = std::fs::read_to_string(path).map_err(|e| format!("book {name}: {e}"))?;
     Book::parse(variant, &text, name).map_err(|e| e.to_string())
 }

@@ -28,7 +28,7 @@ pub const MAX_PGN_BYTES: usize = 64 * 1024;
 #[derive(Clone, Copy, Debug)]
 pub struct PairContext<'a> {
     /// The unit's opening, if the job has a book.
-    pub opening: Option<BookOpening<'a>>,
+    pub opening: Option<&'a BookOpening>,
     pub variant: Variant,
     pub rules: RuleSet,
     /// When a lone repetition violation loses, as the lease told the worker.
@@ -287,7 +287,7 @@ mod tests {
     #[test]
     fn rule_endings_are_checked_against_the_arbiter() {
         let opening = Opening { start: fen::parse(MATE_FEN).unwrap(), moves: Vec::new() };
-        let context = PairContext { opening: Some(BookOpening::Xiangqi(&opening)), ..CONTEXT };
+        let context = PairContext { opening: Some(&BookOpening::Xiangqi(Box::new(opening.clone()))), ..CONTEXT };
         let mate = pgn("new", "base", Some(MATE_FEN), "1. b0b8 d9e9 2. a1a9", "1-0", "normal");
         let timeout = pgn("base", "new", Some(MATE_FEN), "1. b0b8 {+0.00 0.100s}", "1/2-1/2", "adjudication");
         let checked = check_pair([&mate, &timeout], &context).unwrap();
@@ -314,7 +314,7 @@ mod tests {
         let cycles = "1. f0e0 e9f9 2. e0f0 f9e9 3. f0e0 e9f9 4. e0f0 f9e9 5. f0e0 e9f9 6. e0f0 f9e9";
         let opening = Opening { start: fen::parse(CHECKS).unwrap(), moves: Vec::new() };
         let warned = PairContext {
-            opening: Some(BookOpening::Xiangqi(&opening)),
+            opening: Some(&BookOpening::Xiangqi(Box::new(opening.clone()))),
             timing: ViolationTiming::AfterWarning,
             ..CONTEXT
         };
@@ -344,7 +344,7 @@ mod tests {
         let good = pgn("new", "base", Some(MATE_FEN), "1. b0b8 d9e9 2. a1a9", "1-0", "normal");
         let other = pgn("base", "new", Some(MATE_FEN), "1. b0b8 {+0.00 0.100s}", "1/2-1/2", "adjudication");
         let opening = Opening { start: fen::parse(MATE_FEN).unwrap(), moves: Vec::new() };
-        let context = PairContext { opening: Some(BookOpening::Xiangqi(&opening)), ..CONTEXT };
+        let context = PairContext { opening: Some(&BookOpening::Xiangqi(Box::new(opening.clone()))), ..CONTEXT };
         let alphabet = b" \n[]\"{}.0123456789abcdefghiRNBAKCPrnbakcp/-*";
         for _ in 0..3000 {
             let mut bytes = good.clone().into_bytes();
@@ -393,14 +393,14 @@ mod tests {
         let capture = "3d4/8/8/2s5/4S3/8/8/3D4 w - - 0 1";
         let repeat = "3g4/8/8/8/8/8/8/R3G3 w - - 0 1";
         let book = Book::parse(Variant::Xiongqi, &format!("{capture}\n{repeat}\n"), "x.fen").unwrap();
-        let context = PairContext { opening: Some(book.for_unit(0)), variant: Variant::Xiongqi, ..CONTEXT };
+        let context = PairContext { opening: Some(&book.for_unit(0)), variant: Variant::Xiongqi, ..CONTEXT };
         let won = variant_pgn("xiongqi", ["new", "base"], Some(capture), "1. d1d8", "1-0", "normal");
         let drawn =
             variant_pgn("xiongqi", ["base", "new"], Some(capture), "1. e4e5 {+0.00 0.100s}", "1/2-1/2", "adjudication");
         let checked = check_pair([&won, &drawn], &context).unwrap();
         assert_eq!(checked.map(|c| c.points), [2, 1]);
 
-        let context = PairContext { opening: Some(book.for_unit(1)), ..context };
+        let context = PairContext { opening: Some(&book.for_unit(1)), ..context };
         let moves = "1. a1a2 d8c8 2. a2a1 c8d8 3. a1a2";
         let repeated = variant_pgn("xiongqi", ["new", "base"], Some(repeat), moves, "0-1", "normal");
         let other =
@@ -549,7 +549,7 @@ mod tests {
             start: Position::startpos(),
             moves: vec![parse_uci(&Position::startpos(), "h2e2", Dialect::ZeroBased).unwrap()],
         };
-        let book = PairContext { opening: Some(BookOpening::Xiangqi(&opening)), ..CONTEXT };
+        let book = PairContext { opening: Some(&BookOpening::Xiangqi(Box::new(opening.clone()))), ..CONTEXT };
         assert_eq!(problem(&game("1. h2e2 {book}", "0-1", Some("red")), &book), "");
     }
 
@@ -570,7 +570,7 @@ mod tests {
             start: Position::startpos(),
             moves: vec![parse_uci(&Position::startpos(), "h2e2", Dialect::ZeroBased).unwrap()],
         };
-        let context = PairContext { opening: Some(BookOpening::Xiangqi(&opening)), ..CONTEXT };
+        let context = PairContext { opening: Some(&BookOpening::Xiangqi(Box::new(opening.clone()))), ..CONTEXT };
         let game = pgn("new", "base", None, "1. h2e2 {book} h9g7 {+0.00 0.100s}", "1/2-1/2", "adjudication");
         let other = pgn("base", "new", None, "1. h2e2 {book} h9g7 {+0.00 0.100s}", "1/2-1/2", "adjudication");
         assert_eq!(check_pair([&game, &other], &context).map(|c| c.map(|g| g.points)), Ok([1, 1]));
