@@ -27,7 +27,7 @@ pub struct Book {
     fens: String,
     /// Where each opening's FEN ends in `fens`.
     ends: Vec<u32>,
-    /// Each opening's book moves (none in FEN and EPD books).
+    /// Each opening's book moves; empty for a book without any (FEN and EPD books).
     moves: Vec<Box<[Move]>>,
 }
 
@@ -56,7 +56,12 @@ impl Book {
             }
             book.fens.push_str(&fen);
             book.ends.push(book.fens.len() as u32);
-            book.moves.push(moves.into_boxed_slice());
+            if !moves.is_empty() && book.moves.is_empty() {
+                book.moves.resize(book.ends.len() - 1, Box::default());
+            }
+            if !book.moves.is_empty() {
+                book.moves.push(moves.into_boxed_slice());
+            }
             Ok(())
         };
         match variant {
@@ -91,7 +96,7 @@ impl Book {
         match self.variant {
             Variant::Xiangqi => BookOpening::Xiangqi(Box::new(Opening {
                 start: fen::parse(text).expect("a book's FEN reads back"),
-                moves: self.moves[index].to_vec(),
+                moves: self.moves.get(index).map_or_else(Vec::new, |moves| moves.to_vec()),
             })),
             Variant::Xiongqi => {
                 BookOpening::Xiongqi(xiongqi::fen::parse(text).expect("a book's Xiongqi FEN reads back"))
@@ -118,12 +123,15 @@ mod tests {
             assert_eq!(fen::to_fen(&opening.start), fen::to_fen(&expected.start), "unit {unit}");
             assert_eq!(opening.start.hash(), expected.start.hash());
         }
-        // A PGN book keeps its moves.
-        let pgn = "[FEN \"4k4/9/9/9/9/9/9/9/9/3K1R3 w - - 0 1\"]\n\nf0f1 e9e8 f1f0 *\n";
-        let BookOpening::Xiangqi(opening) = Book::parse(Variant::Xiangqi, pgn, "b.pgn").unwrap().for_unit(0) else {
-            panic!()
+        // A PGN book keeps its moves, a game without any among them.
+        let pgn = "[FEN \"4k4/9/9/9/9/9/9/9/9/3K1R3 w - - 0 1\"]\n\n*\n\n\
+                   [FEN \"4k4/9/9/9/9/9/9/9/9/3K1R3 w - - 0 1\"]\n\nf0f1 e9e8 f1f0 *\n";
+        let book = Book::parse(Variant::Xiangqi, pgn, "b.pgn").unwrap();
+        let moves = |unit| match book.for_unit(unit) {
+            BookOpening::Xiangqi(opening) => opening.moves.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            BookOpening::Xiongqi(_) => panic!("a Xiangqi book"),
         };
-        assert_eq!(opening.moves.iter().map(ToString::to_string).collect::<Vec<_>>(), ["f0f1", "e9e8", "f1f0"]);
+        assert_eq!((moves(0), moves(1)), (vec![], vec!["f0f1".to_owned(), "e9e8".to_owned(), "f1f0".to_owned()]));
     }
 
     #[test]

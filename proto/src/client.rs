@@ -87,6 +87,26 @@ pub async fn connect(url: &str, token: &str, ca_pem: Option<Vec<u8>>) -> Result<
         .max_encoding_message_size(MAX_MESSAGE_BYTES))
 }
 
+/// A warning for a token about to be sent in the clear: `url` is plain `http://` to a
+/// host other than this machine's loopback, where anyone on the way reads the token
+/// (review of 2026-11-28, F13). `None` for TLS or loopback.
+pub fn plaintext_warning(url: &str) -> Option<String> {
+    let rest = url.strip_prefix("http://")?;
+    let authority = rest.split('/').next().unwrap_or_default();
+    let host = match authority.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
+        None => authority.rsplit_once(':').map_or(authority, |(host, _)| host),
+    };
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|address| address.is_loopback());
+    (!loopback).then(|| {
+        format!(
+            "the token goes to {url} unencrypted (plain http to another machine): anyone on the way can read it; \
+             serve the coordinator with TLS (https://, --ca-cert)"
+        )
+    })
+}
+
 /// How a tool's command line names its coordinator: `--coordinator`, `--token` or
 /// `--token-file`, and `--ca-cert`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -256,4 +276,20 @@ pub async fn download_training_data(client: &mut Client, job: u64, dir: &Path) -
         downloaded.written += 1;
     }
     Ok(downloaded)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plaintext_warning;
+
+    #[test]
+    fn only_plain_http_to_another_machine_is_warned_of() {
+        for quiet in ["http://127.0.0.1:7420", "http://localhost:7420/", "http://[::1]:7420", "https://xq.example.org"]
+        {
+            assert_eq!(plaintext_warning(quiet), None, "{quiet}");
+        }
+        for warned in ["http://xq.example.org:7420", "http://192.168.1.5:7420", "http://[2001:db8::1]:7420"] {
+            assert!(plaintext_warning(warned).is_some_and(|w| w.contains("unencrypted")), "{warned}");
+        }
+    }
 }

@@ -119,6 +119,11 @@ async fn the_json_api_serves_the_grpc_views_and_follows_reports() {
     assert_eq!(points[0]["pairs"], 1);
 
     // The games, as PGN: both games of every pair.
+    // Every answer says its type is all it is: the JSON API's and the PGN's too.
+    for path in ["/api/v1/jobs".to_owned(), format!("/api/v1/jobs/{job}/games.pgn"), "/metrics".to_owned()] {
+        let response = client.get(format!("{base}{path}").parse().unwrap()).await.unwrap();
+        assert_eq!(response.headers()["x-content-type-options"], "nosniff", "{path}");
+    }
     let (status, pgn) = request("GET", &format!("{base}/api/v1/jobs/{job}/games.pgn"), &[], "").await;
     assert_eq!(status, 200);
     assert_eq!(pgn.matches("[Event ").count(), 8, "{pgn}");

@@ -35,8 +35,14 @@ impl v1::client_server::Client for ClientApi {
         if !matches!(first.kind.as_str(), "engine" | "book" | "net" | "pgn") {
             return Err(Status::invalid_argument(format!("kind '{}': use engine, book, net or pgn", first.kind)));
         }
-        if first.name.is_empty() || first.name.len() > 200 || first.name.contains(['/', '\\', '\0']) {
-            return Err(Status::invalid_argument("the first piece needs a file name (no path, at most 200 bytes)"));
+        if first.name.is_empty()
+            || first.name.len() > 200
+            || first.name.contains(['/', '\\'])
+            || first.name.chars().any(char::is_control)
+        {
+            return Err(Status::invalid_argument(
+                "the first piece needs a file name (no path, no control characters, at most 200 bytes)",
+            ));
         }
         let mut upload = self.0.artifacts.begin().await.map_err(|e| Status::unavailable(e.to_string()))?;
         let mut next = Some(first.clone());

@@ -37,7 +37,6 @@ pub async fn page() -> Response {
     let mut response = ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], INDEX).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     response
 }
@@ -48,13 +47,5 @@ pub async fn asset(PathOf(name): PathOf<String>) -> Result<Response, ApiError> {
         .iter()
         .find(|(known, _, _)| *known == name)
         .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, format!("no asset {name}")))?;
-    Ok((
-        [
-            (header::CONTENT_TYPE, *content_type),
-            (header::CACHE_CONTROL, "no-cache"),
-            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        ],
-        *bytes,
-    )
-        .into_response())
+    Ok(([(header::CONTENT_TYPE, *content_type), (header::CACHE_CONTROL, "no-cache")], *bytes).into_response())
 }

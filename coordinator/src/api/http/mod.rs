@@ -85,7 +85,17 @@ pub fn routes(shared: Shared, read: ReadAccess) -> Router {
         .route("/api/v1/sprt", get(api::sprt))
         .route("/api/v1/events", get(live::events))
         .route("/metrics", get(api::metrics))
+        .layer(axum::middleware::map_response(nosniff))
         .with_state(state)
+}
+
+/// Every answer of the dashboard, the JSON API and its downloads included, is only what
+/// its content type says: no browser sniffs a PGN or a JSON body into a page (review of
+/// 2026-11-28, F13; the pages and assets had it alone).
+async fn nosniff(mut response: Response) -> Response {
+    let nosniff = axum::http::HeaderValue::from_static("nosniff");
+    response.headers_mut().insert(axum::http::header::X_CONTENT_TYPE_OPTIONS, nosniff);
+    response
 }
 
 /// Puts the dashboard and the gRPC services into one router: unknown paths get a

@@ -11,7 +11,8 @@ pub struct Connection {
     /// The coordinator's URL.
     #[arg(long, global = true, env = "XQ_COORDINATOR", default_value = "http://127.0.0.1:7420")]
     pub coordinator: String,
-    /// A client token.
+    /// A client token; better in XQ_TOKEN or --token-file, since a command line is
+    /// visible to every user of the machine (`ps`).
     #[arg(long, global = true, env = "XQ_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// A file holding the client token (such as <data>/client-token).
@@ -30,5 +31,8 @@ pub async fn connect(connection: &Connection) -> anyhow::Result<Client> {
         token_file: connection.token_file.as_deref(),
         ca_cert: connection.ca_cert.as_deref(),
     };
+    if let Some(warning) = client::plaintext_warning(&connection.coordinator) {
+        eprintln!("xq: warning: {warning}");
+    }
     Ok(client::connect_to(&address).await?)
 }

@@ -13,7 +13,8 @@ pub struct ConnectArgs {
     /// The coordinator's URL (http://host:port, or https:// with TLS).
     #[arg(long, env = "XQ_COORDINATOR")]
     coordinator: String,
-    /// This worker's token (from `xq worker-token NAME`).
+    /// This worker's token (from `xq worker-token NAME`); better in XQ_WORKER_TOKEN, since
+    /// a command line is visible to every user of the machine (`ps`).
     #[arg(long, env = "XQ_WORKER_TOKEN", hide_env_values = true)]
     token: String,
     /// Games at once (default: the number of cores).
@@ -68,5 +69,8 @@ pub fn run(args: ConnectArgs) -> anyhow::Result<()> {
     }
     let runtime = tokio::runtime::Runtime::new()?;
     let capabilities = runtime.block_on(capabilities(&settings));
+    if let Some(warning) = xq_proto::client::plaintext_warning(&settings.coordinator) {
+        eprintln!("xq-worker: warning: {warning}");
+    }
     Ok(runtime.block_on(connect(settings, capabilities))?)
 }
