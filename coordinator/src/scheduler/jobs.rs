@@ -313,6 +313,11 @@ impl Scheduler {
         self.lock().live_jobs().filter(|j| j.row.submitter == submitter).count()
     }
 
+    /// The jobs of `submitter` that run or wait for approval.
+    pub fn live_jobs_of(&self, submitter: &str) -> Vec<u64> {
+        self.lock().live_jobs().filter(|j| j.row.submitter == submitter).map(|j| j.row.id as u64).collect()
+    }
+
     /// When job `id`'s stored data was removed (0: it was not); `None`: no such job.
     pub fn data_removed_ms(&self, id: u64) -> Option<i64> {
         self.lock().jobs.get(&id).map(|j| j.row.data_removed_ms)

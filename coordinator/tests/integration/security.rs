@@ -381,7 +381,12 @@ async fn roles_keep_submitters_to_their_own_jobs_and_tokens_expire_and_are_revok
         assert_eq!(as_alice.set_priority(priority).await.unwrap().into_inner().priority, -5, "her own job");
         // An admin's test runs at once.
         let request = test_request(&mut admin, 4, None).await;
-        assert_eq!(admin.create_test(request).await.unwrap().into_inner().state, "running");
+        let admins = admin.create_test(request).await.unwrap().into_inner();
+        assert_eq!(admins.state, "running");
+        // Another test of Alice's waits for approval when she is revoked below.
+        let request = test_request(&mut as_alice, 4, None).await;
+        let waiting = as_alice.create_test(request).await.unwrap().into_inner();
+        assert_eq!(waiting.state, "pending");
 
         // Bob's token expires after its second; revoked tokens, a worker's too, at once.
         tokio::time::sleep(Duration::from_millis(1100)).await;
@@ -390,6 +395,16 @@ async fn roles_keep_submitters_to_their_own_jobs_and_tokens_expire_and_are_revok
         admin.revoke_token(v1::RevokeTokenRequest { id: alice.id.clone() }).await.unwrap();
         let status = as_alice.list_jobs(v1::ListJobsRequest::default()).await.unwrap_err();
         assert_eq!(status.code(), Code::Unauthenticated, "{backend:?}");
+        // What she set going ends with her token (review of 2026-11-28, F11): her
+        // running and her waiting test stop, saying why; the admin's plays on.
+        for job in [job.job_id, waiting.job_id] {
+            let ended = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
+            assert_eq!(
+                (ended.state.as_str(), ended.outcome.as_str()),
+                ("stopped", "its submitter's token was revoked")
+            );
+        }
+        assert_eq!(admin.get_job(v1::JobId { job_id: admins.job_id }).await.unwrap().into_inner().state, "running");
         let player_id = token_id(&token_hash(&player_token)).to_owned();
         admin.revoke_token(v1::RevokeTokenRequest { id: player_id.clone() }).await.unwrap();
         let status = player.heartbeat(v1::HeartbeatRequest::default()).await.unwrap_err();
@@ -419,13 +434,15 @@ async fn roles_keep_submitters_to_their_own_jobs_and_tokens_expire_and_are_revok
         }
         drop(first);
 
-        // After a restart the revocations hold and the approval stays.
+        // After a restart the revocations hold, and so do the stops they made.
         let second = serve_on(&dir.0, &url, config.clone(), 100).await;
         let mut as_alice = client(second.address, &alice.token).await;
         let status = as_alice.list_jobs(v1::ListJobsRequest::default()).await.unwrap_err();
         assert_eq!(status.code(), Code::Unauthenticated, "{backend:?}");
         let mut admin = client(second.address, &second.client_token).await;
-        assert_eq!(admin.get_job(id).await.unwrap().into_inner().state, "running", "{backend:?}");
+        assert_eq!(admin.get_job(id).await.unwrap().into_inner().state, "stopped", "{backend:?}");
+        let admins = v1::JobId { job_id: admins.job_id };
+        assert_eq!(admin.get_job(admins).await.unwrap().into_inner().state, "running", "{backend:?}");
     }
 }
 

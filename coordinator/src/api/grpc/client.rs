@@ -361,7 +361,7 @@ impl v1::client_server::Client for ClientApi {
         request: Request<v1::RevokeTokenRequest>,
     ) -> Result<Response<v1::RevokeTokenReply>, Status> {
         let caller = admin_of(&request)?;
-        self.0.scheduler.revoke_token(&request.into_inner().id, &caller.token_id).await?;
+        self.0.revoke_token(&request.into_inner().id, &caller.token_id).await?;
         Ok(Response::new(v1::RevokeTokenReply {}))
     }
 

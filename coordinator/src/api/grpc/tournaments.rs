@@ -188,8 +188,13 @@ impl Shared {
             return Ok(false);
         };
         let owner = self.event_owner(row);
-        // A token no longer in force is taken for a submitter: it gains nothing by going.
-        let role = self.scheduler.role_of(&owner).unwrap_or(Role::Submitter);
+        // A token no longer in force makes no more rounds: its event is over (review
+        // of 2026-11-28, F11).
+        let Some(role) = self.scheduler.role_of(&owner) else {
+            self.tournaments.stop(id).await.map_err(|e| Status::unavailable(e.to_string()))?;
+            self.tournaments.conclude(id);
+            return Ok(false);
+        };
         let caller = Caller { role, token_id: owner };
         // The whole round within the maker's limit of active jobs, or none of it: a
         // round refused halfway would make and stop tests at every look.
@@ -235,6 +240,28 @@ impl Shared {
         self.tournaments.conclude(id);
         self.scheduler.audit(&caller.token_id, "tournament.stop", &id.to_string()).await?;
         self.tournament(id).await
+    }
+
+    /// Revokes the token `id` for the admin `actor`, and ends what it set going: its jobs
+    /// that run or wait stop, and its events make no more rounds (review of 2026-11-28,
+    /// F11: a revoked submitter's tests played on and its events made rounds).
+    pub async fn revoke_token(&self, id: &str, actor: &str) -> Result<(), Status> {
+        self.scheduler.revoke_token(id, actor).await?;
+        for event in self.tournaments.open_ids() {
+            if let Some(row) = self.tournaments.get(event)
+                && self.event_owner(&row) == id
+            {
+                self.tournaments.stop(event).await.map_err(|e| Status::unavailable(e.to_string()))?;
+                self.tournaments.conclude(event);
+            }
+        }
+        for job in self.scheduler.live_jobs_of(id) {
+            match self.scheduler.end_job(job, "stopped", "its submitter's token was revoked").await {
+                Ok(_) | Err(ScheduleError::NotFound(_)) => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Ok(())
     }
 
     /// Stops the tests of a stopped event that still wait or play, saying why.
