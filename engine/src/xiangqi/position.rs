@@ -227,6 +227,12 @@ impl Position {
         self.halfmove_clock
     }
 
+    /// The same position with its halfmove clock at `clock`.
+    pub(crate) fn with_halfmove_clock(mut self, clock: u32) -> Position {
+        self.halfmove_clock = clock;
+        self
+    }
+
     /// The move number, starting at 1 and incremented after Black's move.
     pub fn fullmove_number(&self) -> u32 {
         self.fullmove_number
