@@ -189,7 +189,7 @@ async fn refused_uploads_leave_nothing_uploads_count_against_quotas_and_unused_o
     let served = serve(BACKENDS[0], config).await;
     let mut admin = client(served.address, &served.client_token).await;
     for (name, kind, bytes) in
-        [("bad.xqnn", "net", &b"not a net"[..]), ("bad.pgn", "pgn", b"\n"), ("bad.epd", "book", b"no fen")]
+        [("bad.xqnn", "net", &b""[..]), ("bad.pgn", "pgn", b"\n"), ("bad.epd", "book", b"no fen")]
     {
         let refused = upload(&mut admin, name, kind, bytes).await.unwrap_err();
         assert!(refused.message().contains(name) || refused.message().contains("book"), "{refused:?}");

@@ -502,18 +502,25 @@ mod tests {
         }
     }
 
+    /// The generated games among the first thousand whose WXF verdict breaks the detour
+    /// property: none in a correct build.
+    #[cfg(any(feature = "mutant-first-occurrence-window", feature = "mutant-game-occurrences"))]
+    fn detour_broken_on_generated_games() -> Vec<u64> {
+        (0..1000)
+            .filter(|&number| {
+                let (start, moves) = hard_game(number);
+                check(&start, &moves, &[RuleSet::Wxf]).iter().any(|broken| broken.property == Property::Detour)
+            })
+            .collect()
+    }
+
     /// The check checked: the build that judges a repetition from the position's first
     /// occurrence (the window bug, kept behind its feature) breaks the detour property
     /// on generated games. `scripts/test` runs this in that build.
     #[test]
     #[cfg(feature = "mutant-first-occurrence-window")]
     fn the_first_occurrence_window_is_caught_on_generated_games() {
-        let caught: Vec<u64> = (0..1000)
-            .filter(|&number| {
-                let (start, moves) = hard_game(number);
-                check(&start, &moves, &[RuleSet::Wxf]).iter().any(|broken| broken.property == Property::Detour)
-            })
-            .collect();
+        let caught = detour_broken_on_generated_games();
         assert!(caught.len() >= 5, "caught on {caught:?}");
         // The shortest counterexample of one of them: Red's chariot checks from f8 and f9
         // in turn; with an idle detour first, the broken window rules a draw.
@@ -531,12 +538,7 @@ mod tests {
     #[test]
     #[cfg(feature = "mutant-game-occurrences")]
     fn the_game_wide_count_is_caught_on_generated_games() {
-        let caught: Vec<u64> = (0..1000)
-            .filter(|&number| {
-                let (start, moves) = hard_game(number);
-                check(&start, &moves, &[RuleSet::Wxf]).iter().any(|broken| broken.property == Property::Detour)
-            })
-            .collect();
+        let caught = detour_broken_on_generated_games();
         assert!(caught.len() >= 5, "caught on {caught:?}");
         // The counterexamples are perpetuals drawn by the repetition count.
         let (start, moves) = hard_game(caught[0]);
