@@ -19,10 +19,13 @@
 //!   the same side (WXF 17.3.G, "repeated consecutively"; 20.1 and 20.3 "under all
 //!   circumstances"), a draw a draw. One detour, the same one twice, two and three
 //!   different ones, of four and eight plies, at the cycle's first position; two at
-//!   up to three other positions spread over the cycle, for a violation (a detour there changes the
-//!   moves of the cycle it splits, which may decide a draw, 3.2.B, but never excuses a
-//!   perpetual). From the first position, a perpetual of one repeated cycle is ruled
-//!   after the same moves of its own. Visits before a repetition are no part of it,
+//!   up to three other positions spread over the cycle, for a violation. A detour
+//!   there splits a cycle: the violator's idle moves are then inside the repetition,
+//!   and a repetition whose judged window holds them is a draw (3.2.B: neither side
+//!   checks or chases on every move of it, 17.3.G), which the property allows; any
+//!   other ruling (against the other side, for another reason, none) breaks it. From
+//!   the first position, a perpetual of one repeated cycle is ruled after the same
+//!   moves of its own. Visits before a repetition are no part of it,
 //!   however many: the property the review of 2026-11-28 found the arbiter breaking
 //!   with two.
 //!
@@ -210,9 +213,7 @@ fn repetition_properties(start: &Position, moves: &[Move], verdict: &Verdict) ->
     let counted =
         if ruling.reason.is_repetition_violation() { config.violation_occurrences } else { config.draw_occurrences };
     let positions = positions_along(start, &moves[..ply]);
-    let repeated = positions[ply].hash();
-    let occurrences: Vec<usize> =
-        (0..=ply).filter(|&i| (ply - i) % 2 == 0 && positions[i].hash() == repeated).collect();
+    let occurrences = occurrences_before(&positions, ply);
     let Some(&from) = occurrences.len().checked_sub(counted as usize).map(|first| &occurrences[first]) else {
         return Vec::new();
     };
@@ -261,6 +262,11 @@ fn repetition_properties(start: &Position, moves: &[Move], verdict: &Verdict) ->
                 Some((_, theirs)) if theirs.reason == Reason::NaturalMoveCount => true,
                 Some((their_ply, theirs)) if ruling.reason.is_repetition_violation() => {
                     theirs == ruling && (at > 0 || !one_cycle || their_ply == ply - from + inserted)
+                        || at > 0
+                            && theirs.outcome == Outcome::Draw
+                            && theirs.reason == Reason::Repetition
+                            && window_start(&suffix_start, &detoured[..their_ply]) < at + inserted
+                            && at < their_ply
                 }
                 Some((_, theirs)) => on_repetition(theirs.reason) && theirs.outcome == ruling.outcome,
                 None => false,
@@ -277,6 +283,20 @@ fn repetition_properties(start: &Position, moves: &[Move], verdict: &Verdict) ->
         }
     }
     broken
+}
+
+/// The plies after which the position after ply `ply` of `positions` stood, the same
+/// side to move, oldest first.
+fn occurrences_before(positions: &[Position], ply: usize) -> Vec<usize> {
+    let repeated = positions[ply].hash();
+    (0..=ply).filter(|&i| (ply - i) % 2 == 0 && positions[i].hash() == repeated).collect()
+}
+
+/// The ply the window judged at the end of `moves` starts at: the earliest of the last
+/// position's last three occurrences, as the referee judges it.
+fn window_start(start: &Position, moves: &[Move]) -> usize {
+    let occurrences = occurrences_before(&positions_along(start, moves), moves.len());
+    occurrences[occurrences.len().saturating_sub(3)]
 }
 
 /// The position before each ply of `moves` from `start`, then the last.
@@ -497,6 +517,26 @@ mod tests {
     fn hard_games_keep_every_property() {
         for number in 0..150 {
             let (start, moves) = hard_game(number);
+            let broken = check(&start, &moves, &RULE_SETS);
+            assert!(broken.is_empty(), "game {number}: {}", broken[0].to_json());
+        }
+    }
+
+    /// The two of a million generated games whose chaser's idle detours, inserted inside
+    /// its cycle, end up in the judged window of a fourfold repetition: Red's chariot
+    /// shuttles b2-b5 chasing while Black's cannon wanders (787617), the same with the
+    /// colours reversed (891218). Drawn there under WXF and Asian (3.2.B), as the
+    /// property allows; ruled as before from the cycle's first position.
+    #[test]
+    #[cfg(not(any(feature = "mutant-first-occurrence-window", feature = "mutant-game-occurrences")))]
+    fn idle_moves_inside_a_perpetual_s_window_may_draw_it() {
+        for number in [787_617, 891_218] {
+            let (start, moves) = hard_game(number);
+            let verdicts = verdicts(&start, &moves, &[RuleSet::Wxf, RuleSet::Asian]);
+            for verdict in &verdicts {
+                let (_, ruling) = verdict.ended.expect("ruled");
+                assert_eq!(ruling.reason, Reason::PerpetualChase, "game {number}: {verdict:?}");
+            }
             let broken = check(&start, &moves, &RULE_SETS);
             assert!(broken.is_empty(), "game {number}: {}", broken[0].to_json());
         }
