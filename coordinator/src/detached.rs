@@ -36,6 +36,7 @@ pub const DETACHED_METHODS: &[&str] = &[
     "/xq.v1.Worker/ReportPairs",
     "/xq.v1.Worker/UploadChunk",
     "/xq.v1.Worker/ReportVerification",
+    "/xq.v1.Worker/ReportFailure",
     "/xq.v1.Client/UploadArtifact",
     "/xq.v1.Client/CreateTest",
     "/xq.v1.Client/CreateSelfPlay",

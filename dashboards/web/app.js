@@ -502,6 +502,16 @@
         countTable("verification-kinds", "Rule sets and how they part", verificationKinds),
         countTable("verification-articles", "Articles applied", verificationArticles)));
     }
+    // What workers reported they could not do with this job (an engine that does not
+    // start, another bench signature, ...): hidden until there is a report.
+    const failuresBody = el("tbody");
+    const failuresSection = el("section", { "aria-labelledby": "failures-title", id: "failures", hidden: "" },
+      el("h2", { id: "failures-title" }, "Failures reported"),
+      el("p", { class: "note" }, "Workers that could not play this job, and what they saw. None of its work goes to them again."),
+      el("table", { class: "cards", id: "failures-table" },
+        el("thead", {}, el("tr", {}, ["Kind", "Engine", "Worker", "When", "What it saw"].map((c) => el("th", { scope: "col" }, c)))),
+        failuresBody));
+    sections.splice(4, 0, failuresSection);
     main.replaceChildren(...sections);
 
     const drawHistory = isMatch ? historyCharts(llrHolder, eloHolder, Boolean(job.sprt)) : null;
@@ -557,6 +567,15 @@
         entries.push([what, `removed ${when(Number(job.data_removed_ms))} (retention)`, "data-removed"]);
       }
       facts.replaceChildren(definitionList(entries));
+      const failures = [...(job.failures || [])]
+        .sort((a, b) => (a.kind + a.engine).localeCompare(b.kind + b.engine) || Number(a.time_ms) - Number(b.time_ms));
+      failuresSection.hidden = failures.length === 0;
+      failuresBody.replaceChildren(...failures.map((f) => el("tr", {},
+        el("td", { "data-label": "Kind" }, f.kind),
+        el("td", { "data-label": "Engine" }, f.engine || "–"),
+        el("td", { "data-label": "Worker" }, `${f.worker_name || "?"} (#${f.worker_id})`),
+        el("td", { "data-label": "When" }, when(Number(f.time_ms))),
+        el("td", { "data-label": "What it saw" }, el("pre", { class: "failure-detail" }, f.detail)))));
       if (job.spsa) {
         spsaBody.replaceChildren(...spsaRows(job.spsa));
         spsaNote.textContent = `Theta after ${job.spsa.iterations} pairs (A ${job.spsa.big_a}, alpha ${job.spsa.alpha}, gamma ${job.spsa.gamma}).`;

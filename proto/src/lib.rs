@@ -3,6 +3,7 @@
 //! only here.
 
 pub mod client;
+pub mod failure;
 pub mod process;
 
 /// Version 1 of the contract.

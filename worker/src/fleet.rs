@@ -5,8 +5,11 @@
 //! in progress. Heartbeats keep the lease alive; the coordinator's answers stop it.
 //! When the coordinator is away, every call is retried with a growing, jittered pause;
 //! when it no longer knows the worker, the worker registers again. A lease that cannot
-//! be worked (a damaged artifact, a setting this worker cannot read) is abandoned and
-//! expires at the coordinator; the worker goes on with the next.
+//! be worked for the job's sake (an engine that does not start or dies before its first
+//! move, a bench signature other than the test's, an artifact that cannot be fetched)
+//! is reported to the coordinator as a failure, with what the worker saw; one that
+//! cannot be worked for this worker's own (its disk) is abandoned and expires at the
+//! coordinator. Either way the worker goes on with the next.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,6 +22,7 @@ use tokio::runtime::Handle;
 use tonic::Code;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+use xq_engine::bench::SignatureError;
 use xq_engine::book::{Book, BookOpening};
 use xq_engine::color::Color;
 use xq_engine::time_control::TimeControl;
@@ -32,12 +36,13 @@ use xq_engine::xiangqi::rules::hard_games::hard_game_pgn;
 use xq_engine::xiangqi::rules::verify::{Reference, unit_report_with};
 use xq_engine::xiangqi::rules::{Outcome, RuleSet};
 use xq_engine::xiongqi;
+use xq_proto::failure::{FailureKind, clean_detail};
 use xq_proto::v1::worker_client::WorkerClient;
 use xq_proto::{BearerToken, v1};
 
-use crate::engine_process::{EngineConfig, Protocol};
+use crate::engine_process::{EngineConfig, EngineError, Protocol};
 use crate::game::{GameSettings, Opening, Start};
-use crate::match_runner::{FinishedGame, MatchSettings, run_match};
+use crate::match_runner::{FinishedGame, MatchError, MatchSettings, run_match};
 use crate::pgn_out::game_pgn;
 use crate::reference::{PYFFISH, Pyffish};
 use crate::sandbox::{Sandbox, command_for};
@@ -74,6 +79,16 @@ pub enum FleetError {
     Engine { name: String, reason: String },
     #[error("playing: {0}")]
     Play(String),
+    /// The lease cannot be worked for a reason that is the job's, not this worker's
+    /// (an engine that does not start, a bench signature other than the test's, an
+    /// artifact that cannot be fetched): reported to the coordinator, which stops the
+    /// job once enough workers report it.
+    #[error("{kind} failure{}: {detail}", engine_note(.engine))]
+    Failed { kind: FailureKind, engine: String, detail: String },
+}
+
+fn engine_note(engine: &str) -> String {
+    if engine.is_empty() { String::new() } else { format!(" of engine {engine}") }
 }
 
 /// What usually mends a refusal a newcomer meets: a token the coordinator does not know.
@@ -101,6 +116,37 @@ impl FleetError {
 /// database restored from before it registered, say. Registering again mends it.
 fn forgotten(status: &tonic::Status) -> bool {
     matches!(status.code(), Code::NotFound | Code::FailedPrecondition) && status.message().starts_with("worker ")
+}
+
+/// `error` as a failure of kind `kind` of `engine` ("": no engine's) to report, when it
+/// is the job's; this worker's own trouble (its disk, a coordinator that refused a
+/// call for another reason) stays as it is.
+fn failed(kind: FailureKind, engine: &str) -> impl FnOnce(FleetError) -> FleetError {
+    let engine = engine.to_owned();
+    move |error| match error {
+        FleetError::Artifact { .. } | FleetError::Refused { call: "download", .. } | FleetError::Engine { .. } => {
+            FleetError::Failed { kind, engine, detail: error.to_string() }
+        }
+        other => other,
+    }
+}
+
+/// A match that could not go on, as a failure to report when an engine is at fault.
+fn match_failure(error: MatchError) -> FleetError {
+    match error {
+        MatchError::Engine { name, error } => {
+            let kind = match error {
+                EngineError::Spawn { .. } => FailureKind::Start,
+                _ => FailureKind::Handshake,
+            };
+            FleetError::Failed { kind, engine: name, detail: error.to_string() }
+        }
+        MatchError::BeforeFirstMove { name, illegal, reason } => {
+            let kind = if illegal { FailureKind::IllegalMove } else { FailureKind::Crash };
+            FleetError::Failed { kind, engine: name, detail: format!("before its first move of a game: {reason}") }
+        }
+        other => play_error(other),
+    }
 }
 
 fn lease_error(error: impl std::fmt::Display) -> FleetError {
@@ -311,11 +357,44 @@ pub async fn connect(settings: ConnectSettings, capabilities: v1::Capabilities) 
         idle = Duration::from_millis(500);
         let id = lease.lease_id;
         eprintln!("xq-worker: lease {id} of job {}: {} units", lease.job_id, lease.units.len());
-        if let Err(error) = work(&client, &settings, lease, heartbeat, &mut last_pgn).await {
-            // The lease expires at the coordinator and its units go to another worker.
-            eprintln!("xq-worker: lease {id} abandoned: {error}");
-            tokio::time::sleep(Duration::from_secs(2)).await;
+        match work(&client, &settings, lease, heartbeat, &mut last_pgn).await {
+            Ok(()) => {}
+            Err(FleetError::Failed { kind, engine, detail }) => {
+                report_failure(&client, id, kind, &engine, &detail).await;
+            }
+            Err(error) => {
+                // This worker's own trouble: the lease expires at the coordinator and
+                // its units go to another worker.
+                eprintln!("xq-worker: lease {id} abandoned: {error}");
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
         }
+    }
+}
+
+/// Tells the coordinator why lease `id` cannot be worked: it ends the lease, gives the
+/// worker no more of its job, and stops the job once enough workers said the same.
+/// When the report itself is refused, the lease expires as an abandoned one does.
+async fn report_failure(client: &Client, id: u64, kind: FailureKind, engine: &str, detail: &str) {
+    eprintln!("xq-worker: lease {id}: {kind} failure{}: {detail}", engine_note(engine));
+    let report = v1::FailureReport {
+        lease_id: id,
+        kind: kind.name().to_owned(),
+        engine: engine.to_owned(),
+        detail: clean_detail(detail),
+    };
+    let reply = retry("failure report", || {
+        let mut client = client.clone();
+        let report = report.clone();
+        async move { client.report_failure(report).await }
+    })
+    .await;
+    match reply {
+        Ok(reply) if reply.get_ref().job_stopped => {
+            eprintln!("xq-worker: reported; the job stopped as failed (other workers reported the same)")
+        }
+        Ok(_) => eprintln!("xq-worker: reported; this worker gets no more of the job"),
+        Err(status) => eprintln!("xq-worker: the failure report was refused: {}", status.message()),
     }
 }
 
@@ -430,10 +509,11 @@ async fn engine_config(
 ) -> Result<(EngineConfig, u64), FleetError> {
     let engine_error = |reason: String| FleetError::Engine { name: spec.name.clone(), reason };
     let binary = spec.binary.as_ref().ok_or_else(|| engine_error("no binary".to_owned()))?;
-    let command = fetch(client, &settings.cache, binary, true).await?;
+    let download = || failed(FailureKind::Download, &spec.name);
+    let command = fetch(client, &settings.cache, binary, true).await.map_err(download())?;
     let mut sandbox = settings.sandbox.clone();
     let net = match &spec.net {
-        Some(net) => Some(fetch(client, &settings.cache, net, false).await?),
+        Some(net) => Some(fetch(client, &settings.cache, net, false).await.map_err(download())?),
         None => None,
     };
     if let (Some(sandbox), Some(net)) = (&mut sandbox, &net) {
@@ -456,9 +536,19 @@ async fn engine_config(
             tokio::task::spawn_blocking(move || xq_engine::bench::signature_from(command, commands, &program, timeout))
                 .await
                 .map_err(play_error)?
-                .map_err(|e| engine_error(e.to_string()))?;
+                .map_err(|e| {
+                    let kind = match e {
+                        SignatureError::Run { .. } => FailureKind::Start,
+                        _ => FailureKind::Bench,
+                    };
+                    FleetError::Failed { kind, engine: spec.name.clone(), detail: e.to_string() }
+                })?;
         if verified != spec.bench_signature {
-            return Err(engine_error(format!("bench signature {verified}, the test expects {}", spec.bench_signature)));
+            return Err(FleetError::Failed {
+                kind: FailureKind::Bench,
+                engine: spec.name.clone(),
+                detail: format!("bench signature {verified} on this worker, the test expects {}", spec.bench_signature),
+            });
         }
     }
     let protocol = if spec.protocol == "ucci" { Protocol::Ucci } else { Protocol::Uci };
@@ -502,7 +592,7 @@ async fn play_pairs(
         if spec.variant.is_empty() { Variant::Xiangqi } else { spec.variant.parse().map_err(lease_error)? };
     let starts: Vec<Start> = match (&spec.book, variant) {
         (Some(book), _) => {
-            let path = fetch(client, &settings.cache, book, false).await?;
+            let path = fetch(client, &settings.cache, book, false).await.map_err(failed(FailureKind::Download, ""))?;
             let text = std::fs::read_to_string(&path).map_err(FleetError::file("reading the book", &path))?;
             let book = Book::parse(variant, &text, &book.name).map_err(lease_error)?;
             (0..book.len() as u64)
@@ -588,7 +678,7 @@ async fn play_pairs(
         if let Some(error) = failure {
             return Err(error);
         }
-        outcome.map_err(play_error)?;
+        outcome.map_err(match_failure)?;
         Ok(())
     })
     .await

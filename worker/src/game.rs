@@ -151,6 +151,10 @@ pub struct GameRecord {
     pub overtime: Option<Duration>,
     /// After an illegal move: the move as the engine sent it.
     pub illegal_move: Option<String>,
+    /// The colour of the engine that failed (crashed, hung without a clock, answered
+    /// nonsense) or moved illegally before its first move of the game: an engine that
+    /// cannot play a move at all fails the pair rather than losing it.
+    pub failed_before_moving: Option<Color>,
     /// When a lone perpetual lost ([`GameSettings::violation_timing`]).
     pub violation_timing: ViolationTiming,
     /// The arbiter's warnings: before ply N (1-based), the moves banned for its
@@ -358,6 +362,7 @@ fn begin(start: &Start, settings: &GameSettings, players: ByColor<String>) -> (A
         failure: None,
         overtime: None,
         illegal_move: None,
+        failed_before_moving: None,
         violation_timing: settings.violation_timing,
         warnings: Vec::new(),
     };
@@ -383,6 +388,7 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, start: &Start, settings: 
     }
     let mut adjudicator = Adjudicator::new(settings.adjudication);
     (0..record.book_plies).for_each(|_| adjudicator.book_ply());
+    let mut moved = ByColor { red: false, black: false };
     while ending.is_none() {
         if let Some(ruling) = arbiter.ruling() {
             ending = Some(Ending {
@@ -461,6 +467,7 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, start: &Start, settings: 
             }
         };
         record.moves.push(PlayedMove { mv, score: reply.score, depth: reply.depth, elapsed: reply.elapsed });
+        moved[side] = true;
         // The rules come first: a move that ends the game by them is not adjudicated.
         if let Some(verdict) = adjudicator.after_ply(side, reply.score)
             && arbiter.ruling().is_none()
@@ -469,6 +476,14 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, start: &Start, settings: 
         }
     }
     let ending = ending.expect("the loop ends with an ending");
+    let loser = match ending.outcome {
+        Outcome::Win(winner) => Some(!winner),
+        Outcome::Draw => None,
+    };
+    record.failed_before_moving = match ending.termination {
+        Termination::EngineFailure | Termination::IllegalMove => loser.filter(|&side| !moved[side]),
+        _ => None,
+    };
     record.outcome = ending.outcome;
     record.reason = ending.reason;
     record.termination = ending.termination;

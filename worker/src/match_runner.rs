@@ -49,6 +49,18 @@ pub enum MatchError {
         /// What happened.
         error: EngineError,
     },
+    /// An engine failed, or moved illegally, before its first move of a game: it
+    /// cannot play, and the pair fails rather than being lost (most often a build or a
+    /// setting the machine cannot run, or a notation the engine does not speak).
+    #[error("engine '{name}' failed before its first move: {reason}")]
+    BeforeFirstMove {
+        /// Its name.
+        name: String,
+        /// Whether it was an illegal move (else it crashed, hung or answered nonsense).
+        illegal: bool,
+        /// The game's reason: the error, with the end of the engine's stderr.
+        reason: String,
+    },
     /// The match has no openings.
     #[error("no openings to play")]
     NoOpenings,
@@ -309,6 +321,15 @@ fn play_pairs(
                             ByColor { red: second, black: first }
                         };
                         let record = play_game(by_color, opening, &settings.game);
+                        if let Some(color) = record.failed_before_moving {
+                            let index = usize::from((color == Color::Red) == (leg == 1));
+                            let _ = sender.send(Err(MatchError::BeforeFirstMove {
+                                name: settings.engines[index].name.clone(),
+                                illegal: record.termination == Termination::IllegalMove,
+                                reason: record.reason,
+                            }));
+                            return;
+                        }
                         if let Some((color, _)) = &record.failure {
                             let index = usize::from((*color == Color::Red) == (leg == 1));
                             let restarted = start_engine(&settings.engines[index]).and_then(|fresh| {

@@ -275,6 +275,7 @@ mod tests {
             failure: None,
             overtime: None,
             illegal_move: None,
+            failed_before_moving: None,
             violation_timing: ViolationTiming::Threefold,
             warnings: Vec::new(),
         }

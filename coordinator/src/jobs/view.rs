@@ -33,6 +33,11 @@ impl Listing {
         }
     }
 
+    /// Whether `name` is one of the job's engines' names.
+    pub fn has_engine(&self, name: &str) -> bool {
+        self.engines.iter().any(|engine| engine == name)
+    }
+
     /// Whether the job passes `request`'s filters on what never changes; `search` is
     /// the request's search text in lower case.
     pub fn matches(&self, request: &v1::ListJobsRequest, search: &str) -> bool {
@@ -138,6 +143,8 @@ pub fn job_view(
         // Kept by the scheduler, which sets it.
         rechecks_pending,
         over_the_board,
+        // The failures workers reported: the scheduler's, which sets them.
+        failures: Vec::new(),
     }
 }
 

@@ -60,6 +60,9 @@ pub struct SchedulerConfig {
     /// reported again by another worker, to check the reference's verdicts (1: every
     /// unit; 0: none; `verification::RECHECK_ONE_IN`).
     pub recheck_one_in: u32,
+    /// A job stops as failed when this many workers report the same failure of it
+    /// (the same kind, of the same engine); 0: never.
+    pub failures_to_stop: usize,
 }
 
 impl Default for SchedulerConfig {
@@ -84,6 +87,7 @@ impl Default for SchedulerConfig {
             followers: Default::default(),
             spot_check_plies_per_second: crate::jobs::verification::spot_checks::SPOT_CHECK_PLIES_PER_SECOND,
             recheck_one_in: crate::jobs::verification::RECHECK_ONE_IN,
+            failures_to_stop: 3,
         }
     }
 }

@@ -139,6 +139,7 @@ impl Scheduler {
             spsa_order: spsa.as_ref().map(|_| Arc::default()),
             spsa,
             suspects: HashMap::new(),
+            reported: Vec::new(),
             rechecks: BTreeMap::new(),
             listing,
             stamped_ms: 0,

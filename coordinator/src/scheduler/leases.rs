@@ -95,7 +95,7 @@ impl Scheduler {
             let flags: HashSet<&str> = capabilities.cpu_flags.iter().map(String::as_str).collect();
             let chosen = state
                 .live_jobs()
-                .filter(|j| j.has_work_for(worker) && !j.suspects.contains_key(&worker))
+                .filter(|j| j.has_work_for(worker) && !j.suspects.contains_key(&worker) && !j.failed_for(worker))
                 .filter(|j| match &*j.spec {
                     JobSpec::Match(m) => m.request.required_cpu_flags.iter().all(|f| flags.contains(f.as_str())),
                     JobSpec::SelfPlay(_) => true,

@@ -21,6 +21,7 @@
 pub mod artifacts;
 pub mod conduct;
 pub mod config;
+pub mod failures;
 pub mod jobs;
 pub mod leases;
 pub mod pace;
@@ -101,6 +102,9 @@ pub(super) struct JobState {
     /// worker's report of one of its units passes, which quarantines it. Stored, and
     /// read back at start.
     suspects: HashMap<u64, Vec<(u64, String)>>,
+    /// The failures workers reported on its leases, oldest first, one per worker: each
+    /// of them gets no more of its work. Stored, and read back at start.
+    reported: Vec<v1::ReportedFailure>,
     /// Units of a verification job with a reference whose counted report another
     /// worker reports again, to check the reference's verdicts: leased like its other
     /// units, to workers that have not reported them; the job finishes once they are
@@ -132,7 +136,13 @@ impl JobState {
             refused: self.refused,
             spsa: self.spsa.as_ref().map(SpsaRun::view),
             rechecks_pending: self.rechecks.len() as u64,
+            failures: self.reported.clone(),
         }
+    }
+
+    /// Whether `worker` reported a failure on it: it gets none of its work.
+    pub(super) fn failed_for(&self, worker: u64) -> bool {
+        self.reported.iter().any(|failure| failure.worker_id == worker)
     }
 
     pub(super) fn view(&self) -> v1::Job {
@@ -213,11 +223,19 @@ pub(super) struct ViewParts {
     refused: u64,
     spsa: Option<v1::SpsaView>,
     rechecks_pending: u64,
+    failures: Vec<v1::ReportedFailure>,
 }
 
 impl ViewParts {
     pub(super) fn view(&self) -> v1::Job {
-        job_view(&self.row, &self.spec, (self.active_leases, self.refused, self.rechecks_pending), self.spsa.clone())
+        let mut job = job_view(
+            &self.row,
+            &self.spec,
+            (self.active_leases, self.refused, self.rechecks_pending),
+            self.spsa.clone(),
+        );
+        job.failures = self.failures.clone();
+        job
     }
 }
 
@@ -236,6 +254,11 @@ pub(super) struct WorkerState {
 }
 
 impl WorkerState {
+    /// The name it gave at registration, or its token's.
+    pub(super) fn name(&self) -> &str {
+        if self.capabilities.name.is_empty() { &self.row.name } else { &self.capabilities.name }
+    }
+
     /// Refuses a worker that was disabled or quarantined.
     pub(super) fn may_play(&self) -> Result<(), ScheduleError> {
         if self.row.standing == ACTIVE {

@@ -8,6 +8,7 @@ use crate::jobs::{JobSpec, Unreadable};
 use crate::metrics::Metrics;
 use crate::scheduler::conduct::pair_slot;
 use crate::scheduler::config::SchedulerConfig;
+use crate::scheduler::failures::failure_view;
 use crate::scheduler::jobs::spsa_run;
 use crate::scheduler::leases::{slowness, unit_seconds};
 use crate::scheduler::pace::Pace;
@@ -131,6 +132,8 @@ impl Scheduler {
                     .or_default()
                     .push((suspicion.unit, suspicion.reason.clone()));
             }
+            let reported = snapshot.failures.get(&row.id).into_iter().flatten();
+            let reported = reported.map(|failure| failure_view(failure, &state.workers)).collect();
             let rechecks = snapshot.rechecks.get(&row.id).into_iter().flatten();
             let rechecks = rechecks.map(|r| (r.unit, PendingRecheck { row: r.clone(), lease: None })).collect();
             let (changes, _) = watch::channel(0);
@@ -150,6 +153,7 @@ impl Scheduler {
                 spsa_order: spsa.as_ref().map(|_| Arc::default()),
                 spsa,
                 suspects,
+                reported,
                 rechecks,
                 listing,
                 stamped_ms: stored.into_iter().flatten().map(|unit| unit.created_ms).max().unwrap_or(0),

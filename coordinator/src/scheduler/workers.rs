@@ -100,10 +100,7 @@ impl Scheduler {
             .values()
             .map(|w| v1::WorkerInfo {
                 worker_id: w.row.id as u64,
-                capabilities: Some(v1::Capabilities {
-                    name: if w.capabilities.name.is_empty() { w.row.name.clone() } else { w.capabilities.name.clone() },
-                    ..w.capabilities.clone()
-                }),
+                capabilities: Some(v1::Capabilities { name: w.name().to_owned(), ..w.capabilities.clone() }),
                 last_seen_ms: w.row.last_seen_ms,
                 active_leases: w.leases.iter().filter(|l| state.leases.get(l).is_some_and(|l| l.active)).count() as u32,
                 job_ids: {

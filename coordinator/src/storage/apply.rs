@@ -174,6 +174,20 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
             .execute(&mut *conn)
             .await?;
         }
+        Change::Failure { job_id, failure } => {
+            sqlx::query(
+                "INSERT INTO failures (job_id, worker_id, kind, engine, detail, time_ms) \
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (job_id, worker_id) DO NOTHING",
+            )
+            .bind(job_id)
+            .bind(failure.worker_id)
+            .bind(&failure.kind)
+            .bind(&failure.engine)
+            .bind(&failure.detail)
+            .bind(failure.time_ms)
+            .execute(&mut *conn)
+            .await?;
+        }
         Change::SuspicionsSettled { job_id, worker_id } => {
             sqlx::query("DELETE FROM suspicions WHERE job_id = $1 AND worker_id = $2")
                 .bind(job_id)

@@ -2,7 +2,8 @@
 //! one gave back.
 
 use crate::storage::rows::{
-    AuditRow, JobRow, LeaseRow, NetRow, Recheck, Suspicion, TokenRow, TournamentRow, UnitRow, WorkerRow,
+    AuditRow, JobRow, LeaseRow, NetRow, Recheck, ReportedFailure, Suspicion, TokenRow, TournamentRow, UnitRow,
+    WorkerRow,
 };
 
 /// One durable change. The writer applies many in one transaction.
@@ -64,6 +65,11 @@ pub enum Change {
     Suspicion {
         job_id: i64,
         suspicion: Suspicion,
+    },
+    /// A failure a worker reported on job `job_id` (see [`ReportedFailure`]).
+    Failure {
+        job_id: i64,
+        failure: ReportedFailure,
     },
     /// A worker's suspicions in a job settled: its quarantine follows.
     SuspicionsSettled {

@@ -3,8 +3,8 @@
 
 use crate::storage::counts::add_points;
 use crate::storage::rows::{
-    AuditRow, DoneUnit, IndexedArtifact, JobRow, LeaseRow, Recheck, Recount, Snapshot, Suspicion, TokenRow,
-    TournamentRow, UnitFile, WorkerRow, abandoned_games, job_from_row, net_from_row, parse_units,
+    AuditRow, DoneUnit, IndexedArtifact, JobRow, LeaseRow, Recheck, Recount, ReportedFailure, Snapshot, Suspicion,
+    TokenRow, TournamentRow, UnitFile, WorkerRow, abandoned_games, job_from_row, net_from_row, parse_units,
 };
 use crate::storage::rows::{job_columns, net_columns};
 use crate::storage::{Storage, StorageError};
@@ -91,6 +91,17 @@ impl Storage {
                 worker_id: row.try_get("worker_id")?,
                 unit: row.try_get::<i64, _>("unit")?.max(0) as u64,
                 reason: row.try_get("reason")?,
+            });
+        }
+        let failures = "SELECT job_id, worker_id, kind, engine, detail, time_ms FROM failures \
+                        ORDER BY job_id, time_ms, worker_id";
+        for row in sqlx::query(failures).fetch_all(&self.pool).await? {
+            snapshot.failures.entry(row.try_get("job_id")?).or_default().push(ReportedFailure {
+                worker_id: row.try_get("worker_id")?,
+                kind: row.try_get("kind")?,
+                engine: row.try_get("engine")?,
+                detail: row.try_get("detail")?,
+                time_ms: row.try_get("time_ms")?,
             });
         }
         let rechecks = "SELECT job_id, unit, first_worker_id, second_worker_id, second_file FROM rechecks \

@@ -257,6 +257,22 @@ pub struct Snapshot {
     pub suspicions: HashMap<i64, Vec<Suspicion>>,
     /// Verification jobs' pending re-checks of a reference's verdicts, by job.
     pub rechecks: HashMap<i64, Vec<Recheck>>,
+    /// The failures workers reported, by job, oldest first.
+    pub failures: HashMap<i64, Vec<ReportedFailure>>,
+}
+
+/// A failure a worker reported on one of a job's leases (`xq_proto::failure`): the
+/// worker gets no more of the job, and enough workers reporting the same failure stop
+/// it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReportedFailure {
+    pub worker_id: i64,
+    /// Its kind's name ([`xq_proto::failure::FailureKind::name`]).
+    pub kind: String,
+    /// The engine's name in the job; empty when it is no engine's.
+    pub engine: String,
+    pub detail: String,
+    pub time_ms: i64,
 }
 
 /// A worker held suspect in a verification job: a spot check found its report of

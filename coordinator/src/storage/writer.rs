@@ -307,8 +307,8 @@ async fn commit(storage: Storage, mut to_commit: mpsc::Receiver<Batch>, metrics:
 /// a lease's end (a quarantine writes both; failed, a quarantine caught by a PostgreSQL
 /// outage stayed in memory only, its forged results counted, and was gone after a
 /// restart), a job's state (an admin's stop, answered "stopped" on a retry without a
-/// write, ran again after a restart), and a verification job's suspicions and
-/// re-checks. Kept, the caller waits for the database, then finishes what it does
+/// write, ran again after a restart), a verification job's suspicions and re-checks,
+/// and a worker's reported failure (the lease it ended is not reported again). Kept, the caller waits for the database, then finishes what it does
 /// after the write; requests run to their end even when their client leaves
 /// (`detached`).
 fn kept_through_outages(change: &Change) -> bool {
@@ -319,6 +319,7 @@ fn kept_through_outages(change: &Change) -> bool {
             | Change::JobState { .. }
             | Change::Suspicion { .. }
             | Change::SuspicionsSettled { .. }
+            | Change::Failure { .. }
             | Change::Recheck { .. }
             | Change::RecheckSettled { .. }
     )

@@ -68,7 +68,7 @@ async fn another_engine_s_net_is_tested_through_its_own_option_with_its_bench_ch
     let book = Path::new(env!("CARGO_MANIFEST_DIR")).join("../books/xiangqi-2ply.epd");
     #[rustfmt::skip]
     let submitted = xq_at(address, &dir.0, &[
-        "games", "--games", "4", "--tc", "depth=2", "--max-plies", "60", "--bench",
+        "games", "--games", "4", "--tc", "depth=2", "--max-plies", "60",
         "--new", engine.to_str().unwrap(), "--new-net", foreign.to_str().unwrap(), "--net-option", "NetPath",
         "--base", binary("xq-engine").to_str().unwrap(), "--book", book.to_str().unwrap(),
     ]);

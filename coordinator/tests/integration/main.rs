@@ -18,6 +18,7 @@ mod dashboard;
 mod docs;
 mod drills;
 mod durability;
+mod failures;
 mod foreign_nets;
 mod given_up;
 mod grpc_fuzz;

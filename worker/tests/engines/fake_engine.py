@@ -3,7 +3,10 @@
 Usage: fake_engine.py MODE, where MODE is crash, hang, late, illegal, noready, flood,
 longline or garbage. Until asked to search it behaves; at `go` it misbehaves (noready already at
 `isready`); late answers 1.6 s after `go`, from a search thread, as a real engine that
-overruns its time does, and answers `isready` meanwhile.
+overruns its time does, and answers `isready` meanwhile. MODE-later (crash-later, ...)
+first plays one legal move of the start position's (a cannon to the centre) and
+misbehaves from its second `go` of each game on: an engine that fails in the middle of a game,
+which loses it, where one that fails before its first move fails the pair.
 
 Two more modes repeat themselves, for the arbiter's warnings: perpetual and stubborn
 take back their own previous move at every turn (f0e0 first), a shuttle that makes a
@@ -15,6 +18,9 @@ import sys
 import threading
 
 mode = sys.argv[1]
+later = mode.endswith("-later")
+mode = mode.removesuffix("-later")
+searched = 0
 moves, banned = [], []
 
 def say(line):
@@ -28,6 +34,8 @@ for line in sys.stdin:
     if command[0] in ("uci", "ucci"):
         say("id name fake-" + mode)
         say(command[0] + "ok")
+    elif command[0] in ("ucinewgame", "uccinewgame"):
+        searched = 0
     elif command[0] == "position":
         moves = command[command.index("moves") + 1:] if "moves" in command else []
     elif command[0] == "banmoves":
@@ -44,6 +52,9 @@ for line in sys.stdin:
     elif command[0] == "isready":
         if mode != "noready":
             say("readyok")
+    elif command[0] == "go" and later and searched == 0:
+        searched += 1
+        say("bestmove " + ("h2e2" if len(moves) % 2 == 0 else "h7e7"))
     elif command[0] == "go":
         if mode == "crash":
             sys.stderr.write("fake engine: segmentation fault (simulated)\n")

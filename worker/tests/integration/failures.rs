@@ -1,6 +1,6 @@
 //! Each failure of an engine gives the right result and reason, and the runner never
 //! hangs: the game is lost, the engine restarted, the match goes on; an engine that
-//! cannot start fails the match.
+//! cannot start, or fails before its first move of a game, fails the match.
 
 use std::time::Instant;
 
@@ -85,7 +85,7 @@ fn played_against_fake(mode: &str, time_control: &str) -> (Vec<(Outcome, Termina
 
 #[test]
 fn a_crashing_engine_loses_each_game_and_is_restarted() {
-    let (games, reported) = played_against_fake("crash", "nodes=500");
+    let (games, reported) = played_against_fake("crash-later", "nodes=500");
     assert_eq!(games.len(), 2, "both games of the pair are played: the engine was restarted");
     for (_, termination, reason, fake_lost) in games {
         assert!(fake_lost);
@@ -93,8 +93,8 @@ fn a_crashing_engine_loses_each_game_and_is_restarted() {
         assert!(reason.contains("stopped talking") && reason.contains("segmentation fault (simulated)"), "{reason}");
     }
     // The coordinator counts both losses on the engine each game names (Red's at its
-    // first move, then Black's after Red's first), and not a game that blames the
-    // other engine or names none.
+    // second move, then Black's at its second), and not a game that blames the other
+    // engine or names none.
     assert!(reported.pgns[0].contains("[FailedEngine \"red\"]"), "{}", reported.pgns[0]);
     assert!(reported.pgns[1].contains("[FailedEngine \"black\"]"), "{}", reported.pgns[1]);
     assert_eq!(reported.judged().map(|games| games.map(|g| g.points)), Ok([0, 0]));
@@ -107,7 +107,7 @@ fn a_crashing_engine_loses_each_game_and_is_restarted() {
         time_control: reported.time_control.clone(),
     };
     let other = blamed("[FailedEngine \"red\"]\n").judged().unwrap_err();
-    assert!(other.contains("Red's engine failed after ply 1, where Black was to move"), "{other}");
+    assert!(other.contains("Red's engine failed after ply 3, where Black was to move"), "{other}");
     let none = blamed("").judged().unwrap_err();
     assert!(none.contains("abandoned without [FailedEngine]"), "{none}");
 }
@@ -145,7 +145,7 @@ fn an_engine_that_answers_too_late_loses_on_time_and_is_restarted() {
 
 #[test]
 fn a_hanging_engine_is_a_failure_under_a_node_budget() {
-    let (games, reported) = played_against_fake("hang", "nodes=500");
+    let (games, reported) = played_against_fake("hang-later", "nodes=500");
     for (_, termination, reason, fake_lost) in games {
         assert!(fake_lost);
         assert_eq!(termination, Termination::EngineFailure);
@@ -156,7 +156,7 @@ fn a_hanging_engine_is_a_failure_under_a_node_budget() {
 
 #[test]
 fn an_illegal_move_loses() {
-    let (games, reported) = played_against_fake("illegal", "nodes=500");
+    let (games, reported) = played_against_fake("illegal-later", "nodes=500");
     for (_, termination, reason, fake_lost) in games {
         assert!(fake_lost);
         assert_eq!(termination, Termination::IllegalMove);
@@ -168,7 +168,7 @@ fn an_illegal_move_loses() {
 
 #[test]
 fn a_flood_of_output_is_cut_off() {
-    for (_, termination, reason, fake_lost) in against_fake("flood", "nodes=500") {
+    for (_, termination, reason, fake_lost) in against_fake("flood-later", "nodes=500") {
         assert!(fake_lost);
         assert_eq!(termination, Termination::EngineFailure);
         assert!(reason.contains("flooded"), "{reason}");
@@ -188,7 +188,7 @@ fn peak_memory() -> u64 {
 #[test]
 fn an_endless_line_of_output_fails_the_engine_and_is_not_held() {
     let before = peak_memory();
-    let games = against_fake("longline", "nodes=500");
+    let games = against_fake("longline-later", "nodes=500");
     assert_eq!(games.len(), 2, "both games of the pair are played: the engine was restarted");
     for (_, termination, reason, fake_lost) in games {
         assert!(fake_lost);
@@ -201,10 +201,47 @@ fn an_endless_line_of_output_fails_the_engine_and_is_not_held() {
 
 #[test]
 fn a_bestmove_without_a_move_is_a_failure() {
-    for (_, termination, reason, fake_lost) in against_fake("garbage", "nodes=500") {
+    for (_, termination, reason, fake_lost) in against_fake("garbage-later", "nodes=500") {
         assert!(fake_lost);
         assert_eq!(termination, Termination::EngineFailure);
         assert!(reason.contains("malformed"), "{reason}");
+    }
+}
+
+/// An engine that cannot make a single move (it dies at its first `go`, or its first
+/// move is illegal) fails the pair, naming itself and what it said, and no game is
+/// counted: as Red and, its opponent moving first, as Black.
+#[test]
+fn an_engine_that_fails_before_its_first_move_fails_the_pair() {
+    for (mode, illegal, said) in [("crash", false, "segmentation fault (simulated)"), ("illegal", true, "e0e9")] {
+        for fake_first in [true, false] {
+            let fake = fake_engine(mode);
+            let engines = if fake_first { [fake, our_engine("xq")] } else { [our_engine("xq"), fake] };
+            let match_settings = MatchSettings {
+                engines,
+                pairs: vec![0],
+                concurrency: 1,
+                pin_cores: false,
+                openings: startpos(),
+                game: settings("nodes=500"),
+                sprt: None,
+            };
+            let mut counted = 0;
+            let error = run_match(&match_settings, |_, _| {
+                counted += 1;
+                true
+            })
+            .expect_err("the pair fails");
+            match &error {
+                MatchError::BeforeFirstMove { name, illegal: was_illegal, reason } => {
+                    assert_eq!((name.as_str(), *was_illegal), (format!("fake-{mode}").as_str(), illegal));
+                    assert!(reason.contains(said), "{reason}");
+                }
+                other => panic!("{mode}: {other}"),
+            }
+            assert!(error.to_string().contains("failed before its first move"), "{error}");
+            assert_eq!(counted, 0, "{mode}: no game of the pair is counted");
+        }
     }
 }
 
@@ -230,7 +267,7 @@ fn an_sprt_stops_the_match_at_its_bound() {
     // stronger and H1 is accepted long before the 50 pairs are played.
     let sprt = xq_stats::Sprt::new(0.0, 300.0, 0.2, 0.2, xq_stats::Model::Logistic).unwrap();
     let match_settings = MatchSettings {
-        engines: [our_engine("xq"), fake_engine("illegal")],
+        engines: [our_engine("xq"), fake_engine("illegal-later")],
         pairs: (0..50).collect(),
         concurrency: 1,
         pin_cores: true,
@@ -252,7 +289,7 @@ fn an_sprt_stops_the_match_at_its_bound() {
 fn the_games_in_flight_when_the_sprt_decides_are_not_counted() {
     let sprt = xq_stats::Sprt::new(0.0, 300.0, 0.2, 0.2, xq_stats::Model::Logistic).unwrap();
     let match_settings = MatchSettings {
-        engines: [our_engine("xq"), fake_engine("illegal")],
+        engines: [our_engine("xq"), fake_engine("illegal-later")],
         pairs: (0..50).collect(),
         concurrency: 2,
         pin_cores: false,

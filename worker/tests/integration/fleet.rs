@@ -35,6 +35,8 @@ struct Fake {
     violation_timing: &'static str,
     /// The bench signature the lease asks of both engines (0: none).
     bench_signature: u64,
+    /// The failures reported.
+    failures: Mutex<Vec<v1::FailureReport>>,
 }
 
 impl Fake {
@@ -55,6 +57,7 @@ impl Fake {
             refused_at: Mutex::new(Vec::new()),
             violation_timing: "",
             bench_signature: 0,
+            failures: Mutex::new(Vec::new()),
         }
     }
 
@@ -143,6 +146,11 @@ impl v1::worker_server::Worker for Service {
         Err(Status::invalid_argument("no verification here"))
     }
 
+    async fn report_failure(&self, request: Request<v1::FailureReport>) -> Result<Response<v1::FailureReply>, Status> {
+        self.0.failures.lock().unwrap().push(request.into_inner());
+        Ok(Response::new(v1::FailureReply { job_stopped: false }))
+    }
+
     type DownloadStream = Pieces;
 
     async fn download(&self, request: Request<v1::DownloadRequest>) -> Result<Response<Pieces>, Status> {
@@ -203,11 +211,16 @@ async fn work_until(fake: &std::sync::Arc<Fake>, label: &str, done: impl Fn(&Fak
 async fn a_forgotten_worker_registers_again_and_a_tampered_engine_is_never_run() {
     let fake = std::sync::Arc::new(Fake::new(true, 0));
     // Forgotten at its first lease, it registers again, gets the lease, refuses the
-    // engine, abandons the lease without a report and asks for work again.
+    // engine, reports a download failure of the new engine and asks for work again.
     work_until(&fake, "tampered", |f| f.leases.load(Ordering::SeqCst) >= 3).await;
     assert_eq!(fake.registrations.load(Ordering::SeqCst), 2, "registered again when forgotten");
     assert_eq!(fake.downloads.load(Ordering::SeqCst), 1);
     assert_eq!(fake.report_calls.load(Ordering::SeqCst), 0, "nothing played on a tampered engine");
+    let failures = fake.failures.lock().unwrap();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    let failure = &failures[0];
+    assert_eq!((failure.lease_id, failure.kind.as_str(), failure.engine.as_str()), (1, "download", "new"));
+    assert!(failure.detail.contains(&format!("not {}", fake.sha256)), "{}", failure.detail);
 }
 
 /// The review's flooding bench (2026-11-28, F4): a test whose engine's `bench` prints
@@ -225,6 +238,10 @@ async fn a_bench_that_floods_fails_its_lease_and_the_worker_goes_on() {
     work_until(&fake, "flooding-bench", |fake| fake.leases.load(Ordering::SeqCst) >= 5).await;
     assert!(fake.downloads.load(Ordering::SeqCst) >= 1, "the engine was fetched to be benched");
     assert!(fake.taken.lock().unwrap().is_empty(), "nothing played is reported");
+    // Reported as the test's bench failure, saying what the bench did.
+    let failures = fake.failures.lock().unwrap();
+    assert_eq!(failures.iter().map(|f| (f.kind.as_str(), f.engine.as_str())).collect::<Vec<_>>(), [("bench", "new")]);
+    assert!(failures[0].detail.contains("bench printed more than"), "{}", failures[0].detail);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -79,6 +79,13 @@ impl v1::worker_server::Worker for WorkerApi {
         self.counting_refusals(worker, lease_id, reply)
     }
 
+    async fn report_failure(&self, request: Request<v1::FailureReport>) -> Result<Response<v1::FailureReply>, Status> {
+        let worker = worker_of(&request)?;
+        let report = request.into_inner();
+        let job_stopped = self.0.scheduler.report_failure(worker, report.lease_id, &report).await?;
+        Ok(Response::new(v1::FailureReply { job_stopped }))
+    }
+
     type DownloadStream = Stream_<v1::ArtifactPiece>;
 
     async fn download(&self, request: Request<v1::DownloadRequest>) -> Result<Response<Self::DownloadStream>, Status> {

@@ -151,6 +151,12 @@ struct ServeArgs {
     /// and a difference in the reference's verdicts decided by a third (0: none).
     #[arg(long, default_value_t = xq_coordinator::jobs::verification::RECHECK_ONE_IN)]
     recheck_one_in: u32,
+    /// A job stops as failed when this many workers report the same failure of it (an
+    /// engine that does not start, a bench signature other than the test's, ...): the
+    /// same kind, of the same engine (0: never; each worker that reports one gets no
+    /// more of the job either way).
+    #[arg(long, default_value_t = 3)]
+    failures_to_stop: usize,
 }
 
 /// Request handling allocates many small short-lived buffers (frames, messages, rows)
@@ -202,6 +208,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         followers: FollowerCaps { total: args.max_followers, per_address: args.max_followers_per_address },
         spot_check_plies_per_second: args.spot_check_plies,
         recheck_one_in: args.recheck_one_in,
+        failures_to_stop: args.failures_to_stop,
         ..SchedulerConfig::default()
     };
     check_transport(args.listen, args.tls_cert.is_some(), args.allow_plaintext)?;

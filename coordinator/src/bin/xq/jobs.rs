@@ -43,7 +43,41 @@ pub async fn show(client: &mut Client, job: u64) -> anyhow::Result<()> {
     if let Some(line) = over_the_board_line(&job) {
         out!("  {line}");
     }
+    for line in failure_lines(&job) {
+        out!("{line}");
+    }
     Ok(())
+}
+
+/// The failures workers reported on a job, grouped by kind and engine, each with its
+/// worker and what it saw (the detail's lines indented under it).
+fn failure_lines(job: &v1::Job) -> Vec<String> {
+    let mut failures: Vec<&v1::ReportedFailure> = job.failures.iter().collect();
+    failures.sort_by(|a, b| (&a.kind, &a.engine, a.time_ms).cmp(&(&b.kind, &b.engine, b.time_ms)));
+    let mut lines = Vec::new();
+    if !failures.is_empty() {
+        lines.push(format!(
+            "  failures reported by {} workers (none of the job's work goes to them again):",
+            failures.len()
+        ));
+    }
+    let mut group = None;
+    for failure in failures {
+        if group != Some((&failure.kind, &failure.engine)) {
+            group = Some((&failure.kind, &failure.engine));
+            let of = if failure.engine.is_empty() { String::new() } else { format!(" of engine {}", failure.engine) };
+            lines.push(format!("    {}{of}:", failure.kind));
+        }
+        let mut detail = failure.detail.lines();
+        lines.push(format!(
+            "      worker {} ({}): {}",
+            failure.worker_id,
+            failure.worker_name,
+            detail.next().unwrap_or("")
+        ));
+        lines.extend(detail.map(|line| format!("        {line}")));
+    }
+    lines
 }
 
 /// `xq stop`.

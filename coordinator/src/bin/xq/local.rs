@@ -189,7 +189,8 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
         new_net: None,
         base_net: None,
         net_option: xq_proto::DEFAULT_NET_OPTION.to_owned(),
-        bench: false,
+        // Both engines were built on this machine for its own workers.
+        no_bench: true,
         play: PlayArgs {
             tc: args.tc.clone(),
             book,

@@ -47,11 +47,13 @@ pub struct EngineArgs {
     /// The option both engines take their net's path by.
     #[arg(long, default_value = xq_proto::DEFAULT_NET_OPTION)]
     pub net_option: String,
-    /// Check both engines' bench signatures on every worker (they must print
-    /// "Nodes searched: N" for `<engine> bench`, or for `bench` on their input after
-    /// their options and net are set).
+    /// Skip the bench check. By default both engines' bench signatures are taken here
+    /// and checked on every worker before it plays (they must print "Nodes searched:
+    /// N" for `<engine> bench`, or for `bench` on their input after their options and
+    /// net are set), so that a build a worker runs differently fails the test with
+    /// both signatures instead of playing other games than the author's.
     #[arg(long)]
-    pub bench: bool,
+    pub no_bench: bool,
     #[command(flatten)]
     pub play: PlayArgs,
 }
@@ -125,7 +127,7 @@ pub async fn submit(
         if net.is_some() {
             spec.net_option = args.net_option.clone();
         }
-        if args.bench {
+        if !args.no_bench {
             spec.bench_signature = bench_signature(path, &spec, net)?;
         }
         anyhow::Ok(spec)

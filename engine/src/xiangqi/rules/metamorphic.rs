@@ -289,7 +289,7 @@ fn repetition_properties(start: &Position, moves: &[Move], verdict: &Verdict) ->
 /// side to move, oldest first.
 fn occurrences_before(positions: &[Position], ply: usize) -> Vec<usize> {
     let repeated = positions[ply].hash();
-    (0..=ply).filter(|&i| (ply - i) % 2 == 0 && positions[i].hash() == repeated).collect()
+    (0..=ply).filter(|&i| (ply - i).is_multiple_of(2) && positions[i].hash() == repeated).collect()
 }
 
 /// The ply the window judged at the end of `moves` starts at: the earliest of the last
