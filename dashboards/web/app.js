@@ -212,6 +212,7 @@
     { name: "kind", label: "Kind", options: ["all", "sprt", "games", "selfplay", "spsa", "verify"] },
     { name: "q", label: "Search", placeholder: "description or engines" },
     { name: "engine", label: "Engine", placeholder: "name" },
+    { name: "submitter", label: "Submitter", placeholder: "token id" },
     { name: "tc", label: "Time control", placeholder: "10+0.1" },
     { name: "bounds", label: "Bounds", placeholder: "0,2" },
   ];
@@ -240,7 +241,8 @@
     const cells = [
       el("a", { href: `/tests/${job.job_id}` }, String(job.job_id)),
       el("span", {}, el("a", { href: `/tests/${job.job_id}` }, job.description || "(no description)"),
-        el("small", {}, job.summary)),
+        el("small", {}, job.summary),
+        job.source && job.source.info ? el("small", { class: "info" }, job.source.info.split("\n")[0]) : null),
       el("span", { class: `state state-${job.state}` }, stateText(job)),
       llrCell(job),
       isMatchKind(job) ? eloText(job.elo) : "–",
@@ -432,6 +434,25 @@
     });
   }
 
+  // What a test tests: its repository, each side's branch and commit, the forge's
+  // compare page and the author's words. The repository is an http(s) address (the
+  // coordinator refuses any other), and every text goes in as text.
+  function sourceSection(job) {
+    const s = job.source;
+    const entries = [];
+    if (s.repository) entries.push(["Repository", el("a", { href: s.repository, rel: "noopener" }, s.repository)]);
+    const sides = [[job.new_engine, s.new_branch, s.new_commit], [job.base_engine, s.base_branch, s.base_commit]];
+    for (const [name, branch, commit] of sides) {
+      const at = [branch, commit].filter(Boolean).join(" at ");
+      if (at) entries.push([name, at]);
+    }
+    if (job.compare_url) entries.push(["Changes", el("a", { href: job.compare_url, id: "compare", rel: "noopener" }, "compare")]);
+    return el("section", { "aria-labelledby": "source-title", id: "source" },
+      el("h2", { id: "source-title" }, "What it tests"),
+      s.info ? el("p", { id: "info", class: "info-text" }, s.info) : null,
+      definitionList(entries));
+  }
+
   async function testPage(id) {
     document.title = `Test ${id} · xq cluster`;
     let job;
@@ -512,6 +533,7 @@
         el("thead", {}, el("tr", {}, ["Kind", "Engine", "Worker", "When", "What it saw"].map((c) => el("th", { scope: "col" }, c)))),
         failuresBody));
     sections.splice(4, 0, failuresSection);
+    if (job.source) sections.splice(3, 0, sourceSection(job));
     main.replaceChildren(...sections);
 
     const drawHistory = isMatch ? historyCharts(llrHolder, eloHolder, Boolean(job.sprt)) : null;

@@ -503,6 +503,7 @@ fn test_request(
         description: format!("lineage {} generation {generation}: net test against {base_name}", settings.lineage),
         throughput: 0,
         adjudication: None,
+        source: None,
     }
 }
 

@@ -2,6 +2,7 @@
 
 use crate::jobs::JobSpec;
 use crate::jobs::selfplay::self_play_variant;
+use crate::jobs::test::source::compare_url;
 use crate::storage::rows::JobRow;
 use std::collections::HashMap;
 use xq_engine::variant::Variant;
@@ -145,6 +146,8 @@ pub fn job_view(
         over_the_board,
         // The failures workers reported: the scheduler's, which sets them.
         failures: Vec::new(),
+        source: request.and_then(|r| r.source.clone()),
+        compare_url: request.and_then(|r| r.source.as_ref()).and_then(compare_url).unwrap_or_default(),
     }
 }
 

@@ -173,6 +173,7 @@ impl Scheduler {
                 (!request.active_only || is_live(&j.row.state))
                     && (request.state.is_empty() || j.row.state == request.state)
                     && (request.kind.is_empty() || j.row.kind == request.kind)
+                    && (request.submitter.is_empty() || j.row.submitter == request.submitter)
                     && j.listing.matches(request, &search)
             };
             state.jobs.values().rev().filter(wanted).take(limit).map(JobState::parts).collect()

@@ -494,3 +494,59 @@ async fn a_test_page_counts_the_wins_by_a_repetition_ruling_apart() {
     screenshot(browser, "test-ruled").await;
     session.browser.clone().close().await.unwrap();
 }
+
+/// A test that says what it tests (issue #55, part 4) and a failure a worker reported
+/// on it (part 3), on its page: the engines' names, the author's text as text (markup
+/// in it shown, not run), the forge's compare link, and the report with its worker;
+/// the list filters by engine name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_test_page_says_what_it_tests_and_what_its_workers_could_not_do() {
+    let served = serve(Backend::Sqlite, SchedulerConfig::default()).await;
+    let base = format!("http://{}", served.address);
+    let mut admin = client(served.address, &served.client_token).await;
+    let mut request = test_request(&mut admin, 8, None).await;
+    request.new_engine.as_mut().unwrap().name = "mine".to_owned();
+    request.base_engine.as_mut().unwrap().name = "master".to_owned();
+    let info = "King safety retuned.\n<b>not bold</b>";
+    request.source = Some(v1::TestSource {
+        repository: "https://github.com/owner/engine".to_owned(),
+        new_branch: "kings".to_owned(),
+        new_commit: "9f1c2ab".to_owned(),
+        base_branch: "master".to_owned(),
+        info: info.to_owned(),
+        ..Default::default()
+    });
+    let job = admin.create_test(request).await.unwrap().into_inner().job_id;
+    let mut worker = registered_worker(&served, "w1", &[]).await;
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    let detail = "bench signature 1 on this worker, the test expects 2\n<script>document.title='owned'</script>";
+    let report = v1::FailureReport {
+        lease_id: lease.lease_id,
+        kind: "bench".to_owned(),
+        engine: "mine".to_owned(),
+        detail: detail.to_owned(),
+    };
+    assert!(!worker.report_failure(report).await.unwrap().into_inner().job_stopped, "one worker stops nothing");
+
+    let session = session(1280, 900).await;
+    let browser = &session.browser;
+    browser.goto(&format!("{base}/tests/{job}")).await.unwrap();
+    assert_eq!(wait_for_text(browser, "#info", |t| !t.is_empty()).await, info);
+    let source = text(browser, "#source").await;
+    assert!(source.contains("mine\nkings at 9f1c2ab") && source.contains("master\nmaster"), "{source}");
+    let compare = browser.find(Locator::Css("#compare")).await.unwrap().attr("href").await.unwrap();
+    assert_eq!(compare.as_deref(), Some("https://github.com/owner/engine/compare/master...9f1c2ab"));
+    let failures = wait_for_text(browser, "#failures-table tbody", |t| !t.is_empty()).await;
+    for shown in ["bench", "mine", "w1 (#", "the test expects 2", "<script>document.title='owned'</script>"] {
+        assert!(failures.contains(shown), "{shown} in {failures}");
+    }
+    assert_ne!(browser.title().await.unwrap(), "owned", "a report's text is shown, never run");
+    screenshot(browser, "test-source-failures").await;
+    // The list filters by engine name.
+    for (engine, listed) in [("mine", true), ("someone-else", false)] {
+        browser.goto(&format!("{base}/?engine={engine}")).await.unwrap();
+        let count = wait_for_text(browser, ".count", |t| !t.is_empty()).await;
+        assert_eq!(count, if listed { "1 job" } else { "0 jobs" }, "{engine}");
+    }
+    session.browser.clone().close().await.unwrap();
+}

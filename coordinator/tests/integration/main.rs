@@ -39,3 +39,4 @@ mod tls;
 mod tournaments;
 mod training_loop;
 mod verification;
+mod what_it_tests;

@@ -100,6 +100,8 @@ pub struct JobsQuery {
     q: Option<String>,
     tc: Option<String>,
     engine: Option<String>,
+    /// A submitter's token id.
+    submitter: Option<String>,
     /// "elo0,elo1".
     bounds: Option<String>,
     limit: Option<String>,
@@ -143,6 +145,7 @@ impl JobsQuery {
             search: self.q.unwrap_or_default().trim().to_owned(),
             time_control: self.tc.unwrap_or_default().trim().to_owned(),
             engine: self.engine.unwrap_or_default().trim().to_owned(),
+            submitter: self.submitter.unwrap_or_default().trim().to_owned(),
             elo0,
             elo1,
         })

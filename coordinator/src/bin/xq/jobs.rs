@@ -10,13 +10,22 @@ use tokio::io::AsyncWriteExt;
 use xq_proto::client::Client;
 use xq_proto::v1;
 
-/// `xq list`: the running jobs, or with `--all` every job, a line each.
-pub async fn list(client: &mut Client, all: bool) -> anyhow::Result<()> {
-    let jobs = client
-        .list_jobs(v1::ListJobsRequest { active_only: !all, limit: 100, ..Default::default() })
-        .await?
-        .into_inner()
-        .jobs;
+/// `xq list`: the running jobs, or with `--all` every job, a line each; only those
+/// with an engine of that name, or of that submitter, when asked.
+pub async fn list(
+    client: &mut Client,
+    all: bool,
+    engine: Option<String>,
+    submitter: Option<String>,
+) -> anyhow::Result<()> {
+    let request = v1::ListJobsRequest {
+        active_only: !all,
+        limit: 100,
+        engine: engine.unwrap_or_default(),
+        submitter: submitter.unwrap_or_default(),
+        ..Default::default()
+    };
+    let jobs = client.list_jobs(request).await?.into_inner().jobs;
     for job in jobs {
         out!("{}", job_line(&job));
     }
@@ -30,6 +39,11 @@ pub async fn show(client: &mut Client, job: u64) -> anyhow::Result<()> {
     if let Some(spsa) = &job.spsa {
         let theta: Vec<String> = spsa.parameters.iter().map(|p| format!("{}={:.2}", p.name, p.value)).collect();
         out!("  theta after {} pairs: {}", spsa.iterations, theta.join(", "));
+    }
+    if let Some(source) = &job.source {
+        for line in source_lines(source, &job.compare_url, [&job.new_engine, &job.base_engine]) {
+            out!("{line}");
+        }
     }
     if job.data_removed_ms > 0 {
         let what = if job.kind == "selfplay" { "training data" } else { "games" };
@@ -47,6 +61,28 @@ pub async fn show(client: &mut Client, job: u64) -> anyhow::Result<()> {
         out!("{line}");
     }
     Ok(())
+}
+
+/// What a test tests: its repository and each side's branch and commit, the compare
+/// link, and the info text, indented.
+fn source_lines(source: &v1::TestSource, compare_url: &str, names: [&str; 2]) -> Vec<String> {
+    let mut lines = Vec::new();
+    if !source.repository.is_empty() {
+        lines.push(format!("  repository: {}", source.repository));
+    }
+    for (name, branch, commit) in
+        [(names[0], &source.new_branch, &source.new_commit), (names[1], &source.base_branch, &source.base_commit)]
+    {
+        let at: Vec<&str> = [branch.as_str(), commit.as_str()].into_iter().filter(|t| !t.is_empty()).collect();
+        if !at.is_empty() {
+            lines.push(format!("  {name}: {}", at.join(" at ")));
+        }
+    }
+    if !compare_url.is_empty() {
+        lines.push(format!("  compare: {compare_url}"));
+    }
+    lines.extend(source.info.lines().map(|line| format!("  | {line}")));
+    lines
 }
 
 /// The failures workers reported on a job, grouped by kind and engine, each with its
@@ -167,6 +203,9 @@ pub fn job_line(job: &v1::Job) -> String {
     }
     if let Some(sprt) = &job.sprt {
         text.push_str(&format!(", LLR {:.2} ({:.2}, {:.2})", sprt.llr, sprt.lower, sprt.upper));
+    }
+    if let Some(info) = job.source.as_ref().and_then(|s| s.info.lines().next()).filter(|line| !line.is_empty()) {
+        text.push_str(&format!(" — {info}"));
     }
     text
 }

@@ -16,7 +16,7 @@ use xq_proto::v1;
 use crate::connection::{Connection, connect};
 use crate::jobs::watch;
 use crate::play::PlayArgs;
-use crate::test_jobs::{EngineArgs, SprtArgs, submit};
+use crate::test_jobs::{EngineArgs, SourceArgs, SprtArgs, submit};
 
 #[derive(Args)]
 pub struct LocalArgs {
@@ -191,6 +191,7 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
         net_option: xq_proto::DEFAULT_NET_OPTION.to_owned(),
         // Both engines were built on this machine for its own workers.
         no_bench: true,
+        source: SourceArgs { new_name: "new".to_owned(), base_name: "base".to_owned(), ..SourceArgs::default() },
         play: PlayArgs {
             tc: args.tc.clone(),
             book,

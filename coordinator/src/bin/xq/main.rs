@@ -108,6 +108,12 @@ enum Command {
         /// Finished and stopped jobs too.
         #[arg(long)]
         all: bool,
+        /// Only tests with an engine of this name, on either side.
+        #[arg(long)]
+        engine: Option<String>,
+        /// Only jobs of this submitter (the token id lists give).
+        #[arg(long)]
+        submitter: Option<String>,
     },
     /// Shows one job.
     Show { job: u64 },
@@ -224,7 +230,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Selfplay(args) => selfplay::submit(client, args).await,
         Command::Verify(args) => verify::submit(client, args).await,
         Command::Verification { job, jsonl, pgn } => verify::report(client, job, jsonl, pgn).await,
-        Command::List { all } => jobs::list(client, all).await,
+        Command::List { all, engine, submitter } => jobs::list(client, all, engine, submitter).await,
         Command::Show { job } => jobs::show(client, job).await,
         Command::Watch { job } => jobs::watch(client, job).await,
         Command::Stop { job } => jobs::stop(client, job).await,

@@ -55,7 +55,55 @@ pub struct EngineArgs {
     #[arg(long)]
     pub no_bench: bool,
     #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
     pub play: PlayArgs,
+}
+
+/// What a test tests: its engines' names, where they were built from, and why; shown in
+/// lists, on the test's page (with a compare link for a known forge) and in the API.
+#[derive(Args, Clone, Default)]
+pub struct SourceArgs {
+    /// The new engine's name in the test, its games and lists.
+    #[arg(long, default_value = "new")]
+    pub new_name: String,
+    /// The base engine's name.
+    #[arg(long, default_value = "base")]
+    pub base_name: String,
+    /// The repository both engines were built from (its web address).
+    #[arg(long)]
+    pub repo: Option<String>,
+    /// The new engine's branch.
+    #[arg(long)]
+    pub new_branch: Option<String>,
+    /// The new engine's commit.
+    #[arg(long)]
+    pub new_commit: Option<String>,
+    /// The base engine's branch.
+    #[arg(long)]
+    pub base_branch: Option<String>,
+    /// The base engine's commit.
+    #[arg(long)]
+    pub base_commit: Option<String>,
+    /// What the test tests, in words (line breaks allowed).
+    #[arg(long)]
+    pub info: Option<String>,
+}
+
+impl SourceArgs {
+    /// The request's source, when any of it was given.
+    fn source(&self) -> Option<v1::TestSource> {
+        let text = |value: &Option<String>| value.clone().unwrap_or_default();
+        let source = v1::TestSource {
+            repository: text(&self.repo),
+            new_branch: text(&self.new_branch),
+            new_commit: text(&self.new_commit),
+            base_branch: text(&self.base_branch),
+            base_commit: text(&self.base_commit),
+            info: text(&self.info),
+        };
+        (source != v1::TestSource::default()).then_some(source)
+    }
 }
 
 #[derive(Args, Clone)]
@@ -112,17 +160,18 @@ pub async fn submit(
     sprt: Option<&SprtArgs>,
     pairs: u64,
 ) -> anyhow::Result<v1::Job> {
-    let engine = |path: &Path, name: &str, opts: &[String], settings: &[String], net: Option<&Path>| {
+    let engine = |path: &Path, side: &str, opts: &[String], settings: &[String], net: Option<&Path>| {
+        let name = if side == "new" { &args.source.new_name } else { &args.source.base_name };
         let mut spec = v1::EngineSpec {
-            name: name.to_owned(),
+            name: name.clone(),
             protocol: args.protocol.clone(),
             options: options(opts)?,
             ..Default::default()
         };
         for setting in settings {
             let (key, value) =
-                setting.split_once('=').with_context(|| format!("--{name}-setting '{setting}' is not KEY=VALUE"))?;
-            talk_setting(&mut spec, key, value).with_context(|| format!("--{name}-setting '{setting}'"))?;
+                setting.split_once('=').with_context(|| format!("--{side}-setting '{setting}' is not KEY=VALUE"))?;
+            talk_setting(&mut spec, key, value).with_context(|| format!("--{side}-setting '{setting}'"))?;
         }
         if net.is_some() {
             spec.net_option = args.net_option.clone();
@@ -154,6 +203,7 @@ pub async fn submit(
     });
     request.pairs = sprt.map_or(pairs, |s| s.max_pairs);
     request.description = format!("{} vs {}", args.new.display(), args.base.display());
+    request.source = args.source.source();
     let id = client::new_request_id();
     Ok(client::create_named(
         client,

@@ -6,6 +6,7 @@
 pub mod course;
 pub mod endings;
 pub mod replay;
+pub mod source;
 
 use crate::jobs::checks::{MAX_CPU_FLAG_CHARS, MAX_UNITS, SpecError, bad, check_artifact, check_name};
 use crate::jobs::spsa::setup::SpsaSetup;
@@ -151,6 +152,9 @@ pub fn check_test(request: &v1::CreateTestRequest) -> Result<MatchJob, SpecError
         check_artifact("book", book)?;
     }
     check_name("description", &request.description, 200)?;
+    if let Some(source) = &request.source {
+        source::check_source(source)?;
+    }
     for flag in &request.required_cpu_flags {
         check_name("required_cpu_flags", flag, MAX_CPU_FLAG_CHARS)?;
     }
