@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::sandbox::{Sandbox, command_for};
+use xq_engine::variant::Variant;
 use xq_engine::xiangqi::fen::FenFlavour;
 use xq_engine::xiangqi::notation::Dialect;
 
@@ -48,6 +49,19 @@ pub struct EngineConfig {
     /// The sandbox it runs in (the working directory is then the sandbox's own);
     /// none: as the worker's user, with its environment.
     pub sandbox: Option<Sandbox>,
+}
+
+impl EngineConfig {
+    /// Tells the engine the game it plays, unless its options already say it: a game
+    /// other than Xiangqi is set by `UCI_Variant` first (the handshake sets Xiangqi for
+    /// an engine that declares the option, and a start position is sent as
+    /// `startpos`, which means Xiangqi's to an engine not told otherwise).
+    pub fn announce_variant(&mut self, variant: Variant) {
+        if variant != Variant::Xiangqi && !self.options.iter().any(|(name, _)| name.eq_ignore_ascii_case("UCI_Variant"))
+        {
+            self.options.insert(0, ("UCI_Variant".to_owned(), variant.name().to_owned()));
+        }
+    }
 }
 
 /// How an engine failed.

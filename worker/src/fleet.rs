@@ -586,10 +586,14 @@ async fn play_pairs(
     let engine = |spec: &Option<v1::EngineSpec>, which: &str| {
         spec.clone().ok_or_else(|| FleetError::Lease(format!("no {which} engine")))
     };
-    let (new, new_signature) = engine_config(client, settings, &engine(&spec.new_engine, "new")?).await?;
-    let (base, base_signature) = engine_config(client, settings, &engine(&spec.base_engine, "base")?).await?;
+    let (mut new, new_signature) = engine_config(client, settings, &engine(&spec.new_engine, "new")?).await?;
+    let (mut base, base_signature) = engine_config(client, settings, &engine(&spec.base_engine, "base")?).await?;
     let variant: Variant =
         if spec.variant.is_empty() { Variant::Xiangqi } else { spec.variant.parse().map_err(lease_error)? };
+    // Told the game as the command line's matches tell it (a Xiongqi test's engines
+    // were given Xiangqi's start position and lost every such game by an illegal move).
+    new.announce_variant(variant);
+    base.announce_variant(variant);
     let starts: Vec<Start> = match (&spec.book, variant) {
         (Some(book), _) => {
             let path = fetch(client, &settings.cache, book, false).await.map_err(failed(FailureKind::Download, ""))?;

@@ -283,6 +283,76 @@ impl Scheduler {
         Ok(view)
     }
 
+    /// Replaces a match job's spec (its request changed after creation: `xq modify`)
+    /// and its number of units, which may not fall below the units already handed out.
+    pub async fn respecify(&self, id: u64, spec: JobSpec, units_total: u64) -> Result<v1::Job, ScheduleError> {
+        let (change, view) = {
+            let mut state = self.lock();
+            let job = state.jobs.get_mut(&id).ok_or_else(|| ScheduleError::NotFound(format!("job {id}")))?;
+            if (units_total as i64) < job.row.next_unit {
+                return Err(ScheduleError::Invalid(format!(
+                    "job {id} has handed out {} pairs already: at least that many",
+                    job.row.next_unit
+                )));
+            }
+            job.row.units_total = units_total as i64;
+            job.spec = Arc::new(spec);
+            job.notify();
+            let change = Change::JobSpec { id: id as i64, spec: job.spec.encode(), units_total: job.row.units_total };
+            (change, job.view())
+        };
+        self.writer.write(change).await?;
+        Ok(view)
+    }
+
+    /// Runs a stopped job again from where it stopped: its counted units kept, the
+    /// units handed out and not counted played again first, the failures reported on
+    /// it forgotten (their workers may play it again). A finished job runs again only
+    /// when it has units left (a fixed-length test whose pairs were raised).
+    pub async fn resume(&self, id: u64) -> Result<v1::Job, ScheduleError> {
+        let (changes, view) = {
+            let mut state = self.lock();
+            let job = state.jobs.get_mut(&id).ok_or_else(|| ScheduleError::NotFound(format!("job {id}")))?;
+            let left = job.row.units_done < job.row.units_total;
+            match job.row.state.as_str() {
+                "stopped" => {}
+                "finished" if left && job.row.outcome.is_empty() => {}
+                "finished" => {
+                    return Err(ScheduleError::Invalid(format!(
+                        "job {id} finished{}: raise its pairs first (xq modify), or clone it",
+                        if job.row.outcome.is_empty() { String::new() } else { format!(" ({})", job.row.outcome) }
+                    )));
+                }
+                other => return Err(ScheduleError::Invalid(format!("job {id} is {other}, not stopped"))),
+            }
+            if matches!(&*job.spec, JobSpec::Unreadable(_)) {
+                return Err(ScheduleError::Invalid(format!("job {id} cannot be read back by this version")));
+            }
+            job.row.state = "running".to_owned();
+            job.row.outcome = String::new();
+            let handed_out = 0..job.row.next_unit.max(0) as u64;
+            job.requeue = handed_out.filter(|unit| !job.done.contains(unit)).collect();
+            job.reported.clear();
+            job.notify();
+            let changes = [
+                Change::JobState {
+                    id: id as i64,
+                    state: job.row.state.clone(),
+                    outcome: String::new(),
+                    priority: job.row.priority,
+                },
+                Change::FailuresCleared { job_id: id as i64 },
+            ];
+            let view = job.view();
+            state.live.insert(id);
+            (changes, view)
+        };
+        for change in changes {
+            self.writer.write(change).await?;
+        }
+        Ok(view)
+    }
+
     /// Lets a job that waits for approval run.
     pub async fn approve(&self, id: u64) -> Result<v1::Job, ScheduleError> {
         let (change, view) = {

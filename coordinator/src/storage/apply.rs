@@ -174,6 +174,17 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
             .execute(&mut *conn)
             .await?;
         }
+        Change::JobSpec { id, spec, units_total } => {
+            sqlx::query("UPDATE jobs SET spec = $1, units_total = $2 WHERE id = $3")
+                .bind(spec)
+                .bind(units_total)
+                .bind(id)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Change::FailuresCleared { job_id } => {
+            sqlx::query("DELETE FROM failures WHERE job_id = $1").bind(job_id).execute(&mut *conn).await?;
+        }
         Change::Failure { job_id, failure } => {
             sqlx::query(
                 "INSERT INTO failures (job_id, worker_id, kind, engine, detail, time_ms) \

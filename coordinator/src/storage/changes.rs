@@ -66,6 +66,18 @@ pub enum Change {
         job_id: i64,
         suspicion: Suspicion,
     },
+    /// A job's request changed after its creation (`xq modify`): its stored spec and
+    /// its number of units.
+    JobSpec {
+        id: i64,
+        spec: String,
+        units_total: i64,
+    },
+    /// The failures reported on a job forgotten: it runs again (`xq resume`), and the
+    /// workers that reported them may play it.
+    FailuresCleared {
+        job_id: i64,
+    },
     /// A failure a worker reported on job `job_id` (see [`ReportedFailure`]).
     Failure {
         job_id: i64,

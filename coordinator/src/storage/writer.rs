@@ -308,9 +308,11 @@ async fn commit(storage: Storage, mut to_commit: mpsc::Receiver<Batch>, metrics:
 /// outage stayed in memory only, its forged results counted, and was gone after a
 /// restart), a job's state (an admin's stop, answered "stopped" on a retry without a
 /// write, ran again after a restart), a verification job's suspicions and re-checks,
-/// and a worker's reported failure (the lease it ended is not reported again). Kept, the caller waits for the database, then finishes what it does
-/// after the write; requests run to their end even when their client leaves
-/// (`detached`).
+/// a worker's reported failure (the lease it ended is not reported again), and a
+/// job's request changed or its failures forgotten (a modify or a resume answered
+/// before its write ran again after a restart). Kept, the caller waits for the
+/// database, then finishes what it does after the write; requests run to their end
+/// even when their client leaves (`detached`).
 fn kept_through_outages(change: &Change) -> bool {
     matches!(
         change,
@@ -320,6 +322,8 @@ fn kept_through_outages(change: &Change) -> bool {
             | Change::Suspicion { .. }
             | Change::SuspicionsSettled { .. }
             | Change::Failure { .. }
+            | Change::FailuresCleared { .. }
+            | Change::JobSpec { .. }
             | Change::Recheck { .. }
             | Change::RecheckSettled { .. }
     )

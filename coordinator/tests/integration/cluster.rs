@@ -143,14 +143,16 @@ pub async fn wait_for(
     done: impl Fn(&v1::Job) -> bool,
 ) -> v1::Job {
     let start = Instant::now();
+    let mut last = None;
     loop {
         if let Ok(reply) = admin.get_job(v1::JobId { job_id: job }).await {
             let state = reply.into_inner();
             if done(&state) {
                 return state;
             }
+            last = Some(state);
         }
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        assert!(start.elapsed() < limit, "timed out waiting for {what}; the job then: {last:?}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -536,6 +538,9 @@ async fn a_xiongqi_test_is_leased_played_from_its_book_and_replayed_by_xiongqi_r
     let state =
         wait_for(&mut admin, job.job_id, Duration::from_secs(300), "the Xiongqi test", |j| j.state != "running").await;
     assert_eq!((state.state.as_str(), state.units_done), ("finished", 3), "{state:?}");
+    // Played as Xiongqi by engines told so: none lost by a move of the other game (the
+    // fleet's workers once sent Xiongqi's start position without the variant).
+    assert!(!state.reasons.contains_key("rules infraction"), "{:?}", state.reasons);
     check_counts(&mut admin, &dir.0, &state).await;
     let text: String = collect(admin.download_games(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner())
         .await

@@ -112,6 +112,18 @@ fn methods(job: u64, lease: &v1::Lease) -> Vec<Method> {
             ],
         ),
         worker_method("/xq.v1.Worker/Download", vec![v1::DownloadRequest { sha256: "ab".repeat(32) }.encode_to_vec()]),
+        worker_method(
+            "/xq.v1.Worker/ReportFailure",
+            vec![
+                v1::FailureReport {
+                    lease_id: lease.lease_id,
+                    kind: "crash".to_owned(),
+                    engine: "new".to_owned(),
+                    detail: "died".to_owned(),
+                }
+                .encode_to_vec(),
+            ],
+        ),
         client_method(
             "/xq.v1.Client/UploadArtifact",
             vec![
@@ -135,6 +147,15 @@ fn methods(job: u64, lease: &v1::Lease) -> Vec<Method> {
         client_method(
             "/xq.v1.Client/SetPriority",
             vec![v1::SetPriorityRequest { job_id: job, priority: 3 }.encode_to_vec()],
+        ),
+        client_method(
+            "/xq.v1.Client/ModifyJob",
+            vec![v1::ModifyJobRequest { job_id: job, pairs: Some(8), ..Default::default() }.encode_to_vec()],
+        ),
+        client_method("/xq.v1.Client/ResumeJob", vec![id.clone()]),
+        client_method(
+            "/xq.v1.Client/CloneTest",
+            vec![v1::CloneTestRequest { job_id: job, pairs: Some(2), ..Default::default() }.encode_to_vec()],
         ),
         client_method("/xq.v1.Client/WatchJob", vec![id.clone()]),
         client_method("/xq.v1.Client/GetJobHistory", vec![id.clone()]),

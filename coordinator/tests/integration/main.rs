@@ -23,6 +23,7 @@ mod foreign_nets;
 mod given_up;
 mod grpc_fuzz;
 mod http_fuzz;
+mod job_changes;
 mod kill_drills;
 mod local;
 mod manuals;

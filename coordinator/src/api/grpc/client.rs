@@ -225,6 +225,22 @@ impl v1::client_server::Client for ClientApi {
         Ok(Response::new(self.0.set_priority(&caller, request.job_id, request.priority).await?))
     }
 
+    async fn modify_job(&self, request: Request<v1::ModifyJobRequest>) -> Result<Response<v1::Job>, Status> {
+        let caller = client_of(&request)?;
+        Ok(Response::new(self.0.modify_job(&caller, request.into_inner()).await?))
+    }
+
+    async fn resume_job(&self, request: Request<v1::JobId>) -> Result<Response<v1::Job>, Status> {
+        let caller = client_of(&request)?;
+        Ok(Response::new(self.0.resume_job(&caller, request.into_inner().job_id).await?))
+    }
+
+    async fn clone_test(&self, request: Request<v1::CloneTestRequest>) -> Result<Response<v1::Job>, Status> {
+        let caller = client_of(&request)?;
+        let key = request_key(&request)?;
+        Ok(Response::new(self.0.clone_test(&caller, key.as_ref(), request.into_inner()).await?))
+    }
+
     type WatchJobStream = Stream_<v1::Job>;
 
     async fn watch_job(&self, request: Request<v1::JobId>) -> Result<Response<Self::WatchJobStream>, Status> {

@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod client;
 pub mod downloads;
+pub mod job_changes;
 pub mod jobs;
 pub mod quotas;
 pub mod reports;

@@ -130,6 +130,30 @@ pub async fn set_priority(client: &mut Client, job: u64, priority: i32) -> anyho
     Ok(())
 }
 
+/// `xq modify`.
+pub async fn modify(client: &mut Client, request: v1::ModifyJobRequest) -> anyhow::Result<()> {
+    let job = client.modify_job(request).await?.into_inner();
+    out!("{}", job_line(&job));
+    Ok(())
+}
+
+/// `xq resume`.
+pub async fn resume(client: &mut Client, job: u64) -> anyhow::Result<()> {
+    let job = client.resume_job(v1::JobId { job_id: job }).await?.into_inner();
+    out!("{}", job_line(&job));
+    Ok(())
+}
+
+/// `xq clone`: named like every creation, so that a retry makes one test.
+pub async fn clone(client: &mut Client, request: v1::CloneTestRequest, follow: bool) -> anyhow::Result<()> {
+    let id = xq_proto::client::new_request_id();
+    let job = xq_proto::client::create_named(client, &request, &id, |mut client, request| async move {
+        client.clone_test(request).await
+    })
+    .await?;
+    after_submit(client, job, follow).await
+}
+
 /// `xq approve`: a submitter's job that waits for approval runs.
 pub async fn approve(client: &mut Client, job: u64) -> anyhow::Result<()> {
     let job = client.approve_job(v1::JobId { job_id: job }).await?.into_inner();

@@ -42,6 +42,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use xq_proto::client;
+use xq_proto::v1;
 
 use crate::connection::{Connection, connect};
 
@@ -123,6 +124,47 @@ enum Command {
     Stop { job: u64 },
     /// Changes a job's priority.
     Priority { job: u64, priority: i32 },
+    /// Changes a running or ended test: its share of the fleet, its pairs (an SPRT's
+    /// most) or its info text.
+    Modify {
+        job: u64,
+        /// Percent of an equal share of the fleet (100: the default; above it, admins).
+        #[arg(long)]
+        throughput: Option<u32>,
+        /// Pairs: a fixed-length test's number, an SPRT's most.
+        #[arg(long)]
+        pairs: Option<u64>,
+        /// What the test tests, in words.
+        #[arg(long)]
+        info: Option<String>,
+    },
+    /// Runs a stopped test again from where it stopped (its counted pairs kept).
+    Resume { job: u64 },
+    /// A new test of a stored test's engines, nets and book (nothing need be on this
+    /// disk), with what is given changed.
+    Clone {
+        job: u64,
+        /// Another time control.
+        #[arg(long)]
+        tc: Option<String>,
+        /// Other SPRT bounds (both).
+        #[arg(long, requires = "elo1")]
+        elo0: Option<f64>,
+        #[arg(long, requires = "elo0")]
+        elo1: Option<f64>,
+        /// Pairs: a fixed-length test's number, an SPRT's most.
+        #[arg(long)]
+        pairs: Option<u64>,
+        /// Its description (default: "clone of N: ..." the original's).
+        #[arg(long)]
+        description: Option<String>,
+        /// What it tests, in words.
+        #[arg(long)]
+        info: Option<String>,
+        /// Follow it until it ends.
+        #[arg(long)]
+        watch: bool,
+    },
     /// Lists workers.
     Workers,
     /// Creates a worker token (shown once).
@@ -235,6 +277,22 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Watch { job } => jobs::watch(client, job).await,
         Command::Stop { job } => jobs::stop(client, job).await,
         Command::Priority { job, priority } => jobs::set_priority(client, job, priority).await,
+        Command::Modify { job, throughput, pairs, info } => {
+            jobs::modify(client, v1::ModifyJobRequest { job_id: job, throughput, pairs, info }).await
+        }
+        Command::Resume { job } => jobs::resume(client, job).await,
+        Command::Clone { job, tc, elo0, elo1, pairs, description, info, watch } => {
+            let request = v1::CloneTestRequest {
+                job_id: job,
+                time_control: tc.unwrap_or_default(),
+                elo0,
+                elo1,
+                pairs,
+                description: description.unwrap_or_default(),
+                info,
+            };
+            jobs::clone(client, request, watch).await
+        }
         Command::Approve { job } => jobs::approve(client, job).await,
         Command::Pgn { job, tournament, out } => jobs::download_pgn(client, job, tournament, out).await,
         Command::Workers => workers::list(client).await,

@@ -107,11 +107,7 @@ impl PlayArgs {
 
     /// Tells an engine the game, unless its options already say it.
     pub fn announce_variant(&self, engine: &mut EngineConfig) {
-        if self.variant != Variant::Xiangqi
-            && !engine.options.iter().any(|(name, _)| name.eq_ignore_ascii_case("UCI_Variant"))
-        {
-            engine.options.insert(0, ("UCI_Variant".to_owned(), self.variant.name().to_owned()));
-        }
+        engine.announce_variant(self.variant);
     }
 }
 

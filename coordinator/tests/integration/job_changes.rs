@@ -1,0 +1,81 @@
+//! A test after its creation (issue #55, part 5), with real processes and the command
+//! line as its author uses it: `xq modify` changes its pairs and info while it waits,
+//! `xq stop` and `xq resume` run it on from where it stopped, a finished test resumes
+//! only with pairs left, and `xq clone` makes a new test of its stored engines at
+//! another time control, with nothing but the coordinator's copies.
+
+use crate::cluster::{start_coordinator, start_worker, token, wait_for, xq_at};
+use crate::common::{TempDir, binary, client};
+use std::time::Duration;
+use xq_proto::v1;
+
+fn job_of(line: &str) -> u64 {
+    line.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_test_is_modified_stopped_resumed_and_cloned_from_the_command_line() {
+    let dir = TempDir::new("job-changes");
+    let (_coordinator, address) = start_coordinator(&dir.0, 0, 10).await;
+    let mut admin = client(address, &token(&dir.0)).await;
+    let engine = binary("xq-engine");
+    let engine = engine.to_str().unwrap();
+    #[rustfmt::skip]
+    let job = job_of(&xq_at(address, &dir.0, &[
+        "games", "--games", "4", "--tc", "depth=2", "--max-plies", "60", "--no-bench",
+        "--new", engine, "--base", engine, "--new-name", "deeper", "--base-name", "shallower",
+        "--base-option", "Depth Limit=1",
+    ]));
+    let id = job.to_string();
+    let modified = xq_at(address, &dir.0, &["modify", &id, "--pairs", "3", "--info", "three pairs, not two"]);
+    assert!(modified.contains("0/3 units") && modified.contains("— three pairs, not two"), "{modified}");
+    let refused = xq_fails(address, &dir.0, &["modify", &id]);
+    assert!(refused.contains("nothing to change"), "{refused}");
+    let stopped = xq_at(address, &dir.0, &["stop", &id]);
+    assert!(stopped.contains("[stopped]"), "{stopped}");
+    let resumed = xq_at(address, &dir.0, &["resume", &id]);
+    assert!(resumed.contains("[running]"), "{resumed}");
+
+    let mut worker = start_worker(&mut admin, address, dir.0.join("w0"), "w0").await;
+    let limit = Duration::from_secs(300);
+    let done = wait_for(&mut admin, job, limit, "the test to finish", |j| j.state != "running").await;
+    assert_eq!((done.state.as_str(), done.units_done, done.units_total), ("finished", 3, 3), "{done:?}");
+    // Finished with every pair played: it resumes only with pairs left.
+    let refused = xq_fails(address, &dir.0, &["resume", &id]);
+    assert!(refused.contains("raise its pairs first"), "{refused}");
+    xq_at(address, &dir.0, &["modify", &id, "--pairs", "4"]);
+    xq_at(address, &dir.0, &["resume", &id]);
+    let done = wait_for(&mut admin, job, limit, "the fourth pair", |j| j.state != "running").await;
+    assert_eq!((done.state.as_str(), done.units_done), ("finished", 4), "{done:?}");
+
+    // A clone at another time control, of the stored engines and their options.
+    let clone = job_of(&xq_at(address, &dir.0, &["clone", &id, "--tc", "depth=1", "--pairs", "1"]));
+    assert_ne!(clone, job);
+    let cloned = wait_for(&mut admin, clone, limit, "the clone to finish", |j| j.state != "running").await;
+    assert_eq!((cloned.state.as_str(), cloned.units_done, cloned.time_control.as_str()), ("finished", 1, "depth=1"));
+    assert_eq!((cloned.new_engine.as_str(), cloned.base_engine.as_str()), ("deeper", "shallower"));
+    assert!(cloned.description.starts_with(&format!("clone of {job}: ")), "{}", cloned.description);
+    assert_eq!(cloned.source.as_ref().map(|s| s.info.as_str()), Some("three pairs, not two"));
+    let refused = xq_fails(address, &dir.0, &["clone", &id, "--elo0", "0", "--elo1", "5"]);
+    assert!(refused.contains("has no SPRT"), "{refused}");
+    // Each change is in the audit log.
+    let audit = admin.list_audit(v1::ListAuditRequest::default()).await.unwrap().into_inner();
+    let actions: Vec<&str> = audit.entries.iter().map(|e| e.action.as_str()).collect();
+    for action in ["job.modify", "job.resume", "job.clone"] {
+        assert!(actions.contains(&action), "{action} in {actions:?}");
+    }
+    worker.start_kill().unwrap();
+    worker.wait().await.unwrap();
+}
+
+/// Runs `xq` as [`xq_at`] does, expecting a failure; returns what it said.
+fn xq_fails(address: std::net::SocketAddr, data: &std::path::Path, args: &[&str]) -> String {
+    let output = std::process::Command::new(binary("xq"))
+        .args(["--coordinator", &format!("http://{address}"), "--token-file"])
+        .arg(data.join("client-token"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(!output.status.success(), "{args:?} succeeded");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
