@@ -21,6 +21,7 @@ pub mod jobs;
 pub mod kept;
 pub mod metrics;
 pub mod nets;
+pub mod notify;
 pub mod retention;
 pub mod scheduler;
 pub mod server;

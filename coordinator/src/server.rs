@@ -176,6 +176,7 @@ impl Coordinator {
                 }
             }
         });
+        let webhooks = tokio::spawn(crate::notify::deliver_endings(self.shared.scheduler.clone()));
         let config = &self.shared.scheduler.config;
         let retention = (config.keep_games.is_some()
             || config.keep_training_data.is_some()
@@ -215,6 +216,7 @@ impl Coordinator {
         let result = builder.add_routes(Routes::from(router)).serve_with_incoming_shutdown(incoming, shutdown).await;
         sweeper.abort();
         rounds.abort();
+        webhooks.abort();
         if let Some(retention) = retention {
             retention.abort();
         }

@@ -504,6 +504,7 @@ fn test_request(
         throughput: 0,
         adjudication: None,
         source: None,
+        notify_url: String::new(),
     }
 }
 

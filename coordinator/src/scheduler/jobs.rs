@@ -280,6 +280,8 @@ impl Scheduler {
             ended
         };
         self.writer.write(change).await?;
+        // None listening (no webhook deliverer) is no error.
+        let _ = self.endings.send(view.clone());
         Ok(view)
     }
 

@@ -439,10 +439,25 @@ pub struct Scheduler {
     /// Serialises creations that carry a request id, from the look for an earlier
     /// one to the new job's entry, so that two retries racing make one job.
     named_creations: tokio::sync::Mutex<()>,
+    /// Each job's view as it ends (stopped or finished): its webhook's news.
+    endings: tokio::sync::broadcast::Sender<v1::Job>,
 }
 
 impl Scheduler {
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The views of the jobs that end from now on.
+    pub fn endings(&self) -> tokio::sync::broadcast::Receiver<v1::Job> {
+        self.endings.subscribe()
+    }
+
+    /// The address a test's end is POSTed to, if its submitter gave one.
+    pub fn notify_url(&self, id: u64) -> Option<String> {
+        match &*self.spec(id)? {
+            JobSpec::Match(job) if !job.request.notify_url.is_empty() => Some(job.request.notify_url.clone()),
+            _ => None,
+        }
     }
 }

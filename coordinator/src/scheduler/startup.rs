@@ -56,6 +56,9 @@ fn decode_capabilities(text: &str) -> v1::Capabilities {
     hex::decode(text).ok().and_then(|b| v1::Capabilities::decode(b.as_slice()).ok()).unwrap_or_default()
 }
 
+/// Ended jobs held for a slow webhook deliverer before the oldest are missed.
+const ENDINGS_HELD: usize = 1024;
+
 impl Scheduler {
     /// Rebuilds the state from a snapshot. Leases active at the last stop get a fresh
     /// deadline: their workers may still be playing them.
@@ -220,6 +223,7 @@ impl Scheduler {
             revocations,
             metrics,
             named_creations: tokio::sync::Mutex::new(()),
+            endings: tokio::sync::broadcast::channel(ENDINGS_HELD).0,
         }
     }
 }

@@ -40,4 +40,5 @@ mod tls;
 mod tournaments;
 mod training_loop;
 mod verification;
+mod webhooks;
 mod what_it_tests;

@@ -41,7 +41,10 @@ for line in sys.stdin:
     elif command[0] == "banmoves":
         banned = command[1:]
     elif command[0] == "go" and mode in ("perpetual", "stubborn"):
-        wanted = moves[-2][2:] + moves[-2][:2] if len(moves) >= 2 else "f0e0"
+        # Its first move: Red's rook to the king's file, or Black's king a step down
+        # (from the checks position, where either is legal).
+        first = "f0e0" if len(moves) % 2 == 0 else "e9e8"
+        wanted = moves[-2][2:] + moves[-2][:2] if len(moves) >= 2 else first
         allowed = command[command.index("searchmoves") + 1:] if "searchmoves" in command else None
         if mode == "perpetual" and allowed is not None and wanted not in allowed:
             wanted = allowed[0]

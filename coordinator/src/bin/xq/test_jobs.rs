@@ -88,6 +88,10 @@ pub struct SourceArgs {
     /// What the test tests, in words (line breaks allowed).
     #[arg(long)]
     pub info: Option<String>,
+    /// When the test ends, its result is POSTed to this http or https address as JSON
+    /// ({"event": "test.ended", "job": ...}, the API's view of it).
+    #[arg(long)]
+    pub notify: Option<String>,
 }
 
 impl SourceArgs {
@@ -204,6 +208,7 @@ pub async fn submit(
     request.pairs = sprt.map_or(pairs, |s| s.max_pairs);
     request.description = format!("{} vs {}", args.new.display(), args.base.display());
     request.source = args.source.source();
+    request.notify_url = args.source.notify.clone().unwrap_or_default();
     let id = client::new_request_id();
     Ok(client::create_named(
         client,

@@ -81,6 +81,9 @@ impl MatchJob {
 /// before.
 const MAX_ADJUDICATION_COUNT: u32 = 1_000;
 
+/// The longest webhook address.
+const MAX_NOTIFY_URL_BYTES: usize = 2_000;
+
 /// The largest adjudication score, centipawns (a mate score's size).
 const MAX_ADJUDICATION_SCORE: i32 = 100_000;
 
@@ -154,6 +157,10 @@ pub fn check_test(request: &v1::CreateTestRequest) -> Result<MatchJob, SpecError
     check_name("description", &request.description, 200)?;
     if let Some(source) = &request.source {
         source::check_source(source)?;
+    }
+    check_name("notify_url", &request.notify_url, MAX_NOTIFY_URL_BYTES)?;
+    if !request.notify_url.is_empty() && !source::is_web_address(&request.notify_url) {
+        return Err(bad("notify_url", "an http or https address, such as https://ci.example.org/hooks/xq"));
     }
     for flag in &request.required_cpu_flags {
         check_name("required_cpu_flags", flag, MAX_CPU_FLAG_CHARS)?;

@@ -43,7 +43,8 @@ pub fn check_source(source: &v1::TestSource) -> Result<(), SpecError> {
     Ok(())
 }
 
-fn is_web_address(text: &str) -> bool {
+/// Whether `text` is an http or https address with a host.
+pub fn is_web_address(text: &str) -> bool {
     let rest = text.strip_prefix("https://").or_else(|| text.strip_prefix("http://"));
     rest.is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/') && !rest.contains(char::is_whitespace))
 }
