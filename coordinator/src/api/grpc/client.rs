@@ -5,14 +5,11 @@ use crate::access::tokens::{Role, TokenHash};
 use crate::api::grpc::auth::{admin_of, client_of, request_key};
 use crate::api::grpc::downloads::Stored;
 use crate::api::grpc::jobs::{may_claim_throughput, may_prioritise};
-use crate::api::grpc::uploads::{Checked, check_upload};
 use crate::api::grpc::{ClientApi, DEFAULT_PRIORITY, Stream_};
 use crate::jobs::JobSpec;
 use crate::jobs::selfplay::check_self_play;
 use crate::jobs::spsa::{check_spsa, check_spsa_bounds};
-use crate::jobs::test::{DEFAULT_SPRT_PAIRS, check_test};
 use crate::storage::artifacts::check_hash;
-use std::sync::Arc;
 use tokio_stream::{StreamExt, wrappers::ReceiverStream};
 use tonic::{Request, Response, Status, Streaming};
 use xq_proto::v1;
@@ -27,79 +24,18 @@ impl v1::client_server::Client for ClientApi {
         request: Request<Streaming<v1::ArtifactPiece>>,
     ) -> Result<Response<v1::ArtifactRef>, Status> {
         let caller = client_of(&request)?;
-        self.0.check_reserve()?;
-        crate::api::grpc::quotas::check_stored_bytes(&self.0, &caller).await?;
         let mut pieces = request.into_inner();
         let first =
             pieces.message().await?.ok_or_else(|| Status::invalid_argument("an upload needs at least one piece"))?;
-        if !matches!(first.kind.as_str(), "engine" | "book" | "net" | "pgn") {
-            return Err(Status::invalid_argument(format!("kind '{}': use engine, book, net or pgn", first.kind)));
-        }
-        if first.name.is_empty()
-            || first.name.len() > 200
-            || first.name.contains(['/', '\\'])
-            || first.name.chars().any(char::is_control)
-        {
-            return Err(Status::invalid_argument(
-                "the first piece needs a file name (no path, no control characters, at most 200 bytes)",
-            ));
-        }
-        let mut upload = self.0.artifacts.begin().await.map_err(|e| Status::unavailable(e.to_string()))?;
-        let mut next = Some(first.clone());
-        while let Some(piece) = next {
-            if let Err(error) = upload.write(&piece.data).await {
-                return Err(Status::invalid_argument(error.to_string()));
-            }
-            next = pieces.message().await?;
-        }
-        let sealed = self.0.artifacts.seal(upload).await.map_err(|e| Status::unavailable(e.to_string()))?;
-        // The index keeps an artifact's first kind: the same bytes cannot become a
-        // net or a book that was never checked as one.
-        if let Some((name, kind, _)) =
-            self.0.storage.artifact(&sealed.sha256).await.map_err(|e| Status::unavailable(e.to_string()))?
-            && kind != first.kind
-        {
-            return Err(Status::invalid_argument(format!(
-                "these bytes were uploaded before as the {kind} {name}, not as a {}",
-                first.kind
-            )));
-        }
-        // Checked while still under the temporary name, off the request runtime (a net,
-        // a PGN or a book may be hundreds of megabytes), and kept only once they read:
-        // a refused upload leaves nothing behind, and nothing unreadable is offered.
-        let (path, kind, name) = (sealed.path().to_owned(), first.kind.clone(), first.name.clone());
-        let check = move || check_upload(&path, &kind, &name);
-        let checked = match first.kind.as_str() {
-            // A book's parse takes a turn with the jobs' books (review of 2026-11-28, F3).
-            "book" => self.0.books.in_turn(check).await.map_err(|e| Status::internal(e.to_string()))?,
-            _ => tokio::task::spawn_blocking(check).await.map_err(|e| Status::internal(e.to_string()))?,
-        }
-        .map_err(Status::invalid_argument)?;
-        let (sha256, size) = self.0.artifacts.keep(sealed).await.map_err(|e| Status::unavailable(e.to_string()))?;
-        // Kept for what is likely to follow: a verification job with the net, or over the PGN.
-        match checked {
-            Checked::Net(net) => self.0.verification_nets.keep(&sha256, Arc::new(net)),
-            Checked::Pgn(file) => self.0.pgn_files.keep(&sha256, Arc::new(file)),
-            Checked::Other => {}
-        }
-        self.0.scheduler.index_artifact(&sha256, (&first.name, &first.kind, size), &caller.token_id).await?;
-        Ok(Response::new(v1::ArtifactRef { sha256, name: first.name, size }))
+        let (kind, name) = (first.kind.clone(), first.name.clone());
+        let data = tokio_stream::once(Ok(first.data)).chain(pieces.map(|piece| piece.map(|p| p.data)));
+        Ok(Response::new(self.0.store_upload(&caller, &kind, &name, data).await?))
     }
 
     async fn create_test(&self, request: Request<v1::CreateTestRequest>) -> Result<Response<v1::Job>, Status> {
         let caller = client_of(&request)?;
         let key = request_key(&request)?;
-        if let Some(job) = self.0.created_before(&caller, key.as_ref())? {
-            return Ok(Response::new(job));
-        }
-        let request = request.into_inner();
-        let job = check_test(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let (kind, units) = match &job.sprt {
-            Some(_) => ("sprt", if request.pairs == 0 { DEFAULT_SPRT_PAIRS } else { request.pairs }),
-            None => ("games", request.pairs),
-        };
-        let origin = self.0.origin(&caller, key.as_ref());
-        Ok(Response::new(self.0.create_match(&caller, origin, kind, job, units).await?))
+        Ok(Response::new(self.0.create_test(&caller, key.as_ref(), request.into_inner()).await?))
     }
 
     async fn create_tournament(

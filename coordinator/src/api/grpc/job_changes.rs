@@ -10,8 +10,8 @@ use crate::api::grpc::jobs::may_claim_throughput;
 use crate::api::grpc::{Shared, unreadable};
 use crate::jobs::JobSpec;
 use crate::jobs::checks::MAX_UNITS;
+use crate::jobs::test::MatchJob;
 use crate::jobs::test::source::check_source;
-use crate::jobs::test::{DEFAULT_SPRT_PAIRS, MatchJob, check_test};
 use crate::scheduler::RequestKey;
 use tonic::Status;
 use xq_proto::v1;
@@ -86,9 +86,6 @@ impl Shared {
         key: Option<&RequestKey>,
         request: v1::CloneTestRequest,
     ) -> Result<v1::Job, Status> {
-        if let Some(job) = self.created_before(caller, key)? {
-            return Ok(job);
-        }
         let id = request.job_id;
         let mut test = self.stored_test(id)?.request;
         test.priority = 0;
@@ -115,13 +112,7 @@ impl Shared {
         if let Some(info) = request.info {
             test.source.get_or_insert_with(Default::default).info = info;
         }
-        let job = check_test(&test).map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let (kind, units) = match &job.sprt {
-            Some(_) => ("sprt", if test.pairs == 0 { DEFAULT_SPRT_PAIRS } else { test.pairs }),
-            None => ("games", test.pairs),
-        };
-        let origin = self.origin(caller, key);
-        let view = self.create_match(caller, origin, kind, job, units).await?;
+        let view = self.create_test(caller, key, test).await?;
         self.scheduler.audit(&caller.token_id, "job.clone", &format!("{} of {id}", view.job_id)).await?;
         Ok(view)
     }

@@ -5,8 +5,8 @@ use crate::access::caller::Caller;
 use crate::access::tokens::Role;
 use crate::api::grpc::uploads::load_openings;
 use crate::api::grpc::{DEFAULT_PRIORITY, Shared, unreadable};
-use crate::jobs::test::MatchJob;
 use crate::jobs::test::course::Course;
+use crate::jobs::test::{DEFAULT_SPRT_PAIRS, MatchJob, check_test};
 use crate::jobs::{DEFAULT_THROUGHPUT, JobSpec, MAX_THROUGHPUT};
 use crate::scheduler::{NewJob, RequestKey};
 use std::sync::Arc;
@@ -88,6 +88,26 @@ impl Shared {
                 "job {id} is another submitter's: they or an admin may change it"
             ))),
         }
+    }
+
+    /// Creates a test for `caller` (an SPRT, or a fixed number of pairs), once: a
+    /// request `key` names was made before is answered with its job.
+    pub async fn create_test(
+        &self,
+        caller: &Caller,
+        key: Option<&RequestKey>,
+        request: v1::CreateTestRequest,
+    ) -> Result<v1::Job, Status> {
+        if let Some(job) = self.created_before(caller, key)? {
+            return Ok(job);
+        }
+        let job = check_test(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let (kind, units) = match &job.sprt {
+            Some(_) => ("sprt", if request.pairs == 0 { DEFAULT_SPRT_PAIRS } else { request.pairs }),
+            None => ("games", request.pairs),
+        };
+        let origin = self.origin(caller, key);
+        self.create_match(caller, origin, kind, job, units).await
     }
 
     /// Creates a match job (a test or an SPSA run) once its artifacts are known and

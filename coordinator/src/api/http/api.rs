@@ -80,7 +80,7 @@ pub(super) fn may_read(dashboard: &Dashboard, headers: &HeaderMap) -> Result<Opt
 
 /// Actions need a client token in the Authorization header: a cookie would let any
 /// page the user visits act in their name.
-fn may_act(dashboard: &Dashboard, headers: &HeaderMap) -> Result<Caller, ApiError> {
+pub(super) fn may_act(dashboard: &Dashboard, headers: &HeaderMap) -> Result<Caller, ApiError> {
     require_client(dashboard, token(headers, false))
 }
 

@@ -14,6 +14,7 @@ pub mod api;
 mod assets;
 pub mod error;
 mod live;
+pub mod submit;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -75,6 +76,8 @@ pub fn routes(shared: Shared, read: ReadAccess) -> Router {
         )
         .route("/api/v1/jobs/{id}/pairs", get(api::pairs))
         .route("/api/v1/jobs/{id}/pairs/{unit}", get(api::pair))
+        .route("/api/v1/artifacts", post(submit::upload))
+        .route("/api/v1/tests", post(submit::create_test))
         .route("/api/v1/jobs/{id}/stop", post(api::stop))
         .route("/api/v1/jobs/{id}/priority", post(api::priority))
         .route("/api/v1/workers", get(api::workers))

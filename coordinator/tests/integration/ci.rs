@@ -1,7 +1,8 @@
-//! Webhooks (issue #55, part 5): a test made with `--notify URL` has its end POSTed to
-//! the URL as JSON, retried when the receiver fails; the receiver here is a local HTTP
-//! server the test runs, which fails its first request. An address that is not http
-//! or https is refused at creation.
+//! A CI job's side of the cluster (issue #55, part 5): a test created over plain HTTP
+//! by the script docs/fleet.md gives, run as written with `curl`, and a test's end
+//! POSTed to the webhook its submitter named (`--notify URL`), retried when the
+//! receiver fails; the receiver is a local HTTP server the test runs, which fails its
+//! first request. A webhook that is not http or https is refused at creation.
 
 use crate::cluster::{start_coordinator, xq_at};
 use crate::common::{TempDir, binary};
@@ -92,4 +93,60 @@ async fn a_test_s_end_is_posted_to_its_webhook_and_retried_until_taken() {
     assert!(!refused.status.success());
     let said = String::from_utf8_lossy(&refused.stderr);
     assert!(said.contains("notify_url") && said.contains("http or https"), "{said}");
+}
+
+/// The script docs/fleet.md gives a CI job, run as written with `curl` against a real
+/// coordinator and a submitter's token: it uploads two engines over HTTP and creates
+/// an SPRT naming them by hash, which the coordinator then holds as `xq sprt` would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_docs_ci_script_creates_a_test_over_http_as_written() {
+    let dir = TempDir::new("ci-script");
+    let (_coordinator, address) = start_coordinator(&dir.0, 0, 10).await;
+    let mut admin = crate::common::client(address, &crate::cluster::token(&dir.0)).await;
+    let submitter = admin
+        .create_token(xq_proto::v1::CreateTokenRequest {
+            role: "submitter".to_owned(),
+            name: "ci".to_owned(),
+            expires_seconds: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .token;
+    let docs =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/fleet.md")).unwrap();
+    let start = docs.find("# A CI job's test:").expect("the docs' CI script");
+    let script = &docs[start..start + docs[start..].find("```").unwrap()];
+    for side in ["build", "master"] {
+        std::fs::create_dir_all(dir.0.join(side)).unwrap();
+        std::fs::copy(binary("xq-engine"), dir.0.join(side).join("engine")).unwrap();
+    }
+    let output = std::process::Command::new("bash")
+        .args(["-euo", "pipefail", "-c", script])
+        .current_dir(&dir.0)
+        .env("XQ_COORDINATOR", format!("http://{address}"))
+        .env("XQ_TOKEN", &submitter)
+        .env("GIT_COMMIT", "9f1c2ab")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{said}{}", String::from_utf8_lossy(&output.stderr));
+    let answer: serde_json::Value = serde_json::from_str(&said).unwrap();
+    let job = answer["job_id"].as_u64().unwrap();
+    let view = admin.get_job(xq_proto::v1::JobId { job_id: job }).await.unwrap().into_inner();
+    assert_eq!((view.kind.as_str(), view.state.as_str(), view.time_control.as_str()), ("sprt", "running", "10+0.1"));
+    assert_eq!((view.new_engine.as_str(), view.base_engine.as_str()), ("engine-9f1c2ab", "engine-master"));
+    let bounds = view.sprt_spec.as_ref().map(|s| (s.elo0, s.elo1));
+    assert_eq!(bounds, Some((0.0, 5.0)));
+    assert_eq!(view.source.as_ref().map(|s| s.new_commit.as_str()), Some("9f1c2ab"));
+    // The submitter is the token's: its tests are listed as its own.
+    let listed = xq_at(address, &dir.0, &["list", "--submitter", &view.submitter]);
+    assert!(listed.starts_with(&format!("job {job} ")), "{listed}");
+    // Without the token, nothing is stored.
+    let refused = std::process::Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--data-binary", "x"])
+        .arg(format!("http://{address}/api/v1/artifacts?kind=engine&name=x"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&refused.stdout), "401");
 }
