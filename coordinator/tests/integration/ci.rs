@@ -4,7 +4,7 @@
 //! receiver fails; the receiver is a local HTTP server the test runs, which fails its
 //! first request. A webhook that is not http or https is refused at creation.
 
-use crate::cluster::{start_coordinator, xq_at};
+use crate::cluster::{start_coordinator, xq_at, xq_refused};
 use crate::common::{TempDir, binary};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -83,15 +83,11 @@ async fn a_test_s_end_is_posted_to_its_webhook_and_retried_until_taken() {
         assert_eq!((json["job"]["job_id"].as_u64(), json["job"]["state"].as_str()), (Some(job), Some("stopped")));
     }
 
-    let refused = std::process::Command::new(binary("xq"))
-        .args(["--coordinator", &format!("http://{address}"), "--token-file"])
-        .arg(dir.0.join("client-token"))
-        .args(["games", "--games", "2", "--tc", "depth=2", "--no-bench", "--new", engine, "--base", engine])
-        .args(["--notify", "file:///etc/passwd"])
-        .output()
-        .unwrap();
-    assert!(!refused.status.success());
-    let said = String::from_utf8_lossy(&refused.stderr);
+    #[rustfmt::skip]
+    let said = xq_refused(address, &dir.0, &[
+        "games", "--games", "2", "--tc", "depth=2", "--no-bench", "--new", engine, "--base", engine,
+        "--notify", "file:///etc/passwd",
+    ]);
     assert!(said.contains("notify_url") && said.contains("http or https"), "{said}");
 }
 

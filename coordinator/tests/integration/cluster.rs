@@ -85,15 +85,26 @@ pub async fn start_worker_with(
 /// Runs `xq` against the coordinator at `address` with the client token of its data
 /// directory `data`; returns its output, which must be a success.
 pub fn xq_at(address: std::net::SocketAddr, data: &Path, args: &[&str]) -> String {
-    let output = std::process::Command::new(binary("xq"))
+    let output = run_xq(address, data, args);
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{args:?}: {text}{}", String::from_utf8_lossy(&output.stderr));
+    text
+}
+
+/// Runs `xq` as [`xq_at`] does, which must fail; returns what it said on stderr.
+pub fn xq_refused(address: std::net::SocketAddr, data: &Path, args: &[&str]) -> String {
+    let output = run_xq(address, data, args);
+    assert!(!output.status.success(), "{args:?} succeeded");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn run_xq(address: std::net::SocketAddr, data: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(binary("xq"))
         .args(["--coordinator", &format!("http://{address}"), "--token-file"])
         .arg(data.join("client-token"))
         .args(args)
         .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(output.status.success(), "{args:?}: {text}{}", String::from_utf8_lossy(&output.stderr));
-    text
+        .unwrap()
 }
 
 pub fn token(data: &Path) -> String {

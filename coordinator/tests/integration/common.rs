@@ -414,6 +414,16 @@ pub async fn collect<T>(mut stream: tonic::Streaming<T>) -> Vec<T> {
 }
 
 /// A workspace binary built beside the tests (`cargo test --workspace` builds them).
+/// Writes `text` to `dir/name` as a program anyone may run (an engine the test
+/// scripts); returns its path.
+pub fn executable(dir: &Path, name: &str, text: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
 pub fn binary(name: &str) -> PathBuf {
     let coordinator = PathBuf::from(env!("CARGO_BIN_EXE_xq-coordinator"));
     let path = coordinator.parent().unwrap().join(name);

@@ -6,7 +6,7 @@
 //! API list the reports by kind and engine, each with its worker.
 
 use crate::cluster::{start_coordinator, start_worker, token, wait_for, xq_at};
-use crate::common::{TempDir, binary, client};
+use crate::common::{TempDir, binary, client, executable};
 use crate::dashboard::get_json;
 use std::path::Path;
 use std::time::Duration;
@@ -32,11 +32,7 @@ for line in sys.stdin:
     elif words[0] == "quit":
         break
 "#;
-    let path = dir.join("dies-at-go");
-    std::fs::write(&path, script).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
+    executable(dir, "dies-at-go", script)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,7 +5,7 @@
 //! input, and the worker passes the file's path through the option the test names.
 
 use crate::cluster::{start_coordinator, start_worker_with, token, wait_for, xq_at};
-use crate::common::{TempDir, binary, client};
+use crate::common::{TempDir, binary, client, executable};
 use std::path::Path;
 use std::time::Duration;
 
@@ -39,11 +39,7 @@ child.wait()
         header = String::from_utf8_lossy(HEADER).into_owned(),
         engine = binary("xq-engine").display().to_string(),
     );
-    let path = dir.join("foreign-engine");
-    std::fs::write(&path, script).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
+    executable(dir, "foreign-engine", &script)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

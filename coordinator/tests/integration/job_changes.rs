@@ -4,7 +4,7 @@
 //! only with pairs left, and `xq clone` makes a new test of its stored engines at
 //! another time control, with nothing but the coordinator's copies.
 
-use crate::cluster::{start_coordinator, start_worker, token, wait_for, xq_at};
+use crate::cluster::{start_coordinator, start_worker, token, wait_for, xq_at, xq_refused};
 use crate::common::{TempDir, binary, client};
 use std::time::Duration;
 use xq_proto::v1;
@@ -29,7 +29,7 @@ async fn a_test_is_modified_stopped_resumed_and_cloned_from_the_command_line() {
     let id = job.to_string();
     let modified = xq_at(address, &dir.0, &["modify", &id, "--pairs", "3", "--info", "three pairs, not two"]);
     assert!(modified.contains("0/3 units") && modified.contains("— three pairs, not two"), "{modified}");
-    let refused = xq_fails(address, &dir.0, &["modify", &id]);
+    let refused = xq_refused(address, &dir.0, &["modify", &id]);
     assert!(refused.contains("nothing to change"), "{refused}");
     let stopped = xq_at(address, &dir.0, &["stop", &id]);
     assert!(stopped.contains("[stopped]"), "{stopped}");
@@ -41,7 +41,7 @@ async fn a_test_is_modified_stopped_resumed_and_cloned_from_the_command_line() {
     let done = wait_for(&mut admin, job, limit, "the test to finish", |j| j.state != "running").await;
     assert_eq!((done.state.as_str(), done.units_done, done.units_total), ("finished", 3, 3), "{done:?}");
     // Finished with every pair played: it resumes only with pairs left.
-    let refused = xq_fails(address, &dir.0, &["resume", &id]);
+    let refused = xq_refused(address, &dir.0, &["resume", &id]);
     assert!(refused.contains("raise its pairs first"), "{refused}");
     xq_at(address, &dir.0, &["modify", &id, "--pairs", "4"]);
     xq_at(address, &dir.0, &["resume", &id]);
@@ -56,7 +56,7 @@ async fn a_test_is_modified_stopped_resumed_and_cloned_from_the_command_line() {
     assert_eq!((cloned.new_engine.as_str(), cloned.base_engine.as_str()), ("deeper", "shallower"));
     assert!(cloned.description.starts_with(&format!("clone of {job}: ")), "{}", cloned.description);
     assert_eq!(cloned.source.as_ref().map(|s| s.info.as_str()), Some("three pairs, not two"));
-    let refused = xq_fails(address, &dir.0, &["clone", &id, "--elo0", "0", "--elo1", "5"]);
+    let refused = xq_refused(address, &dir.0, &["clone", &id, "--elo0", "0", "--elo1", "5"]);
     assert!(refused.contains("has no SPRT"), "{refused}");
     // Each change is in the audit log.
     let audit = admin.list_audit(v1::ListAuditRequest::default()).await.unwrap().into_inner();
@@ -66,16 +66,4 @@ async fn a_test_is_modified_stopped_resumed_and_cloned_from_the_command_line() {
     }
     worker.start_kill().unwrap();
     worker.wait().await.unwrap();
-}
-
-/// Runs `xq` as [`xq_at`] does, expecting a failure; returns what it said.
-fn xq_fails(address: std::net::SocketAddr, data: &std::path::Path, args: &[&str]) -> String {
-    let output = std::process::Command::new(binary("xq"))
-        .args(["--coordinator", &format!("http://{address}"), "--token-file"])
-        .arg(data.join("client-token"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(!output.status.success(), "{args:?} succeeded");
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }

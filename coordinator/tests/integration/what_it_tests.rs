@@ -3,7 +3,7 @@
 //! text given to `xq games` come back from `xq show` (with the compare link of a known
 //! forge) and the JSON API, and `xq list` filters by engine name and by submitter.
 
-use crate::cluster::{start_coordinator, xq_at};
+use crate::cluster::{start_coordinator, xq_at, xq_refused};
 use crate::common::{TempDir, binary};
 use crate::dashboard::get_json;
 
@@ -44,14 +44,10 @@ async fn a_test_s_names_source_and_info_are_listed_shown_and_filtered() {
     assert!(mine.starts_with(&format!("job {job} ")), "{mine}");
     assert_eq!(xq_at(address, &dir.0, &["list", "--submitter", "someone-else"]), "");
     // A repository the dashboard could not link safely is refused, naming the field.
-    let refused = std::process::Command::new(binary("xq"))
-        .args(["--coordinator", &format!("http://{address}"), "--token-file"])
-        .arg(dir.0.join("client-token"))
-        .args(["games", "--games", "2", "--tc", "depth=2", "--no-bench", "--new", engine, "--base", engine])
-        .args(["--repo", "javascript:alert(1)"])
-        .output()
-        .unwrap();
-    assert!(!refused.status.success());
-    let said = String::from_utf8_lossy(&refused.stderr);
+    #[rustfmt::skip]
+    let said = xq_refused(address, &dir.0, &[
+        "games", "--games", "2", "--tc", "depth=2", "--no-bench", "--new", engine, "--base", engine,
+        "--repo", "javascript:alert(1)",
+    ]);
     assert!(said.contains("source.repository"), "{said}");
 }

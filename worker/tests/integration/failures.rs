@@ -47,20 +47,25 @@ impl Reported {
     }
 }
 
-fn against_fake(mode: &str, time_control: &str) -> Vec<(Outcome, Termination, String, bool)> {
-    played_against_fake(mode, time_control).0
-}
-
-fn played_against_fake(mode: &str, time_control: &str) -> (Vec<(Outcome, Termination, String, bool)>, Reported) {
-    let match_settings = MatchSettings {
-        engines: [fake_engine(mode), our_engine("xq")],
+/// One pair of `engines` from the start position, one game at a time.
+fn one_pair(engines: [EngineConfig; 2], time_control: &str) -> MatchSettings {
+    MatchSettings {
+        engines,
         pairs: vec![0],
         concurrency: 1,
         pin_cores: false,
         openings: startpos(),
         game: settings(time_control),
         sprt: None,
-    };
+    }
+}
+
+fn against_fake(mode: &str, time_control: &str) -> Vec<(Outcome, Termination, String, bool)> {
+    played_against_fake(mode, time_control).0
+}
+
+fn played_against_fake(mode: &str, time_control: &str) -> (Vec<(Outcome, Termination, String, bool)>, Reported) {
+    let match_settings = one_pair([fake_engine(mode), our_engine("xq")], time_control);
     let mut games = Vec::new();
     let time_control = match_settings.game.time_control.to_string();
     let mut reported = Reported {
@@ -217,15 +222,7 @@ fn an_engine_that_fails_before_its_first_move_fails_the_pair() {
         for fake_first in [true, false] {
             let fake = fake_engine(mode);
             let engines = if fake_first { [fake, our_engine("xq")] } else { [our_engine("xq"), fake] };
-            let match_settings = MatchSettings {
-                engines,
-                pairs: vec![0],
-                concurrency: 1,
-                pin_cores: false,
-                openings: startpos(),
-                game: settings("nodes=500"),
-                sprt: None,
-            };
+            let match_settings = one_pair(engines, "nodes=500");
             let mut counted = 0;
             let error = run_match(&match_settings, |_, _| {
                 counted += 1;
@@ -247,15 +244,7 @@ fn an_engine_that_fails_before_its_first_move_fails_the_pair() {
 
 #[test]
 fn an_engine_that_never_gets_ready_fails_the_match() {
-    let match_settings = MatchSettings {
-        engines: [fake_engine("noready"), our_engine("xq")],
-        pairs: vec![0],
-        concurrency: 1,
-        pin_cores: false,
-        openings: startpos(),
-        game: settings("nodes=500"),
-        sprt: None,
-    };
+    let match_settings = one_pair([fake_engine("noready"), our_engine("xq")], "nodes=500");
     let error = run_match(&match_settings, |_, _| true).expect_err("the match cannot start");
     assert!(matches!(error, MatchError::Engine { ref name, .. } if name == "fake-noready"), "{error}");
     assert!(error.to_string().contains("no readyok"), "{error}");
