@@ -72,6 +72,7 @@ const VALUES: &[&str] = &[
 
 const NAMES: &[&str] = &[
     "state",
+    "name",
     "kind",
     "q",
     "tc",
@@ -105,13 +106,16 @@ const BODIES: &[&str] = &[
     "{\"priority\": 1e400}",
     "\u{0}\u{1}",
     "{\"priority\": [1]}",
+    "{\"new\": {\"sha256\": \"x\"}, \"base\": {\"sha256\": \"y\"}, \"tc\": \"10+0.1\"}",
+    "{\"new\": {}, \"base\": {}, \"tc\": 1, \"elo0\": \"a\"}",
+    "{\"new\": {\"sha256\": \"ab\", \"options\": {\"%00\": null}}, \"base\": null, \"tc\": \"\", \"pairs\": -1}",
 ];
 
 /// A random path in the shape of one of the dashboard's routes.
 fn path(random: &mut Random, job: u64) -> String {
     let job = if random.below(3) == 0 { job.to_string() } else { random.pick(NUMBERS).to_owned() };
     let unit = random.pick(NUMBERS);
-    let base = match random.below(22) {
+    let base = match random.below(24) {
         0 => "/api/v1/jobs".to_owned(),
         1 => format!("/api/v1/jobs/{job}"),
         2 => format!("/api/v1/jobs/{job}/history"),
@@ -133,6 +137,8 @@ fn path(random: &mut Random, job: u64) -> String {
         18 => format!("/api/v1/jobs/{job}/verification"),
         19 => format!("/api/v1/jobs/{job}/verification.jsonl"),
         20 => format!("/api/v1/jobs/{job}/parting.pgn"),
+        21 => "/api/v1/artifacts".to_owned(),
+        22 => "/api/v1/tests".to_owned(),
         _ => format!("/api/v1/{}", random.pick(VALUES)),
     };
     let mut query = Vec::new();
