@@ -505,6 +505,7 @@ fn test_request(
         adjudication: None,
         source: None,
         notify_url: String::new(),
+        preset: String::new(),
     }
 }
 

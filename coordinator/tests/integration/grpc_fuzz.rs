@@ -153,6 +153,7 @@ fn methods(job: u64, lease: &v1::Lease) -> Vec<Method> {
             vec![v1::ModifyJobRequest { job_id: job, pairs: Some(8), ..Default::default() }.encode_to_vec()],
         ),
         client_method("/xq.v1.Client/ResumeJob", vec![id.clone()]),
+        client_method("/xq.v1.Client/ListPresets", vec![v1::ListPresetsRequest {}.encode_to_vec()]),
         client_method(
             "/xq.v1.Client/CloneTest",
             vec![v1::CloneTestRequest { job_id: job, pairs: Some(2), ..Default::default() }.encode_to_vec()],

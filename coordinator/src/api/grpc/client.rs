@@ -177,6 +177,15 @@ impl v1::client_server::Client for ClientApi {
         Ok(Response::new(self.0.clone_test(&caller, key.as_ref(), request.into_inner()).await?))
     }
 
+    async fn list_presets(
+        &self,
+        request: Request<v1::ListPresetsRequest>,
+    ) -> Result<Response<v1::ListPresetsReply>, Status> {
+        client_of(&request)?;
+        let presets = crate::jobs::test::presets::PRESETS.iter().map(|p| p.view()).collect();
+        Ok(Response::new(v1::ListPresetsReply { presets }))
+    }
+
     type WatchJobStream = Stream_<v1::Job>;
 
     async fn watch_job(&self, request: Request<v1::JobId>) -> Result<Response<Self::WatchJobStream>, Status> {

@@ -6,7 +6,7 @@ use crate::access::tokens::Role;
 use crate::api::grpc::uploads::load_openings;
 use crate::api::grpc::{DEFAULT_PRIORITY, Shared, unreadable};
 use crate::jobs::test::course::Course;
-use crate::jobs::test::{DEFAULT_SPRT_PAIRS, MatchJob, check_test};
+use crate::jobs::test::{DEFAULT_SPRT_PAIRS, MatchJob, check_test, presets};
 use crate::jobs::{DEFAULT_THROUGHPUT, JobSpec, MAX_THROUGHPUT};
 use crate::scheduler::{NewJob, RequestKey};
 use std::sync::Arc;
@@ -91,7 +91,8 @@ impl Shared {
     }
 
     /// Creates a test for `caller` (an SPRT, or a fixed number of pairs), once: a
-    /// request `key` names was made before is answered with its job.
+    /// request `key` names was made before is answered with its job. A preset fills
+    /// what the request leaves unset.
     pub async fn create_test(
         &self,
         caller: &Caller,
@@ -100,6 +101,11 @@ impl Shared {
     ) -> Result<v1::Job, Status> {
         if let Some(job) = self.created_before(caller, key)? {
             return Ok(job);
+        }
+        let mut request = request;
+        if !request.preset.is_empty() {
+            let name = request.preset.clone();
+            presets::apply(&name, &mut request).map_err(|e| Status::invalid_argument(e.to_string()))?;
         }
         let job = check_test(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
         let (kind, units) = match &job.sprt {

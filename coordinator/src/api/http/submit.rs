@@ -70,6 +70,10 @@ pub struct EngineBody {
 pub struct TestBody {
     new: EngineBody,
     base: EngineBody,
+    /// A preset's name (stc, ltc, nonreg): it fills what is left unset.
+    #[serde(default)]
+    preset: String,
+    #[serde(default)]
     tc: String,
     /// The SPRT's bounds (both), or a fixed number of `pairs`.
     #[serde(default)]
@@ -162,6 +166,7 @@ pub async fn create_test(
         description: body.description,
         source: (source != v1::TestSource::default()).then_some(source),
         notify_url: body.notify,
+        preset: body.preset,
         ..Default::default()
     };
     Ok(Json(shared.create_test(&caller, None, request).await?))

@@ -192,8 +192,9 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
         // Both engines were built on this machine for its own workers.
         no_bench: true,
         source: SourceArgs { new_name: "new".to_owned(), base_name: "base".to_owned(), ..SourceArgs::default() },
+        preset: None,
         play: PlayArgs {
-            tc: args.tc.clone(),
+            tc: Some(args.tc.clone()),
             book,
             book_offset: 0,
             rules: "wxf".to_owned(),
@@ -209,8 +210,8 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
     };
     let sprt = SprtArgs {
         engines: engines.clone(),
-        elo0: args.elo0,
-        elo1: args.elo1,
+        elo0: Some(args.elo0),
+        elo1: Some(args.elo1),
         alpha: args.alpha,
         beta: args.beta,
         model: args.model.clone(),

@@ -140,6 +140,9 @@ enum Command {
     },
     /// Runs a stopped test again from where it stopped (its counted pairs kept).
     Resume { job: u64 },
+    /// The coordinator's presets (`--preset` of sprt and games): named time controls,
+    /// SPRT bounds and adjudication.
+    Presets,
     /// A new test of a stored test's engines, nets and book (nothing need be on this
     /// disk), with what is given changed.
     Clone {
@@ -281,6 +284,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             jobs::modify(client, v1::ModifyJobRequest { job_id: job, throughput, pairs, info }).await
         }
         Command::Resume { job } => jobs::resume(client, job).await,
+        Command::Presets => test_jobs::list_presets(client).await,
         Command::Clone { job, tc, elo0, elo1, pairs, description, info, watch } => {
             let request = v1::CloneTestRequest {
                 job_id: job,

@@ -10,12 +10,15 @@ use xq_engine::adjudication::Adjudication;
 use xq_proto::client::{self, Client};
 use xq_proto::v1;
 
+/// The time control of a job that names none (fishtest's short one).
+pub const DEFAULT_TIME_CONTROL: &str = "10+0.1";
+
 /// How a job's games are played and scheduled, for tests and SPSA runs.
 #[derive(Args, Clone)]
 pub struct PlayArgs {
-    /// Time control at the reference speed.
-    #[arg(long, default_value = "10+0.1")]
-    pub tc: String,
+    /// Time control at the reference speed (default: 10+0.1, or a test's preset's).
+    #[arg(long)]
+    pub tc: Option<String>,
     /// Opening book (FEN/EPD lines or PGN; for Xiongqi, FEN lines).
     #[arg(long)]
     pub book: Option<PathBuf>,
@@ -71,7 +74,7 @@ impl PlayArgs {
         Ok(v1::CreateTestRequest {
             new_engine: new,
             base_engine: base,
-            time_control: self.tc.clone(),
+            time_control: self.tc.clone().unwrap_or_else(|| DEFAULT_TIME_CONTROL.to_owned()),
             rules: self.rules.clone(),
             violation_timing: self.violation_timing.clone(),
             variant: self.variant.clone(),

@@ -56,6 +56,10 @@ pub struct EngineArgs {
     pub no_bench: bool,
     #[command(flatten)]
     pub source: SourceArgs,
+    /// One of the coordinator's presets (`xq presets`: stc, ltc, nonreg): its time
+    /// control, SPRT bounds and adjudication where these flags give none.
+    #[arg(long)]
+    pub preset: Option<String>,
     #[command(flatten)]
     pub play: PlayArgs,
 }
@@ -114,10 +118,12 @@ impl SourceArgs {
 pub struct SprtArgs {
     #[command(flatten)]
     pub engines: EngineArgs,
-    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
-    pub elo0: f64,
-    #[arg(long, default_value_t = 2.0, allow_hyphen_values = true)]
-    pub elo1: f64,
+    /// The null hypothesis' Elo (default: 0, or the preset's).
+    #[arg(long, allow_hyphen_values = true, requires = "elo1")]
+    pub elo0: Option<f64>,
+    /// The alternative's Elo (default: 2, or the preset's).
+    #[arg(long, allow_hyphen_values = true, requires = "elo0")]
+    pub elo1: Option<f64>,
     #[arg(long, default_value_t = 0.05)]
     pub alpha: f64,
     #[arg(long, default_value_t = 0.05)]
@@ -155,6 +161,45 @@ pub async fn games(client: &mut Client, args: GamesArgs) -> anyhow::Result<()> {
     }
     let job = submit(client, &args.engines, None, args.games / 2).await?;
     after_submit(client, job, args.engines.play.watch).await
+}
+
+/// An SPRT's bounds when neither they nor a preset are given: fishtest's short test's.
+const DEFAULT_BOUNDS: (f64, f64) = (0.0, 2.0);
+
+/// The SPRT bounds of the coordinator's preset `name`.
+async fn preset_bounds(client: &mut Client, name: &str) -> anyhow::Result<(f64, f64)> {
+    let presets = client.list_presets(v1::ListPresetsRequest {}).await?.into_inner().presets;
+    let names: Vec<&str> = presets.iter().map(|p| p.name.as_str()).collect();
+    let preset = presets
+        .iter()
+        .find(|p| p.name == name)
+        .with_context(|| format!("--preset {name}: the coordinator has {}", names.join(", ")))?;
+    let sprt = preset.sprt.as_ref().with_context(|| format!("preset {name} names no SPRT"))?;
+    Ok((sprt.elo0, sprt.elo1))
+}
+
+/// `xq presets`: the coordinator's presets, a line each.
+pub async fn list_presets(client: &mut Client) -> anyhow::Result<()> {
+    for preset in client.list_presets(v1::ListPresetsRequest {}).await?.into_inner().presets {
+        let sprt = preset.sprt.unwrap_or_default();
+        let adjudication = preset.adjudication.unwrap_or_default();
+        out!(
+            "{}: {}, SPRT [{}, {}] {}, draw from move {} after {} plies within {} cp, resign after {} moves \
+             past {} cp: {}",
+            preset.name,
+            preset.time_control,
+            sprt.elo0,
+            sprt.elo1,
+            sprt.model,
+            adjudication.draw_move_number,
+            adjudication.draw_plies,
+            adjudication.draw_score,
+            adjudication.resign_moves,
+            adjudication.resign_score,
+            preset.description
+        );
+    }
+    Ok(())
 }
 
 /// Uploads the engines (and book) and creates the test.
@@ -197,14 +242,31 @@ pub async fn submit(
         }
     }
     let mut request = args.play.test_request(client, Some(new), Some(base)).await?;
-    request.sprt = sprt.map(|s| v1::SprtSpec {
-        elo0: s.elo0,
-        elo1: s.elo1,
-        alpha: s.alpha,
-        beta: s.beta,
-        model: s.model.clone(),
-        trinomial: s.trinomial,
-    });
+    // What the flags leave unset is the preset's, filled by the coordinator.
+    if let Some(preset) = &args.preset {
+        request.preset = preset.clone();
+        if args.play.tc.is_none() {
+            request.time_control.clear();
+        }
+    }
+    request.sprt = match sprt {
+        Some(s) => {
+            let (elo0, elo1) = match (s.elo0.zip(s.elo1), &args.preset) {
+                (Some(bounds), _) => bounds,
+                (None, Some(name)) => preset_bounds(client, name).await?,
+                (None, None) => DEFAULT_BOUNDS,
+            };
+            Some(v1::SprtSpec {
+                elo0,
+                elo1,
+                alpha: s.alpha,
+                beta: s.beta,
+                model: s.model.clone(),
+                trinomial: s.trinomial,
+            })
+        }
+        None => None,
+    };
     request.pairs = sprt.map_or(pairs, |s| s.max_pairs);
     request.description = format!("{} vs {}", args.new.display(), args.base.display());
     request.source = args.source.source();

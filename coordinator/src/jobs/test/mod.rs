@@ -5,6 +5,7 @@
 
 pub mod course;
 pub mod endings;
+pub mod presets;
 pub mod replay;
 pub mod source;
 
