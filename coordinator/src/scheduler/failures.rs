@@ -33,6 +33,9 @@ pub(super) fn failure_view(failure: &ReportedFailure, workers: &HashMap<u64, Wor
     }
 }
 
+/// The most characters of a report an outcome quotes.
+const MAX_QUOTED_CHARS: usize = 160;
+
 /// Why a job stops when the failures reported on it say so: `needed` distinct workers
 /// (0: never) reported the same kind of failure of the same engine. The first such
 /// report's detail is quoted.
@@ -47,7 +50,12 @@ pub(super) fn failed_because(reported: &[v1::ReportedFailure], needed: usize) ->
         if same.len() >= needed {
             let first =
                 reported.iter().find(|f| (f.kind.as_str(), f.engine.as_str()) == (&failure.kind, &failure.engine));
-            let detail = first.map_or("", |f| f.detail.lines().next().unwrap_or(""));
+            let line = first.map_or("", |f| f.detail.lines().next().unwrap_or(""));
+            // The outcome goes into every list: the first line, shortened.
+            let detail: String = match line.char_indices().nth(MAX_QUOTED_CHARS) {
+                Some((end, _)) => format!("{}…", &line[..end]),
+                None => line.to_owned(),
+            };
             let of = if failure.engine.is_empty() { String::new() } else { format!(" of engine {}", failure.engine) };
             return Some(format!(
                 "failed: {} workers reported a {} failure{of} (the first: {detail})",
@@ -150,6 +158,10 @@ mod tests {
             failed_because(&list, 3).as_deref(),
             Some("failed: 3 workers reported a bench failure of engine new (the first: seen by worker 1)")
         );
+        // A long first line is shortened in the outcome, which every list shows.
+        let long = v1::ReportedFailure { detail: "x".repeat(500), ..reported(9, "start", "base") };
+        let outcome = failed_because(&[long], 1).unwrap();
+        assert!(outcome.ends_with(&format!("(the first: {}…)", "x".repeat(160))), "{outcome}");
         // A setting of 0 never stops a job; of 1, the first report does.
         assert_eq!(failed_because(&list, 0), None);
         assert!(failed_because(&list[..1], 1).is_some());

@@ -330,6 +330,14 @@ impl Scheduler {
             if matches!(&*job.spec, JobSpec::Unreadable(_)) {
                 return Err(ScheduleError::Invalid(format!("job {id} cannot be read back by this version")));
             }
+            // The counted units of a job that ended before this coordinator started are
+            // not read back (nor its workers' tallies): resumed, it would play them all
+            // again.
+            if (job.done.len() as i64) < job.row.units_done {
+                return Err(ScheduleError::Invalid(format!(
+                    "job {id} ended before the coordinator last started: clone it to play on (xq clone)"
+                )));
+            }
             job.row.state = "running".to_owned();
             job.row.outcome = String::new();
             let handed_out = 0..job.row.next_unit.max(0) as u64;
