@@ -118,13 +118,13 @@ fn forgotten(status: &tonic::Status) -> bool {
     matches!(status.code(), Code::NotFound | Code::FailedPrecondition) && status.message().starts_with("worker ")
 }
 
-/// `error` as a failure of kind `kind` of `engine` ("": no engine's) to report, when it
-/// is the job's; this worker's own trouble (its disk, a coordinator that refused a
-/// call for another reason) stays as it is.
+/// A fetch's `error` as a failure of kind `kind` of `engine` ("": no engine's) to
+/// report, when it is the job's (an artifact refused or damaged); this worker's own
+/// trouble (its disk) stays as it is.
 fn failed(kind: FailureKind, engine: &str) -> impl FnOnce(FleetError) -> FleetError {
     let engine = engine.to_owned();
     move |error| match error {
-        FleetError::Artifact { .. } | FleetError::Refused { call: "download", .. } | FleetError::Engine { .. } => {
+        FleetError::Artifact { .. } | FleetError::Refused { call: "download", .. } => {
             FleetError::Failed { kind, engine, detail: error.to_string() }
         }
         other => other,

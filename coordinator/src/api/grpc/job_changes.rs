@@ -6,8 +6,8 @@
 //! author's disk. Each is audited.
 
 use crate::access::caller::Caller;
+use crate::api::grpc::Shared;
 use crate::api::grpc::jobs::may_claim_throughput;
-use crate::api::grpc::{Shared, unreadable};
 use crate::jobs::JobSpec;
 use crate::jobs::checks::MAX_UNITS;
 use crate::jobs::test::MatchJob;
@@ -19,14 +19,9 @@ use xq_proto::v1;
 impl Shared {
     /// The test `id` (an SPRT or a fixed-length match, not an SPSA run), as stored.
     fn stored_test(&self, id: u64) -> Result<MatchJob, Status> {
-        let spec = self.scheduler.spec(id).ok_or_else(|| Status::not_found(format!("job {id}")))?;
-        match &*spec {
+        match &*self.match_job(id)? {
             JobSpec::Match(job) if job.spsa.is_none() => Ok((**job).clone()),
-            JobSpec::Match(_) => Err(Status::invalid_argument(format!("job {id} is an SPSA run, not a test"))),
-            JobSpec::SelfPlay(_) | JobSpec::Verify(_) => {
-                Err(Status::invalid_argument(format!("job {id} is not a test: it plays no pairs")))
-            }
-            JobSpec::Unreadable(job) => Err(unreadable(id, job)),
+            _ => Err(Status::invalid_argument(format!("job {id} is an SPSA run, not a test"))),
         }
     }
 
