@@ -55,7 +55,7 @@ pub async fn remove_expired_data(shared: &Shared, now_ms: i64) -> Result<Vec<u64
 }
 
 /// Removes the artifacts last uploaded before the grace period (as of `now_ms`) that no
-/// job's request and no net of the registry names; returns their hashes. The index row
+/// job's request, no net of the registry and not the default book name; returns their hashes. The index row
 /// goes first, then the file: a crash between leaves a file no one can name, which an
 /// upload of the same bytes replaces.
 pub async fn collect_artifacts(shared: &Shared, now_ms: i64) -> Result<Vec<String>, RetentionError> {
@@ -66,6 +66,7 @@ pub async fn collect_artifacts(shared: &Shared, now_ms: i64) -> Result<Vec<Strin
     }
     let mut named = shared.scheduler.artifacts_named_by_jobs();
     named.extend(shared.nets.list("", &shared.scheduler).into_iter().filter_map(|n| n.artifact).map(|a| a.sha256));
+    named.extend(shared.default_book.lock().await.as_ref().map(|book| book.sha256.clone()));
     let mut collected = Vec::new();
     for sha256 in candidates.into_iter().filter(|sha256| !named.contains(sha256)) {
         shared.scheduler.remove_artifact(&sha256).await?;

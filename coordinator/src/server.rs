@@ -90,6 +90,7 @@ impl Coordinator {
             tallies: Arc::default(),
             pair_points: Arc::default(),
             books: Arc::default(),
+            default_book: Arc::default(),
         };
         // A book that no longer reads (a stricter parser, a lost file) ends its job,
         // not the start. Jobs sharing a book share one parse, which later creations
@@ -134,6 +135,7 @@ impl Coordinator {
             tallies: partial.tallies.clone(),
             pair_points: partial.pair_points.clone(),
             books: partial.books.clone(),
+            default_book: partial.default_book.clone(),
         };
         Ok(Coordinator {
             shared,

@@ -62,7 +62,7 @@ pub struct TestPlan {
     /// SPRT's own is not (stopping when the evidence is strong enough biases it up).
     /// 0: none.
     pub confirm_pairs: u64,
-    /// Opening book; none: the start position.
+    /// Opening book; none: the coordinator's default book.
     pub book: Option<PathBuf>,
 }
 
@@ -506,6 +506,8 @@ fn test_request(
         source: None,
         notify_url: String::new(),
         preset: String::new(),
+        // Without a book of its own, the loop's tests play the coordinator's.
+        start_position: false,
     }
 }
 

@@ -43,6 +43,7 @@ use xq_proto::{BearerToken, v1};
 use crate::engine_process::{EngineConfig, EngineError, Protocol};
 use crate::game::{GameSettings, Opening, Start};
 use crate::match_runner::{FinishedGame, MatchError, MatchSettings, run_match};
+use crate::openings::Openings;
 use crate::pgn_out::game_pgn;
 use crate::reference::{PYFFISH, Pyffish};
 use crate::sandbox::{Sandbox, command_for};
@@ -576,6 +577,29 @@ struct Ledger {
     penta: [u64; 5],
 }
 
+/// The book `book` as a `variant` book, fetched and read once for the leases that
+/// follow: the default book's 100,000 openings took a second to read in a debug build.
+async fn lease_book(
+    client: &Client,
+    settings: &ConnectSettings,
+    book: &v1::ArtifactRef,
+    variant: Variant,
+) -> Result<Arc<Book>, FleetError> {
+    type LastBook = std::sync::Mutex<Option<(String, Variant, Arc<Book>)>>;
+    static LAST: LastBook = std::sync::Mutex::new(None);
+    if let Some((sha256, kept_variant, kept)) = LAST.lock().expect("the book's lock is never poisoned").as_ref()
+        && *sha256 == book.sha256
+        && *kept_variant == variant
+    {
+        return Ok(kept.clone());
+    }
+    let path = fetch(client, &settings.cache, book, false).await.map_err(failed(FailureKind::Download, ""))?;
+    let text = std::fs::read_to_string(&path).map_err(FleetError::file("reading the book", &path))?;
+    let parsed = Arc::new(Book::parse(variant, &text, &book.name).map_err(lease_error)?);
+    *LAST.lock().expect("the book's lock is never poisoned") = Some((book.sha256.clone(), variant, parsed.clone()));
+    Ok(parsed)
+}
+
 async fn play_pairs(
     client: &Client,
     settings: &ConnectSettings,
@@ -594,28 +618,25 @@ async fn play_pairs(
     // were given Xiangqi's start position and lost every such game by an illegal move).
     new.announce_variant(variant);
     base.announce_variant(variant);
-    let starts: Vec<Start> = match (&spec.book, variant) {
+    let openings = match (&spec.book, variant) {
         (Some(book), _) => {
-            let path = fetch(client, &settings.cache, book, false).await.map_err(failed(FailureKind::Download, ""))?;
-            let text = std::fs::read_to_string(&path).map_err(FleetError::file("reading the book", &path))?;
-            let book = Book::parse(variant, &text, &book.name).map_err(lease_error)?;
-            (0..book.len() as u64)
-                .map(|unit| match book.for_unit(unit) {
+            let book = lease_book(client, settings, book, variant).await?;
+            // Only the lease's units: unit i plays opening (i + offset) modulo the
+            // book's size, as the coordinator replays it.
+            let starts = lease.units.iter().map(|&unit| {
+                let start = match book.for_unit(unit.wrapping_add(spec.book_offset)) {
                     BookOpening::Xiangqi(opening) => Start::from(*opening),
                     BookOpening::Xiongqi(position) => Start::Xiongqi(position),
-                })
-                .collect()
+                };
+                (unit as usize, start)
+            });
+            Openings::Pairs(starts.collect())
         }
-        (None, Variant::Xiangqi) => vec![Start::from(Opening { start: Position::startpos(), moves: Vec::new() })],
-        (None, Variant::Xiongqi) => vec![Start::Xiongqi(xiongqi::Position::startpos())],
+        (None, Variant::Xiangqi) => {
+            vec![Start::from(Opening { start: Position::startpos(), moves: Vec::new() })].into()
+        }
+        (None, Variant::Xiongqi) => vec![Start::Xiongqi(xiongqi::Position::startpos())].into(),
     };
-    // Unit i plays opening (i + offset) modulo the book's size, as the coordinator
-    // replays it: the runner takes unit i's opening at i modulo the size.
-    let mut starts = starts;
-    if !starts.is_empty() {
-        let offset = (spec.book_offset % starts.len() as u64) as usize;
-        starts.rotate_left(offset);
-    }
     let time_control: TimeControl = spec.time_control.parse().map_err(lease_error)?;
     let tc_text = time_control.to_string();
     let rules: RuleSet = spec.rules.parse().map_err(lease_error)?;
@@ -625,7 +646,7 @@ async fn play_pairs(
         pairs: lease.units.iter().map(|&u| u as usize).collect(),
         concurrency: settings.concurrency,
         pin_cores: false,
-        openings: starts,
+        openings,
         game: GameSettings {
             time_control,
             rules,

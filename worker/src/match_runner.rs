@@ -15,7 +15,8 @@ use xq_engine::xiangqi::rules::{Outcome, Reason};
 use xq_stats::{EloEstimate, Sprt, SprtState, elo_estimate};
 
 use crate::engine_process::{EngineConfig, EngineError, EngineProcess};
-use crate::game::{GameRecord, GameSettings, Start, Termination, first_mover, play_game};
+use crate::game::{GameRecord, GameSettings, Termination, first_mover, play_game};
+use crate::openings::Openings;
 use crate::time_use::{self, TimeUse};
 
 /// A match to play.
@@ -30,8 +31,8 @@ pub struct MatchSettings {
     pub concurrency: usize,
     /// Pin each game slot, and so the engines it starts, to its own core.
     pub pin_cores: bool,
-    /// Where the pairs start, in play order (Xiangqi openings or Xiongqi positions).
-    pub openings: Vec<Start>,
+    /// Where the pairs start (Xiangqi openings or Xiongqi positions).
+    pub openings: Openings,
     /// How each game is played.
     pub game: GameSettings,
     /// Stop at an SPRT bound.
@@ -61,9 +62,9 @@ pub enum MatchError {
         /// The game's reason: the error, with the end of the engine's stderr.
         reason: String,
     },
-    /// The match has no openings.
-    #[error("no openings to play")]
-    NoOpenings,
+    /// A pair of the match has no opening (a match without any: pair 0).
+    #[error("no opening for pair {0}")]
+    NoOpening(usize),
 }
 
 /// Running totals from the first engine's view.
@@ -267,8 +268,8 @@ fn play_pairs(
     carried: MatchTotals,
     mut on_game: impl FnMut(&FinishedGame, &MatchTotals) -> bool,
 ) -> Result<MatchTotals, MatchError> {
-    if settings.openings.is_empty() {
-        return Err(MatchError::NoOpenings);
+    if let Some(&pair) = settings.pairs.iter().find(|&&pair| settings.openings.of_pair(pair).is_none()) {
+        return Err(MatchError::NoOpening(pair));
     }
     let next_pair = AtomicUsize::new(0);
     let pair_count = settings.pairs.len();
@@ -301,7 +302,7 @@ fn play_pairs(
                         return;
                     }
                     let pair = settings.pairs[next];
-                    let opening = &settings.openings[pair % settings.openings.len()];
+                    let opening = settings.openings.of_pair(pair).expect("every pair's opening was checked");
                     let options = pair_options(pair);
                     if let Some(options) = &options {
                         for index in 0..2 {

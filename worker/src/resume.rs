@@ -20,6 +20,7 @@ use xq_engine::xiongqi;
 
 use crate::game::{Start, Termination, first_mover};
 use crate::match_runner::MatchTotals;
+use crate::openings::Openings;
 use crate::time_use;
 
 /// What the games of a resumed match must agree with.
@@ -33,8 +34,8 @@ pub struct ThisMatch<'a> {
     pub time_control: &'a TimeControl,
     /// How far past its clock a move may end and the game go on.
     pub time_margin: Duration,
-    /// The match's openings in play order: pair `i` plays opening `i` modulo their number.
-    pub openings: &'a [Start],
+    /// Where the match's pairs start.
+    pub openings: &'a Openings,
     /// The match's games.
     pub games: usize,
 }
@@ -139,7 +140,12 @@ pub fn played_games(bytes: &[u8], this: &ThisMatch<'_>) -> Result<PlayedPairs, R
         let (red, black) = if leg == 0 { (this.names[0], this.names[1]) } else { (this.names[1], this.names[0]) };
         expect("[White] (Red)", tag("White")?, red)?;
         expect("[Black]", tag("Black")?, black)?;
-        let (fen, startpos, book) = opening_record(&this.openings[pair % this.openings.len()]);
+        let opening = this.openings.of_pair(pair).ok_or(ResumeError::Round {
+            game: number,
+            round,
+            problem: "has no opening in this match",
+        })?;
+        let (fen, startpos, book) = opening_record(opening);
         // The match writes no FEN for a game from the variant's start position.
         let start = game.tag("FEN").unwrap_or(&startpos);
         expect("the start position", start, &fen)?;
@@ -248,19 +254,20 @@ mod tests {
     use xq_engine::variant::Variant;
     use xq_engine::xiangqi::rules::ViolationTiming;
 
-    fn openings() -> Vec<Start> {
+    fn openings() -> Openings {
         ["rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w - - 0 1", "4k4/9/9/9/9/9/9/9/9/3K1R3 w - - 0 1"]
             .iter()
             .map(|fen| Start::from(Opening { start: Position::from_fen(fen).unwrap(), moves: Vec::new() }))
-            .collect()
+            .collect::<Vec<_>>()
+            .into()
     }
 
-    fn record(openings: &[Start], pair: usize, leg: usize, outcome: Outcome) -> String {
+    fn record(openings: &Openings, pair: usize, leg: usize, outcome: Outcome) -> String {
         game_pgn(&game(openings, pair, leg, outcome), "a vs b", pair * 2 + leg + 1, "10+0.1")
     }
 
-    fn game(openings: &[Start], pair: usize, leg: usize, outcome: Outcome) -> GameRecord {
-        let Start::Xiangqi(opening) = &openings[pair % openings.len()] else { unreachable!() };
+    fn game(openings: &Openings, pair: usize, leg: usize, outcome: Outcome) -> GameRecord {
+        let Some(Start::Xiangqi(opening)) = openings.of_pair(pair) else { unreachable!() };
         let (red, black) = if leg == 0 { ("a", "b") } else { ("b", "a") };
         GameRecord {
             players: ByColor { red: red.to_owned(), black: black.to_owned() },
@@ -283,7 +290,7 @@ mod tests {
 
     static TEN_SECONDS: std::sync::LazyLock<TimeControl> = std::sync::LazyLock::new(|| "10+0.1".parse().unwrap());
 
-    fn this(openings: &[Start]) -> ThisMatch<'_> {
+    fn this(openings: &Openings) -> ThisMatch<'_> {
         ThisMatch {
             event: "a vs b",
             names: ["a", "b"],
@@ -331,15 +338,20 @@ mod tests {
         let swapped = ThisMatch { names: ["b", "a"], event: "a vs b", ..this(&openings) };
         let error = played_games(game.as_bytes(), &swapped).unwrap_err().to_string();
         assert!(error.contains("[White] (Red) is \"a\""), "{error}");
-        let reordered: Vec<Start> = openings.iter().rev().cloned().collect();
+        let Openings::Cycle(starts) = &openings else { unreachable!() };
+        let reordered = Openings::Cycle(starts.iter().rev().cloned().collect());
         let error = played_games(game.as_bytes(), &this(&reordered)).unwrap_err().to_string();
         assert!(error.contains("the start position"), "{error}");
-        let twice = [game.clone(), game].concat();
+        let twice = [game.clone(), game.clone()].concat();
         let error = played_games(twice.as_bytes(), &this(&openings)).unwrap_err().to_string();
         assert!(error.contains("round 1 is in the file twice"), "{error}");
         let beyond = record(&openings, 4, 0, Outcome::Draw);
         let error = played_games(beyond.as_bytes(), &this(&openings)).unwrap_err().to_string();
         assert!(error.contains("round 9 is not one of this match's games"), "{error}");
+        // A lease's openings name only its own pairs.
+        let leased = Openings::Pairs([(1, starts[1].clone())].into());
+        let error = played_games(game.as_bytes(), &this(&leased)).unwrap_err().to_string();
+        assert!(error.contains("has no opening in this match"), "{error}");
     }
 
     /// What a resumed match says of the engines' clocks is what the live match said of

@@ -106,7 +106,7 @@ pub fn run_spsa(
         pairs: (first_pair..first_pair + remaining).collect(),
         concurrency: settings.concurrency,
         pin_cores: settings.pin_cores,
-        openings: settings.openings.clone(),
+        openings: settings.openings.clone().into(),
         game: settings.game.clone(),
         sprt: None,
     };

@@ -211,7 +211,7 @@ pub fn run_tournament(
     mut on_game: impl FnMut(&Played, &[Played]) -> bool,
 ) -> Result<Vec<Played>, MatchError> {
     if settings.openings.is_empty() {
-        return Err(MatchError::NoOpenings);
+        return Err(MatchError::NoOpening(0));
     }
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);

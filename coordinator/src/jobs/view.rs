@@ -148,6 +148,7 @@ pub fn job_view(
         failures: Vec::new(),
         source: request.and_then(|r| r.source.clone()),
         compare_url: request.and_then(|r| r.source.as_ref()).and_then(compare_url).unwrap_or_default(),
+        book: request.and_then(|r| r.book.clone()),
     }
 }
 

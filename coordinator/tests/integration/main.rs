@@ -16,6 +16,7 @@ mod config_file;
 mod connections;
 mod creations;
 mod dashboard;
+mod default_book;
 mod docs;
 mod drills;
 mod durability;

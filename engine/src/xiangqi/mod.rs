@@ -8,6 +8,7 @@ pub mod fen;
 pub mod movegen;
 pub mod nnue;
 pub mod notation;
+pub mod openings;
 pub mod perft;
 pub mod pgn;
 mod piece;

@@ -54,7 +54,7 @@ fn one_pair(engines: [EngineConfig; 2], time_control: &str) -> MatchSettings {
         pairs: vec![0],
         concurrency: 1,
         pin_cores: false,
-        openings: startpos(),
+        openings: startpos().into(),
         game: settings(time_control),
         sprt: None,
     }
@@ -260,7 +260,7 @@ fn an_sprt_stops_the_match_at_its_bound() {
         pairs: (0..50).collect(),
         concurrency: 1,
         pin_cores: true,
-        openings: startpos(),
+        openings: startpos().into(),
         game: settings("nodes=200"),
         sprt: Some(sprt),
     };
@@ -282,7 +282,7 @@ fn the_games_in_flight_when_the_sprt_decides_are_not_counted() {
         pairs: (0..50).collect(),
         concurrency: 2,
         pin_cores: false,
-        openings: startpos(),
+        openings: startpos().into(),
         game: settings("nodes=200"),
         sprt: Some(sprt),
     };

@@ -38,7 +38,8 @@ fn play_from(opponent: EngineConfig, time_control: &str, pairs: usize, fen: &str
         openings: vec![Start::from(Opening {
             start: Position::from_fen(fen).expect("opening FEN"),
             moves: Vec::new(),
-        })],
+        })]
+        .into(),
         game: game_settings,
         sprt: None,
     };
@@ -134,7 +135,7 @@ fn xiongqi_games_are_refereed_by_its_rules_and_replay_to_the_same_results() {
         pairs: (0..2).collect(),
         concurrency: 2,
         pin_cores: false,
-        openings: vec![Start::Xiongqi(xiongqi::Position::startpos()), Start::Xiongqi(middle_game)],
+        openings: vec![Start::Xiongqi(xiongqi::Position::startpos()), Start::Xiongqi(middle_game)].into(),
         game: game_settings,
         sprt: None,
     };

@@ -183,7 +183,9 @@ impl v1::client_server::Client for ClientApi {
     ) -> Result<Response<v1::ListPresetsReply>, Status> {
         client_of(&request)?;
         let presets = crate::jobs::test::presets::PRESETS.iter().map(|p| p.view()).collect();
-        Ok(Response::new(v1::ListPresetsReply { presets }))
+        let book = crate::api::grpc::default_book::NAME;
+        let default_book = format!("{book} ({} openings)", crate::api::grpc::default_book::openings());
+        Ok(Response::new(v1::ListPresetsReply { presets, default_book }))
     }
 
     type WatchJobStream = Stream_<v1::Job>;

@@ -11,6 +11,7 @@ use crate::jobs::{DEFAULT_THROUGHPUT, JobSpec, MAX_THROUGHPUT};
 use crate::scheduler::{NewJob, RequestKey};
 use std::sync::Arc;
 use tonic::Status;
+use xq_engine::variant::Variant;
 use xq_proto::v1;
 
 /// Refuses `caller` a priority of `priority` for a job whose priority is `current` (a
@@ -133,10 +134,14 @@ impl Shared {
     }
 
     /// Checks a match job (a test, an SPSA run, a tournament's test) for `caller`: its
-    /// priority, its artifacts uploaded, its book read.
+    /// priority, its artifacts uploaded, its book (the default one when it names none)
+    /// read.
     pub(super) async fn checked_match(&self, caller: &Caller, mut job: MatchJob) -> Result<JobSpec, Status> {
         may_prioritise(caller, job.request.priority, DEFAULT_PRIORITY)?;
         may_claim_throughput(caller, job.request.throughput)?;
+        if job.request.book.is_none() && !job.request.start_position && job.variant == Variant::Xiangqi {
+            job.request.book = Some(self.default_book().await?);
+        }
         let request = job.request.clone();
         let mut hashes = Vec::new();
         for engine in [&request.new_engine, &request.base_engine].into_iter().flatten() {

@@ -6,6 +6,7 @@
 
 pub mod auth;
 pub mod client;
+pub mod default_book;
 pub mod downloads;
 pub mod job_changes;
 pub mod jobs;
@@ -76,6 +77,8 @@ pub struct Shared {
     pub pair_points: Arc<PairPoints>,
     /// Opening books as parsed, while jobs hold them.
     pub books: Arc<crate::storage::books::Books>,
+    /// The built-in book as stored, once a job has wanted it.
+    pub default_book: Arc<default_book::DefaultBook>,
 }
 
 /// Tournament tests' pair points, read from storage only when a test's counts have

@@ -82,9 +82,12 @@ pub struct TestBody {
     elo1: Option<f64>,
     #[serde(default)]
     pairs: u64,
-    /// An uploaded book's hash.
+    /// An uploaded book's hash (absent: the coordinator's default book).
     #[serde(default)]
     book: Option<String>,
+    /// Play every pair from the start position instead of the default book.
+    #[serde(default)]
+    start_position: bool,
     #[serde(default)]
     rules: String,
     #[serde(default)]
@@ -161,6 +164,7 @@ pub async fn create_test(
         rules: body.rules,
         variant: body.variant,
         book,
+        start_position: body.start_position,
         sprt,
         pairs: body.pairs,
         description: body.description,

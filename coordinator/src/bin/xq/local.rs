@@ -57,7 +57,7 @@ pub struct LocalArgs {
     /// Workers to start (each plays one game at a time).
     #[arg(long, default_value_t = 2)]
     workers: usize,
-    /// Opening book (default: books/xiangqi-2ply.epd when it is there).
+    /// Opening book (default: the coordinator's, some 100,000 balanced openings).
     #[arg(long)]
     book: Option<PathBuf>,
     /// The data directory (default: a new one under ~/.cache/xq-cluster/local).
@@ -177,7 +177,6 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
     if base_options.is_empty() && new == base && args.new_options.is_empty() {
         base_options.push("UseNNUE=false".to_owned());
     }
-    let book = args.book.clone().or_else(|| Some(PathBuf::from("books/xiangqi-2ply.epd")).filter(|p| p.exists()));
     let engines = EngineArgs {
         new,
         base,
@@ -195,7 +194,8 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
         preset: None,
         play: PlayArgs {
             tc: Some(args.tc.clone()),
-            book,
+            book: args.book.clone(),
+            no_book: false,
             book_offset: 0,
             rules: "wxf".to_owned(),
             violation_timing: "threefold".to_owned(),

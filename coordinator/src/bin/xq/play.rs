@@ -19,9 +19,14 @@ pub struct PlayArgs {
     /// Time control at the reference speed (default: 10+0.1, or a test's preset's).
     #[arg(long)]
     pub tc: Option<String>,
-    /// Opening book (FEN/EPD lines or PGN; for Xiongqi, FEN lines).
+    /// Opening book (FEN/EPD lines or PGN; for Xiongqi, FEN lines). Without one a
+    /// Xiangqi job plays the coordinator's default book (some 100,000 balanced
+    /// openings of eight plies, each played once per pair).
     #[arg(long)]
     pub book: Option<PathBuf>,
+    /// Play every pair from the start position, not the default book.
+    #[arg(long, conflicts_with = "book")]
+    pub no_book: bool,
     /// The book's opening the first pair plays (pair i plays opening i + N): a match
     /// on openings another test did not play.
     #[arg(long, default_value_t = 0)]
@@ -79,6 +84,7 @@ impl PlayArgs {
             violation_timing: self.violation_timing.clone(),
             variant: self.variant.clone(),
             book,
+            start_position: self.no_book,
             book_offset: self.book_offset,
             max_plies: self.max_plies,
             priority: self.priority,

@@ -180,7 +180,8 @@ async fn preset_bounds(client: &mut Client, name: &str) -> anyhow::Result<(f64, 
 
 /// `xq presets`: the coordinator's presets, a line each.
 pub async fn list_presets(client: &mut Client) -> anyhow::Result<()> {
-    for preset in client.list_presets(v1::ListPresetsRequest {}).await?.into_inner().presets {
+    let reply = client.list_presets(v1::ListPresetsRequest {}).await?.into_inner();
+    for preset in reply.presets {
         let sprt = preset.sprt.unwrap_or_default();
         let adjudication = preset.adjudication.unwrap_or_default();
         out!(
@@ -197,6 +198,12 @@ pub async fn list_presets(client: &mut Client) -> anyhow::Result<()> {
             adjudication.resign_moves,
             adjudication.resign_score,
             preset.description
+        );
+    }
+    if !reply.default_book.is_empty() {
+        out!(
+            "Every preset, and every Xiangqi test naming no book (--book; --no-book: the start position), plays the default book {}.",
+            reply.default_book
         );
     }
     Ok(())

@@ -1,6 +1,7 @@
 //! `xq-engine`: speaks UCI on stdin when run without arguments; `perft` counts moves.
 
 mod judge;
+mod openings;
 mod verify;
 
 use std::io::Write;
@@ -15,6 +16,7 @@ use xq_engine::variant::Variant;
 use xq_engine::xiangqi::nnue::embedded::embedded;
 use xq_engine::xiangqi::nnue::simd::Simd;
 use xq_engine::xiangqi::nnue::{ARCHITECTURE, Network, format};
+use xq_engine::xiangqi::openings::OpeningSettings;
 use xq_engine::xiangqi::rules::judge::JudgeRequest;
 use xq_engine::xiangqi::rules::{RuleSet, ViolationTiming};
 use xq_engine::xiangqi::search::SearchOptions;
@@ -123,6 +125,37 @@ enum Command {
         #[arg(long)]
         simd: Option<String>,
     },
+    /// Draws balanced openings (the default book's): walks of a few plies from the start
+    /// position, each move drawn among those a shallow search scores near the best,
+    /// kept when a deeper search scores the last position within a margin. Prints each
+    /// kept opening's FEN, then a summary on stderr.
+    Openings {
+        /// Draw openings `first` to `first + count - 1` (opening N is the same on every
+        /// run of the same settings and build).
+        #[arg(long)]
+        count: u64,
+        /// The number of the first opening.
+        #[arg(long, default_value_t = 0)]
+        first: u64,
+        /// Plies from the start position.
+        #[arg(long, default_value_t = 8)]
+        plies: usize,
+        /// The depth of the search that scores each ply's moves.
+        #[arg(long, default_value_t = 1)]
+        pick_depth: i32,
+        /// A move may be drawn when it scores within this many centipawns of the best.
+        #[arg(long, default_value_t = 60)]
+        pick_margin: i32,
+        /// The depth of the search that scores the last position.
+        #[arg(long, default_value_t = 8)]
+        depth: i32,
+        /// Keep an opening scored within this many centipawns.
+        #[arg(long, default_value_t = 50)]
+        balance: i32,
+        /// Opening N draws its moves seeded `seed + N`.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// NNUE net files: write a random one, or describe one.
     #[command(subcommand)]
     Net(NetCommand),
@@ -186,6 +219,11 @@ fn run() -> anyhow::Result<()> {
             }
             println!("{}", xq_engine::bench::run_with(depth, &options).report());
             Ok(())
+        }
+        Some(Command::Openings { count, first, plies, pick_depth, pick_margin, depth, balance, seed }) => {
+            let settings =
+                OpeningSettings { plies, pick_depth, pick_margin, depth, balance, seed, network: Some(embedded()) };
+            openings::write(&settings, first..first.saturating_add(count), &mut std::io::stdout().lock())
         }
         Some(Command::Net(NetCommand::Random { seed, out })) => {
             Network::random(seed).save(&out)?;

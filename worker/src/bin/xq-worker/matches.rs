@@ -116,7 +116,7 @@ pub fn run(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Result<()> {
         pairs: Vec::new(),
         concurrency: args.play.concurrency(),
         pin_cores: args.play.pin,
-        openings: args.play.openings()?,
+        openings: args.play.openings()?.into(),
         game: args.play.game()?,
         sprt,
     };
