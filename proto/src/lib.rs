@@ -2,6 +2,7 @@
 //! the Client service that users and tools call. The coordinator and the worker meet
 //! only here.
 
+pub mod builds;
 pub mod client;
 pub mod failure;
 pub mod process;

@@ -238,18 +238,6 @@ where
     }
 }
 
-/// The CPU flags Linux lists for the first processor.
-fn cpu_flags() -> Vec<String> {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find(|l| l.starts_with("flags"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").split_whitespace().map(str::to_owned).collect())
-        })
-        .unwrap_or_default()
-}
-
 /// Our engine's single-core speed on this machine, from a short bench.
 fn bench_nps() -> u64 {
     let result = xq_engine::bench::run(6);
@@ -263,7 +251,7 @@ pub async fn capabilities(settings: &ConnectSettings) -> v1::Capabilities {
     v1::Capabilities {
         name: settings.name.clone(),
         cores: settings.concurrency as u32,
-        cpu_flags: cpu_flags(),
+        cpu_flags: xq_proto::builds::cpu_flags(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
         bench_nps,
         references: settings.pyffish.iter().map(|_| PYFFISH.to_owned()).collect(),

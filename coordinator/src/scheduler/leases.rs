@@ -10,6 +10,7 @@ use crate::storage::rows::LeaseRow;
 use prost::Message;
 use std::collections::HashSet;
 use std::time::Instant;
+use xq_proto::builds::{best_build, for_processor};
 use xq_proto::v1;
 
 /// The speed factor of a worker: how much slower than the reference it is.
@@ -97,7 +98,13 @@ impl Scheduler {
                 .live_jobs()
                 .filter(|j| j.has_work_for(worker) && !j.suspects.contains_key(&worker) && !j.failed_for(worker))
                 .filter(|j| match &*j.spec {
-                    JobSpec::Match(m) => m.request.required_cpu_flags.iter().all(|f| flags.contains(f.as_str())),
+                    JobSpec::Match(m) => {
+                        m.request.required_cpu_flags.iter().all(|f| flags.contains(f.as_str()))
+                            && [&m.request.new_engine, &m.request.base_engine]
+                                .into_iter()
+                                .flatten()
+                                .all(|engine| best_build(engine, &flags).is_some())
+                    }
                     JobSpec::SelfPlay(_) => true,
                     JobSpec::Verify(v) => v.runs_on(&capabilities),
                     JobSpec::Unreadable(_) => false,
@@ -109,6 +116,12 @@ impl Scheduler {
             let concurrency = concurrency.clamp(1, cores);
             let job = state.jobs.get_mut(&job_id).expect("chosen from the map");
             let mut work = job.spec.lease_work(slowness);
+            // Each engine as the build this worker's processor runs (chosen above).
+            if let v1::lease::Work::MatchSpec(spec) = &mut work {
+                for engine in [&mut spec.new_engine, &mut spec.base_engine] {
+                    *engine = engine.as_ref().and_then(|e| for_processor(e, &flags));
+                }
+            }
             let unit_seconds = unit_seconds(&job.spec, slowness, capabilities.bench_nps);
             let wanted = (self.config.lease_seconds * f64::from(concurrency) / unit_seconds.max(1e-3)).ceil() as usize;
             let wanted =

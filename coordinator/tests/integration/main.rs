@@ -5,6 +5,7 @@
 mod admission;
 mod bounds;
 mod browser;
+mod builds;
 mod chunks;
 mod ci;
 mod cli;

@@ -146,6 +146,7 @@ impl Shared {
         let mut hashes = Vec::new();
         for engine in [&request.new_engine, &request.base_engine].into_iter().flatten() {
             hashes.extend(engine.binary.iter().map(|b| b.sha256.clone()));
+            hashes.extend(engine.builds.iter().filter_map(|b| b.binary.as_ref()).map(|b| b.sha256.clone()));
             if let Some(net) = &engine.net {
                 self.uploaded(("net", "net", "a net"), &net.sha256).await?;
             }

@@ -178,8 +178,8 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
         base_options.push("UseNNUE=false".to_owned());
     }
     let engines = EngineArgs {
-        new,
-        base,
+        new: vec![new.display().to_string()],
+        base: vec![base.display().to_string()],
         protocol: args.protocol.clone(),
         new_options: args.new_options.clone(),
         base_options,

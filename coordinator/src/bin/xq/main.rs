@@ -23,6 +23,7 @@ fn output_failed(error: std::io::Error) -> ! {
 }
 
 // One module a command group; this file lists the commands and hands each to its own.
+mod builds;
 mod connection;
 mod jobs;
 mod llr;

@@ -9,17 +9,21 @@ use clap::Args;
 use xq_proto::client::{self, Client};
 use xq_proto::v1;
 
+use crate::builds::EngineFiles;
 use crate::jobs::after_submit;
 use crate::play::{PlayArgs, bench_signature, options, talk_setting};
 
 #[derive(Args, Clone)]
 pub struct EngineArgs {
-    /// The engine under test.
-    #[arg(long)]
-    pub new: PathBuf,
-    /// The base engine.
-    #[arg(long)]
-    pub base: PathBuf,
+    /// The engine under test: FILE, and builds for processors with given CPU flags as
+    /// FLAGS=FILE (comma-separated Linux flag names, such as avx2,bmi2), best first
+    /// (repeatable). Each worker plays the best build its processor runs; a worker that
+    /// runs none (no generic FILE) gets no lease of the test.
+    #[arg(long, required = true)]
+    pub new: Vec<String>,
+    /// The base engine, as --new.
+    #[arg(long, required = true)]
+    pub base: Vec<String>,
     /// Its protocol: uci or ucci (both engines).
     #[arg(long, default_value = "uci")]
     pub protocol: String,
@@ -216,7 +220,7 @@ pub async fn submit(
     sprt: Option<&SprtArgs>,
     pairs: u64,
 ) -> anyhow::Result<v1::Job> {
-    let engine = |path: &Path, side: &str, opts: &[String], settings: &[String], net: Option<&Path>| {
+    let engine = |files: &EngineFiles, side: &str, opts: &[String], settings: &[String], net: Option<&Path>| {
         let name = if side == "new" { &args.source.new_name } else { &args.source.base_name };
         let mut spec = v1::EngineSpec {
             name: name.clone(),
@@ -233,16 +237,17 @@ pub async fn submit(
             spec.net_option = args.net_option.clone();
         }
         if !args.no_bench {
-            spec.bench_signature = bench_signature(path, &spec, net)?;
+            spec.bench_signature = files.bench_signature(side, |path| bench_signature(path, &spec, net))?;
         }
         anyhow::Ok(spec)
     };
+    let (new_files, base_files) = (EngineFiles::parse("new", &args.new)?, EngineFiles::parse("base", &args.base)?);
     let new_net = args.new_net.as_deref();
     let base_net = args.base_net.as_deref();
-    let mut new = engine(&args.new, "new", &args.new_options, &args.new_settings, new_net)?;
-    let mut base = engine(&args.base, "base", &args.base_options, &args.base_settings, base_net)?;
-    new.binary = Some(client::upload_file(client, &args.new, "engine").await?);
-    base.binary = Some(client::upload_file(client, &args.base, "engine").await?);
+    let mut new = engine(&new_files, "new", &args.new_options, &args.new_settings, new_net)?;
+    let mut base = engine(&base_files, "base", &args.base_options, &args.base_settings, base_net)?;
+    new_files.upload(client, &mut new).await?;
+    base_files.upload(client, &mut base).await?;
     for (spec, net) in [(&mut new, new_net), (&mut base, base_net)] {
         if let Some(net) = net {
             spec.net = Some(client::upload_file(client, net, "net").await?);
@@ -275,7 +280,7 @@ pub async fn submit(
         None => None,
     };
     request.pairs = sprt.map_or(pairs, |s| s.max_pairs);
-    request.description = format!("{} vs {}", args.new.display(), args.base.display());
+    request.description = format!("{} vs {}", new_files.label(), base_files.label());
     request.source = args.source.source();
     request.notify_url = args.source.notify.clone().unwrap_or_default();
     let id = client::new_request_id();

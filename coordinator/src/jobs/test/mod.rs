@@ -97,8 +97,13 @@ fn check_engine(field: &'static str, engine: Option<&v1::EngineSpec>) -> Result<
     if engine.name.contains('"') {
         return Err(bad(field, "the name may not contain quotes (it goes into PGN tags)"));
     }
-    let binary = engine.binary.as_ref().ok_or_else(|| bad(field, "no binary"))?;
-    check_artifact(field, binary)?;
+    if engine.binary.is_none() && engine.builds.is_empty() {
+        return Err(bad(field, "no binary"));
+    }
+    if let Some(binary) = &engine.binary {
+        check_artifact(field, binary)?;
+    }
+    check_builds(field, &engine.builds)?;
     if let Some(net) = &engine.net {
         check_artifact(field, net)?;
     }
@@ -124,6 +129,32 @@ fn check_engine(field: &'static str, engine: Option<&v1::EngineSpec>) -> Result<
     for (name, value) in &engine.options {
         check_name(field, name, 128)?;
         check_name(field, value, 1024)?;
+    }
+    Ok(())
+}
+
+/// The most builds an engine of a test has (CPU variants: a handful in practice).
+const MAX_BUILDS: usize = 8;
+
+/// The most CPU flags a build needs.
+const MAX_BUILD_FLAGS: usize = 16;
+
+/// Checks an engine's CPU builds: each names its flags and its binary.
+fn check_builds(field: &'static str, builds: &[v1::EngineBuild]) -> Result<(), SpecError> {
+    if builds.len() > MAX_BUILDS {
+        return Err(bad(field, format!("{} builds: at most {MAX_BUILDS}", builds.len())));
+    }
+    for build in builds {
+        if build.cpu_flags.is_empty() || build.cpu_flags.len() > MAX_BUILD_FLAGS {
+            return Err(bad(
+                field,
+                format!("a build names 1 to {MAX_BUILD_FLAGS} CPU flags (the generic one is `binary`)"),
+            ));
+        }
+        for flag in &build.cpu_flags {
+            check_name(field, flag, MAX_CPU_FLAG_CHARS)?;
+        }
+        check_artifact(field, build.binary.as_ref().ok_or_else(|| bad(field, "a build without a binary"))?)?;
     }
     Ok(())
 }
