@@ -157,3 +157,47 @@ pub fn engine_options(engine: &v1::EngineSpec, net: Option<&std::path::Path>) ->
     }
     options
 }
+
+/// The most threads an engine of a test may ask for.
+pub const MAX_ENGINE_THREADS: u32 = 1024;
+
+/// The threads `engine` searches with: its `Threads` option (UCI names are
+/// case-insensitive), 1 when unset; `Err` naming the value when it is not 1 to
+/// [`MAX_ENGINE_THREADS`].
+pub fn engine_threads(engine: &v1::EngineSpec) -> Result<u32, String> {
+    match engine.options.iter().find(|(name, _)| name.eq_ignore_ascii_case("threads")) {
+        None => Ok(1),
+        Some((name, value)) => value
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|threads| (1..=MAX_ENGINE_THREADS).contains(threads))
+            .ok_or_else(|| format!("option {name}={value}: threads are 1 to {MAX_ENGINE_THREADS}")),
+    }
+}
+
+/// The cores one game of a match holds: its engines think in turn, so the larger of
+/// their threads (an unreadable count as 1: the coordinator refuses it at submission).
+pub fn game_threads<'a>(engines: impl IntoIterator<Item = &'a v1::EngineSpec>) -> u32 {
+    engines.into_iter().map(|engine| engine_threads(engine).unwrap_or(1)).max().unwrap_or(1)
+}
+
+#[cfg(test)]
+mod threads_tests {
+    use super::*;
+
+    #[test]
+    fn a_game_holds_the_threads_of_its_larger_engine() {
+        let engine = |options: &[(&str, &str)]| v1::EngineSpec {
+            options: options.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..Default::default()
+        };
+        let (one, four) = (engine(&[("Hash", "64")]), engine(&[("threads", " 4")]));
+        assert_eq!((engine_threads(&one), engine_threads(&four)), (Ok(1), Ok(4)));
+        assert_eq!(game_threads([&one, &four]), 4);
+        for bad in ["0", "many", "1025", "-2"] {
+            let error = engine_threads(&engine(&[("Threads", bad)])).unwrap_err();
+            assert!(error.contains(&format!("Threads={bad}")), "{error}");
+        }
+    }
+}

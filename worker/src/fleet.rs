@@ -49,6 +49,7 @@ use crate::reference::{PYFFISH, Pyffish};
 use crate::sandbox::{Sandbox, command_for};
 use crate::selfplay::{SelfPlaySettings, load_self_play_net, run_selfplay};
 use xq_engine::xiangqi::selfplay::{PlaySettings, fresh_game};
+use xq_proto::game_threads;
 
 type Client = WorkerClient<InterceptedService<Channel, BearerToken>>;
 
@@ -632,7 +633,10 @@ async fn play_pairs(
     let match_settings = MatchSettings {
         engines: [new, base],
         pairs: lease.units.iter().map(|&u| u as usize).collect(),
-        concurrency: settings.concurrency,
+        // A game of engines with N threads each holds N of its cores.
+        concurrency: (settings.concurrency
+            / game_threads([&spec.new_engine, &spec.base_engine].into_iter().flatten()) as usize)
+            .max(1),
         pin_cores: false,
         openings,
         game: GameSettings {

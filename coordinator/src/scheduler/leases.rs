@@ -11,6 +11,7 @@ use prost::Message;
 use std::collections::HashSet;
 use std::time::Instant;
 use xq_proto::builds::{best_build, for_processor};
+use xq_proto::game_threads;
 use xq_proto::v1;
 
 /// The speed factor of a worker: how much slower than the reference it is.
@@ -100,10 +101,8 @@ impl Scheduler {
                 .filter(|j| match &*j.spec {
                     JobSpec::Match(m) => {
                         m.request.required_cpu_flags.iter().all(|f| flags.contains(f.as_str()))
-                            && [&m.request.new_engine, &m.request.base_engine]
-                                .into_iter()
-                                .flatten()
-                                .all(|engine| best_build(engine, &flags).is_some())
+                            && m.engines().all(|engine| best_build(engine, &flags).is_some())
+                            && game_threads(m.engines()) <= cores
                     }
                     JobSpec::SelfPlay(_) => true,
                     JobSpec::Verify(v) => v.runs_on(&capabilities),
@@ -113,7 +112,12 @@ impl Scheduler {
                 .map(|j| j.row.id as u64);
             let Some(job_id) = chosen else { return Ok(None) };
             let slowness = slowness(&self.config, &capabilities);
-            let concurrency = concurrency.clamp(1, cores);
+            // A game of engines with N threads each holds N of its cores.
+            let threads = match &*state.jobs[&job_id].spec {
+                JobSpec::Match(m) => game_threads(m.engines()),
+                _ => 1,
+            };
+            let concurrency = (concurrency.clamp(1, cores) / threads).max(1);
             let job = state.jobs.get_mut(&job_id).expect("chosen from the map");
             let mut work = job.spec.lease_work(slowness);
             // Each engine as the build this worker's processor runs (chosen above).

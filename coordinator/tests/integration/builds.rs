@@ -2,7 +2,8 @@
 //! FLAGS=FILE` names builds for processors with given flags; the worker is leased the
 //! best build its processor runs (a build it cannot run is never started), and a test
 //! with an engine none of whose builds it runs is never leased to it, whatever its
-//! priority.
+//! priority; nor is a test that requires a flag its processor lacks
+//! (`--require-cpu-flags`).
 
 use std::time::Duration;
 
@@ -34,6 +35,10 @@ async fn each_worker_plays_the_best_build_it_runs_and_none_it_cannot() {
         "--priority", "5", "--new", &format!("xq_future_flag={broken}"), "--base", engine,
     ]].concat()));
     #[rustfmt::skip]
+    let required = job_of(&xq_at(address, &dir.0, &[&games[..], &[
+        "--priority", "5", "--require-cpu-flags", &format!("{flag},xq_future_flag"), "--new", engine, "--base", engine,
+    ]].concat()));
+    #[rustfmt::skip]
     let runnable = job_of(&xq_at(address, &dir.0, &[&games[..], &[
         "--new", &format!("xq_future_flag,{flag}={broken}"), "--new", &format!("{flag}={engine}"),
         "--base", engine,
@@ -46,6 +51,12 @@ async fn each_worker_plays_the_best_build_it_runs_and_none_it_cannot() {
     assert!(done.failures.is_empty(), "the future build was started: {:?}", done.failures);
     let totals = done.totals.unwrap();
     assert_eq!(totals.wins + totals.draws + totals.losses, 4);
-    let skipped = admin.get_job(v1::JobId { job_id: unrunnable }).await.unwrap().into_inner();
-    assert_eq!((skipped.state.as_str(), skipped.units_done, skipped.active_leases), ("running", 0, 0), "{skipped:?}");
+    for job in [unrunnable, required] {
+        let skipped = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
+        assert_eq!(
+            (skipped.state.as_str(), skipped.units_done, skipped.active_leases),
+            ("running", 0, 0),
+            "{skipped:?}"
+        );
+    }
 }

@@ -284,6 +284,32 @@ async fn priority_first_and_only_work_a_worker_can_run() {
 }
 
 #[tokio::test]
+async fn a_game_of_threaded_engines_holds_as_many_cores() {
+    let served = serve(BACKENDS[0], config()).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let plain = create(&mut admin, 100, None).await;
+    let mut threaded = test_request(&mut admin, 100, None).await;
+    threaded.priority = 5;
+    threaded.new_engine.as_mut().unwrap().options.insert("Threads".to_owned(), "4".to_owned());
+    let threaded = admin.create_test(threaded).await.unwrap().into_inner();
+    let lease = |cores: u32| v1::LeaseRequest { concurrency: cores };
+    // Two cores cannot hold a game of four threads: the plain test, whatever the priority.
+    let (mut small, _) = registered_worker_with_cores(&served, "small", &[], 2).await;
+    let small_lease = small.lease(lease(2)).await.unwrap().into_inner().lease.unwrap();
+    assert_eq!(small_lease.job_id, plain.job_id);
+    // Eight cores hold two such games at once: as many units as two cores of plain games.
+    let (mut large, _) = registered_worker_with_cores(&served, "large", &[], 8).await;
+    let large_lease = large.lease(lease(8)).await.unwrap().into_inner().lease.unwrap();
+    assert_eq!(large_lease.job_id, threaded.job_id);
+    assert_eq!(large_lease.units.len(), small_lease.units.len());
+    // A thread count an engine cannot have is refused at submission, naming it.
+    let mut bad = test_request(&mut admin, 100, None).await;
+    bad.base_engine.as_mut().unwrap().options.insert("threads".to_owned(), "0".to_owned());
+    let refused = admin.create_test(bad).await.unwrap_err();
+    assert!(refused.message().contains("option threads=0"), "{refused:?}");
+}
+
+#[tokio::test]
 async fn jobs_of_equal_priority_share_the_fleet_by_throughput() {
     let served = serve(BACKENDS[0], config()).await;
     let mut admin = client(served.address, &served.client_token).await;

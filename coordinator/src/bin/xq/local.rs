@@ -204,6 +204,7 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
             draw: None,
             resign: None,
             priority: 0,
+            require_cpu_flags: Vec::new(),
             throughput: 100,
             watch: true,
         },

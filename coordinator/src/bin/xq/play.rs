@@ -53,6 +53,10 @@ pub struct PlayArgs {
     pub resign: Option<Vec<String>>,
     #[arg(long, default_value_t = 0)]
     pub priority: i32,
+    /// Only workers whose processors have all these flags (comma-separated Linux
+    /// names, such as avx2,bmi2) play it.
+    #[arg(long, value_delimiter = ',')]
+    pub require_cpu_flags: Vec<String>,
     /// Share of the fleet among tests of equal priority, in percent of an equal share
     /// (above 100 an admin's to give; at most 1,000).
     #[arg(long, default_value_t = 100)]
@@ -88,6 +92,7 @@ impl PlayArgs {
             book_offset: self.book_offset,
             max_plies: self.max_plies,
             priority: self.priority,
+            required_cpu_flags: self.require_cpu_flags.clone(),
             throughput: self.throughput,
             adjudication: xq_proto::adjudication_message(Adjudication::from_words(
                 self.draw.as_deref(),

@@ -44,6 +44,11 @@ pub struct MatchJob {
 }
 
 impl MatchJob {
+    /// Its engines: the new one, then the base.
+    pub fn engines(&self) -> impl Iterator<Item = &v1::EngineSpec> {
+        [&self.request.new_engine, &self.request.base_engine].into_iter().flatten()
+    }
+
     /// What a worker `slowness` times slower than the reference is told to play; its
     /// reports are checked against the same.
     pub fn lease_spec(&self, slowness: f64) -> v1::MatchSpec {
@@ -130,6 +135,8 @@ fn check_engine(field: &'static str, engine: Option<&v1::EngineSpec>) -> Result<
         check_name(field, name, 128)?;
         check_name(field, value, 1024)?;
     }
+    // Each game holds its engines' threads in cores (leasing counts them).
+    xq_proto::engine_threads(engine).map_err(|e| bad(field, e))?;
     Ok(())
 }
 
