@@ -568,6 +568,7 @@
         entries.push(["Engines", `${job.new_engine} vs ${job.base_engine}`]);
         entries.push(["Time control", job.time_control || "–"]);
         entries.push(["Rules", job.rules || "–"]);
+        entries.push(["Book", job.book ? job.book.name : "start position", "book"]);
       } else if (isVerification) {
         entries.push(["Games verified", String(job.positions), "positions"]);
         entries.push(["Rule sets", job.rules || "–"]);

@@ -504,8 +504,10 @@ async fn a_test_page_says_what_it_tests_and_what_its_workers_could_not_do() {
     let served = serve(Backend::Sqlite, SchedulerConfig::default()).await;
     let base = format!("http://{}", served.address);
     let mut admin = client(served.address, &served.client_token).await;
-    let mut request = test_request(&mut admin, 8, None).await;
+    let sprt = v1::SprtSpec { elo0: 0.0, elo1: 5.0, alpha: 0.05, beta: 0.05, ..Default::default() };
+    let mut request = test_request(&mut admin, 64, Some(sprt)).await;
     request.new_engine.as_mut().unwrap().name = "mine".to_owned();
+    request.description = "King safety, short time control".to_owned();
     request.base_engine.as_mut().unwrap().name = "master".to_owned();
     let info = "King safety retuned.\n<b>not bold</b>";
     request.source = Some(v1::TestSource {
@@ -519,6 +521,15 @@ async fn a_test_page_says_what_it_tests_and_what_its_workers_could_not_do() {
     let job = admin.create_test(request).await.unwrap().into_inner().job_id;
     let mut worker = registered_worker(&served, "w1", &[]).await;
     let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    // Some results first, for the LLR and its chart: the page the README shows.
+    let results = [[2, 1], [1, 1], [2, 2], [1, 0], [2, 1], [1, 1]];
+    let results = &results[..lease.units.len().min(results.len())];
+    let pairs = results.iter().zip(&lease.units).map(|(p, &unit)| named_pair(unit, *p, ["mine", "master"])).collect();
+    let cumulative = Some(totals(results));
+    worker
+        .report_pairs(v1::ReportPairsRequest { lease_id: lease.lease_id, pairs, cumulative, ..Default::default() })
+        .await
+        .unwrap();
     let detail = "bench signature 1 on this worker, the test expects 2\n<script>document.title='owned'</script>";
     let report = v1::FailureReport {
         lease_id: lease.lease_id,
@@ -541,7 +552,17 @@ async fn a_test_page_says_what_it_tests_and_what_its_workers_could_not_do() {
         assert!(failures.contains(shown), "{shown} in {failures}");
     }
     assert_ne!(browser.title().await.unwrap(), "owned", "a report's text is shown, never run");
-    screenshot(browser, "test-source-failures").await;
+    wait_for_text(browser, "#llr", |t| t.parse::<f64>().is_ok()).await;
+    for chart in ["#llr-chart canvas", "#elo-chart canvas"] {
+        browser.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css(chart)).await.unwrap();
+    }
+    assert_eq!(text(browser, "#book").await, "start position");
+    // docs/dashboard.png, the README's picture, is this one (scripts/readme-screenshot):
+    // the whole page, charts and failures below the facts.
+    let height = browser.execute("return document.documentElement.scrollHeight;", vec![]).await.unwrap();
+    browser.set_window_size(1280, height.as_u64().unwrap().min(4000) as u32 + 100).await.unwrap();
+    screenshot(browser, "readme-test-page").await;
+    browser.set_window_size(1280, 900).await.unwrap();
     // The list filters by engine name.
     for (engine, listed) in [("mine", true), ("someone-else", false)] {
         browser.goto(&format!("{base}/?engine={engine}")).await.unwrap();

@@ -260,6 +260,9 @@ pub async fn test_request(client: &mut Client, pairs: u64, sprt: Option<v1::Sprt
         sprt,
         pairs,
         adjudication: Some(ADJUDICATION),
+        // The games these tests write by hand start from the start position, not
+        // from the default book's openings.
+        start_position: true,
         ..Default::default()
     }
 }
