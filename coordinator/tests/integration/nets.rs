@@ -74,6 +74,8 @@ async fn create_net_test(
         pairs: 1000,
         priority: 10,
         adjudication: Some(crate::common::ADJUDICATION),
+        // The games reported below are written from the start position.
+        start_position: true,
         ..Default::default()
     };
     admin.create_test(request).await.unwrap().into_inner().job_id

@@ -95,6 +95,7 @@ async fn event_request(client: &mut Client, names: &[&str], system: &str) -> v1:
         settings: Some(v1::CreateTestRequest {
             time_control: "10+0.1".to_owned(),
             adjudication: Some(ADJUDICATION),
+            start_position: true,
             ..Default::default()
         }),
         ..Default::default()
@@ -118,6 +119,7 @@ async fn a_round_robin_is_a_test_per_pairing_and_its_standings_count_their_pairs
         let settings = v1::CreateTestRequest {
             time_control: "10+0.1".to_owned(),
             adjudication: Some(ADJUDICATION),
+            start_position: true,
             description: "club".to_owned(),
             ..Default::default()
         };
@@ -233,6 +235,7 @@ async fn a_swiss_event_pairs_each_round_when_the_one_before_has_ended() {
             settings: Some(v1::CreateTestRequest {
                 time_control: "10+0.1".to_owned(),
                 adjudication: Some(ADJUDICATION),
+                start_position: true,
                 ..Default::default()
             }),
             ..Default::default()
@@ -295,6 +298,7 @@ async fn a_knockout_breaks_ties_at_its_faster_time_control_and_places_by_how_far
             settings: Some(v1::CreateTestRequest {
                 time_control: "10+0.1".to_owned(),
                 adjudication: Some(ADJUDICATION),
+                start_position: true,
                 ..Default::default()
             }),
             ..Default::default()
@@ -388,6 +392,7 @@ async fn an_event_plays_article_6_time_controls_scaled_by_the_worker_speed() {
             settings: Some(v1::CreateTestRequest {
                 time_control: time_control.to_owned(),
                 adjudication: Some(ADJUDICATION),
+                start_position: true,
                 ..Default::default()
             }),
             ..Default::default()
@@ -424,6 +429,7 @@ async fn stored_tests_this_version_cannot_read_back_are_shown_stopped_with_the_r
             settings: Some(v1::CreateTestRequest {
                 time_control: "10+0.1".to_owned(),
                 adjudication: Some(ADJUDICATION),
+                start_position: true,
                 ..Default::default()
             }),
             ..Default::default()
