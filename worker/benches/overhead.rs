@@ -102,7 +102,7 @@ fn main() {
         pairs: (0..50).collect(),
         concurrency: 1,
         pin_cores: false,
-        openings,
+        openings: openings.into(),
         game: GameSettings {
             time_control: "nodes=1".parse().unwrap(),
             rules: RuleSet::Wxf,

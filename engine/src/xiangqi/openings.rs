@@ -85,10 +85,10 @@ pub fn draw(settings: &OpeningSettings, n: u64) -> Option<Drawn> {
             if info.multipv == 1 {
                 scored.clear();
             }
-            if let (Some(&first), depth) = (info.pv.first(), info.depth) {
-                if depth == settings.pick_depth {
-                    scored.push((first, centipawns(info.score)));
-                }
+            if let Some(&first) = info.pv.first()
+                && info.depth == settings.pick_depth
+            {
+                scored.push((first, centipawns(info.score)));
             }
         });
         let best = scored.iter().map(|&(_, score)| score).max()?;

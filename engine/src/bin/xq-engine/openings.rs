@@ -14,7 +14,7 @@ pub fn write(settings: &OpeningSettings, range: Range<u64>, out: &mut impl Write
     let mut seen = HashSet::new();
     let (mut kept, mut repeated, mut unbalanced, mut unfit) = (0u64, 0u64, 0u64, 0u64);
     let total = range.end - range.start;
-    for (done, n) in range.enumerate() {
+    for (done, n) in (1u64..).zip(range) {
         let verdict = draw(settings, n).map_or(Verdict::Unfit, |drawn| judge(settings, &drawn, &mut seen));
         match verdict {
             Verdict::Kept(fen) => {
@@ -25,12 +25,12 @@ pub fn write(settings: &OpeningSettings, range: Range<u64>, out: &mut impl Write
             Verdict::Unbalanced(_) => unbalanced += 1,
             Verdict::Unfit => unfit += 1,
         }
-        if (done as u64 + 1) % 1000 == 0 || done as u64 + 1 == total {
+        if done.is_multiple_of(1000) || done == total {
             out.flush()?;
             eprintln!(
                 "openings: {} of {total} drawn in {:.0} s: {kept} kept, {repeated} repeated, {unbalanced} outside \
                  {} cp, {unfit} unfit",
-                done + 1,
+                done,
                 started.elapsed().as_secs_f64(),
                 settings.balance
             );
