@@ -7,13 +7,9 @@
 
 use std::time::Duration;
 
-use crate::cluster::{start_coordinator, start_worker, token, wait_for, xq_at};
+use crate::cluster::{job_of, start_coordinator, start_worker, token, wait_for, xq_at};
 use crate::common::{TempDir, binary, client, executable};
 use xq_proto::v1;
-
-fn job_of(line: &str) -> u64 {
-    line.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_worker_plays_the_best_build_it_runs_and_none_it_cannot() {

@@ -65,7 +65,7 @@ async fn a_test_s_end_is_posted_to_its_webhook_and_retried_until_taken() {
         "games", "--games", "2", "--tc", "depth=2", "--no-bench", "--new", engine, "--base", engine,
         "--notify", &url,
     ]);
-    let job: u64 = submitted.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap();
+    let job = crate::cluster::job_of(&submitted);
     assert!(seen.lock().unwrap().is_empty(), "nothing is sent before the test ends");
     xq_at(address, &dir.0, &["stop", &job.to_string()]);
     let start = Instant::now();

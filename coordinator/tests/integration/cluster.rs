@@ -168,14 +168,24 @@ pub async fn wait_for(
     }
 }
 
-/// The games of a job from its PGN, from the new engine's view: (wins, draws, losses).
-async fn games_in_pgn(admin: &mut Client, job: u64) -> (usize, [u64; 3]) {
+/// The job number in `xq sprt` or `xq games`'s first line ("job N: ...").
+pub fn job_of(line: &str) -> u64 {
+    line.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap()
+}
+
+/// A job's games, as its PGN (DownloadGames).
+pub async fn job_games(admin: &mut Client, job: u64) -> Vec<xq_engine::xiangqi::pgn::PgnGame> {
     let text: String = collect(admin.download_games(v1::JobId { job_id: job }).await.unwrap().into_inner())
         .await
         .into_iter()
         .map(|b| b.pgn)
         .collect();
-    let games = xq_engine::xiangqi::pgn::parse_pgn(&text).unwrap();
+    xq_engine::xiangqi::pgn::parse_pgn(&text).unwrap()
+}
+
+/// The games of a job from its PGN, from the new engine's view: (wins, draws, losses).
+async fn games_in_pgn(admin: &mut Client, job: u64) -> (usize, [u64; 3]) {
+    let games = job_games(admin, job).await;
     let mut wdl = [0; 3];
     for game in &games {
         let new_is_red = game.tag("White") == Some("new");

@@ -36,7 +36,7 @@ async fn an_spsa_run_across_two_workers_climbs_towards_the_deeper_search() {
         "--max-plies",
         "160",
     ]);
-    let job: u64 = submitted.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap();
+    let job = crate::cluster::job_of(&submitted);
     let mut workers = Vec::new();
     for i in 0..2 {
         workers.push(start_worker(&mut admin, address, dir.0.join(format!("w{i}")), &format!("w{i}")).await);
@@ -137,7 +137,7 @@ async fn play_fleet_event(
     args: &[String],
 ) -> (v1::Tournament, std::collections::HashMap<String, f64>, usize) {
     let created = xq_at(address, dir, &args.iter().map(String::as_str).collect::<Vec<_>>());
-    let id: u64 = created.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap();
+    let id = crate::cluster::job_of(&created);
     let mut workers = Vec::new();
     for i in 0..2 {
         workers.push(start_worker(admin, address, dir.join(format!("w{i}")), &format!("w{i}")).await);
@@ -262,7 +262,7 @@ async fn a_verification_job_across_two_workers_counts_what_one_pass_over_the_gam
     std::fs::write(&path, &text).unwrap();
     let args = ["verify", "--pgn", path.to_str().unwrap(), "--games-per-unit", "100", "--reference", "pyffish"];
     let created = xq_at(address, &dir.0, &args);
-    let id: u64 = created.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap();
+    let id = crate::cluster::job_of(&created);
     assert!(created.contains("(18 units)"), "{created}");
     let mut workers = Vec::new();
     for i in 0..2 {
@@ -310,7 +310,7 @@ async fn a_verification_job_across_two_workers_counts_what_one_pass_over_the_gam
         let args = ["verify", "--selfplay", "400", "--games-per-unit", "25", "--reference", "pyffish"];
         let created = xq_at(address, &dir.0, &args);
         assert!(created.contains("verification of 400 self-play games (20 nodes, 8 random plies)"), "{created}");
-        let id: u64 = created.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap();
+        let id = crate::cluster::job_of(&created);
         let state =
             wait_for(&mut admin, id, Duration::from_secs(300), "a self-play verification", |j| j.state != "running")
                 .await;
@@ -330,7 +330,7 @@ async fn a_verification_job_across_two_workers_counts_what_one_pass_over_the_gam
     let args = ["verify", "--selfplay", "100", "--games-per-unit", "25", "--net", net.to_str().unwrap()];
     let created = xq_at(address, &dir.0, &args);
     assert!(created.contains("(20 nodes, 8 random plies, net default.xqnn)"), "{created}");
-    let id: u64 = created.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap();
+    let id = crate::cluster::job_of(&created);
     let state =
         wait_for(&mut admin, id, Duration::from_secs(300), "a verification with a net", |j| j.state != "running").await;
     assert_eq!((state.state.as_str(), state.units_done, state.refused_reports), ("finished", 4, 0));
@@ -344,7 +344,7 @@ async fn a_verification_job_across_two_workers_counts_what_one_pass_over_the_gam
         created.contains("generated rule-hard games (from hard game 5000) under wxf, asian, cxq with the metamorphic"),
         "{created}"
     );
-    let id: u64 = created.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap();
+    let id = crate::cluster::job_of(&created);
     let state =
         wait_for(&mut admin, id, Duration::from_secs(300), "a generated verification", |j| j.state != "running").await;
     assert_eq!((state.state.as_str(), state.units_done, state.refused_reports), ("finished", 4, 0));

@@ -7,22 +7,13 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use crate::cluster::{start_coordinator, start_worker, token, wait_for, xq_at};
-use crate::common::{Client, TempDir, binary, client, collect};
+use crate::cluster::{job_games, job_of, start_coordinator, start_worker, token, wait_for, xq_at};
+use crate::common::{Client, TempDir, binary, client};
 use xq_proto::v1;
-
-fn job_of(line: &str) -> u64 {
-    line.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap()
-}
 
 /// Each game's round and `[FEN]` tag (`None`: the start position).
 async fn openings(admin: &mut Client, job: u64) -> Vec<(String, Option<String>)> {
-    let text: String = collect(admin.download_games(v1::JobId { job_id: job }).await.unwrap().into_inner())
-        .await
-        .into_iter()
-        .map(|b| b.pgn)
-        .collect();
-    let games = xq_engine::xiangqi::pgn::parse_pgn(&text).unwrap();
+    let games = job_games(admin, job).await;
     games.iter().map(|g| (g.tag("Round").unwrap().to_owned(), g.tag("FEN").map(str::to_owned))).collect()
 }
 

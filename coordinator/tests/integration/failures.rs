@@ -46,7 +46,7 @@ async fn a_test_whose_engine_cannot_play_fails_after_three_workers_report_it() {
         "games", "--games", "20", "--tc", "depth=2", "--max-plies", "60", "--no-bench",
         "--new", engine.to_str().unwrap(), "--base", binary("xq-engine").to_str().unwrap(),
     ]);
-    let job: u64 = submitted.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap();
+    let job = crate::cluster::job_of(&submitted);
 
     // One worker: it reports, and gets none of the test again (the test waits, its
     // units unplayed, rather than going back to the worker that cannot play it).

@@ -68,7 +68,7 @@ async fn another_engine_s_net_is_tested_through_its_own_option_with_its_bench_ch
         "--new", engine.to_str().unwrap(), "--new-net", foreign.to_str().unwrap(), "--net-option", "NetPath",
         "--base", binary("xq-engine").to_str().unwrap(), "--book", book.to_str().unwrap(),
     ]);
-    let job: u64 = submitted.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap();
+    let job = crate::cluster::job_of(&submitted);
     // The foreign engine calls our engine from where this build keeps it, which no
     // engine sandbox shows: the worker runs its own engines here.
     let mut worker = start_worker_with(&mut admin, address, dir.0.join("w0"), "w0", &["--no-sandbox"]).await;

@@ -4,14 +4,10 @@
 //! only with pairs left, and `xq clone` makes a new test of its stored engines at
 //! another time control, with nothing but the coordinator's copies.
 
-use crate::cluster::{start_coordinator, start_worker, token, wait_for, xq_at, xq_refused};
+use crate::cluster::{job_of, start_coordinator, start_worker, token, wait_for, xq_at, xq_refused};
 use crate::common::{TempDir, binary, client};
 use std::time::Duration;
 use xq_proto::v1;
-
-fn job_of(line: &str) -> u64 {
-    line.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_test_is_modified_stopped_resumed_and_cloned_from_the_command_line() {

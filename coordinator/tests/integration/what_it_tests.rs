@@ -21,7 +21,7 @@ async fn a_test_s_names_source_and_info_are_listed_shown_and_filtered() {
         "--repo", "https://github.com/owner/xq", "--new-branch", "kings", "--new-commit", "9f1c2ab",
         "--base-branch", "master", "--info", "King safety retuned.\nSTC first.",
     ]);
-    let job: u64 = submitted.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).unwrap();
+    let job = crate::cluster::job_of(&submitted);
     assert!(submitted.contains("xq-kings vs xq-master"), "{submitted}");
 
     let shown = xq_at(address, &dir.0, &["show", &job.to_string()]);
@@ -65,17 +65,18 @@ async fn a_preset_fills_what_the_flags_leave_unset() {
     );
     let engine = binary("xq-engine");
     let engine = engine.to_str().unwrap();
-    let job_of =
-        |line: String| -> u64 { line.split_whitespace().nth(1).unwrap().trim_end_matches(':').parse().unwrap() };
-    let ltc =
-        job_of(xq_at(address, &dir.0, &["sprt", "--preset", "ltc", "--no-bench", "--new", engine, "--base", engine]));
+    let ltc = crate::cluster::job_of(&xq_at(
+        address,
+        &dir.0,
+        &["sprt", "--preset", "ltc", "--no-bench", "--new", engine, "--base", engine],
+    ));
     let view = admin.get_job(xq_proto::v1::JobId { job_id: ltc }).await.unwrap().into_inner();
     assert_eq!((view.kind.as_str(), view.time_control.as_str()), ("sprt", "60+0.6"));
     assert_eq!(view.sprt_spec.as_ref().map(|s| (s.elo0, s.elo1)), Some((0.5, 2.5)));
     // The flags given win: a fixed-length test at another time control, adjudicated as
     // the preset says.
     #[rustfmt::skip]
-    let own = job_of(xq_at(address, &dir.0, &[
+    let own = crate::cluster::job_of(&xq_at(address, &dir.0, &[
         "games", "--preset", "nonreg", "--games", "4", "--tc", "5+0.05", "--no-bench", "--new", engine, "--base", engine,
     ]));
     let view = admin.get_job(xq_proto::v1::JobId { job_id: own }).await.unwrap().into_inner();
