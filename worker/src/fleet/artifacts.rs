@@ -1,0 +1,94 @@
+//! The worker's cache of a lease's artifacts (engines, nets, books), each fetched by
+//! hash and checked before every use, and the last book read.
+
+use super::*;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use xq_engine::book::Book;
+use xq_engine::variant::Variant;
+use xq_proto::failure::FailureKind;
+use xq_proto::v1;
+
+/// The artifact's path in the cache, downloaded and checked if missing.
+pub(super) async fn fetch(
+    client: &Client,
+    cache: &Path,
+    artifact: &v1::ArtifactRef,
+    executable: bool,
+) -> Result<PathBuf, FleetError> {
+    let sha = &artifact.sha256;
+    let damaged = |reason: String| FleetError::Artifact { name: artifact.name.clone(), reason };
+    if sha.len() != 64 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(damaged(format!("hash '{sha}' is not a sha256")));
+    }
+    let path = cache.join("artifacts").join(sha);
+    // Hashed again before each use: a cached file changed since (by an unconfined
+    // engine, say) is fetched anew rather than run.
+    if path.exists() {
+        let cached = path.clone();
+        let actual = tokio::task::spawn_blocking(move || file_sha256(&cached))
+            .await
+            .map_err(play_error)?
+            .map_err(FleetError::file("hashing the cached artifact", &path))?;
+        if &actual == sha {
+            return Ok(path);
+        }
+        eprintln!("xq-worker: cached artifact {} has changed (hash {actual}): fetching it again", artifact.name);
+        std::fs::remove_file(&path).map_err(FleetError::file("removing the changed artifact", &path))?;
+    }
+    let mut stream = retry("download", || {
+        let mut client = client.clone();
+        let sha256 = sha.clone();
+        async move { client.download(v1::DownloadRequest { sha256 }).await }
+    })
+    .await
+    .map_err(|status| FleetError::refused("download", status))?
+    .into_inner();
+    let mut bytes = Vec::new();
+    while let Some(piece) = stream.message().await.map_err(|status| FleetError::refused("download", status))? {
+        bytes.extend_from_slice(&piece.data);
+    }
+    let actual = hex::encode(Sha256::digest(&bytes));
+    if &actual != sha {
+        return Err(damaged(format!("arrived with hash {actual}, not {sha}")));
+    }
+    let temp = path.with_extension("part");
+    std::fs::write(&temp, &bytes).map_err(FleetError::file("writing", &temp))?;
+    if executable {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(0o755))
+            .map_err(FleetError::file("making executable", &temp))?;
+    }
+    std::fs::rename(&temp, &path).map_err(FleetError::file("storing", &path))?;
+    Ok(path)
+}
+
+fn file_sha256(path: &Path) -> std::io::Result<String> {
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut std::fs::File::open(path)?, &mut hasher)?;
+    Ok(hex::encode(hasher.finalize()))
+}
+
+/// The book `book` as a `variant` book, fetched and read once for the leases that
+/// follow: the default book's 100,000 openings took a second to read in a debug build.
+pub(super) async fn lease_book(
+    client: &Client,
+    settings: &ConnectSettings,
+    book: &v1::ArtifactRef,
+    variant: Variant,
+) -> Result<Arc<Book>, FleetError> {
+    type LastBook = std::sync::Mutex<Option<(String, Variant, Arc<Book>)>>;
+    static LAST: LastBook = std::sync::Mutex::new(None);
+    if let Some((sha256, kept_variant, kept)) = LAST.lock().expect("the book's lock is never poisoned").as_ref()
+        && *sha256 == book.sha256
+        && *kept_variant == variant
+    {
+        return Ok(kept.clone());
+    }
+    let path = fetch(client, &settings.cache, book, false).await.map_err(failed(FailureKind::Download, ""))?;
+    let text = std::fs::read_to_string(&path).map_err(FleetError::file("reading the book", &path))?;
+    let parsed = Arc::new(Book::parse(variant, &text, &book.name).map_err(lease_error)?);
+    *LAST.lock().expect("the book's lock is never poisoned") = Some((book.sha256.clone(), variant, parsed.clone()));
+    Ok(parsed)
+}
