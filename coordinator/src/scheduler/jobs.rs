@@ -340,9 +340,12 @@ impl Scheduler {
             }
             job.row.state = "running".to_owned();
             job.row.outcome = String::new();
-            let handed_out = 0..job.row.next_unit.max(0) as u64;
-            job.requeue = handed_out.filter(|unit| !job.done.contains(unit)).collect();
             job.reported.clear();
+            // A lease of it still in flight (its worker not yet told of the stop) keeps
+            // its units: handed out again now, they would be played twice.
+            let requeue = state.units_to_requeue(id);
+            let job = state.jobs.get_mut(&id).expect("found above");
+            job.requeue = requeue;
             job.notify();
             let changes = [
                 Change::JobState {

@@ -404,6 +404,21 @@ impl State {
     pub(super) fn live_jobs(&self) -> impl Iterator<Item = &JobState> {
         self.live.iter().filter_map(|id| self.jobs.get(id))
     }
+
+    /// Job `id`'s units handed out before (below its next unit) that are neither done
+    /// nor in one of its active leases: the queue it runs on from when it starts again,
+    /// at a coordinator's start or resumed. A unit still in flight comes back when its
+    /// lease closes, if it was not played.
+    pub(super) fn units_to_requeue(&self, id: u64) -> BTreeSet<u64> {
+        let Some(job) = self.jobs.get(&id) else { return BTreeSet::new() };
+        let in_flight: HashSet<u64> = self
+            .leases
+            .values()
+            .filter(|lease| lease.active && lease.row.job_id as u64 == id)
+            .flat_map(|lease| lease.units.iter().copied())
+            .collect();
+        (0..job.row.next_unit.max(0) as u64).filter(|u| !job.done.contains(u) && !in_flight.contains(u)).collect()
+    }
 }
 
 /// Whether a job in `state` has not ended: it runs or waits for approval.

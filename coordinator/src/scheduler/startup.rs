@@ -204,15 +204,11 @@ impl Scheduler {
             state.leases.insert(id, lease);
         }
         // Units leased before the stop, neither done nor in an active lease, go back.
-        let leased: HashMap<u64, HashSet<u64>> = state.leases.values().fold(HashMap::new(), |mut map, lease| {
-            map.entry(lease.row.job_id as u64).or_default().extend(lease.units.iter().copied());
-            map
-        });
-        for (id, job) in state.jobs.iter_mut().filter(|(_, j)| j.row.state == "running") {
-            let in_flight = leased.get(id);
-            job.requeue = (0..job.row.next_unit as u64)
-                .filter(|u| !job.done.contains(u) && !in_flight.is_some_and(|set| set.contains(u)))
-                .collect();
+        let running: Vec<u64> =
+            state.jobs.iter().filter(|(_, j)| j.row.state == "running").map(|(&id, _)| id).collect();
+        for id in running {
+            let requeue = state.units_to_requeue(id);
+            state.jobs.get_mut(&id).expect("listed above").requeue = requeue;
         }
         let (revocations, _) = watch::channel(0);
         Scheduler {

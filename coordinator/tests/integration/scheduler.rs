@@ -310,6 +310,22 @@ async fn a_game_of_threaded_engines_holds_as_many_cores() {
 }
 
 #[tokio::test]
+async fn a_resumed_test_hands_out_again_only_units_no_lease_still_holds() {
+    let served = serve(BACKENDS[0], config()).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let job = create(&mut admin, 100, None).await.job_id;
+    let mut first = registered_worker(&served, "first", &[]).await;
+    let held = first.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    // Stopped while the lease is out (its worker not yet told), then resumed.
+    admin.stop_job(v1::JobId { job_id: job }).await.unwrap();
+    admin.resume_job(v1::JobId { job_id: job }).await.unwrap();
+    let mut second = registered_worker(&served, "second", &[]).await;
+    let next = second.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    assert_eq!(next.job_id, job);
+    assert!(next.units.iter().all(|unit| !held.units.contains(unit)), "{:?} and {:?}", held.units, next.units);
+}
+
+#[tokio::test]
 async fn jobs_of_equal_priority_share_the_fleet_by_throughput() {
     let served = serve(BACKENDS[0], config()).await;
     let mut admin = client(served.address, &served.client_token).await;
