@@ -91,3 +91,72 @@ impl Default for SchedulerConfig {
         }
     }
 }
+
+/// A public coordinator's protections (`xq-coordinator serve --public`), each filling
+/// what its setting leaves off: submitters' jobs wait for approval, a submitter stores
+/// at most [`PUBLIC_QUOTA_BYTES`] and runs at most [`PUBLIC_ACTIVE_JOBS`] jobs at once,
+/// and ended jobs' games and training data go after [`PUBLIC_KEEP_DAYS`] days.
+pub const PUBLIC_QUOTA_BYTES: u64 = 20 << 30;
+
+/// The running or pending jobs a submitter may have on a public coordinator.
+pub const PUBLIC_ACTIVE_JOBS: usize = 10;
+
+/// Days a public coordinator keeps an ended job's games and training data.
+pub const PUBLIC_KEEP_DAYS: u64 = 90;
+
+impl SchedulerConfig {
+    /// Turns on a public coordinator's protections that are off.
+    pub fn make_public(&mut self) {
+        let days = Duration::from_secs(PUBLIC_KEEP_DAYS * 24 * 3600);
+        self.require_approval = true;
+        if self.submitter_quota_bytes == 0 {
+            self.submitter_quota_bytes = PUBLIC_QUOTA_BYTES;
+        }
+        if self.submitter_active_jobs == 0 {
+            self.submitter_active_jobs = PUBLIC_ACTIVE_JOBS;
+        }
+        self.keep_games.get_or_insert(days);
+        self.keep_training_data.get_or_insert(days);
+        self.keep_unreferenced_artifacts.get_or_insert(Duration::from_secs(7 * 24 * 3600));
+    }
+
+    /// The protections a coordinator others reach should have and this one has off,
+    /// each with the setting that turns it on: the start-up warns of each (review of
+    /// 2026-11-28, F12: all were off by default and nothing said so).
+    pub fn protections_off(&self) -> Vec<&'static str> {
+        let mut off = Vec::new();
+        if !self.require_approval {
+            off.push("submitters' jobs run without an admin's approval (--require-approval)");
+        }
+        if self.submitter_quota_bytes == 0 {
+            off.push("submitters may store without bound (--submitter-quota-mb)");
+        }
+        if self.submitter_active_jobs == 0 {
+            off.push("submitters may run any number of jobs at once (--submitter-active-jobs)");
+        }
+        if self.keep_games.is_none() || self.keep_training_data.is_none() {
+            off.push("ended jobs' games or training data are kept for good (--keep-games-days, --keep-data-days)");
+        }
+        if self.keep_unreferenced_artifacts.is_none() {
+            off.push("uploads no job names are kept for good (--keep-unreferenced-artifacts-days)");
+        }
+        off
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_public_profile_turns_on_every_protection_and_keeps_the_ones_set() {
+        let defaults = SchedulerConfig::default();
+        assert_eq!(defaults.protections_off().len(), 4, "{:?}", defaults.protections_off());
+        let mut public = SchedulerConfig { submitter_active_jobs: 3, ..SchedulerConfig::default() };
+        public.make_public();
+        assert!(public.protections_off().is_empty(), "{:?}", public.protections_off());
+        assert!(public.require_approval);
+        assert_eq!((public.submitter_quota_bytes, public.submitter_active_jobs), (PUBLIC_QUOTA_BYTES, 3));
+        assert_eq!(public.keep_games, Some(Duration::from_secs(90 * 24 * 3600)));
+    }
+}

@@ -181,6 +181,41 @@ async fn the_dashboard_is_private_off_loopback_unless_made_public() {
     assert!(!output.status.success() && String::from_utf8_lossy(&output.stderr).contains("cannot be used with"));
 }
 
+/// Off loopback, a coordinator without `--public` warns of each protection a public
+/// one should have and it has off (review of 2026-11-28, F12); with `--public` none is
+/// off, and on loopback (the operator's own machine) it says nothing.
+#[test]
+fn a_reachable_coordinator_names_each_protection_it_has_off_unless_public() {
+    use std::io::BufRead;
+    let dir = TempDir::new("public-profile");
+    let warnings = |listen: &str, flags: &[&str]| -> Vec<String> {
+        let log = dir.0.join("stderr.log");
+        let mut child = Command::new(binary("xq-coordinator"))
+            .args(["serve", "--listen", listen, "--data"])
+            .arg(dir.0.join("data"))
+            .args(flags)
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        assert!(line.starts_with("listening on"), "{line}");
+        let _ = child.kill();
+        let _ = child.wait();
+        let text = std::fs::read_to_string(&log).unwrap();
+        text.lines().filter(|l| l.contains("--public turns each on")).map(str::to_owned).collect()
+    };
+    let open = warnings("0.0.0.0:0", &["--allow-plaintext"]);
+    for setting in ["--require-approval", "--submitter-quota-mb", "--submitter-active-jobs", "--keep-games-days"] {
+        assert!(open.iter().any(|w| w.contains(setting)), "{setting} in {open:?}");
+    }
+    assert_eq!(open.len(), 4, "{open:?}");
+    assert_eq!(warnings("0.0.0.0:0", &["--allow-plaintext", "--public"]), Vec::<String>::new());
+    assert_eq!(warnings("127.0.0.1:0", &[]), Vec::<String>::new());
+}
+
 /// First contact: the mistakes a newcomer makes with `xq` are said in one line with
 /// their fix: no coordinator at the address, no token, a token it does not know.
 #[test]

@@ -118,6 +118,13 @@ struct ServeArgs {
     /// Tests and self-play jobs from submitters' tokens wait for an admin's `xq approve`.
     #[arg(long)]
     require_approval: bool,
+    /// A coordinator open to the public: submitters' jobs wait for approval, and the
+    /// settings below left at 0 (off) take a public coordinator's values: a 20 GiB
+    /// quota and 10 active jobs a submitter, ended jobs' games and training data kept
+    /// 90 days. Without it, a coordinator on an address other machines reach warns of
+    /// each of these that is off.
+    #[arg(long)]
+    public: bool,
     /// Megabytes of free disk kept for reports of leased work: below them, no new
     /// leases and no uploads (0: none).
     #[arg(long, default_value_t = 512)]
@@ -211,6 +218,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         failures_to_stop: args.failures_to_stop,
         ..SchedulerConfig::default()
     };
+    let mut config = config;
+    if args.public {
+        config.make_public();
+    } else if !args.listen.ip().is_loopback() {
+        for protection in config.protections_off() {
+            tracing::warn!("{} is reachable from other machines and {protection}; --public turns each on", args.listen);
+        }
+    }
     check_transport(args.listen, args.tls_cert.is_some(), args.allow_plaintext)?;
     let mut coordinator = Coordinator::open(&args.data, args.database.as_deref(), config).await?;
     coordinator.dashboard_read = dashboard_access(args.listen, args.private_dashboard, args.public_dashboard);
