@@ -1,7 +1,8 @@
 //! The default book (issue #55, part 5), with real processes: a Xiangqi test that
 //! names no book plays the coordinator's built-in openings (the PGN's `[FEN]` tags are
 //! lines of `books/xiangqi-8ply.epd.zst`), both games of a pair the same opening and
-//! each pair another, read off the book by the coordinator's replay of every game;
+//! each pair another, read off the book by the coordinator's replay of every game
+//! (`xq show` and the view name the book);
 //! `--no-book` plays the start position; `xq presets` names the book.
 
 use std::collections::{HashMap, HashSet};
@@ -39,6 +40,8 @@ async fn a_test_without_a_book_plays_the_default_book_and_no_book_the_start_posi
     }
     let view = admin.get_job(v1::JobId { job_id: booked }).await.unwrap().into_inner();
     assert_eq!(view.book.as_ref().map(|b| b.name.as_str()), Some("xiangqi-8ply.epd"), "{view:?}");
+    let shown = xq_at(address, &dir.0, &["show", &booked.to_string()]);
+    assert!(shown.contains("\n  book: xiangqi-8ply.epd ("), "{shown}");
 
     let book = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../books/xiangqi-8ply.epd.zst");
     let text = String::from_utf8(zstd::stream::decode_all(std::fs::File::open(book).unwrap()).unwrap()).unwrap();

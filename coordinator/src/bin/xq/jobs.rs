@@ -32,7 +32,8 @@ pub async fn list(
     Ok(())
 }
 
-/// `xq show`: a job's line, and its theta, reasons and over-the-board results.
+/// `xq show`: a job's line, and its theta, source, book, reasons and over-the-board
+/// results.
 pub async fn show(client: &mut Client, job: u64) -> anyhow::Result<()> {
     let job = client.get_job(v1::JobId { job_id: job }).await?.into_inner();
     out!("{}", job_line(&job));
@@ -44,6 +45,9 @@ pub async fn show(client: &mut Client, job: u64) -> anyhow::Result<()> {
         for line in source_lines(source, &job.compare_url, [&job.new_engine, &job.base_engine]) {
             out!("{line}");
         }
+    }
+    if let Some(book) = &job.book {
+        out!("  book: {} ({})", book.name, book.sha256.get(..12).unwrap_or(&book.sha256));
     }
     if job.data_removed_ms > 0 {
         let what = if job.kind == "selfplay" { "training data" } else { "games" };
