@@ -9,11 +9,12 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tonic::service::Routes;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Identity, Server, ServerTlsConfig};
+use tower_layer::Layer;
 use xq_proto::MAX_MESSAGE_BYTES;
 use xq_proto::v1::client_server::ClientServer;
 use xq_proto::v1::worker_server::WorkerServer;
 
+use crate::access::connections::{self, Protocols, tls_acceptor};
 use crate::access::listener::{AcceptStats, ConnectionCaps, capped_incoming};
 use crate::access::streams::Followers;
 use crate::api::admission::{Admission, AdmissionLimits};
@@ -199,30 +200,21 @@ impl Coordinator {
         let dashboard = http::routes(self.shared.clone(), self.dashboard_read);
         let admission = Admission::new(self.admission, self.shared.scheduler.clone());
         let router = http::with_grpc(dashboard, grpc, &self.shared, admission);
-        // HTTP/1.1 for browsers and Prometheus beside gRPC's HTTP/2. A connection carries
-        // at most MAX_STREAMS requests at once (a client queues the rest), and one whose
-        // peer stops answering pings is closed, freeing its slot under the caps.
-        let mut builder = Server::builder()
-            .layer(crate::detached::DetachedLayer)
-            .accept_http1(true)
-            .max_concurrent_streams(MAX_STREAMS)
-            .http2_keepalive_interval(Some(Duration::from_secs(30)))
-            .http2_keepalive_timeout(Some(Duration::from_secs(20)))
-            .tcp_keepalive(Some(Duration::from_secs(60)));
-        if let Some((cert, key)) = tls {
-            // A client that starts a handshake and stalls gives its place back.
-            let tls = ServerTlsConfig::new().identity(Identity::from_pem(cert, key)).timeout(TLS_HANDSHAKE_WITHIN);
-            builder = builder.tls_config(tls)?;
-        }
+        // HTTP/1.1 for browsers and Prometheus beside gRPC's HTTP/2, on hyper's timers.
+        let tls = match tls {
+            Some((cert, key)) => Some(tls_acceptor(&cert, &key)?),
+            None => None,
+        };
+        let service = crate::detached::DetachedLayer.layer(router);
         let incoming = capped_incoming(listener, caps, self.accept_stats.clone());
-        let result = builder.add_routes(Routes::from(router)).serve_with_incoming_shutdown(incoming, shutdown).await;
+        connections::serve(incoming, service, tls, PROTOCOLS, shutdown, DRAIN_WITHIN).await;
         sweeper.abort();
         rounds.abort();
         webhooks.abort();
         if let Some(retention) = retention {
             retention.abort();
         }
-        Ok(result?)
+        Ok(())
     }
 }
 
@@ -234,6 +226,24 @@ const ROUNDS_PERIOD: Duration = Duration::from_secs(1);
 
 /// How long a TLS handshake may take.
 pub const TLS_HANDSHAKE_WITHIN: Duration = Duration::from_secs(10);
+
+/// How long an HTTP/1 request's head may take to arrive (hyper's default is 30 s;
+/// a browser sends a head in one write).
+pub const HEADER_READ_WITHIN: Duration = Duration::from_secs(10);
+
+/// The connections' limits: a connection carries at most [`MAX_STREAMS`] requests at
+/// once (a client queues the rest), one whose peer stops answering pings is closed,
+/// freeing its place under the caps, and so is one that trickles a request's head.
+const PROTOCOLS: Protocols = Protocols {
+    header_read_within: HEADER_READ_WITHIN,
+    max_streams: MAX_STREAMS,
+    ping_every: Duration::from_secs(30),
+    ping_answer_within: Duration::from_secs(20),
+    tls_handshake_within: TLS_HANDSHAKE_WITHIN,
+};
+
+/// How long requests under way may go on after a shutdown (live streams never end).
+const DRAIN_WITHIN: Duration = Duration::from_secs(5);
 
 /// The most requests one HTTP/2 connection carries at once: room for a connection
 /// shared by hundreds of workers (the fleet bench puts 300 on one), not for one client

@@ -2,7 +2,7 @@
 //! limit `accept` fails at once, and a server that simply retries burns a core. Here a
 //! connection beyond the cap is accepted and closed at once (the client sees a clean
 //! refusal and backs off), and a failing `accept` (no file descriptors left) pauses
-//! the loop instead of spinning. A second cap per remote address keeps one host (or
+//! the loop instead of spinning. A second cap per remote host (an IPv6 /64) keeps one host (or
 //! one attacker holding idle connections) from taking every place, and a connection
 //! that stays silent (not even a TLS ClientHello or HTTP/2's preface) past
 //! [`ConnectionCaps::first_bytes_within`] is closed, giving its place back.
@@ -16,11 +16,14 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use socket2::{SockRef, TcpKeepalive};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::{Connected, TcpConnectInfo};
+
+use crate::access::hosts::host;
 
 /// How many connections are served at once, and how long a new one may stay silent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,7 +50,10 @@ impl From<usize> for ConnectionCaps {
     }
 }
 
-/// Open connections by remote address.
+/// When an idle connection's peer is first probed.
+const TCP_KEEPALIVE: Duration = Duration::from_secs(60);
+
+/// Open connections by remote host (an IPv6 address's /64).
 type PerAddress = Arc<Mutex<HashMap<IpAddr, usize>>>;
 
 /// One address's place, given back when the connection closes.
@@ -144,11 +150,15 @@ pub fn capped_incoming(
                         stats.refused.fetch_add(1, Ordering::Relaxed);
                         continue;
                     };
-                    let Some(address_place) = AddressPlace::take(&per_address, peer.ip(), caps.per_address) else {
+                    let Some(address_place) = AddressPlace::take(&per_address, host(peer.ip()), caps.per_address)
+                    else {
                         stats.refused_per_address.fetch_add(1, Ordering::Relaxed);
                         continue;
                     };
                     let _ = stream.set_nodelay(true);
+                    // A peer gone without a word (its machine off) is found by the
+                    // kernel's probes, even on a connection only we write to.
+                    let _ = SockRef::from(&stream).set_tcp_keepalive(&TcpKeepalive::new().with_time(TCP_KEEPALIVE));
                     stats.accepted.fetch_add(1, Ordering::Relaxed);
                     let capped = CappedStream { stream, _place: place, _address_place: address_place };
                     if sender.is_closed() {

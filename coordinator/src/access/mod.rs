@@ -1,7 +1,9 @@
 //! Who may do what: tokens and their roles, the live streams' token checks and caps,
-//! and the capped accept loop. Nothing here names a job, the scheduler or a surface.
+//! the capped accept loop and the serving of its connections. Nothing here names a job, the scheduler or a surface.
 
 pub mod caller;
+pub mod connections;
+pub mod hosts;
 pub mod listener;
 pub mod streams;
 pub mod tokens;

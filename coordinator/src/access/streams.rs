@@ -1,7 +1,7 @@
 //! Long-lived streams: the dashboard's live stream and the gRPC `WatchJob`. A token is
 //! checked when a stream opens, and again while it stays open: a stream ends when its
 //! token is revoked (at once) or expires, so that a revocation reaches every call, not
-//! only the next ones. Followers are capped, in all and per client address, so that
+//! only the next ones. Followers are capped, in all and per client host (an IPv6 /64), so that
 //! open streams cannot take every task and socket of the coordinator.
 
 use std::collections::HashMap;
@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use tokio_stream::Stream;
-use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo};
+use tonic::transport::server::TcpConnectInfo;
+
+use crate::access::hosts::host;
 
 /// A stream that ends when `end` resolves, giving `last` first (a final frame saying
 /// why).
@@ -100,6 +102,7 @@ impl Followers {
         if counts.0 >= self.caps.total {
             return Err(FollowersFull::Total(self.caps.total));
         }
+        let address = address.map(host);
         if let Some(address) = address {
             let open = counts.1.entry(address).or_default();
             if *open >= self.caps.per_address {
@@ -132,12 +135,10 @@ impl Drop for FollowerPlace {
     }
 }
 
-/// The client address of a request served by tonic's server, from the connection info
-/// it keeps in the request's extensions (plain or TLS).
+/// The client address of a request, from the connection info the server keeps in its
+/// extensions ([`crate::access::connections::serve`]).
 pub fn client_address(extensions: &axum::http::Extensions) -> Option<IpAddr> {
-    let plain = extensions.get::<TcpConnectInfo>().and_then(TcpConnectInfo::remote_addr);
-    let tls = || extensions.get::<TlsConnectInfo<TcpConnectInfo>>().and_then(|info| info.get_ref().remote_addr());
-    plain.or_else(tls).as_ref().map(SocketAddr::ip)
+    extensions.get::<TcpConnectInfo>().and_then(TcpConnectInfo::remote_addr).as_ref().map(SocketAddr::ip)
 }
 
 #[cfg(test)]

@@ -103,6 +103,81 @@ async fn silent_connections_are_closed_and_give_their_place_back() {
     admin.list_jobs(v1::ListJobsRequest::default()).await.unwrap();
 }
 
+/// Attack (F6 of the review of 2026-11-28): connections that send one byte of a
+/// request's head and then another now and then, never finishing it. Served by tonic's
+/// own server they were held for good (HTTP/1 had no header-read timer), and twenty
+/// held every place of a coordinator capped at twenty while a normal client was
+/// refused. Now each is closed once its head has taken `HEADER_READ_WITHIN`, its place
+/// given back, and so is a keep-alive connection left idle after a request.
+#[tokio::test]
+async fn connections_that_trickle_a_request_head_are_closed_and_give_their_places_back() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use xq_coordinator::server::HEADER_READ_WITHIN;
+    const HELD: usize = 3;
+    let caps = xq_coordinator::access::listener::ConnectionCaps {
+        total: HELD + 1,
+        ..xq_coordinator::access::listener::ConnectionCaps::total(HELD + 1)
+    };
+    let served = serve_with(BACKENDS[0], config(), caps).await;
+    let address = served.address;
+    let start = std::time::Instant::now();
+    // Each trickler writes a byte of its head every 300 ms and says when the server
+    // closed its connection.
+    let trickle = || {
+        tokio::spawn(async move {
+            let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+            let head =
+                b"GET /api/v1/jobs HTTP/1.1\r\nHost: coordinator\r\nX-Padding: ".iter().chain(std::iter::repeat(&b'a'));
+            // Given up (and so failing the test) well after the head's time.
+            let give_up = start + HEADER_READ_WITHIN * 2;
+            for &byte in head {
+                if std::time::Instant::now() > give_up || stream.write_all(&[byte]).await.is_err() {
+                    break;
+                }
+                let mut answer = [0u8; 64];
+                match tokio::time::timeout(Duration::from_millis(300), stream.read(&mut answer)).await {
+                    Err(_) => continue,
+                    Ok(Ok(n)) if n > 0 => panic!("answered before its head ended: {:?}", &answer[..n]),
+                    Ok(_) => break,
+                }
+            }
+            start.elapsed()
+        })
+    };
+    let tricklers: Vec<_> = (0..HELD).map(|_| trickle()).collect();
+    // One request on a keep-alive connection, answered, then nothing more.
+    let mut idle = tokio::net::TcpStream::connect(address).await.unwrap();
+    idle.write_all(b"GET /metrics HTTP/1.1\r\nHost: coordinator\r\n\r\n").await.unwrap();
+    let mut answer = vec![0u8; 1 << 16];
+    let n = idle.read(&mut answer).await.unwrap();
+    assert!(answer[..n].starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer[..n.min(200)]));
+    let idle_since = std::time::Instant::now();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    // While they hold every place, another connection is closed at once: the attack holds.
+    let mut refused = tokio::net::TcpStream::connect(address).await.unwrap();
+    let _ = refused.write_all(b"GET /metrics HTTP/1.1\r\nHost: coordinator\r\n\r\n").await;
+    let read = tokio::time::timeout(Duration::from_secs(5), refused.read(&mut answer)).await;
+    assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "a connection past the cap is served: {read:?}");
+    for trickler in tricklers {
+        let closed_after = trickler.await.unwrap();
+        assert!(
+            closed_after >= HEADER_READ_WITHIN - Duration::from_millis(500)
+                && closed_after <= HEADER_READ_WITHIN + Duration::from_secs(3),
+            "a trickling connection closed after {closed_after:?}, its head allowed {HEADER_READ_WITHIN:?}"
+        );
+    }
+    let read = tokio::time::timeout(HEADER_READ_WITHIN + Duration::from_secs(5), idle.read(&mut answer)).await;
+    assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "an idle keep-alive connection left open: {read:?}");
+    assert!(
+        idle_since.elapsed() <= HEADER_READ_WITHIN + Duration::from_secs(3),
+        "closed after {:?}",
+        idle_since.elapsed()
+    );
+    // Their places are back: a client is served.
+    let mut admin = client(served.address, &served.client_token).await;
+    admin.list_jobs(v1::ListJobsRequest::default()).await.unwrap();
+}
+
 /// The server tells every HTTP/2 client how many requests a connection may carry at once.
 #[tokio::test]
 async fn http2_connections_are_told_their_stream_limit() {
