@@ -92,6 +92,7 @@ impl Coordinator {
             pair_points: Arc::default(),
             books: Arc::default(),
             default_book: Arc::default(),
+            replays: Arc::new(tokio::sync::Semaphore::new(crate::api::grpc::replay_places())),
         };
         // A book that no longer reads (a stricter parser, a lost file) ends its job,
         // not the start. Jobs sharing a book share one parse, which later creations
@@ -137,6 +138,7 @@ impl Coordinator {
             pair_points: partial.pair_points.clone(),
             books: partial.books.clone(),
             default_book: partial.default_book.clone(),
+            replays: partial.replays.clone(),
         };
         Ok(Coordinator {
             shared,

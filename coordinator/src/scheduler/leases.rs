@@ -39,6 +39,28 @@ pub(super) fn unit_seconds(spec: &JobSpec, slowness: f64, nps: u64) -> f64 {
     }
 }
 
+/// How many times its estimated length heartbeats may keep a lease.
+const MAX_LEASE_AGE_FACTOR: f64 = 3.0;
+
+/// The latest moment heartbeats may keep a lease taken at `taken` alive: three times its
+/// estimated length (its `units` of `unit_seconds` each, `at_once` at a time, and at
+/// least the work a lease is sized for) past its taking, plus the time-to-live. A
+/// worker that reports only its good pairs and beats for the rest kept them out of the
+/// expiry check for good (F9 of the 2026-11-28 review); past this its lease is not
+/// extended, so it expires, and counts as expired.
+pub(super) fn held_until(
+    config: &SchedulerConfig,
+    taken: Instant,
+    units: usize,
+    unit_seconds: f64,
+    at_once: u32,
+) -> Instant {
+    let estimated = (units as f64 * unit_seconds / f64::from(at_once.max(1))).max(config.lease_seconds);
+    let age =
+        std::time::Duration::try_from_secs_f64(MAX_LEASE_AGE_FACTOR * estimated).unwrap_or(std::time::Duration::MAX);
+    taken.checked_add(age.saturating_add(config.lease_ttl)).unwrap_or(taken + std::time::Duration::from_secs(1 << 40))
+}
+
 impl Scheduler {
     /// The most bytes a reply carrying a lease of `spec`'s job (of `units_total` units)
     /// can take: as many units as a lease holds, each numbered as high as the job goes,
@@ -177,7 +199,8 @@ impl Scheduler {
                     units: units.iter().copied().collect(),
                     slowness,
                     unit_seconds,
-                    deadline: Instant::now() + self.config.lease_ttl,
+                    deadline: now + self.config.lease_ttl,
+                    held_until: held_until(&self.config, now, units.len(), unit_seconds, concurrency),
                     acked: HashSet::new(),
                     acked_wdl: [0; 3],
                     acked_penta: [0; 5],

@@ -204,6 +204,8 @@ pub(super) struct LeaseState {
     /// unreported units hold, and how much each report shows ([`crate::scheduler::pace`]).
     unit_seconds: f64,
     deadline: Instant,
+    /// Heartbeats extend `deadline` up to this and no further ([`leases::held_until`]).
+    held_until: Instant,
     /// Units this lease has reported, and their totals: what the next cumulative
     /// report must extend.
     acked: HashSet<u64>,
@@ -422,7 +424,7 @@ impl State {
 }
 
 /// Whether a job in `state` has not ended: it runs or waits for approval.
-pub(super) fn is_live(state: &str) -> bool {
+pub(crate) fn is_live(state: &str) -> bool {
     state == "running" || state == PENDING
 }
 

@@ -67,10 +67,12 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Extends the worker's leases; returns those it must drop.
+    /// Extends the worker's leases; returns those it must drop: of jobs no longer
+    /// running, or held past their age ([`super::leases::held_until`]), which expire.
     pub fn heartbeat(&self, worker: u64, leases: &[u64]) -> Vec<u64> {
         let mut state = self.lock();
-        let deadline = Instant::now() + self.config.lease_ttl;
+        let now = Instant::now();
+        let deadline = now + self.config.lease_ttl;
         if let Some(entry) = state.workers.get_mut(&worker) {
             entry.row.last_seen_ms = now_ms();
         }
@@ -81,7 +83,8 @@ impl Scheduler {
             .filter(|id| {
                 let alive =
                     all.get_mut(id).filter(|l| l.row.worker_id as u64 == worker && l.active).is_some_and(|lease| {
-                        let running = jobs.get(&(lease.row.job_id as u64)).is_some_and(|j| j.row.state == "running");
+                        let running = jobs.get(&(lease.row.job_id as u64)).is_some_and(|j| j.row.state == "running")
+                            && now < lease.held_until;
                         if running {
                             lease.deadline = deadline;
                         }

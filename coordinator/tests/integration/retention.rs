@@ -232,3 +232,41 @@ async fn refused_uploads_leave_nothing_uploads_count_against_quotas_and_unused_o
     upload(&mut submitter, "c", "engine", &[3; 10]).await.unwrap();
     assert_eq!(admin.get_job(v1::JobId { job_id: used.job_id }).await.unwrap().into_inner().state, "running");
 }
+
+/// Attack (F10 of the review of 2026-11-28): a verification over another submitter's
+/// running test copied its stored games into a new artifact on every call (the games
+/// grow with each report, so every copy was new bytes, each parsed whole), counted
+/// against no one. Now only an ended test's games are copied, the copy is the same
+/// artifact however often it is asked for, and it counts against the caller's bytes.
+#[tokio::test]
+async fn a_verification_copies_only_an_ended_test_s_games_once_and_counts_them_against_its_caller() {
+    let served = serve(BACKENDS[0], config()).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let test = create(&mut admin, 2).await.unwrap();
+    let mut worker = registered_worker(&served, "w", &[]).await;
+    report(&mut worker, 1).await;
+    let request = v1::CreateTokenRequest { role: "submitter".to_owned(), name: "s".to_owned(), expires_seconds: 0 };
+    let made = admin.create_token(request).await.unwrap().into_inner();
+    let mut submitter = client(served.address, &made.token).await;
+    let verify = v1::CreateVerificationRequest { test_job_id: test.job_id, ..Default::default() };
+    let (files_before, _) = artifact_files(&served);
+    for _ in 0..3 {
+        let refused = submitter.create_verification(verify.clone()).await.unwrap_err();
+        assert_eq!(refused.code(), Code::FailedPrecondition, "{refused:?}");
+        assert!(refused.message().contains("still running"), "{}", refused.message());
+    }
+    assert_eq!(artifact_files(&served).0, files_before, "nothing copied while the test runs");
+    assert_eq!(served.coordinator.shared.storage.stored_bytes_of(&made.id).await.unwrap(), 0);
+
+    admin.stop_job(v1::JobId { job_id: test.job_id }).await.unwrap();
+    let jobs = [
+        submitter.create_verification(verify.clone()).await.unwrap().into_inner(),
+        submitter.create_verification(verify).await.unwrap().into_inner(),
+    ];
+    assert!(jobs.iter().all(|job| job.summary.contains(&format!("2 games of job-{}.pgn", test.job_id))));
+    let (files_after, _) = artifact_files(&served);
+    assert_eq!(files_after.len(), files_before.len() + 1, "one copy for both: {files_after:?}");
+    let copied = files_after.iter().find(|name| !files_before.contains(name)).unwrap();
+    let size = std::fs::metadata(served.data.join("artifacts").join(copied)).unwrap().len();
+    assert_eq!(served.coordinator.shared.storage.stored_bytes_of(&made.id).await.unwrap(), size);
+}

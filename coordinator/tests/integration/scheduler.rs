@@ -586,3 +586,50 @@ async fn only_jobs_not_ended_are_leased_and_listed_as_active_across_restarts() {
         assert_eq!(leased(&third, "c").await, pending.job_id, "{backend:?}");
     }
 }
+
+/// Attack (F9 of the review of 2026-11-28): a worker that reports only its good pairs
+/// and keeps beating for the lease holding the rest kept that lease alive for as long
+/// as the test ran, so it never counted as expired and the expiry check never saw it.
+/// Now heartbeats keep a lease for at most three times its estimated length (plus the
+/// time-to-live); past that the worker is told to drop it and it expires, counted.
+#[tokio::test]
+async fn heartbeats_keep_a_lease_only_until_three_times_its_estimated_length() {
+    // One pair a lease at 10+0.1 (72 s a pair), estimated 1 s: held at most 3 s + 1 s.
+    let config = SchedulerConfig {
+        lease_ttl: Duration::from_millis(1000),
+        lease_seconds: 1.0,
+        reference_nps: 0,
+        ..SchedulerConfig::default()
+    };
+    let served = serve(BACKENDS[0], SchedulerConfig { max_units_per_lease: 1, ..config }).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let mut request = test_request(&mut admin, 4, None).await;
+    request.time_control = "st=0.001".to_owned();
+    admin.create_test(request).await.unwrap();
+    let mut worker = registered_worker(&served, "beater", &[]).await;
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    let start = std::time::Instant::now();
+    let dropped_after = loop {
+        let reply =
+            worker.heartbeat(v1::HeartbeatRequest { lease_ids: vec![lease.lease_id] }).await.unwrap().into_inner();
+        if reply.cancelled_lease_ids == [lease.lease_id] {
+            break start.elapsed();
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "a lease kept by heartbeats for 30 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let metrics = &served.coordinator.shared.metrics;
+    assert_eq!(metrics.leases_expired.get(), 0, "not expired before its time-to-live has passed");
+    let dropped = std::time::Instant::now();
+    while metrics.leases_expired.get() == 0 {
+        assert!(dropped.elapsed() < Duration::from_secs(10), "the dropped lease never expired");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(metrics.leases_expired.get(), 1, "the dropped lease expired and was counted");
+    // Its age is set by the estimate: a pair at st=0.001 is far under the 1 s a lease
+    // is sized for, so 3 x 1 s + 1 s.
+    assert!(
+        dropped_after >= Duration::from_millis(3_800) && dropped_after <= Duration::from_millis(5_500),
+        "dropped after {dropped_after:?}"
+    );
+}

@@ -147,6 +147,14 @@ async fn reports_are_replayed_and_their_totals_checked() {
         let good = report(vec![pair(0, [2, 1])], totals(&[[2, 1]]));
         worker.report_pairs(good.clone()).await.unwrap();
         worker.report_pairs(good).await.unwrap();
+        // Attack (F8 of the review of 2026-11-28): a pair this lease reported before
+        // was replayed again on every resend, on the async runtime (a third of a second
+        // a 512-pair report, as often as the token's rate allows). It is now skipped
+        // unread: its games resent as a megabyte of junk are not even looked at.
+        let mut junk = pair(0, [2, 1]);
+        junk.first_game_pgn = "1. h2e2 ".repeat(1 << 17);
+        junk.second_game_pgn = "junk".into();
+        worker.report_pairs(report(vec![junk], totals(&[[2, 1]]))).await.unwrap();
         let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
         assert_eq!(state.units_done, 1, "{backend:?}");
         assert_eq!(state.totals.unwrap().wins, 1);

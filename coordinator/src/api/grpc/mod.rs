@@ -79,6 +79,14 @@ pub struct Shared {
     pub books: Arc<crate::storage::books::Books>,
     /// The built-in book as stored, once a job has wanted it.
     pub default_book: Arc<default_book::DefaultBook>,
+    /// Places for replaying reported pairs off the async runtime, one a core: reports
+    /// wait for a place rather than take every thread.
+    pub replays: Arc<tokio::sync::Semaphore>,
+}
+
+/// The places of [`Shared::replays`]: this machine's cores.
+pub fn replay_places() -> usize {
+    std::thread::available_parallelism().map_or(2, usize::from)
 }
 
 /// Tournament tests' pair points, read from storage only when a test's counts have

@@ -16,6 +16,10 @@ use xq_engine::xiangqi::pgn::PgnFile;
 use xq_engine::xiangqi::rules::verify::Tally;
 use xq_proto::v1;
 
+/// The most bytes of a test's games a verification copies: a verification PGN is
+/// parsed whole and kept for the spot checks (about twice its size in memory).
+pub const MAX_TEST_GAMES_BYTES: u64 = 128 << 20;
+
 impl Shared {
     /// Creates a verification job over an uploaded PGN, a test's stored games (copied
     /// into a PGN artifact, so that workers fetch them as any artifact), its games
@@ -41,7 +45,7 @@ impl Shared {
         }
         let pgn = match (request.pgn, request.test_job_id, &request.selfplay) {
             (Some(pgn), _, _) => Some(self.uploaded(("pgn", "pgn", "a PGN"), &pgn.sha256).await?),
-            (None, test, _) if test != 0 => Some(self.store_test_games(test).await?),
+            (None, test, _) if test != 0 => Some(self.store_test_games(caller, test).await?),
             (None, _, Some(_)) => None,
             (None, _, None) if request.generated => None,
             (None, _, None) => {
@@ -82,19 +86,37 @@ impl Shared {
         Ok(self.scheduler.create_job("verify", job, units, identity, self.origin(caller, key)).await?)
     }
 
-    /// Copies test `id`'s stored games into a PGN artifact.
-    pub(super) async fn store_test_games(&self, id: u64) -> Result<v1::ArtifactRef, Status> {
+    /// Copies test `id`'s stored games into a PGN artifact, counted against `caller`'s
+    /// stored bytes. Only an ended test's: a running one's games change with every
+    /// report, so each call made a new copy (and a new parse of it), counted against
+    /// no one (F10 of the 2026-11-28 review); an ended test's copy is the same bytes
+    /// each time, one artifact and one parse. At most [`MAX_TEST_GAMES_BYTES`].
+    pub(super) async fn store_test_games(&self, caller: &Caller, id: u64) -> Result<v1::ArtifactRef, Status> {
+        let running = self.scheduler.job(id).is_some_and(|job| crate::scheduler::is_live(&job.state));
+        if running {
+            return Err(Status::failed_precondition(format!(
+                "test {id} is still running: verify its games once it has ended (xq stop {id}, or wait)"
+            )));
+        }
         let mut units = self.unit_bytes(id, Stored::Games)?;
         let mut upload = self.artifacts.begin().await.map_err(|e| Status::unavailable(e.to_string()))?;
+        let mut size = 0u64;
         while let Some(unit) = units.next().await {
             let (_, bytes) = unit?;
+            size += bytes.len() as u64;
+            if size > MAX_TEST_GAMES_BYTES {
+                return Err(Status::invalid_argument(format!(
+                    "test {id}'s games are over the {} a verification copies: download them (xq pgn {id}) and \
+                     verify a part of them as an uploaded PGN",
+                    crate::api::grpc::quotas::bytes(MAX_TEST_GAMES_BYTES)
+                )));
+            }
             upload.write(&bytes).await.map_err(|e| Status::unavailable(e.to_string()))?;
         }
         let sealed = self.artifacts.seal(upload).await.map_err(|e| Status::unavailable(e.to_string()))?;
         let (sha256, size) = self.artifacts.keep(sealed).await.map_err(|e| Status::unavailable(e.to_string()))?;
         let name = format!("job-{id}.pgn");
-        // The coordinator's own copy: no submitter's upload.
-        self.scheduler.index_artifact(&sha256, (&name, "pgn", size), "").await?;
+        self.scheduler.index_artifact(&sha256, (&name, "pgn", size), &caller.token_id).await?;
         Ok(v1::ArtifactRef { sha256, name, size })
     }
 

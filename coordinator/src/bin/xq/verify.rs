@@ -16,7 +16,7 @@ pub struct VerifyArgs {
     /// Chinese notation).
     #[arg(long)]
     pgn: Option<PathBuf>,
-    /// The games: a test's stored games.
+    /// The games: an ended test's stored games (at most 128 MB).
     #[arg(long)]
     test: Option<u64>,
     /// The games: this many fresh self-play games, played by the workers under the
