@@ -12,12 +12,17 @@
 //! and open files. It dies with the worker (`--die-with-parent`, and the PID namespace
 //! takes every process it started down with it).
 //!
+//! Its `/dev` is read-only but for a `/dev/shm` of bounded size, and its host name is
+//! `sandbox`.
+//!
 //! What it does not stop: reading world-readable system files under `/usr`; using
 //! all the CPU time its limit allows (the worker's clock still forfeits slow moves);
-//! side channels; kernel exploits (there is no seccomp filter beyond bubblewrap's
-//! own). A worker that runs as root starts each engine as a user id of its own, with no
-//! capability; otherwise the engine keeps the worker's user inside a user namespace.
-//! Either way the process limit counts the engine's own processes only.
+//! memory across its processes (the address-space limit is each process's: a bound on
+//! them all needs a cgroup); side channels; kernel exploits (there is no seccomp filter
+//! beyond bubblewrap's own). A worker that runs as root starts each engine as a user id
+//! of its own, with no capability (such a user may still make user namespaces);
+//! otherwise the engine keeps the worker's user inside a user namespace and may make
+//! no other. Either way the process limit counts the engine's own processes only.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -49,8 +54,13 @@ pub struct Sandbox {
     pub open_files: u64,
     /// Size of its private `/tmp`, bytes.
     pub scratch_bytes: u64,
+    /// Size of its `/dev/shm` (POSIX shared memory), bytes.
+    pub shared_memory_bytes: u64,
     /// Files it may read besides its binary (its net), bound read-only at their paths.
     pub read_only: Vec<PathBuf>,
+    /// Whether the worker runs as root: its engines then run as users of their own,
+    /// else in a user namespace (by default, read off this process).
+    pub worker_is_root: bool,
 }
 
 impl Default for Sandbox {
@@ -62,7 +72,9 @@ impl Default for Sandbox {
             cpu_seconds: 24 * 3600,
             open_files: 256,
             scratch_bytes: 64 << 20,
+            shared_memory_bytes: 16 << 20,
             read_only: Vec::new(),
+            worker_is_root: std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0),
         }
     }
 }
@@ -87,7 +99,12 @@ impl Sandbox {
         for dir in ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/ld.so.cache"] {
             command.args(["--ro-bind-try", dir, dir]);
         }
+        // Its own /dev, read-only but for a small /dev/shm: bubblewrap's /dev is a
+        // writable tmpfs outside every limit, where an engine could fill half the
+        // machine's memory (F7 of the 2026-11-28 review).
         command.args(["--proc", "/proc", "--dev", "/dev"]);
+        command.args(["--perms", "1777", "--size", &self.shared_memory_bytes.to_string(), "--tmpfs", "/dev/shm"]);
+        command.args(["--remount-ro", "/dev"]);
         command.args(["--perms", "1777", "--size", &self.scratch_bytes.to_string(), "--tmpfs", "/tmp"]);
         let files: Vec<&Path> = std::iter::once(program).chain(self.read_only.iter().map(PathBuf::as_path)).collect();
         // bubblewrap gives the directories it makes for a bind the modes of the host's
@@ -106,16 +123,18 @@ impl Sandbox {
             command.arg("--ro-bind").arg(file).arg(file);
         }
         command.args(["--chdir", "/tmp", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]);
+        // The machine's name is not the engine's business.
+        command.args(["--hostname", "sandbox"]);
         command.args(["--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv"]);
         command.args(["--setenv", "HOME", "/tmp", "--setenv", "PATH", "/usr/bin:/bin"]);
-        let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
-        if root {
+        if self.worker_is_root {
             // Root is exempt from the process limit and may write anything: the engine
             // becomes a user of its own (setpriv keeps no capability across the change).
             let user = next_engine_uid().to_string();
             command.args(["--", "/usr/bin/setpriv", "--reuid", &user, "--regid", &user, "--clear-groups"]);
         } else {
-            command.args(["--unshare-user", "--"]);
+            // No user namespace of its own inside (where it would be root again).
+            command.args(["--unshare-user", "--disable-userns", "--"]);
         }
         command.arg("/usr/bin/prlimit");
         command.arg(format!("--as={}", self.memory_bytes));

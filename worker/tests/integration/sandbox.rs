@@ -78,6 +78,58 @@ echo scratch > /tmp/scratch && echo "scratch: $(cat /tmp/scratch)""#,
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// Attack (F7 of the review of 2026-11-28): bubblewrap's `/dev` was a writable tmpfs
+/// outside every limit (200 MB written to `/dev/shm` and more to `/dev` itself), the
+/// engine could make a user namespace of its own (root in it), and it read the
+/// machine's name. Now `/dev` is read-only but for a 16 MB `/dev/shm`, user
+/// namespaces are refused, and the host is `sandbox`. Played on both paths: as this
+/// (root) process runs workers, and as a worker run by an ordinary user (`nobody`),
+/// whose engines live in a user namespace; the control is bubblewrap as it was called.
+#[test]
+fn an_engine_cannot_fill_dev_make_a_user_namespace_or_read_the_host_s_name() {
+    // Readable by `nobody`: cargo's test directory is under root's home.
+    let dir = Path::new("/var/tmp").join(format!("xq-sandbox-dev-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let attacker = script(
+        &dir,
+        "attacker",
+        r#"echo x > /dev/fill 2>/dev/null && echo "dev: written"
+head -c 33554432 /dev/zero > /dev/shm/fill 2>/dev/null
+echo "shm: $(stat -c %s /dev/shm/fill 2>/dev/null)"
+unshare -U -r true 2>/dev/null && echo "userns: made"
+echo "host: $(cat /proc/sys/kernel/hostname)""#,
+    );
+    let nobody = |command: std::process::Command| {
+        let mut as_nobody = std::process::Command::new("/usr/bin/setpriv");
+        as_nobody.args(["--reuid", "65534", "--regid", "65534", "--clear-groups", "--"]);
+        as_nobody.arg(command.get_program()).args(command.get_args());
+        let output = as_nobody.output().unwrap();
+        String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr)
+    };
+    let root = run(Some(&Sandbox { worker_is_root: true, ..Sandbox::default() }), &attacker, &[]);
+    let user = nobody(Sandbox { worker_is_root: false, ..Sandbox::default() }.command(&attacker, &[]));
+    for (path, confined) in [("root", &root), ("user", &user)] {
+        assert!(!confined.contains("dev: written"), "{path}: /dev written:\n{confined}");
+        let shm: u64 = confined.lines().find_map(|l| l.strip_prefix("shm: ")).unwrap().trim().parse().unwrap_or(0);
+        assert!(shm > 0 && shm <= 16 << 20, "{path}: {shm} bytes in /dev/shm:\n{confined}");
+        assert!(confined.contains("host: sandbox"), "{path}:\n{confined}");
+    }
+    assert!(!user.contains("userns: made"), "a user namespace made:\n{user}");
+    // The control: bubblewrap with the options the sandbox had before.
+    let mut before = std::process::Command::new("bwrap");
+    before.args(["--ro-bind", "/usr", "/usr"]);
+    for dir in ["/bin", "/lib", "/lib64"] {
+        before.args(["--ro-bind-try", dir, dir]);
+    }
+    before.args(["--proc", "/proc", "--dev", "/dev", "--ro-bind"]).arg(&attacker).arg(&attacker);
+    before.args(["--unshare-pid", "--unshare-user", "--"]).arg(&attacker);
+    let free = nobody(before);
+    assert!(free.contains("dev: written") && free.contains("shm: 33554432"), "{free}");
+    assert!(free.contains("userns: made"), "the namespace attack is not real:\n{free}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn a_fork_bomb_and_a_memory_hog_hit_their_limits() {
     let dir = test_dir("limits");
