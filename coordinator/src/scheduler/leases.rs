@@ -204,6 +204,7 @@ impl Scheduler {
                     acked: HashSet::new(),
                     acked_wdl: [0; 3],
                     acked_penta: [0; 5],
+                    reported_unstored: 0,
                     active: true,
                     closed_at: None,
                 },
@@ -330,6 +331,36 @@ impl Scheduler {
         });
     }
 
+    /// Takes `lease`'s cumulative totals as reported when they hold up to
+    /// `reported_unstored` pairs more than its rows show (`wdl` and `penta` those extra
+    /// pairs): pairs of its units another lease's row counts, which it reported before
+    /// a restart (item 17 of the 2026-11-28 review: an honest worker's next report was
+    /// refused as totals that disagree). Their points are the worker's word, but they
+    /// count nowhere: only the units' stored rows count. Returns whether they fit.
+    pub fn adopt_reported_before(&self, lease: u64, wdl: [u64; 3], penta: [u64; 5]) -> bool {
+        let mut state = self.lock();
+        let Some(entry) = state.leases.get_mut(&lease) else { return false };
+        let pairs: u64 = penta.iter().sum();
+        // Each pair is two games; a pair's score in half points is its bucket.
+        let half_points = |wdl: [u64; 3]| 2 * wdl[0] + wdl[1];
+        let bucket_points: u64 = penta.iter().enumerate().map(|(bucket, n)| bucket as u64 * n).sum();
+        if pairs == 0
+            || pairs > entry.reported_unstored
+            || wdl.iter().sum::<u64>() != 2 * pairs
+            || half_points(wdl) != bucket_points
+        {
+            return false;
+        }
+        entry.reported_unstored -= pairs;
+        for (total, add) in entry.acked_wdl.iter_mut().zip(wdl) {
+            *total += add;
+        }
+        for (total, add) in entry.acked_penta.iter_mut().zip(penta) {
+            *total += add;
+        }
+        true
+    }
+
     /// Leases held in memory, open or closed and remembered.
     pub fn leases_in_memory(&self) -> usize {
         self.lock().leases.len()
@@ -370,6 +401,7 @@ impl Scheduler {
             acked_wdl: entry.acked_wdl,
             acked_penta: entry.acked_penta,
             slowness: entry.slowness,
+            reported_unstored: entry.reported_unstored,
         })
     }
 }

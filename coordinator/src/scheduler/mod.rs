@@ -211,6 +211,11 @@ pub(super) struct LeaseState {
     acked: HashSet<u64>,
     acked_wdl: [u64; 3],
     acked_penta: [u64; 5],
+    /// Restored at start-up: how many of its units another lease's row counts, which
+    /// this lease may have reported too before the restart (a unit is stored once, so
+    /// such a report left no row of its own). Its next cumulative totals may hold up to
+    /// this many pairs more than its rows show ([`Scheduler::adopt_reported_before`]).
+    reported_unstored: u64,
     active: bool,
     /// When it was closed (finished, expired or stopped).
     closed_at: Option<Instant>,
@@ -442,6 +447,8 @@ pub struct LeaseContext {
     pub acked_penta: [u64; 5],
     /// How much slower than the reference the worker was when it took the lease.
     pub slowness: f64,
+    /// Pairs it may have reported before a restart that left no row of its own.
+    pub reported_unstored: u64,
 }
 
 /// The scheduler.

@@ -182,6 +182,7 @@ impl Scheduler {
                 acked: HashSet::new(),
                 acked_wdl: [0; 3],
                 acked_penta: [0; 5],
+                reported_unstored: 0,
                 active: true,
                 closed_at: None,
             };
@@ -189,6 +190,8 @@ impl Scheduler {
                 if done.lease_id == id as i64 {
                     lease.acked.insert(done.unit);
                     add_points(&mut lease.acked_wdl, &mut lease.acked_penta, done.points);
+                } else if lease.units.contains(&done.unit) {
+                    lease.reported_unstored += 1;
                 }
             }
             if let Some(job) = state.jobs.get_mut(&job_id) {

@@ -633,3 +633,64 @@ async fn heartbeats_keep_a_lease_only_until_three_times_its_estimated_length() {
         "dropped after {dropped_after:?}"
     );
 }
+
+/// Item 17 of the review of 2026-11-28: a lease's acknowledged pairs are rebuilt at a
+/// restart from the rows stored under it, and a unit is stored once. A unit of a
+/// re-issued lease first counted from the expired lease's late report, then reported
+/// by the new holder too, left that holder's totals one pair above its rows after a
+/// restart, and its next honest report was refused as totals that disagree. Now such
+/// pairs (at most as many as its units other leases' rows count) are taken from its
+/// totals, while only stored rows count; a report past them is still refused.
+#[tokio::test]
+async fn a_re_issued_lease_whose_unit_another_lease_counted_reports_on_after_a_restart() {
+    for backend in BACKENDS {
+        let dir = TempDir::new("restart-re-issued");
+        let url = fresh_database(backend, &dir.0).await;
+        let first = serve_on(&dir.0, &url, config(), 100).await;
+        let mut admin = client(first.address, &first.client_token).await;
+        let job = create(&mut admin, 4, None).await;
+        let mut late = registered_worker(&first, "late", &[]).await;
+        let (mut holder, token) = registered_worker_token(&first, "holder", &[]).await;
+        let expired = late.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        assert_eq!(expired.units, [0, 1, 2, 3]);
+        // The first holder goes silent; its lease expires and its units are leased again.
+        let start = std::time::Instant::now();
+        let reissued = loop {
+            if let Some(lease) = holder.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease {
+                break lease;
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "the silent lease never expired");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!(reissued.units, [0, 1, 2, 3], "{backend:?}");
+        let report = |lease: &v1::Lease, units: &[u64], all: &[[u8; 2]]| v1::ReportPairsRequest {
+            lease_id: lease.lease_id,
+            pairs: units
+                .iter()
+                .zip(&all[all.len() - units.len()..])
+                .map(|(&unit, &points)| pair(unit, points))
+                .collect(),
+            cumulative: Some(totals(all)),
+            ..Default::default()
+        };
+        // Unit 0 counted from the late report; the new holder's report of it counts
+        // nothing more.
+        late.report_pairs(report(&expired, &[0], &[[2, 1]])).await.unwrap();
+        holder.report_pairs(report(&reissued, &[0], &[[1, 1]])).await.unwrap();
+        drop(first);
+
+        let config = SchedulerConfig { lease_ttl: Duration::from_secs(30), ..config() };
+        let second = serve_on(&dir.0, &url, config, 100).await;
+        let mut admin = client(second.address, &second.client_token).await;
+        let mut holder = crate::common::worker(second.address, &token).await;
+        // Totals two pairs past its rows: more than the one unit another lease counted.
+        let overdone = holder.report_pairs(report(&reissued, &[1], &[[1, 1], [2, 2], [1, 1]])).await.unwrap_err();
+        assert_eq!(overdone.code(), tonic::Code::InvalidArgument, "{backend:?}: {overdone:?}");
+        holder.report_pairs(report(&reissued, &[1], &[[1, 1], [2, 2]])).await.unwrap();
+        holder.report_pairs(report(&reissued, &[2, 3], &[[1, 1], [2, 2], [0, 1], [1, 0]])).await.unwrap();
+        let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        assert_eq!((state.state.as_str(), state.units_done), ("finished", 4), "{backend:?}");
+        let t = state.totals.unwrap();
+        assert_eq!(t.pentanomial, [0, 2, 0, 1, 1], "{backend:?}: unit 0 as the late report's, the rest the holder's");
+    }
+}

@@ -128,7 +128,22 @@ impl WorkerApi {
                 context.acked_count
             )));
         }
-        if reported_wdl != wdl || reported_penta != penta {
+        // After a restart, pairs this lease reported of units another lease's row
+        // counts are in its totals but in no row of its own.
+        let beyond = |reported: &[u64], counted: &[u64]| -> Option<Vec<u64>> {
+            reported.iter().zip(counted).map(|(r, c)| r.checked_sub(*c)).collect()
+        };
+        let adopted = context.reported_unstored > 0
+            && (reported_wdl != wdl || reported_penta != penta)
+            && match (beyond(&reported_wdl, &wdl), beyond(&reported_penta, &penta)) {
+                (Some(extra_wdl), Some(extra_penta)) => self.0.scheduler.adopt_reported_before(
+                    context.lease_id,
+                    extra_wdl.try_into().expect("three counts"),
+                    extra_penta.try_into().expect("five counts"),
+                ),
+                _ => false,
+            };
+        if !adopted && (reported_wdl != wdl || reported_penta != penta) {
             return Err(Status::invalid_argument(format!(
                 "cumulative totals W/D/L {reported_wdl:?} pentanomial {reported_penta:?} disagree with the games: \
                  W/D/L {wdl:?} pentanomial {penta:?}"
