@@ -85,8 +85,11 @@ pub struct MatchTotals {
     /// (Fairy-Stockfish 11.1 among them) loses such games to the arbiter, not on the
     /// board, so they are counted apart.
     pub ruled_wins: [u64; 2],
+    /// Games won on time (the loser's clock ran out), by the first engine and by the
+    /// second: a verdict of the clock, not the board, counted apart too.
+    pub forfeit_wins: [u64; 2],
     /// Finished pairs as the board alone decided them: like `pentanomial`, with each
-    /// game won by a repetition ruling counted as a draw.
+    /// game won by a repetition ruling or on time counted as a draw.
     pub over_the_board: [u64; 5],
     /// Engine failures (crashes, hangs) by engine name.
     pub failures: BTreeMap<String, u64>,
@@ -118,8 +121,8 @@ impl MatchTotals {
         }
     }
 
-    /// The Elo estimate from the pairs with the wins by a repetition ruling counted as
-    /// draws; `None` until a pair is complete.
+    /// The Elo estimate from the pairs with the wins by a repetition ruling or on time
+    /// counted as draws; `None` until a pair is complete.
     pub fn over_the_board_elo(&self) -> Option<EloEstimate> {
         (self.over_the_board.iter().sum::<u64>() > 0).then(|| elo_estimate(&self.over_the_board).ok()).flatten()
     }
@@ -163,15 +166,18 @@ impl MatchTotals {
             termination.pgn().to_owned()
         };
         let ruled = termination == Termination::Rules && Reason::names_a_repetition_violation(&reason);
+        let on_time = termination == Termination::TimeForfeit;
         let half_points = match outcome {
             Outcome::Win(winner) if winner == first => {
                 self.wins += 1;
                 self.ruled_wins[0] += u64::from(ruled);
+                self.forfeit_wins[0] += u64::from(on_time);
                 2
             }
             Outcome::Win(_) => {
                 self.losses += 1;
                 self.ruled_wins[1] += u64::from(ruled);
+                self.forfeit_wins[1] += u64::from(on_time);
                 0
             }
             Outcome::Draw => {
@@ -183,7 +189,7 @@ impl MatchTotals {
         if let Some(name) = failed {
             *self.failures.entry(name.to_owned()).or_default() += 1;
         }
-        GamePoints { as_ruled: half_points, over_the_board: if ruled { 1 } else { half_points } }
+        GamePoints { as_ruled: half_points, over_the_board: if ruled || on_time { 1 } else { half_points } }
     }
 
     /// Counts a finished pair, its two games in either order.
@@ -194,7 +200,7 @@ impl MatchTotals {
 }
 
 /// A game's half points for the first engine (0, 1 or 2): as the arbiter ruled it,
-/// and as the board decided it (a win by a repetition ruling a draw).
+/// and as the board decided it (a win by a repetition ruling or on time a draw).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct GamePoints {
     as_ruled: u64,

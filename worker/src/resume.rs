@@ -326,6 +326,29 @@ mod tests {
         assert_eq!(rounds, ["1", "3", "2", "4"], "the complete pairs' games, in the file's order");
     }
 
+    /// A resumed match counts the games won on time from its PGN apart, as the live
+    /// one does, and its over-the-board figures count them as draws.
+    #[test]
+    fn wins_on_time_are_counted_apart_and_as_draws_over_the_board() {
+        let openings = openings();
+        let on_time = |leg: usize, winner: Color| {
+            let mut game = game(&openings, 0, leg, Outcome::Win(winner));
+            game.termination = Termination::TimeForfeit;
+            game.reason = "time forfeit".to_owned();
+            game.overtime = Some(Duration::from_millis(40));
+            game_pgn(&game, "a vs b", leg + 1, "10+0.1")
+        };
+        // Pair 0: b's clock runs out in both games (a wins with Red, then with Black):
+        // 2 + 2 half points for a, 1 + 1 on the board.
+        let text = [on_time(0, Color::Red), on_time(1, Color::Black)].concat();
+        let played = played_games(text.as_bytes(), &this(&openings)).unwrap();
+        assert_eq!(played.totals.pentanomial, [0, 0, 0, 0, 1]);
+        assert_eq!(played.totals.forfeit_wins, [2, 0]);
+        assert_eq!(played.totals.ruled_wins, [0, 0]);
+        assert_eq!(played.totals.over_the_board, [0, 0, 1, 0, 0]);
+        assert_eq!(played.totals.reasons.get("time forfeit"), Some(&2));
+    }
+
     #[test]
     fn games_of_another_match_are_refused_naming_what_differs() {
         let openings = openings();

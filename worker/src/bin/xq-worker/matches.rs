@@ -230,11 +230,14 @@ fn print_totals(totals: &MatchTotals, names: &[String; 2], sprt: Option<&Sprt>) 
     for (reason, count) in &totals.reasons {
         println!("  {reason}: {count}");
     }
-    if totals.ruled_wins != [0, 0] {
-        let mut line = format!(
-            "  won by a repetition ruling: {} {}, {} {}; over the board (those as draws): pentanomial {:?}",
-            names[0], totals.ruled_wins[0], names[1], totals.ruled_wins[1], totals.over_the_board
-        );
+    if totals.ruled_wins != [0, 0] || totals.forfeit_wins != [0, 0] {
+        let mut line = String::from("  ");
+        for (how, wins) in [("by a repetition ruling", totals.ruled_wins), ("on time", totals.forfeit_wins)] {
+            if wins != [0, 0] {
+                line.push_str(&format!("won {how}: {} {}, {} {}; ", names[0], wins[0], names[1], wins[1]));
+            }
+        }
+        line.push_str(&format!("over the board (those as draws): pentanomial {:?}", totals.over_the_board));
         if let Some(elo) = totals.over_the_board_elo() {
             line.push_str(&format!(", Elo {:+.1} [{:+.1}, {:+.1}]", elo.elo, elo.low, elo.high));
         }
