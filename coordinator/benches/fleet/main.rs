@@ -229,6 +229,9 @@ async fn run(options: Options, server: tokio::runtime::Handle, browsers: tokio::
         time_control: "10+0.1".to_owned(),
         pairs: 10_000_000,
         adjudication: Some(ADJUDICATION),
+        // The simulated workers play their canned games from the start position, not
+        // the default book's openings.
+        start_position: true,
         ..Default::default()
     };
     let (job, names) = if options.spsa > 0 {

@@ -20,6 +20,10 @@ use xq_engine::xiangqi::rules::{RuleSet, ViolationTiming};
 use xq_proto::v1;
 use xq_proto::{self_play_plies, self_play_unit_records};
 
+/// The most PGN bytes of new pairs a report has replayed on the async runtime (some
+/// 2,000 plies, about a millisecond and a half); more go to the blocking pool.
+const INLINE_REPLAY_BYTES: usize = 16 << 10;
+
 impl WorkerApi {
     /// Counts a refused report against its worker and job (the dashboard shows both),
     /// unless the fault was the coordinator's.
@@ -72,13 +76,15 @@ impl WorkerApi {
         let conditions = Conditions::for_lease(&job.lease_spec(context.slowness)).map_err(Status::internal)?;
         // A pair this lease reported before is not replayed again: a resent report of
         // 512 accepted pairs cost a third of a second of a runtime thread each time
-        // (F8 of the 2026-11-28 review). The new ones are replayed on the blocking
-        // pool, as many reports at once as the machine has cores.
+        // (F8 of the 2026-11-28 review). New pairs of more than a few games are
+        // replayed on the blocking pool, as many reports at once as the machine has
+        // cores; a report of a pair or two (the fleet's usual) is replayed here, where
+        // a hand-off to another thread costs more than the replay.
         let new_pairs: Vec<v1::PairResult> =
             report.pairs.into_iter().filter(|pair| !context.acked.contains(&pair.unit)).collect();
-        let place = self.0.replays.acquire().await.map_err(|e| Status::internal(e.to_string()))?;
+        let bytes: usize = new_pairs.iter().map(|p| p.first_game_pgn.len() + p.second_game_pgn.len()).sum();
         let spec = context.spec.clone();
-        let replayed = tokio::task::spawn_blocking(move || {
+        let replay = move || {
             let JobSpec::Match(job) = &*spec else { unreachable!("checked above") };
             let names = [names[0].as_str(), names[1].as_str()];
             new_pairs
@@ -99,10 +105,15 @@ impl WorkerApi {
                     Ok((pair, checked))
                 })
                 .collect::<Result<Vec<_>, Status>>()
-        })
-        .await
-        .map_err(|e| Status::internal(format!("replaying the pairs: {e}")))??;
-        drop(place);
+        };
+        let replayed = if bytes <= INLINE_REPLAY_BYTES {
+            replay()?
+        } else {
+            let _place = self.0.replays.acquire().await.map_err(|e| Status::internal(e.to_string()))?;
+            tokio::task::spawn_blocking(replay)
+                .await
+                .map_err(|e| Status::internal(format!("replaying the pairs: {e}")))??
+        };
         let (mut wdl, mut penta) = (context.acked_wdl, context.acked_penta);
         let mut rows = Vec::new();
         for (pair, [first, second]) in replayed {
