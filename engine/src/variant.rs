@@ -29,6 +29,11 @@ impl FromStr for Variant {
 }
 
 impl Variant {
+    /// The variant a cluster message names, where a name left empty is Xiangqi.
+    pub fn named_or_xiangqi(name: &str) -> Result<Variant, UnknownVariant> {
+        if name.is_empty() { Ok(Variant::Xiangqi) } else { name.parse() }
+    }
+
     /// The name in PGN `[Variant]` tags and in `UCI_Variant`.
     pub fn name(self) -> &'static str {
         match self {

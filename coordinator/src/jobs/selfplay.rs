@@ -66,10 +66,7 @@ pub fn check_self_play_games(spec: &v1::SelfPlaySpec) -> Result<Variant, SpecErr
 
 /// The game a self-play spec plays (default Xiangqi).
 pub fn self_play_variant(spec: &v1::SelfPlaySpec) -> Result<Variant, SpecError> {
-    if spec.variant.is_empty() {
-        return Ok(Variant::Xiangqi);
-    }
-    spec.variant.parse().map_err(|e: xq_engine::variant::UnknownVariant| bad("spec.variant", e.to_string()))
+    Variant::named_or_xiangqi(&spec.variant).map_err(|e| bad("spec.variant", e.to_string()))
 }
 
 #[cfg(test)]

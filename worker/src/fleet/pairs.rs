@@ -44,8 +44,7 @@ pub(super) async fn play_pairs(
     };
     let (mut new, new_signature) = engine_config(client, settings, &engine(&spec.new_engine, "new")?).await?;
     let (mut base, base_signature) = engine_config(client, settings, &engine(&spec.base_engine, "base")?).await?;
-    let variant: Variant =
-        if spec.variant.is_empty() { Variant::Xiangqi } else { spec.variant.parse().map_err(lease_error)? };
+    let variant: Variant = Variant::named_or_xiangqi(&spec.variant).map_err(lease_error)?;
     // Told the game as the command line's matches tell it (a Xiongqi test's engines
     // were given Xiangqi's start position and lost every such game by an illegal move).
     new.announce_variant(variant);

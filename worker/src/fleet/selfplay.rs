@@ -37,8 +37,7 @@ pub(super) async fn self_play_settings(
     settings: &ConnectSettings,
     spec: &v1::SelfPlaySpec,
 ) -> Result<SelfPlaySettings, FleetError> {
-    let variant: Variant =
-        if spec.variant.is_empty() { Variant::Xiangqi } else { spec.variant.parse().map_err(lease_error)? };
+    let variant: Variant = Variant::named_or_xiangqi(&spec.variant).map_err(lease_error)?;
     let network = match &spec.net {
         Some(net) => {
             let path = fetch(client, &settings.cache, net, false).await?;

@@ -184,11 +184,7 @@ pub fn check_test(request: &v1::CreateTestRequest) -> Result<MatchJob, SpecError
     } else {
         request.rules.parse().map_err(|e: xq_engine::xiangqi::rules::UnknownRuleSet| bad("rules", e.to_string()))?
     };
-    let variant: Variant = if request.variant.is_empty() {
-        Variant::Xiangqi
-    } else {
-        request.variant.parse().map_err(|e: xq_engine::variant::UnknownVariant| bad("variant", e.to_string()))?
-    };
+    let variant = Variant::named_or_xiangqi(&request.variant).map_err(|e| bad("variant", e.to_string()))?;
     let timing = xq_proto::violation_timing(&request.violation_timing).map_err(|e| bad("violation_timing", e))?;
     if let Some(book) = &request.book {
         check_artifact("book", book)?;
