@@ -196,7 +196,8 @@ pub struct EngineReply {
 /// A running engine.
 pub struct EngineProcess {
     config: EngineConfig,
-    child: Child,
+    /// Shared with the sandbox's memory watch, which may kill it; reaped only here.
+    child: Arc<Mutex<Child>>,
     stdin: ChildStdin,
     lines: Receiver<Result<String, EngineError>>,
     stderr: Arc<Mutex<String>>,
@@ -207,16 +208,15 @@ pub struct EngineProcess {
 impl EngineProcess {
     /// Starts the engine and completes the handshake, setting its options.
     pub fn start(config: &EngineConfig) -> Result<Self, EngineError> {
-        let mut command = command_for(config.sandbox.as_ref(), &config.command, &config.args);
+        let spawn_error =
+            |reason: String, hint| EngineError::Spawn { command: config.command.display().to_string(), reason, hint };
+        let mut command = command_for(config.sandbox.as_ref(), &config.command, &config.args)
+            .map_err(|e| spawn_error(e.to_string(), ""))?;
         if let (None, Some(dir)) = (&config.sandbox, &config.dir) {
             command.current_dir(dir);
         }
         command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = command.spawn().map_err(|e| EngineError::Spawn {
-            command: config.command.display().to_string(),
-            reason: e.to_string(),
-            hint: spawn_hint(e.kind()),
-        })?;
+        let mut child = command.spawn().map_err(|e| spawn_error(e.to_string(), spawn_hint(e.kind())))?;
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
         let mut stderr_pipe = child.stderr.take().expect("piped stderr");
@@ -253,6 +253,10 @@ impl EngineProcess {
                 }
             }
         });
+        let child = Arc::new(Mutex::new(child));
+        if let Some(sandbox) = &config.sandbox {
+            crate::sandbox::resident::watch(&child, sandbox.resident_bytes, Arc::clone(&stderr));
+        }
         let mut engine =
             EngineProcess { config: config.clone(), child, stdin, lines, stderr, declared_options: Vec::new() };
         engine.handshake()?;
@@ -419,7 +423,7 @@ impl EngineProcess {
         let _ = self.send("quit");
         let deadline = Instant::now() + Duration::from_millis(500);
         while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
+            if let Ok(Some(_)) = self.child.lock().expect("engine child").try_wait() {
                 return;
             }
             std::thread::sleep(Duration::from_millis(10));
@@ -429,10 +433,11 @@ impl EngineProcess {
 
 impl Drop for EngineProcess {
     fn drop(&mut self) {
-        if !matches!(self.child.try_wait(), Ok(Some(_))) {
-            let _ = self.child.kill();
+        let mut child = self.child.lock().expect("engine child");
+        if !matches!(child.try_wait(), Ok(Some(_))) {
+            let _ = child.kill();
         }
-        let _ = self.child.wait();
+        let _ = child.wait();
     }
 }
 

@@ -38,7 +38,11 @@ pub(super) async fn engine_config(
         let protocol = if spec.protocol.is_empty() { "uci" } else { spec.protocol.as_str() };
         let commands = xq_engine::bench::bench_commands(protocol, &options);
         let arguments = if commands.is_some() { Vec::new() } else { vec!["bench".to_owned()] };
-        let command = command_for(sandbox.as_ref(), &command, &arguments);
+        let command = command_for(sandbox.as_ref(), &command, &arguments).map_err(|e| FleetError::Failed {
+            kind: FailureKind::Start,
+            engine: spec.name.clone(),
+            detail: e.to_string(),
+        })?;
         let program = spec.name.clone();
         let timeout = xq_engine::bench::BENCH_TIMEOUT;
         verified =

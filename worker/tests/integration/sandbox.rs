@@ -6,6 +6,7 @@
 use std::io::Read;
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -34,7 +35,7 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
 /// Runs the script with `args`, confined or not, with a worker token in its
 /// environment as the worker's own would be; its standard output and error.
 fn run(sandbox: Option<&Sandbox>, program: &Path, args: &[String]) -> String {
-    let mut command = command_for(sandbox, program, args);
+    let mut command = command_for(sandbox, program, args).unwrap();
     command.env("XQ_WORKER_TOKEN", "worker-secret");
     let output = command.output().unwrap();
     String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr)
@@ -78,13 +79,14 @@ echo scratch > /tmp/scratch && echo "scratch: $(cat /tmp/scratch)""#,
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// Attack (F7 of the review of 2026-11-28): bubblewrap's `/dev` was a writable tmpfs
-/// outside every limit (200 MB written to `/dev/shm` and more to `/dev` itself), the
-/// engine could make a user namespace of its own (root in it), and it read the
-/// machine's name. Now `/dev` is read-only but for a 16 MB `/dev/shm`, user
-/// namespaces are refused, and the host is `sandbox`. Played on both paths: as this
-/// (root) process runs workers, and as a worker run by an ordinary user (`nobody`),
-/// whose engines live in a user namespace; the control is bubblewrap as it was called.
+/// An engine that writes `/dev` (F7 of the 2026-11-28 review: bubblewrap's `/dev` is
+/// a writable tmpfs outside every limit), makes a user namespace (where it is root
+/// again), sets up io_uring (a call the filter refuses as one of the kernel's least
+/// confined), or reads the machine's name. Now `/dev` is read-only but for a 16 MB
+/// `/dev/shm`, the seccomp filter refuses the namespace and io_uring, and the host is
+/// `sandbox`. Played on both paths: as this (root) process runs workers, its engines
+/// users of their own, and as a worker run by an ordinary user (`nobody`), whose
+/// engines live in a user namespace; the control is bubblewrap as it was called.
 #[test]
 fn an_engine_cannot_fill_dev_make_a_user_namespace_or_read_the_host_s_name() {
     // Readable by `nobody`: cargo's test directory is under root's home.
@@ -98,24 +100,28 @@ fn an_engine_cannot_fill_dev_make_a_user_namespace_or_read_the_host_s_name() {
 head -c 33554432 /dev/zero > /dev/shm/fill 2>/dev/null
 echo "shm: $(stat -c %s /dev/shm/fill 2>/dev/null)"
 unshare -U -r true 2>/dev/null && echo "userns: made"
+python3 -c "
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall(425, 0, None)  # io_uring_setup, one number on every architecture
+print('io_uring:', os.strerror(ctypes.get_errno()))"
 echo "host: $(cat /proc/sys/kernel/hostname)""#,
     );
-    let nobody = |command: std::process::Command| {
-        let mut as_nobody = std::process::Command::new("/usr/bin/setpriv");
-        as_nobody.args(["--reuid", "65534", "--regid", "65534", "--clear-groups", "--"]);
-        as_nobody.arg(command.get_program()).args(command.get_args());
-        let output = as_nobody.output().unwrap();
+    // The sandbox's own command (its filters' descriptors with it), run as `nobody`.
+    let nobody = |mut command: std::process::Command| {
+        let output = command.uid(65534).gid(65534).output().unwrap();
         String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr)
     };
     let root = run(Some(&Sandbox { worker_is_root: true, ..Sandbox::default() }), &attacker, &[]);
-    let user = nobody(Sandbox { worker_is_root: false, ..Sandbox::default() }.command(&attacker, &[]));
+    let user = nobody(Sandbox { worker_is_root: false, ..Sandbox::default() }.command(&attacker, &[]).unwrap());
     for (path, confined) in [("root", &root), ("user", &user)] {
         assert!(!confined.contains("dev: written"), "{path}: /dev written:\n{confined}");
         let shm: u64 = confined.lines().find_map(|l| l.strip_prefix("shm: ")).unwrap().trim().parse().unwrap_or(0);
         assert!(shm > 0 && shm <= 16 << 20, "{path}: {shm} bytes in /dev/shm:\n{confined}");
         assert!(confined.contains("host: sandbox"), "{path}:\n{confined}");
+        assert!(!confined.contains("userns: made"), "{path}: a user namespace made:\n{confined}");
+        assert!(confined.contains("io_uring: Operation not permitted"), "{path}:\n{confined}");
     }
-    assert!(!user.contains("userns: made"), "a user namespace made:\n{user}");
     // The control: bubblewrap with the options the sandbox had before.
     let mut before = std::process::Command::new("bwrap");
     before.args(["--ro-bind", "/usr", "/usr"]);
@@ -127,6 +133,55 @@ echo "host: $(cat /proc/sys/kernel/hostname)""#,
     let free = nobody(before);
     assert!(free.contains("dev: written") && free.contains("shm: 33554432"), "{free}");
     assert!(free.contains("userns: made"), "the namespace attack is not real:\n{free}");
+    assert!(free.contains("io_uring: Bad address"), "io_uring is not reached:\n{free}");
+    // As root, its own user (the root path's engine without the filter) makes one too.
+    let mut as_own_user = std::process::Command::new("bwrap");
+    as_own_user.args([
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--ro-bind-try",
+        "/lib64",
+        "/lib64",
+        "--ro-bind-try",
+        "/lib",
+        "/lib",
+    ]);
+    as_own_user.args(["--ro-bind-try", "/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "--unshare-pid"]);
+    // At the root, where bubblewrap's own directories above it do not close it to the user.
+    as_own_user.args(["--ro-bind"]).arg(&attacker).arg("/attacker");
+    as_own_user.args(["--", "/usr/bin/setpriv", "--reuid", "3999999999", "--regid", "3999999999", "--clear-groups"]);
+    let output = as_own_user.arg("/attacker").output().unwrap();
+    let own_user = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(own_user.contains("userns: made"), "the root path's attack is not real:\n{own_user}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// An engine of five processes holding 100 MB each (F7: the address-space limit is
+/// each process's): over a bound of 256 MB on them all, the worker kills it and its
+/// failure says why; under 1 GiB, it plays on.
+#[test]
+fn an_engine_whose_processes_together_exceed_the_memory_bound_is_killed_naming_it() {
+    let dir = test_dir("resident");
+    let hog = script(
+        &dir,
+        "hog",
+        r#"for i in 1 2 3 4 5; do python3 -c "import time; x = b'x' * (100 << 20); time.sleep(60)" & done
+while read line; do case $line in uci) echo uciok;; isready) echo readyok;; go*) echo bestmove h2e2;; esac; done"#,
+    );
+    let play = |resident_bytes: u64| {
+        let mut config = our_engine("hog");
+        config.command = hog.clone();
+        config.options.clear();
+        config.sandbox = Some(Sandbox { resident_bytes, ..Sandbox::default() });
+        let mut engine = EngineProcess::start(&config).expect("the script answers the handshake");
+        std::thread::sleep(Duration::from_secs(3));
+        engine.go("position startpos", "depth 1", Duration::from_secs(5)).map(|reply| reply.bestmove)
+    };
+    let killed = play(256 << 20).expect_err("the engine is killed");
+    let reason = killed.to_string();
+    assert!(reason.contains("killed: its processes held") && reason.contains("bound of 256 MiB"), "{reason}");
+    assert_eq!(play(1 << 30).unwrap(), "h2e2", "the control plays on");
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -178,9 +233,11 @@ fn a_real_engine_plays_in_the_sandbox_and_leaves_nothing_behind() {
     std::fs::write(&net, xq_engine::xiangqi::nnue::Network::random(5).to_bytes()).unwrap();
     let mut config = our_engine("confined");
     config.options.push(("EvalFile".to_owned(), net.display().to_string()));
+    // Two threads: made by `clone` once the filter refuses `clone3`.
+    config.options.push(("Threads".to_owned(), "2".to_owned()));
     config.sandbox = Some(Sandbox { read_only: vec![net.clone()], ..Sandbox::default() });
     let mut engine = EngineProcess::start(&config).expect("the engine starts in the sandbox");
-    let reply = engine.go("position startpos", "depth 3", Duration::from_secs(20)).unwrap();
+    let reply = engine.go("position startpos", "depth 6", Duration::from_secs(20)).unwrap();
     assert!(reply.bestmove.len() >= 4, "{reply:?}");
     drop(engine);
 

@@ -15,19 +15,26 @@
 //! Its `/dev` is read-only but for a `/dev/shm` of bounded size, and its host name is
 //! `sandbox`.
 //!
+//! The memory all its processes hold together is bounded too ([`resident`]), and a
+//! seccomp filter refuses it user namespaces and the kernel's least confined calls
+//! ([`syscalls`]). A worker that runs as root starts each engine as a user id of its
+//! own, with no capability; otherwise the engine keeps the worker's user inside a user
+//! namespace. Either way the process limit counts the engine's own processes only.
+//!
 //! What it does not stop: reading world-readable system files under `/usr`; using
 //! all the CPU time its limit allows (the worker's clock still forfeits slow moves);
-//! memory across its processes (the address-space limit is each process's: a bound on
-//! them all needs a cgroup); side channels; kernel exploits (there is no seccomp filter
-//! beyond bubblewrap's own). A worker that runs as root starts each engine as a user id
-//! of its own, with no capability (such a user may still make user namespaces);
-//! otherwise the engine keeps the worker's user inside a user namespace and may make
-//! no other. Either way the process limit counts the engine's own processes only.
+//! side channels; exploits of the kernel's calls it still allows.
 
+pub mod resident;
+pub mod syscalls;
+
+use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
+
+use command_fds::{CommandFdExt, FdMapping};
 
 /// The first of the users a root worker's engines run as: each engine its own, so
 /// that the process limit, which the kernel counts per user, is each engine's own and
@@ -44,8 +51,11 @@ fn next_engine_uid() -> u32 {
 /// How an engine is confined.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sandbox {
-    /// Address space, bytes (the engine's hash table and threads' stacks live here).
+    /// Address space of each of its processes, bytes (the engine's hash table and
+    /// threads' stacks live here).
     pub memory_bytes: u64,
+    /// Resident memory of all its processes together, bytes.
+    pub resident_bytes: u64,
     /// Processes and threads (of the engine's user when the worker is root).
     pub processes: u64,
     /// CPU seconds over the engine's life.
@@ -68,6 +78,7 @@ impl Default for Sandbox {
     fn default() -> Self {
         Sandbox {
             memory_bytes: 8 << 30,
+            resident_bytes: 8 << 30,
             processes: 256,
             cpu_seconds: 24 * 3600,
             open_files: 256,
@@ -88,12 +99,20 @@ pub enum SandboxError {
     /// The probe ran but the sandbox did not start.
     #[error("bubblewrap cannot build a sandbox here: {0}")]
     Broken(String),
+    /// The system-call filter cannot be made or handed to bubblewrap.
+    #[error("the engine sandbox's system-call filter: {0}")]
+    Filter(String),
 }
+
+/// The descriptors bubblewrap reads the system-call filters from, in the engine's
+/// starter only (above its standard streams).
+const FILTER_DESCRIPTORS: [i32; 2] = [3, 4];
 
 impl Sandbox {
     /// The command that runs `program` with `args` inside the sandbox.
-    pub fn command(&self, program: &Path, args: &[String]) -> Command {
+    pub fn command(&self, program: &Path, args: &[String]) -> Result<Command, SandboxError> {
         let mut command = Command::new("bwrap");
+        self.hand_over_filters(&mut command)?;
         command.args(["--ro-bind", "/usr", "/usr"]);
         // Merged-/usr systems have these as links into /usr; others as directories.
         for dir in ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/ld.so.cache"] {
@@ -142,13 +161,30 @@ impl Sandbox {
         command.arg(format!("--cpu={}", self.cpu_seconds));
         command.arg(format!("--nofile={}", self.open_files));
         command.args(["--core=0", "--"]).arg(program).args(args);
-        command
+        Ok(command)
+    }
+
+    /// Gives bubblewrap the system-call filters, each through a pipe of its own mapped
+    /// to a fixed descriptor of the started process only (a descriptor open in the
+    /// worker would be inherited by every engine started at the same time).
+    fn hand_over_filters(&self, command: &mut Command) -> Result<(), SandboxError> {
+        let filters = syscalls::filters().map_err(|e| SandboxError::Filter(e.to_string()))?;
+        let mut mappings = Vec::new();
+        for (program, child_fd) in filters.iter().zip(FILTER_DESCRIPTORS) {
+            let (reader, mut writer) = std::io::pipe().map_err(|e| SandboxError::Filter(e.to_string()))?;
+            // A few hundred bytes: the pipe holds them before bubblewrap reads.
+            writer.write_all(program).map_err(|e| SandboxError::Filter(e.to_string()))?;
+            mappings.push(FdMapping { parent_fd: reader.into(), child_fd });
+            command.args(["--add-seccomp-fd", &child_fd.to_string()]);
+        }
+        command.fd_mappings(mappings).map_err(|e| SandboxError::Filter(e.to_string()))?;
+        Ok(())
     }
 
     /// Checks that a sandbox can be built on this machine, so that a worker fails at
     /// its start with the reason rather than on every game.
     pub fn probe(&self) -> Result<(), SandboxError> {
-        let output = self.command(Path::new("/usr/bin/true"), &[]).output().map_err(|e| match e.kind() {
+        let output = self.command(Path::new("/usr/bin/true"), &[])?.output().map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => SandboxError::Missing,
             _ => SandboxError::Broken(e.to_string()),
         })?;
@@ -162,7 +198,7 @@ impl Sandbox {
 
 /// The command that runs `program` with `args`: in `sandbox`, or as is. Either way it
 /// dies with the worker.
-pub fn command_for(sandbox: Option<&Sandbox>, program: &Path, args: &[String]) -> Command {
+pub fn command_for(sandbox: Option<&Sandbox>, program: &Path, args: &[String]) -> Result<Command, SandboxError> {
     match sandbox {
         Some(sandbox) => sandbox.command(program, args),
         None => {
@@ -170,7 +206,7 @@ pub fn command_for(sandbox: Option<&Sandbox>, program: &Path, args: &[String]) -
             command.args(args);
             // Engines are started and used by one game thread each.
             xq_proto::process::die_with_parent(&mut command);
-            command
+            Ok(command)
         }
     }
 }
