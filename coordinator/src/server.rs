@@ -16,9 +16,11 @@ use xq_proto::v1::worker_server::WorkerServer;
 
 use crate::access::connections::{self, Protocols, tls_acceptor};
 use crate::access::listener::{AcceptStats, ConnectionCaps, capped_incoming};
-use crate::access::streams::Followers;
+use crate::access::places::Places;
+use crate::access::streams::followers;
 use crate::api::admission::{Admission, AdmissionLimits};
 use crate::api::grpc::auth::authenticate;
+use crate::api::grpc::downloads::OPEN_DOWNLOADS;
 use crate::api::grpc::uploads::load_openings;
 use crate::api::grpc::{ClientApi, Shared, WorkerApi};
 use crate::api::http::{self, ReadAccess};
@@ -84,7 +86,8 @@ impl Coordinator {
             pgn_files: Arc::new(crate::kept::pgn_files()),
             verification_nets: Arc::new(crate::kept::nets()),
             judged_pairs: Arc::new(crate::kept::judged_pairs()),
-            followers: Followers::new(config.followers),
+            followers: followers(config.followers),
+            downloads: Places::new(OPEN_DOWNLOADS, "downloads", "token"),
             spot_checks: Arc::new(crate::jobs::verification::spot_checks::SpotChecks::new(
                 config.spot_check_plies_per_second,
             )),
@@ -133,6 +136,7 @@ impl Coordinator {
             verification_nets,
             judged_pairs: partial.judged_pairs.clone(),
             followers: partial.followers.clone(),
+            downloads: partial.downloads.clone(),
             spot_checks: partial.spot_checks.clone(),
             tallies: partial.tallies.clone(),
             pair_points: partial.pair_points.clone(),
@@ -272,8 +276,12 @@ pub fn check_transport(listen: std::net::SocketAddr, tls: bool, allow_plaintext:
 /// anyone who reaches the port. Without either, reads are open on a loopback address
 /// only: on an address other machines reach they need a client token, since the
 /// pages show every test, engine and worker, and their reads cost the coordinator work.
-pub fn dashboard_access(listen: std::net::SocketAddr, private: bool, public: bool) -> ReadAccess {
-    if private || (!public && !listen.ip().is_loopback()) { ReadAccess::Token } else { ReadAccess::Open }
+/// A coordinator made `--public` (`public_profile`) on loopback is behind a reverse
+/// proxy on its machine (F12 of the 2026-11-28 review): every reader then comes from
+/// loopback, so its reads need a token there too.
+pub fn dashboard_access(listen: std::net::SocketAddr, private: bool, public: bool, public_profile: bool) -> ReadAccess {
+    let reachable = public_profile || !listen.ip().is_loopback();
+    if private || (!public && reachable) { ReadAccess::Token } else { ReadAccess::Open }
 }
 
 /// Writes a secret readable by its owner only, its name synced into its directory: the
@@ -310,12 +318,14 @@ mod tests {
     fn the_dashboard_is_private_off_loopback_unless_made_public() {
         let address = |text: &str| text.parse::<std::net::SocketAddr>().unwrap();
         for local in ["127.0.0.1:7420", "[::1]:7420"] {
-            assert_eq!(dashboard_access(address(local), false, false), ReadAccess::Open);
-            assert_eq!(dashboard_access(address(local), true, false), ReadAccess::Token, "asked private");
+            assert_eq!(dashboard_access(address(local), false, false, false), ReadAccess::Open);
+            assert_eq!(dashboard_access(address(local), true, false, false), ReadAccess::Token, "asked private");
+            assert_eq!(dashboard_access(address(local), false, false, true), ReadAccess::Token, "behind a proxy");
+            assert_eq!(dashboard_access(address(local), false, true, true), ReadAccess::Open, "proxied, made public");
         }
         for public in ["0.0.0.0:7420", "[::]:7420", "192.168.1.5:7420"] {
-            assert_eq!(dashboard_access(address(public), false, false), ReadAccess::Token, "{public}");
-            assert_eq!(dashboard_access(address(public), false, true), ReadAccess::Open, "{public} made public");
+            assert_eq!(dashboard_access(address(public), false, false, false), ReadAccess::Token, "{public}");
+            assert_eq!(dashboard_access(address(public), false, true, false), ReadAccess::Open, "{public} made public");
         }
     }
 }

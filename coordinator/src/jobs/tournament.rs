@@ -27,7 +27,7 @@
 //! names (`xq-request-id`) makes one event however often it is sent.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use prost::Message;
 use xq_proto::v1;
@@ -605,7 +605,8 @@ impl Tournaments {
 /// engine's half points in the game where it had Red and in the one where it had Black.
 pub struct PairingResults {
     pub job: v1::Job,
-    pub pairs: Vec<[i64; 2]>,
+    /// Shared with the kept pair points: an event's view copies none of them.
+    pub pairs: Arc<Vec<[i64; 2]>>,
 }
 
 /// The tournament's view from its pairings' results (in pairing order).
@@ -654,7 +655,7 @@ pub fn view(row: &TournamentRow, results: &[PairingResults]) -> Result<v1::Tourn
         let (Some(first), Some(second)) = (index(&result.job.new_engine), index(&result.job.base_engine)) else {
             return Err(format!("job {} plays engines outside the tournament", result.job.job_id));
         };
-        for &[as_red, as_black] in &result.pairs {
+        for &[as_red, as_black] in result.pairs.iter() {
             games.push(Game { red: first, black: second, result: half_points(as_red) });
             games.push(Game { red: second, black: first, result: half_points(as_black).reversed() });
         }

@@ -214,6 +214,29 @@ fn a_reachable_coordinator_names_each_protection_it_has_off_unless_public() {
     assert_eq!(open.len(), 4, "{open:?}");
     assert_eq!(warnings("0.0.0.0:0", &["--allow-plaintext", "--public"]), Vec::<String>::new());
     assert_eq!(warnings("127.0.0.1:0", &[]), Vec::<String>::new());
+
+    // Behind a reverse proxy on its machine (F12): public on loopback, the dashboard's
+    // reads need a token, and the log says whose the address limits are.
+    let mut proxied = Command::new(binary("xq-coordinator"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--public", "--data"])
+        .arg(dir.0.join("proxied"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(proxied.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.trim().strip_prefix("listening on ").unwrap().to_owned();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let anonymous = runtime.block_on(status_of(&format!("{url}/api/v1/jobs"), &[]));
+    let token = std::fs::read_to_string(dir.0.join("proxied/client-token")).unwrap();
+    let bearer = format!("Bearer {}", token.trim());
+    let with_token = runtime.block_on(status_of(&format!("{url}/api/v1/jobs"), &[("authorization", &bearer)]));
+    let _ = proxied.kill();
+    let output = proxied.wait_with_output().unwrap();
+    assert_eq!((anonymous, with_token), (401, 200));
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(log.contains("the proxy should limit its clients itself"), "{log}");
 }
 
 /// First contact: the mistakes a newcomer makes with `xq` are said in one line with

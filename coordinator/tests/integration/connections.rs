@@ -371,7 +371,7 @@ async fn live_stream_followers_are_capped_in_all_and_per_address() {
     let (status, body) = follow(&served, "127.0.0.1", &[]).await;
     let text = until_end(body, Duration::from_secs(5)).await.unwrap();
     assert_eq!(status, 429, "{text}");
-    assert!(text.contains("127.0.0.1 already follows 2 live streams"), "{text}");
+    assert!(text.contains("127.0.0.1 already has 2 live streams open"), "{text}");
     let status = admin.watch_job(v1::JobId { job_id: job }).await.unwrap_err();
     assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
     // Another address gets the last place in all.
@@ -404,12 +404,14 @@ async fn live_stream_followers_are_capped_in_all_and_per_address() {
     }
 }
 
-/// The review's download hold (2026-11-28, F2): one worker token opens 1,000 Download
-/// streams of a 10 MB artifact on a real coordinator process, a hundred on each of ten
-/// connections, and reads none. Pieces are read only as the reader takes them, so the
-/// coordinator's peak memory grows by less than 128 MB (four 1 MiB pieces read ahead a
-/// stream took it past 3.5 GB) and it keeps no file open for them; then a stream, read,
-/// still gives the artifact whole.
+/// The review's download hold (2026-11-28, F2): ten workers each open 100 Download
+/// streams of a 10 MB artifact on a real coordinator process, each on a connection of
+/// its own, and read none. A token holds at most 64 downloads open (the rest are
+/// refused, naming the cap); pieces are read only as the reader takes them, so over
+/// the 640 held the coordinator's peak memory grows by less than 128 MB (four 1 MiB
+/// pieces read ahead a stream took it past 3.5 GB) and it keeps no file open for them;
+/// a stream given up gives its place back; then a stream, read, still gives the
+/// artifact whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unread_downloads_hold_neither_pieces_nor_files() {
     let dir = TempDir::new("download-hold");
@@ -419,22 +421,35 @@ async fn unread_downloads_hold_neither_pieces_nor_files() {
     let mut admin = client(address, &token).await;
     let bytes: Vec<u8> = (0..10u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
     let artifact = upload(&mut admin, "held", "engine", &bytes).await.unwrap();
-    let (_, worker_token) = registered_worker_at(address, &token, "holder", &[], 1).await;
     let open_files = || std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count();
     let (memory_before, files_before) = (process_memory(pid, "VmHWM"), open_files());
+    let request = || v1::DownloadRequest { sha256: artifact.sha256.clone() };
     let mut held = Vec::new();
-    for _ in 0..10 {
-        let mut connection = worker(address, &worker_token).await;
-        for _ in 0..100 {
-            let request = v1::DownloadRequest { sha256: artifact.sha256.clone() };
-            held.push(connection.download(request).await.unwrap().into_inner());
+    let mut last_worker = None;
+    for index in 0..10 {
+        let (mut connection, _) = registered_worker_at(address, &token, &format!("holder-{index}"), &[], 1).await;
+        for attempt in 0..100 {
+            match connection.download(request()).await {
+                Ok(stream) => held.push(stream.into_inner()),
+                Err(refused) => {
+                    assert!(attempt >= 64, "refused at {attempt}: {refused:?}");
+                    assert_eq!(refused.code(), tonic::Code::ResourceExhausted, "{refused:?}");
+                    let expected = "already has 64 downloads open, the most one token may";
+                    assert!(
+                        refused.message().starts_with("worker ") && refused.message().contains(expected),
+                        "{refused:?}"
+                    );
+                }
+            }
         }
+        last_worker = Some(connection);
     }
+    assert_eq!(held.len(), 640, "64 held a token, the rest refused");
     // Time for whatever the coordinator would read ahead to be read.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let (memory, files) = (process_memory(pid, "VmHWM"), open_files());
     eprintln!(
-        "1,000 unread downloads: peak memory {} MB before, {} MB after; open files {files_before} before, {files} after",
+        "1,000 downloads asked, 640 held unread: peak memory {} MB before, {} MB after; open files {files_before} before, {files} after",
         memory_before >> 20,
         memory >> 20
     );
@@ -448,6 +463,9 @@ async fn unread_downloads_hold_neither_pieces_nor_files() {
         files < files_before + 20,
         "{files_before} files open before, {files} with the streams held (ten connections)"
     );
+    // A stream given up gives its place back: the last worker opens another.
+    drop(held.pop());
+    held.push(last_worker.unwrap().download(request()).await.expect("a place given back").into_inner());
     // The others dropped first: their unread pieces hold the connection's window.
     let mut stream = held.pop().unwrap();
     drop(held);

@@ -124,6 +124,12 @@ async fn the_json_api_serves_the_grpc_views_and_follows_reports() {
         let response = client.get(format!("{base}{path}").parse().unwrap()).await.unwrap();
         assert_eq!(response.headers()["x-content-type-options"], "nosniff", "{path}");
     }
+    // The page runs its own scripts only: what keeps the token it holds from others'.
+    let page = client.get(format!("{base}/").parse().unwrap()).await.unwrap();
+    let policy = page.headers()["content-security-policy"].to_str().unwrap().to_owned();
+    let scripts = policy.split(';').map(str::trim).find(|d| d.starts_with("script-src")).unwrap_or_default();
+    assert_eq!(scripts, "script-src 'self'", "{policy}");
+    assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
     let (status, pgn) = request("GET", &format!("{base}/api/v1/jobs/{job}/games.pgn"), &[], "").await;
     assert_eq!(status, 200);
     assert_eq!(pgn.matches("[Event ").count(), 8, "{pgn}");

@@ -548,6 +548,33 @@ async fn a_submitter_that_stops_its_pending_round_ends_its_event_and_no_round_ru
     }
 }
 
+/// Attack (review of 2026-11-28, F11): a revoked submitter's event played on, making
+/// round after round in its name. Revoking the token stops its tests; the event is
+/// over, saying why, and makes no round after, on either database.
+#[tokio::test]
+async fn revoking_an_event_s_maker_ends_the_event_and_no_round_follows() {
+    for backend in BACKENDS {
+        let served = serve(backend, config()).await;
+        let mut admin = client(served.address, &served.client_token).await;
+        let (mut mallory, mallory_id) = submitter(&served, "mallory").await;
+        let request = event_request(&mut mallory, &["a", "b", "c", "d"], "swiss").await;
+        let event = mallory.create_tournament(request).await.unwrap().into_inner();
+        assert_eq!(test_states(&mut admin, &event).await, ["running", "running"], "{backend:?}");
+        admin.revoke_token(v1::RevokeTokenRequest { id: mallory_id }).await.unwrap();
+        let id = event.tournament_id;
+        let stopped = tournament_when(&mut admin, id, "the event stopped", |t| t.state == "stopped").await;
+        assert_eq!(test_states(&mut admin, &stopped).await, ["stopped", "stopped"], "{backend:?}");
+        let test = admin.get_job(v1::JobId { job_id: event.pairings[0].job_id }).await.unwrap().into_inner();
+        assert!(test.outcome.contains("revoked"), "{backend:?}: {}", test.outcome);
+        // Rounds are looked at every second: after several looks, still no second round.
+        tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+        let after = admin.get_tournament(v1::TournamentId { tournament_id: id }).await.unwrap().into_inner();
+        assert_eq!((after.state.as_str(), after.pairings.len()), ("stopped", 2), "{backend:?}");
+        let mut worker = registered_worker(&served, "w", &[]).await;
+        assert!(worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.is_none());
+    }
+}
+
 /// An event's approval: once an admin approved a submitter's first round, the rounds
 /// after it run at once, under the submitter's name; a test playing an engine that has
 /// only sat rounds out (a bye) waits, for no admin has seen that engine run.

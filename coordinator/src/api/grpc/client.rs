@@ -1,5 +1,6 @@
 //! The clients' service: uploads, jobs of every kind, tokens, workers and nets.
 
+use crate::access::hosts::host;
 use crate::access::streams::UntilOutOfForce;
 use crate::access::tokens::{Role, TokenHash};
 use crate::api::grpc::auth::{admin_of, client_of, request_key};
@@ -71,9 +72,10 @@ impl v1::client_server::Client for ClientApi {
         &self,
         request: Request<v1::TournamentId>,
     ) -> Result<Response<Self::DownloadTournamentGamesStream>, Status> {
-        client_of(&request)?;
+        let caller = client_of(&request)?;
         let games = self.0.tournament_games(request.get_ref().tournament_id).await?;
-        Ok(Response::new(Box::pin(games.map(|text| text.map(|pgn| v1::PgnBatch { pgn })))))
+        let batches = Box::pin(games.map(|text| text.map(|pgn| v1::PgnBatch { pgn })));
+        Ok(Response::new(self.0.holding(holder(&caller), batches)?))
     }
 
     async fn create_verification(
@@ -99,9 +101,10 @@ impl v1::client_server::Client for ClientApi {
         &self,
         request: Request<v1::JobId>,
     ) -> Result<Response<Self::DownloadVerificationStream>, Status> {
-        client_of(&request)?;
+        let caller = client_of(&request)?;
         let lines = self.0.verification_lines(request.get_ref().job_id)?;
-        Ok(Response::new(Box::pin(lines.map(|r| r.map(|jsonl| v1::VerificationLines { jsonl })))))
+        let lines = Box::pin(lines.map(|r| r.map(|jsonl| v1::VerificationLines { jsonl })));
+        Ok(Response::new(self.0.holding(holder(&caller), lines)?))
     }
 
     async fn create_spsa(&self, request: Request<v1::CreateSpsaRequest>) -> Result<Response<v1::Job>, Status> {
@@ -196,7 +199,7 @@ impl v1::client_server::Client for ClientApi {
         let place = self
             .0
             .followers
-            .join(request.remote_addr().map(|address| address.ip()))
+            .take(request.remote_addr().map(|address| host(address.ip())))
             .map_err(|full| Status::resource_exhausted(full.to_string()))?;
         let id = request.into_inner().job_id;
         let mut changes = self.0.scheduler.watch(id).ok_or_else(|| Status::not_found(format!("job {id}")))?;
@@ -353,13 +356,13 @@ impl v1::client_server::Client for ClientApi {
     type DownloadGamesStream = Stream_<v1::PgnBatch>;
 
     async fn download_games(&self, request: Request<v1::JobId>) -> Result<Response<Self::DownloadGamesStream>, Status> {
-        client_of(&request)?;
+        let caller = client_of(&request)?;
         let id = request.into_inner().job_id;
         let stream = self
             .0
             .unit_bytes(id, Stored::Games)?
             .map(|r| r.map(|(_, bytes)| v1::PgnBatch { pgn: String::from_utf8_lossy(&bytes).into_owned() }));
-        Ok(Response::new(Box::pin(stream)))
+        Ok(Response::new(self.0.holding(holder(&caller), Box::pin(stream))?))
     }
 
     type StreamTrainingDataStream = Stream_<v1::TrainingChunk>;
@@ -368,11 +371,11 @@ impl v1::client_server::Client for ClientApi {
         &self,
         request: Request<v1::JobId>,
     ) -> Result<Response<Self::StreamTrainingDataStream>, Status> {
-        client_of(&request)?;
+        let caller = client_of(&request)?;
         let id = request.into_inner().job_id;
         let stream =
             self.0.unit_bytes(id, Stored::Chunks)?.map(|r| r.map(|(unit, chunk)| v1::TrainingChunk { unit, chunk }));
-        Ok(Response::new(Box::pin(stream)))
+        Ok(Response::new(self.0.holding(holder(&caller), Box::pin(stream))?))
     }
 
     async fn add_net(&self, request: Request<v1::AddNetRequest>) -> Result<Response<v1::Net>, Status> {
@@ -426,4 +429,9 @@ impl v1::client_server::Client for ClientApi {
         let lineage = request.into_inner().lineage;
         Ok(Response::new(v1::ListNetsReply { nets: self.0.nets.list(&lineage, &self.0.scheduler) }))
     }
+}
+
+/// Whose places a client's downloads take: its token's.
+fn holder(caller: &crate::access::caller::Caller) -> String {
+    format!("token {}", caller.token_id)
 }

@@ -1,6 +1,7 @@
 //! What a job stored, read back: its pairs judged ply by ply, its games, its training
 //! data, streamed a unit at a time.
 
+use crate::access::places::Caps;
 use crate::api::grpc::reports::{check_stored_chunk, judge_games};
 use crate::api::grpc::{Shared, Stream_, unreadable};
 use crate::jobs::JobSpec;
@@ -9,6 +10,7 @@ use crate::storage::rows::UnitFile;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use tokio::io::AsyncReadExt;
+use tokio_stream::StreamExt;
 use tonic::Status;
 use xq_proto::MAX_MESSAGE_BYTES;
 use xq_proto::v1;
@@ -44,6 +46,25 @@ impl Stored {
 
 /// A job's stored units: (unit, bytes), each read when its reader asks for it.
 pub type UnitStream = Stream_<(u64, Vec<u8>)>;
+
+/// Downloads open at once, in all and per token (F2 of the 2026-11-28 review: one
+/// token's thousand unread streams). An unread stream holds at most one piece or unit
+/// in HTTP/2's send buffer, so one token holds at most 64 of them; a worker fetches a
+/// lease's files one after another, a client a job's data in one or two streams.
+pub const OPEN_DOWNLOADS: Caps = Caps { total: 16_384, per_holder: 64 };
+
+impl Shared {
+    /// `stream`, holding a place of `holder` (a token) until it is dropped; refused,
+    /// naming the cap, when the holder or the coordinator has no place left.
+    pub(super) fn holding<T: Send + 'static>(&self, holder: String, stream: Stream_<T>) -> Result<Stream_<T>, Status> {
+        let place = self.downloads.take(Some(holder)).map_err(|full| Status::resource_exhausted(full.to_string()))?;
+        // The place lives in the stream's closure: given back when tonic drops the stream.
+        Ok(Box::pin(stream.map(move |item| {
+            let _held = &place;
+            item
+        })))
+    }
+}
 
 impl Shared {
     /// A page of a match's counted pairs.

@@ -17,6 +17,7 @@ pub mod uploads;
 pub mod verification;
 pub mod worker;
 
+use crate::access::places::Places;
 use crate::access::streams::Followers;
 use crate::jobs::tournament::Tournaments;
 use crate::kept::Kept;
@@ -69,6 +70,9 @@ pub struct Shared {
     pub judged_pairs: Arc<Kept<v1::JudgedPair>>,
     /// The followers of live streams, under their caps.
     pub followers: Arc<Followers>,
+    /// Open downloads (artifacts, games, training data, verification reports), under
+    /// their caps by token.
+    pub downloads: Arc<Places<String>>,
     /// The spot checks of verification reports, under their budget.
     pub spot_checks: Arc<crate::jobs::verification::spot_checks::SpotChecks>,
     /// Verification jobs' counts, kept as their reports are counted.

@@ -136,7 +136,7 @@ impl Shared {
                     pairs
                 }
             };
-            results.push(PairingResults { job, pairs: Arc::unwrap_or_clone(pairs) });
+            results.push(PairingResults { job, pairs });
         }
         Ok(results)
     }

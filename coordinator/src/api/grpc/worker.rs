@@ -89,7 +89,7 @@ impl v1::worker_server::Worker for WorkerApi {
     type DownloadStream = Stream_<v1::ArtifactPiece>;
 
     async fn download(&self, request: Request<v1::DownloadRequest>) -> Result<Response<Self::DownloadStream>, Status> {
-        worker_of(&request)?;
+        let worker = worker_of(&request)?;
         let sha256 = request.into_inner().sha256;
         check_hash(&sha256).map_err(|e| Status::invalid_argument(e.to_string()))?;
         if self.0.storage.artifact(&sha256).await.map_err(|e| Status::unavailable(e.to_string()))?.is_none() {
@@ -112,6 +112,6 @@ impl v1::worker_server::Worker for WorkerApi {
                 })
             }
         });
-        Ok(Response::new(Box::pin(pieces)))
+        Ok(Response::new(self.0.holding(format!("worker {worker}"), Box::pin(pieces))?))
     }
 }

@@ -18,6 +18,7 @@ use tokio_stream::wrappers::{BroadcastStream, IntervalStream};
 
 use super::Dashboard;
 use super::error::ApiError;
+use crate::access::hosts::host;
 use crate::access::streams::{UntilOutOfForce, client_address};
 use crate::scheduler::Scheduler;
 
@@ -89,7 +90,7 @@ pub async fn events(
     let place = dashboard
         .shared
         .followers
-        .join(client_address(&extensions))
+        .take(client_address(&extensions).map(host))
         .map_err(|full| ApiError(StatusCode::TOO_MANY_REQUESTS, full.to_string()))?;
     let metrics = dashboard.shared.metrics.clone();
     metrics.live_followers.inc();

@@ -121,8 +121,9 @@ struct ServeArgs {
     /// A coordinator open to the public: submitters' jobs wait for approval, and the
     /// settings below left at 0 (off) take a public coordinator's values: a 20 GiB
     /// quota and 10 active jobs a submitter, ended jobs' games and training data kept
-    /// 90 days. Without it, a coordinator on an address other machines reach warns of
-    /// each of these that is off.
+    /// 90 days; the dashboard asks for a client token even on loopback (behind a
+    /// reverse proxy) unless --public-dashboard. Without it, a coordinator on an
+    /// address other machines reach warns of each of these that is off.
     #[arg(long)]
     public: bool,
     /// Megabytes of free disk kept for reports of leased work: below them, no new
@@ -228,7 +229,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     check_transport(args.listen, args.tls_cert.is_some(), args.allow_plaintext)?;
     let mut coordinator = Coordinator::open(&args.data, args.database.as_deref(), config).await?;
-    coordinator.dashboard_read = dashboard_access(args.listen, args.private_dashboard, args.public_dashboard);
+    coordinator.dashboard_read =
+        dashboard_access(args.listen, args.private_dashboard, args.public_dashboard, args.public);
+    if args.public && args.listen.ip().is_loopback() && !args.limit_loopback {
+        tracing::warn!(
+            "--public on {}: behind a reverse proxy every request comes from this machine, whose addresses the \
+             address rate limits leave alone (--limit-loopback); the proxy should limit its clients itself",
+            args.listen
+        );
+    }
     coordinator.admission = AdmissionLimits {
         in_flight: args.max_requests_in_flight.max(1),
         per_token: Rate::new(args.token_rate, args.token_burst),
@@ -238,8 +247,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     };
     if coordinator.dashboard_read == ReadAccess::Token && !args.private_dashboard {
         tracing::info!(
-            "{} is reachable from other machines: the dashboard asks for a client token (--public-dashboard \
-             opens it)",
+            "{} is public: the dashboard asks for a client token (--public-dashboard opens it)",
             args.listen
         );
     }
