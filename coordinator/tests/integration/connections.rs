@@ -3,7 +3,7 @@
 //! many followers.
 
 use crate::common::{
-    BACKENDS, Random, TempDir, client, process_memory, registered_worker_at, serve, serve_with, upload, worker,
+    BACKENDS, Random, TempDir, client, process_memory, registered_worker_at, serve, serve_with, upload,
 };
 use crate::security::{config, create};
 use std::time::Duration;
