@@ -11,6 +11,7 @@ use tonic::service::Routes;
 use tonic::service::interceptor::InterceptedService;
 use tower_layer::Layer;
 use xq_proto::MAX_MESSAGE_BYTES;
+use xq_proto::v1::accounts_server::AccountsServer;
 use xq_proto::v1::client_server::ClientServer;
 use xq_proto::v1::worker_server::WorkerServer;
 
@@ -22,7 +23,7 @@ use crate::api::admission::{Admission, AdmissionLimits};
 use crate::api::grpc::auth::authenticate;
 use crate::api::grpc::downloads::OPEN_DOWNLOADS;
 use crate::api::grpc::uploads::load_openings;
-use crate::api::grpc::{ClientApi, Shared, WorkerApi};
+use crate::api::grpc::{AccountsApi, ClientApi, Shared, WorkerApi};
 use crate::api::http::{self, ReadAccess};
 use crate::jobs::tournament::Tournaments;
 use crate::jobs::{JobSpec, Unreadable};
@@ -96,6 +97,8 @@ impl Coordinator {
             books: Arc::default(),
             default_book: Arc::default(),
             replays: Arc::new(tokio::sync::Semaphore::new(crate::api::grpc::replay_places())),
+            login_attempts: Arc::default(),
+            password_work: Arc::new(tokio::sync::Semaphore::new(crate::api::grpc::replay_places())),
         };
         // A book that no longer reads (a stricter parser, a lost file) ends its job,
         // not the start. Jobs sharing a book share one parse, which later creations
@@ -143,6 +146,8 @@ impl Coordinator {
             books: partial.books.clone(),
             default_book: partial.default_book.clone(),
             replays: partial.replays.clone(),
+            login_attempts: partial.login_attempts.clone(),
+            password_work: partial.password_work.clone(),
         };
         Ok(Coordinator {
             shared,
@@ -202,7 +207,9 @@ impl Coordinator {
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
                 .max_encoding_message_size(MAX_MESSAGE_BYTES),
             authenticate(self.shared.scheduler.clone()),
-        ));
+        ))
+        // Sign-up and log-in are the calls a user makes before it has a token.
+        .add_service(AccountsServer::new(AccountsApi(self.shared.clone())));
         let dashboard = http::routes(self.shared.clone(), self.dashboard_read);
         let admission = Admission::new(self.admission, self.shared.scheduler.clone());
         let router = http::with_grpc(dashboard, grpc, &self.shared, admission);

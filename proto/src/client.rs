@@ -10,6 +10,7 @@ use std::time::Duration;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
+use crate::v1::accounts_client::AccountsClient;
 use crate::v1::client_client::ClientClient;
 use crate::{ARTIFACT_PIECE_BYTES, BearerToken, MAX_MESSAGE_BYTES, v1};
 
@@ -20,7 +21,7 @@ pub type Client = ClientClient<InterceptedService<Channel, BearerToken>>;
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// No token was given.
-    #[error("give a client token: --token, XQ_TOKEN or --token-file")]
+    #[error("give a client token: --token, XQ_TOKEN or --token-file, or log in with `xq login`")]
     NoToken,
     /// The token has characters a header cannot carry.
     #[error("the token is not printable ASCII")]
@@ -67,6 +68,18 @@ pub enum ClientError {
 /// (a PEM certificate) for TLS when given.
 pub async fn connect(url: &str, token: &str, ca_pem: Option<Vec<u8>>) -> Result<Client, ClientError> {
     let auth = BearerToken::new(token).ok_or(ClientError::Token)?;
+    Ok(ClientClient::with_interceptor(channel(url, ca_pem).await?, auth)
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES))
+}
+
+/// Connects to the Accounts service at `url` (sign-up and log-in need no token).
+pub async fn accounts(url: &str, ca_pem: Option<Vec<u8>>) -> Result<AccountsClient<Channel>, ClientError> {
+    Ok(AccountsClient::new(channel(url, ca_pem).await?))
+}
+
+/// A channel to the coordinator at `url`, trusting `ca_pem` for TLS when given.
+async fn channel(url: &str, ca_pem: Option<Vec<u8>>) -> Result<Channel, ClientError> {
     let mut endpoint = Endpoint::from_shared(url.to_owned()).map_err(|_| ClientError::Url(url.to_owned()))?;
     if let Some(pem) = ca_pem {
         endpoint = endpoint
@@ -82,9 +95,17 @@ pub async fn connect(url: &str, token: &str, ca_pem: Option<Vec<u8>>) -> Result<
         }
         ClientError::Connect { url: url.to_owned(), reason: cause.to_string() }
     })?;
-    Ok(ClientClient::with_interceptor(channel, auth)
-        .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES))
+    Ok(channel)
+}
+
+/// Where `xq login` keeps the token it was given, read when a command names no other:
+/// `$XDG_CONFIG_HOME/xq/token`, else `~/.config/xq/token`.
+pub fn saved_token_file() -> Option<PathBuf> {
+    let config =
+        std::env::var_os("XDG_CONFIG_HOME").filter(|dir| !dir.is_empty()).map(PathBuf::from).or_else(|| {
+            std::env::var_os("HOME").filter(|home| !home.is_empty()).map(|home| Path::new(&home).join(".config"))
+        })?;
+    Some(config.join("xq").join("token"))
 }
 
 /// A warning for a token about to be sent in the clear: `url` is plain `http://` to a
@@ -128,7 +149,10 @@ pub async fn connect_to(address: &Address<'_>) -> Result<Client, ClientError> {
     let token = match (address.token, address.token_file) {
         (Some(token), _) => token.to_owned(),
         (None, Some(path)) => String::from_utf8_lossy(&read(path)?).into_owned(),
-        (None, None) => return Err(ClientError::NoToken),
+        (None, None) => match saved_token_file().filter(|path| path.is_file()) {
+            Some(path) => String::from_utf8_lossy(&read(&path)?).trim().to_owned(),
+            None => return Err(ClientError::NoToken),
+        },
     };
     let ca = address.ca_cert.map(read).transpose()?;
     connect(address.url, &token, ca).await

@@ -2,6 +2,7 @@
 //! on long-held calls (live streams, downloads),
 //! the capped accept loop and the serving of its connections. Nothing here names a job, the scheduler or a surface.
 
+pub mod accounts;
 pub mod caller;
 pub mod connections;
 pub mod hosts;

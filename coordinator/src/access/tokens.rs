@@ -15,6 +15,9 @@ use sha2::{Digest, Sha256};
 pub enum Role {
     /// Everything: tokens, workers, approvals, any job.
     Admin,
+    /// A submitter's rights, and the acceptance of others' jobs and sign-ups (never its
+    /// own jobs').
+    Approver,
     /// Its own tests and self-play jobs (created, stopped, reprioritised) and reading.
     Submitter,
 }
@@ -24,8 +27,19 @@ impl Role {
     pub fn name(self) -> &'static str {
         match self {
             Role::Admin => "admin",
+            Role::Approver => "approver",
             Role::Submitter => "submitter",
         }
+    }
+
+    /// The role stored or asked for as `name` (exactly: roles fail closed).
+    pub fn named(name: &str) -> Option<Role> {
+        [Role::Admin, Role::Approver, Role::Submitter].into_iter().find(|role| role.name() == name)
+    }
+
+    /// Whether it may accept others' jobs and sign-ups.
+    pub fn approves(self) -> bool {
+        matches!(self, Role::Admin | Role::Approver)
     }
 }
 

@@ -33,6 +33,10 @@ pub struct SchedulerConfig {
     pub conduct: Option<Checks>,
     /// Jobs from submitters' tokens wait for an admin's approval (fishtest's approvers).
     pub require_approval: bool,
+    /// Who may make an account.
+    pub signup: crate::access::accounts::SignupMode,
+    /// Accounts waiting for acceptance at most.
+    pub pending_users: usize,
     /// Free bytes the data directory's disk keeps for reports of leased work: below
     /// them no new leases and no uploads (0: no reserve).
     pub reserve_bytes: u64,
@@ -78,6 +82,8 @@ impl Default for SchedulerConfig {
             quarantine_min_pairs: 200,
             conduct: Some(Checks::default()),
             require_approval: false,
+            signup: Default::default(),
+            pending_users: crate::access::accounts::MAX_PENDING,
             reserve_bytes: 0,
             keep_games: None,
             keep_training_data: None,

@@ -30,6 +30,7 @@ pub mod registration;
 pub mod reports;
 pub mod startup;
 pub mod tokens;
+pub mod users;
 pub mod workers;
 
 use crate::access::tokens::Principal;
@@ -60,7 +61,8 @@ pub enum ScheduleError {
     /// The request contradicts what is stored.
     #[error("{0}")]
     Invalid(String),
-    /// The worker may not take work or report: it was disabled or quarantined.
+    /// The caller may not do this: a disabled or quarantined worker taking work or
+    /// reporting, a sign-up where none are taken, a log-in of a user not active.
     #[error("{0}")]
     Denied(String),
     /// The worker asked for work without having said what it can run.
@@ -372,6 +374,8 @@ pub(super) struct TokenState {
     principal: Result<Principal, String>,
     /// 0: never.
     expires_ms: i64,
+    /// The user it belongs to ('' for a worker's).
+    user: String,
 }
 
 #[derive(Default)]
@@ -390,6 +394,8 @@ pub(super) struct State {
     lease_endings: Leases,
     /// The tokens in force (not revoked), by hash.
     tokens: HashMap<String, TokenState>,
+    /// The users, by name.
+    users: HashMap<String, users::UserState>,
     next_job: u64,
     next_lease: u64,
     next_worker: u64,

@@ -46,9 +46,9 @@ fn stored_principal(role: &str, worker_id: Option<i64>) -> Result<Principal, Str
     match (role, worker_id) {
         ("worker", Some(id)) if id > 0 => Ok(Principal::Worker(id as u64)),
         ("worker", _) => Err("it is a worker token stored without its worker".to_owned()),
-        ("submitter", _) => Ok(Principal::Client(Role::Submitter)),
-        ("admin", _) => Ok(Principal::Client(Role::Admin)),
-        (other, _) => Err(format!("its stored role '{}' is not one this coordinator knows", other.escape_debug())),
+        (role, _) => Role::named(role)
+            .map(Principal::Client)
+            .ok_or_else(|| format!("its stored role '{}' is not one this coordinator knows", role.escape_debug())),
     }
 }
 
@@ -75,7 +75,15 @@ impl Scheduler {
             if let Err(problem) = &principal {
                 tracing::error!("token {}: {problem}; it grants nothing until revoked", token_id(&token.hash));
             }
-            state.tokens.insert(token.hash, TokenState { principal, expires_ms: token.expires_ms });
+            state.tokens.insert(token.hash, TokenState { principal, expires_ms: token.expires_ms, user: token.user });
+        }
+        for user in snapshot.users {
+            match super::users::UserState::from_row(&user) {
+                Ok(kept) => {
+                    state.users.insert(user.name, kept);
+                }
+                Err(problem) => tracing::error!("user '{}': {problem}; it cannot log in", user.name.escape_debug()),
+            }
         }
         for row in snapshot.workers {
             state.next_worker = state.next_worker.max(row.id as u64);

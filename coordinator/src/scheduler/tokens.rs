@@ -78,8 +78,8 @@ impl Scheduler {
         }
     }
 
-    /// Creates a user's token of `role` for `name`, expiring at `expires_ms` (0:
-    /// never); `actor` is the id of the token that asked, for the audit log.
+    /// Creates a token of `role` for `name`, expiring at `expires_ms` (0: never), of
+    /// the user of `actor`, the token that asked (its id, for the audit log too).
     pub async fn create_token(
         &self,
         role: Role,
@@ -88,18 +88,27 @@ impl Scheduler {
         actor: &str,
     ) -> Result<String, ScheduleError> {
         check_label("name", name)?;
+        let user = self.user_of_token(actor).unwrap_or_default();
         let token = new_token();
-        self.store_token(&token, role, name, expires_ms, actor).await?;
+        self.store_token(&token, role, name, expires_ms, &user, actor).await?;
         Ok(token)
     }
 
-    /// Puts `token` in force.
+    /// The user the token with id `id` belongs to, while it is in force.
+    pub fn user_of_token(&self, id: &str) -> Option<String> {
+        let state = self.lock();
+        let (_, token) = state.tokens.iter().find(|(hash, _)| token_id(hash) == id)?;
+        Some(token.user.clone()).filter(|user| !user.is_empty())
+    }
+
+    /// Puts `token` in force, belonging to `user`.
     pub(super) async fn store_token(
         &self,
         token: &str,
         role: Role,
         name: &str,
         expires_ms: i64,
+        user: &str,
         actor: &str,
     ) -> Result<(), ScheduleError> {
         let hash = token_hash(token);
@@ -111,10 +120,12 @@ impl Scheduler {
             created_ms: now_ms(),
             expires_ms,
             revoked_ms: 0,
+            user: user.to_owned(),
         };
         self.writer.write(Change::Token(row)).await?;
-        self.audit(actor, "token.create", &format!("{} {} '{name}'", token_id(&hash), role.name())).await?;
-        self.lock().tokens.insert(hash, TokenState { principal: Ok(Principal::Client(role)), expires_ms });
+        self.audit(actor, "token.create", &format!("{} {} '{name}' of {user}", token_id(&hash), role.name())).await?;
+        let kept = TokenState { principal: Ok(Principal::Client(role)), expires_ms, user: user.to_owned() };
+        self.lock().tokens.insert(hash, kept);
         Ok(())
     }
 
@@ -123,7 +134,7 @@ impl Scheduler {
     /// the two never leaves a token in force that nobody holds (the next start makes
     /// another and writes it over).
     pub async fn create_client_token(&self, token: &str) -> Result<(), ScheduleError> {
-        self.store_token(token, Role::Admin, "admin", 0, "coordinator").await
+        self.store_token(token, Role::Admin, "admin", 0, super::users::OPERATOR, "coordinator").await
     }
 
     /// Whether any admin token is in force.

@@ -44,11 +44,14 @@ impl Scheduler {
                 created_ms: now_ms(),
                 expires_ms: 0,
                 revoked_ms: 0,
+                user: String::new(),
             }))
             .await?;
         let mut state = self.lock();
         state.workers.insert(id, WorkerState::new(row, v1::Capabilities::default(), 0, Leases::default()));
-        state.tokens.insert(hash, TokenState { principal: Ok(Principal::Worker(id)), expires_ms: 0 });
+        state
+            .tokens
+            .insert(hash, TokenState { principal: Ok(Principal::Worker(id)), expires_ms: 0, user: String::new() });
         Ok((id, token))
     }
 

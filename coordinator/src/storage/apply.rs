@@ -21,8 +21,8 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
     match change {
         Change::Token(token) => {
             sqlx::query(
-                "INSERT INTO tokens (hash, role, worker_id, created_ms, name, expires_ms, revoked_ms) \
-                 VALUES ($1, $2, $3, $4, $5, $6, 0)",
+                "INSERT INTO tokens (hash, role, worker_id, created_ms, name, expires_ms, revoked_ms, user_name) \
+                 VALUES ($1, $2, $3, $4, $5, $6, 0, $7)",
             )
             .bind(&token.hash)
             .bind(&token.role)
@@ -30,6 +30,23 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
             .bind(token.created_ms)
             .bind(&token.name)
             .bind(token.expires_ms)
+            .bind(&token.user)
+            .execute(&mut *conn)
+            .await?;
+        }
+        Change::User(user) => {
+            sqlx::query(
+                "INSERT INTO users (name, password_hash, role, state, created_ms, changed_ms) \
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO UPDATE SET \
+                 password_hash = excluded.password_hash, role = excluded.role, state = excluded.state, \
+                 changed_ms = excluded.changed_ms",
+            )
+            .bind(&user.name)
+            .bind(&user.password_hash)
+            .bind(&user.role)
+            .bind(&user.state)
+            .bind(user.created_ms)
+            .bind(user.changed_ms)
             .execute(&mut *conn)
             .await?;
         }

@@ -2,7 +2,7 @@
 //! one gave back.
 
 use crate::storage::rows::{
-    AuditRow, JobRow, LeaseRow, NetRow, Recheck, ReportedFailure, Suspicion, TokenRow, TournamentRow, UnitRow,
+    AuditRow, JobRow, LeaseRow, NetRow, Recheck, ReportedFailure, Suspicion, TokenRow, TournamentRow, UnitRow, UserRow,
     WorkerRow,
 };
 
@@ -16,6 +16,8 @@ pub enum Change {
         at_ms: i64,
     },
     Audit(AuditRow),
+    /// Inserts or updates a user.
+    User(UserRow),
     /// Inserts or updates a worker.
     Worker(WorkerRow),
     /// An artifact uploaded (again: its upload time is renewed, its first uploader kept).

@@ -4,7 +4,7 @@
 use crate::storage::counts::add_points;
 use crate::storage::rows::{
     AuditRow, DoneUnit, IndexedArtifact, JobRow, LeaseRow, Recheck, Recount, ReportedFailure, Snapshot, Suspicion,
-    TokenRow, TournamentRow, UnitFile, WorkerRow, abandoned_games, job_from_row, net_from_row, parse_units,
+    TokenRow, TournamentRow, UnitFile, UserRow, WorkerRow, abandoned_games, job_from_row, net_from_row, parse_units,
 };
 use crate::storage::rows::{job_columns, net_columns};
 use crate::storage::{Storage, StorageError};
@@ -14,7 +14,7 @@ use xq_proto::v1;
 impl Storage {
     /// Reads what the scheduler needs at start.
     pub async fn load(&self) -> Result<Snapshot, StorageError> {
-        let mut snapshot = Snapshot { tokens: self.tokens().await?, ..Snapshot::default() };
+        let mut snapshot = Snapshot { tokens: self.tokens().await?, users: self.users().await?, ..Snapshot::default() };
         let workers =
             sqlx::query("SELECT id, name, capabilities, last_seen_ms, standing, standing_reason FROM workers");
         for row in workers.fetch_all(&self.pool).await? {
@@ -150,7 +150,8 @@ impl Storage {
     /// Every token, revoked and expired ones too, oldest first.
     pub async fn tokens(&self) -> Result<Vec<TokenRow>, StorageError> {
         let rows = sqlx::query(
-            "SELECT hash, role, worker_id, name, created_ms, expires_ms, revoked_ms FROM tokens ORDER BY created_ms",
+            "SELECT hash, role, worker_id, name, created_ms, expires_ms, revoked_ms, user_name FROM tokens \
+             ORDER BY created_ms",
         )
         .fetch_all(&self.pool)
         .await?;
@@ -164,6 +165,27 @@ impl Storage {
                     created_ms: row.try_get("created_ms")?,
                     expires_ms: row.try_get("expires_ms")?,
                     revoked_ms: row.try_get("revoked_ms")?,
+                    user: row.try_get("user_name")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Every user, by name.
+    pub async fn users(&self) -> Result<Vec<UserRow>, StorageError> {
+        let rows =
+            sqlx::query("SELECT name, password_hash, role, state, created_ms, changed_ms FROM users ORDER BY name")
+                .fetch_all(&self.pool)
+                .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(UserRow {
+                    name: row.try_get("name")?,
+                    password_hash: row.try_get("password_hash")?,
+                    role: row.try_get("role")?,
+                    state: row.try_get("state")?,
+                    created_ms: row.try_get("created_ms")?,
+                    changed_ms: row.try_get("changed_ms")?,
                 })
             })
             .collect()

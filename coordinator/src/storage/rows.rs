@@ -102,6 +102,22 @@ pub struct TokenRow {
     pub expires_ms: i64,
     /// 0: not revoked.
     pub revoked_ms: i64,
+    /// The user it belongs to ('' for a worker's).
+    pub user: String,
+}
+
+/// A user row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserRow {
+    pub name: String,
+    /// argon2id as a PHC string; '' for none (it cannot log in).
+    pub password_hash: String,
+    /// 'submitter', 'approver' or 'admin'.
+    pub role: String,
+    /// 'pending', 'active' or 'revoked'.
+    pub state: String,
+    pub created_ms: i64,
+    pub changed_ms: i64,
 }
 
 /// One entry of the audit log.
@@ -234,6 +250,7 @@ pub struct DoneUnit {
 #[derive(Debug, Default)]
 pub struct Snapshot {
     pub tokens: Vec<TokenRow>,
+    pub users: Vec<UserRow>,
     pub workers: Vec<WorkerRow>,
     pub jobs: Vec<JobRow>,
     /// Leases still active when the coordinator stopped.

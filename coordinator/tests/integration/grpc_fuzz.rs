@@ -233,7 +233,33 @@ fn methods(job: u64, lease: &v1::Lease) -> Vec<Method> {
         // A made-up id: the fuzz must not revoke the tokens it calls with.
         client_method("/xq.v1.Client/RevokeToken", vec![v1::RevokeTokenRequest { id: "0".repeat(16) }.encode_to_vec()]),
         client_method("/xq.v1.Client/ListAudit", vec![v1::ListAuditRequest { limit: 5 }.encode_to_vec()]),
+        // A user of the fuzz's own: the fuzz must not revoke the admin's ('operator').
+        client_method("/xq.v1.Client/ListUsers", vec![v1::ListUsersRequest {}.encode_to_vec()]),
+        client_method("/xq.v1.Client/AcceptUser", vec![fuzz_user()]),
+        client_method("/xq.v1.Client/RevokeUser", vec![fuzz_user()]),
+        client_method(
+            "/xq.v1.Client/SetUserRole",
+            vec![v1::SetUserRoleRequest { name: "fuzz-user".to_owned(), role: "approver".to_owned() }.encode_to_vec()],
+        ),
+        client_method(
+            "/xq.v1.Accounts/Signup",
+            vec![
+                v1::SignupRequest { name: "fuzz-user".to_owned(), password: "fuzz password".to_owned() }
+                    .encode_to_vec(),
+            ],
+        ),
+        client_method(
+            "/xq.v1.Accounts/Login",
+            vec![
+                v1::LoginRequest { name: "fuzz-user".to_owned(), password: "fuzz password".to_owned(), expires_seconds: 60 }
+                    .encode_to_vec(),
+            ],
+        ),
     ]
+}
+
+fn fuzz_user() -> Vec<u8> {
+    v1::UserName { name: "fuzz-user".to_owned() }.encode_to_vec()
 }
 
 /// Every method the services declare, as its path: read from the proto itself, so that

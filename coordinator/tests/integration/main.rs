@@ -2,6 +2,7 @@
 //! services under bad input and floods, the dashboard over HTTP, and whole clusters of real
 //! processes with faults.
 
+mod accounts;
 mod admission;
 mod bounds;
 mod browser;

@@ -19,6 +19,7 @@ fn admin_token(hash: &str) -> TokenRow {
         created_ms: 1,
         expires_ms: 0,
         revoked_ms: 0,
+        user: "operator".to_owned(),
     }
 }
 
@@ -253,22 +254,10 @@ async fn wins_by_a_repetition_ruling_are_counted_apart_and_leave_with_a_set_asid
 /// are those the coordinator keeps for new units, the self-play job's stay empty.
 #[tokio::test]
 async fn the_migration_counts_the_matches_stored_before_it() {
-    let migrations = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
     for backend in BACKENDS {
         let dir = TempDir::new("storage");
         let url = fresh_database(backend, &dir.0).await;
-        let before = dir.0.join("migrations-before");
-        std::fs::create_dir(&before).unwrap();
-        for entry in std::fs::read_dir(&migrations).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_str().unwrap().to_owned();
-            if name.as_str() < "0015" {
-                std::fs::copy(&path, before.join(&name)).unwrap();
-            }
-        }
-        sqlx::any::install_default_drivers();
-        let pool = sqlx::AnyPool::connect(&url).await.unwrap();
-        sqlx::migrate::Migrator::new(before.as_path()).await.unwrap().run(&pool).await.unwrap();
+        let pool = migrated_before(&url, &dir, "0015").await;
         for (id, kind) in [(4, "sprt"), (5, "selfplay")] {
             sqlx::query(
                 "INSERT INTO jobs (id, kind, state, outcome, description, priority, spec, units_total, next_unit, \
@@ -304,6 +293,59 @@ async fn the_migration_counts_the_matches_stored_before_it() {
         assert_eq!(storage.recount(4).await.unwrap().over_the_board, RULED_OVER_THE_BOARD, "{backend:?}");
         let self_play = storage.job(5).await.unwrap().unwrap();
         assert_eq!(self_play.over_the_board, OverTheBoard::default(), "{backend:?}");
+    }
+}
+
+/// A pool on the database at `url` with the migrations before `first` applied only.
+async fn migrated_before(url: &str, dir: &TempDir, first: &str) -> sqlx::AnyPool {
+    let migrations = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    let before = dir.0.join("migrations-before");
+    std::fs::create_dir(&before).unwrap();
+    for entry in std::fs::read_dir(&migrations).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+        if name.as_str() < first {
+            std::fs::copy(&path, before.join(&name)).unwrap();
+        }
+    }
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(url).await.unwrap();
+    sqlx::migrate::Migrator::new(before.as_path()).await.unwrap().run(&pool).await.unwrap();
+    pool
+}
+
+/// A database of the schema before users (migration 17) holding an admin's, a
+/// submitter's and a worker's token: brought up to date, the user tokens belong to
+/// 'operator', an active admin made by the migration, and the worker's to no user.
+#[tokio::test]
+async fn the_tokens_made_before_users_belong_to_the_operator() {
+    for backend in BACKENDS {
+        let dir = TempDir::new("storage");
+        let url = fresh_database(backend, &dir.0).await;
+        let pool = migrated_before(&url, &dir, "0017").await;
+        for (hash, role, worker_id) in [("a", "admin", None), ("s", "submitter", None), ("w", "worker", Some(1i64))] {
+            sqlx::query(
+                "INSERT INTO tokens (hash, role, worker_id, created_ms, name, expires_ms, revoked_ms) \
+                 VALUES ($1, $2, $3, 1, 'before', 0, 0)",
+            )
+            .bind(hash)
+            .bind(role)
+            .bind(worker_id)
+            .execute(&pool)
+            .await
+            .unwrap();
+        }
+        pool.close().await;
+        let storage = Storage::open(&url).await.unwrap();
+        let mut users: Vec<(String, String)> =
+            storage.tokens().await.unwrap().into_iter().map(|t| (t.hash, t.user)).collect();
+        users.sort();
+        let expected = [("a", "operator"), ("s", "operator"), ("w", "")].map(|(h, u)| (h.to_owned(), u.to_owned()));
+        assert_eq!(users, expected, "{backend:?}");
+        let operator = storage.users().await.unwrap();
+        assert_eq!(operator.len(), 1);
+        assert_eq!((operator[0].name.as_str(), operator[0].role.as_str()), ("operator", "admin"));
+        assert_eq!((operator[0].state.as_str(), operator[0].password_hash.as_str()), ("active", ""));
     }
 }
 

@@ -283,11 +283,9 @@ impl v1::client_server::Client for ClientApi {
     ) -> Result<Response<v1::CreateTokenReply>, Status> {
         let caller = admin_of(&request)?;
         let request = request.into_inner();
-        let role = match request.role.as_str() {
-            "admin" => Role::Admin,
-            "submitter" => Role::Submitter,
-            other => return Err(Status::invalid_argument(format!("role '{other}': use admin or submitter"))),
-        };
+        let role = Role::named(&request.role).ok_or_else(|| {
+            Status::invalid_argument(format!("role '{}': use admin, approver or submitter", request.role))
+        })?;
         if request.name.is_empty() {
             return Err(Status::invalid_argument("name: say who the token is for"));
         }
@@ -317,6 +315,7 @@ impl v1::client_server::Client for ClientApi {
                 created_ms: row.created_ms,
                 expires_ms: row.expires_ms,
                 revoked_ms: row.revoked_ms,
+                user: row.user,
             })
             .collect();
         Ok(Response::new(v1::ListTokensReply { tokens }))
@@ -332,11 +331,28 @@ impl v1::client_server::Client for ClientApi {
     }
 
     async fn approve_job(&self, request: Request<v1::JobId>) -> Result<Response<v1::Job>, Status> {
+        let caller = client_of(&request)?;
+        Ok(Response::new(self.0.approve_job(&caller, request.into_inner().job_id).await?))
+    }
+
+    async fn list_users(&self, request: Request<v1::ListUsersRequest>) -> Result<Response<v1::ListUsersReply>, Status> {
+        Ok(Response::new(self.0.list_users(&client_of(&request)?)?))
+    }
+
+    async fn accept_user(&self, request: Request<v1::UserName>) -> Result<Response<v1::UserInfo>, Status> {
+        let caller = client_of(&request)?;
+        Ok(Response::new(self.0.accept_user(&caller, &request.into_inner().name).await?))
+    }
+
+    async fn revoke_user(&self, request: Request<v1::UserName>) -> Result<Response<v1::UserInfo>, Status> {
         let caller = admin_of(&request)?;
-        let id = request.into_inner().job_id;
-        let job = self.0.scheduler.approve(id).await?;
-        self.0.scheduler.audit(&caller.token_id, "job.approve", &id.to_string()).await?;
-        Ok(Response::new(job))
+        Ok(Response::new(self.0.revoke_user(&caller, &request.into_inner().name).await?))
+    }
+
+    async fn set_user_role(&self, request: Request<v1::SetUserRoleRequest>) -> Result<Response<v1::UserInfo>, Status> {
+        let caller = admin_of(&request)?;
+        let request = request.into_inner();
+        Ok(Response::new(self.0.set_user_role(&caller, &request.name, &request.role).await?))
     }
 
     async fn list_audit(&self, request: Request<v1::ListAuditRequest>) -> Result<Response<v1::ListAuditReply>, Status> {

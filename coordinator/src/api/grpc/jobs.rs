@@ -61,7 +61,7 @@ impl Shared {
         caller: &'a Caller,
         request: Option<&'a RequestKey>,
     ) -> crate::scheduler::Origin<'a> {
-        let pending = caller.role == Role::Submitter && self.scheduler.config.require_approval;
+        let pending = caller.role != Role::Admin && self.scheduler.config.require_approval;
         crate::scheduler::Origin { submitter: &caller.token_id, pending, request }
     }
 

@@ -4,6 +4,7 @@
 //! kind of work beside them ([`reports`], [`jobs`], [`tournaments`],
 //! [`verification`], [`downloads`], [`uploads`]), and who is calling in [`auth`].
 
+pub mod accounts;
 pub mod auth;
 pub mod client;
 pub mod default_book;
@@ -14,6 +15,7 @@ pub mod quotas;
 pub mod reports;
 pub mod tournaments;
 pub mod uploads;
+pub mod users;
 pub mod verification;
 pub mod worker;
 
@@ -86,6 +88,10 @@ pub struct Shared {
     /// Places for replaying reported pairs off the async runtime, one a core: reports
     /// wait for a place rather than take every thread.
     pub replays: Arc<tokio::sync::Semaphore>,
+    /// Log-in attempts by name, bounded.
+    pub login_attempts: Arc<crate::access::accounts::LoginAttempts>,
+    /// Places for hashing passwords (memory-hard: one a core, like replays).
+    pub password_work: Arc<tokio::sync::Semaphore>,
 }
 
 /// The places of [`Shared::replays`]: this machine's cores.
@@ -130,3 +136,6 @@ pub struct WorkerApi(pub Shared);
 
 /// The Client service.
 pub struct ClientApi(pub Shared);
+
+/// The Accounts service: sign-up and log-in, without a token.
+pub struct AccountsApi(pub Shared);

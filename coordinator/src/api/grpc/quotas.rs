@@ -11,7 +11,7 @@ use tonic::Status;
 /// quotas (admins have none).
 pub async fn check_quota(shared: &Shared, caller: &Caller, jobs: usize) -> Result<(), Status> {
     let config = &shared.scheduler.config;
-    if caller.role != Role::Submitter {
+    if caller.role == Role::Admin {
         return Ok(());
     }
     let (active, limit) = (shared.scheduler.active_jobs_of(&caller.token_id), config.submitter_active_jobs);
@@ -37,7 +37,7 @@ pub(crate) fn bytes(size: u64) -> String {
 /// of bytes (admins have none).
 pub async fn check_stored_bytes(shared: &Shared, caller: &Caller) -> Result<(), Status> {
     let config = &shared.scheduler.config;
-    if caller.role == Role::Submitter && config.submitter_quota_bytes > 0 {
+    if caller.role != Role::Admin && config.submitter_quota_bytes > 0 {
         let stored =
             shared.storage.stored_bytes_of(&caller.token_id).await.map_err(|e| Status::unavailable(e.to_string()))?;
         if stored >= config.submitter_quota_bytes {

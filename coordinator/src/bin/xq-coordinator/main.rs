@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tokio::net::TcpListener;
+use xq_coordinator::access::accounts::SignupMode;
 use xq_coordinator::access::listener::ConnectionCaps;
 use xq_coordinator::access::streams::FollowerCaps;
 use xq_coordinator::api::admission::{self, AdmissionLimits, Rate};
@@ -118,6 +119,10 @@ struct ServeArgs {
     /// Tests and self-play jobs from submitters' tokens wait for an admin's `xq approve`.
     #[arg(long)]
     require_approval: bool,
+    /// Who may make an account (`xq signup`): open (active at once), approval
+    /// (waiting for an admin's or an approver's `xq users accept`) or closed.
+    #[arg(long, default_value = "approval")]
+    signup: SignupMode,
     /// A coordinator open to the public: submitters' jobs wait for approval, and the
     /// settings below left at 0 (off) take a public coordinator's values: a 20 GiB
     /// quota and 10 active jobs a submitter, ended jobs' games and training data kept
@@ -207,6 +212,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         lease_seconds: args.work_seconds.max(1.0),
         reference_nps: args.reference_nps,
         require_approval: args.require_approval,
+        signup: args.signup,
         reserve_bytes: args.reserve_mb.saturating_mul(1 << 20),
         keep_games: days(args.keep_games_days),
         keep_training_data: days(args.keep_data_days),

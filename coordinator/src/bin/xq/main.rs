@@ -23,6 +23,7 @@ fn output_failed(error: std::io::Error) -> ! {
 }
 
 // One module a command group; this file lists the commands and hands each to its own.
+mod accounts;
 mod builds;
 mod connection;
 mod jobs;
@@ -188,12 +189,37 @@ enum Command {
     },
     /// Lets a disabled or quarantined worker play again (what was set aside stays so).
     EnableWorker { worker: u64 },
+    /// Asks the coordinator for an account (its password from --password-file,
+    /// XQ_PASSWORD or standard input); active at once or waiting for acceptance.
+    Signup {
+        name: String,
+        #[command(flatten)]
+        password: accounts::Password,
+    },
+    /// Logs in: a token of the user, kept where `xq` reads it when no other is given.
+    Login {
+        name: String,
+        #[command(flatten)]
+        password: accounts::Password,
+        /// The token expires after this many days (0: the coordinator's 30).
+        #[arg(long, default_value_t = 0.0)]
+        expires_days: f64,
+        /// Keep the token in this file instead ($XDG_CONFIG_HOME/xq/token or
+        /// ~/.config/xq/token).
+        #[arg(long)]
+        save: Option<PathBuf>,
+    },
+    /// Users (admins and approvers): list, accept, role, revoke.
+    Users {
+        #[command(subcommand)]
+        action: accounts::UserCommand,
+    },
     /// Users' tokens (admin only): create, list, revoke.
     Token {
         #[command(subcommand)]
         action: tokens::TokenCommand,
     },
-    /// Lets a submitter's job that waits for approval run (admin only).
+    /// Lets a job that waits for approval run (admins, and approvers for others' jobs).
     Approve { job: u64 },
     /// The audit log, newest first (admin only).
     Audit {
@@ -262,6 +288,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let client = &mut match cli.command {
         Command::Llr(args) => return llr::llr(&args),
         Command::Local(args) => return local::run(args).await,
+        Command::Signup { name, password } => return accounts::sign_up(&cli.connection, name, &password).await,
+        Command::Login { name, password, expires_days, save } => {
+            return accounts::log_in(&cli.connection, name, &password, expires_days, save).await;
+        }
         _ => connect(&cli.connection).await?,
     };
     match cli.command {
@@ -308,10 +338,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::EnableWorker { worker } => workers::set_standing(client, worker, "active", String::new()).await,
         Command::Token { action } => tokens::run(client, action).await,
+        Command::Users { action } => accounts::run(client, action).await,
         Command::Audit { limit } => tokens::audit(client, limit).await,
         Command::Nets { files: true, .. } => nets::files(client).await,
         Command::Nets { lineage, .. } => nets::list(client, lineage).await,
         Command::Data { job, out } => selfplay::download_data(client, job, out).await,
-        Command::Llr(_) | Command::Local(_) => unreachable!("answered before connecting"),
+        Command::Llr(_) | Command::Local(_) | Command::Signup { .. } | Command::Login { .. } => {
+            unreachable!("answered before connecting")
+        }
     }
 }
