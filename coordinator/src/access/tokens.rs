@@ -50,6 +50,8 @@ pub enum Principal {
     Client(Role),
     /// One worker.
     Worker(u64),
+    /// A user's worker key: it only enrolls machines, each then a worker of its own.
+    WorkerKey,
 }
 
 /// The hash of the token a request was authenticated with, kept in the request's

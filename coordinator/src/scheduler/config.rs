@@ -37,6 +37,8 @@ pub struct SchedulerConfig {
     pub signup: crate::access::accounts::SignupMode,
     /// Accounts waiting for acceptance at most.
     pub pending_users: usize,
+    /// Machines one worker key enrolls at most.
+    pub machines_per_key: usize,
     /// Free bytes the data directory's disk keeps for reports of leased work: below
     /// them no new leases and no uploads (0: no reserve).
     pub reserve_bytes: u64,
@@ -84,6 +86,7 @@ impl Default for SchedulerConfig {
             require_approval: false,
             signup: Default::default(),
             pending_users: crate::access::accounts::MAX_PENDING,
+            machines_per_key: crate::scheduler::machines::MACHINES_PER_KEY,
             reserve_bytes: 0,
             keep_games: None,
             keep_training_data: None,

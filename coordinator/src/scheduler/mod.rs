@@ -24,6 +24,7 @@ pub mod config;
 pub mod failures;
 pub mod jobs;
 pub mod leases;
+pub mod machines;
 pub mod pace;
 pub mod rechecks;
 pub mod registration;
@@ -260,6 +261,8 @@ pub(super) struct WorkerState {
     pace: Pace,
     /// How its leases ended (from storage at start, then as they end).
     lease_endings: Leases,
+    /// The user whose worker key enrolled it ('' for a worker token's).
+    user: String,
 }
 
 impl WorkerState {
@@ -396,6 +399,8 @@ pub(super) struct State {
     tokens: HashMap<String, TokenState>,
     /// The users, by name.
     users: HashMap<String, users::UserState>,
+    /// Machines enrolled with worker keys: by key hash and machine id, their workers.
+    machines: HashMap<(String, String), u64>,
     next_job: u64,
     next_lease: u64,
     next_worker: u64,

@@ -36,6 +36,7 @@ impl WorkerState {
             refused: 0,
             pace: Pace::default(),
             lease_endings,
+            user: String::new(),
         }
     }
 }
@@ -46,6 +47,7 @@ fn stored_principal(role: &str, worker_id: Option<i64>) -> Result<Principal, Str
     match (role, worker_id) {
         ("worker", Some(id)) if id > 0 => Ok(Principal::Worker(id as u64)),
         ("worker", _) => Err("it is a worker token stored without its worker".to_owned()),
+        ("worker-key", _) => Ok(Principal::WorkerKey),
         (role, _) => Role::named(role)
             .map(Principal::Client)
             .ok_or_else(|| format!("its stored role '{}' is not one this coordinator knows", role.escape_debug())),
@@ -76,6 +78,13 @@ impl Scheduler {
                 tracing::error!("token {}: {problem}; it grants nothing until revoked", token_id(&token.hash));
             }
             state.tokens.insert(token.hash, TokenState { principal, expires_ms: token.expires_ms, user: token.user });
+        }
+        for machine in snapshot.machines {
+            let worker = machine.worker_id as u64;
+            if let Some(kept) = state.workers.get_mut(&worker) {
+                kept.user = machine.user;
+            }
+            state.machines.insert((machine.key_hash, machine.machine_id), worker);
         }
         for user in snapshot.users {
             match super::users::UserState::from_row(&user) {

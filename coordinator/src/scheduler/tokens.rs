@@ -143,20 +143,29 @@ impl Scheduler {
     }
 
     /// Revokes the token whose id is `id` (a worker's too): refused from the next call.
+    /// A worker key's machines lose their tokens with it.
     pub async fn revoke_token(&self, id: &str, actor: &str) -> Result<(), ScheduleError> {
-        let hash = {
+        let (hash, key) = {
             let mut state = self.lock();
             let matching: Vec<String> =
                 state.tokens.keys().filter(|hash| !id.is_empty() && token_id(hash) == id).cloned().collect();
             let [hash] = matching.as_slice() else {
                 return Err(ScheduleError::NotFound(format!("no token in force with id '{id}'")));
             };
-            state.tokens.remove(hash);
-            hash.clone()
+            let removed = state.tokens.remove(hash);
+            (hash.clone(), removed.is_some_and(|token| token.principal == Ok(Principal::WorkerKey)))
         };
         self.revocations.send_modify(|count| *count += 1);
-        self.writer.write(Change::RevokeToken { hash, at_ms: now_ms() }).await?;
-        self.audit(actor, "token.revoke", id).await
+        self.writer.write(Change::RevokeToken { hash: hash.clone(), at_ms: now_ms() }).await?;
+        self.audit(actor, "token.revoke", id).await?;
+        if key {
+            for worker in self.machines_of_key(&hash) {
+                for machine_token in self.worker_token_ids(worker) {
+                    Box::pin(self.revoke_token(&machine_token, actor)).await?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Records an action in the audit log.

@@ -17,8 +17,8 @@ use xq_proto::v1;
 use xq_stats::conduct::Leases;
 
 impl Scheduler {
-    /// Creates a worker and its token.
-    pub async fn create_worker(&self, name: &str) -> Result<(u64, String), ScheduleError> {
+    /// Creates a worker of `user` ('' for none) and its token.
+    pub async fn create_worker(&self, name: &str, user: &str) -> Result<(u64, String), ScheduleError> {
         let token = new_token();
         let hash = token_hash(&token);
         let id = {
@@ -44,14 +44,16 @@ impl Scheduler {
                 created_ms: now_ms(),
                 expires_ms: 0,
                 revoked_ms: 0,
-                user: String::new(),
+                user: user.to_owned(),
             }))
             .await?;
         let mut state = self.lock();
-        state.workers.insert(id, WorkerState::new(row, v1::Capabilities::default(), 0, Leases::default()));
+        let mut worker = WorkerState::new(row, v1::Capabilities::default(), 0, Leases::default());
+        worker.user = user.to_owned();
+        state.workers.insert(id, worker);
         state
             .tokens
-            .insert(hash, TokenState { principal: Ok(Principal::Worker(id)), expires_ms: 0, user: String::new() });
+            .insert(hash, TokenState { principal: Ok(Principal::Worker(id)), expires_ms: 0, user: user.to_owned() });
         Ok((id, token))
     }
 
@@ -106,6 +108,7 @@ impl Scheduler {
             .values()
             .map(|w| v1::WorkerInfo {
                 worker_id: w.row.id as u64,
+                user: w.user.clone(),
                 capabilities: Some(v1::Capabilities { name: w.name().to_owned(), ..w.capabilities.clone() }),
                 last_seen_ms: w.row.last_seen_ms,
                 active_leases: w.leases.iter().filter(|l| state.leases.get(l).is_some_and(|l| l.active)).count() as u32,

@@ -34,6 +34,15 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
             .execute(&mut *conn)
             .await?;
         }
+        Change::Machine(machine) => {
+            sqlx::query("INSERT INTO machines (key_hash, machine_id, worker_id, user_name) VALUES ($1, $2, $3, $4)")
+                .bind(&machine.key_hash)
+                .bind(&machine.machine_id)
+                .bind(machine.worker_id)
+                .bind(&machine.user)
+                .execute(&mut *conn)
+                .await?;
+        }
         Change::User(user) => {
             sqlx::query(
                 "INSERT INTO users (name, password_hash, role, state, created_ms, changed_ms) \

@@ -2,8 +2,8 @@
 //! one gave back.
 
 use crate::storage::rows::{
-    AuditRow, JobRow, LeaseRow, NetRow, Recheck, ReportedFailure, Suspicion, TokenRow, TournamentRow, UnitRow, UserRow,
-    WorkerRow,
+    AuditRow, JobRow, LeaseRow, MachineRow, NetRow, Recheck, ReportedFailure, Suspicion, TokenRow, TournamentRow,
+    UnitRow, UserRow, WorkerRow,
 };
 
 /// One durable change. The writer applies many in one transaction.
@@ -18,6 +18,8 @@ pub enum Change {
     Audit(AuditRow),
     /// Inserts or updates a user.
     User(UserRow),
+    /// A machine enrolled.
+    Machine(MachineRow),
     /// Inserts or updates a worker.
     Worker(WorkerRow),
     /// An artifact uploaded (again: its upload time is renewed, its first uploader kept).

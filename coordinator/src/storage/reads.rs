@@ -3,8 +3,9 @@
 
 use crate::storage::counts::add_points;
 use crate::storage::rows::{
-    AuditRow, DoneUnit, IndexedArtifact, JobRow, LeaseRow, Recheck, Recount, ReportedFailure, Snapshot, Suspicion,
-    TokenRow, TournamentRow, UnitFile, UserRow, WorkerRow, abandoned_games, job_from_row, net_from_row, parse_units,
+    AuditRow, DoneUnit, IndexedArtifact, JobRow, LeaseRow, MachineRow, Recheck, Recount, ReportedFailure, Snapshot,
+    Suspicion, TokenRow, TournamentRow, UnitFile, UserRow, WorkerRow, abandoned_games, job_from_row, net_from_row,
+    parse_units,
 };
 use crate::storage::rows::{job_columns, net_columns};
 use crate::storage::{Storage, StorageError};
@@ -14,7 +15,12 @@ use xq_proto::v1;
 impl Storage {
     /// Reads what the scheduler needs at start.
     pub async fn load(&self) -> Result<Snapshot, StorageError> {
-        let mut snapshot = Snapshot { tokens: self.tokens().await?, users: self.users().await?, ..Snapshot::default() };
+        let mut snapshot = Snapshot {
+            tokens: self.tokens().await?,
+            users: self.users().await?,
+            machines: self.machines().await?,
+            ..Snapshot::default()
+        };
         let workers =
             sqlx::query("SELECT id, name, capabilities, last_seen_ms, standing, standing_reason FROM workers");
         for row in workers.fetch_all(&self.pool).await? {
@@ -165,6 +171,23 @@ impl Storage {
                     created_ms: row.try_get("created_ms")?,
                     expires_ms: row.try_get("expires_ms")?,
                     revoked_ms: row.try_get("revoked_ms")?,
+                    user: row.try_get("user_name")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Every machine enrolled.
+    pub async fn machines(&self) -> Result<Vec<MachineRow>, StorageError> {
+        let rows = sqlx::query("SELECT key_hash, machine_id, worker_id, user_name FROM machines ORDER BY worker_id")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(MachineRow {
+                    key_hash: row.try_get("key_hash")?,
+                    machine_id: row.try_get("machine_id")?,
+                    worker_id: row.try_get("worker_id")?,
                     user: row.try_get("user_name")?,
                 })
             })

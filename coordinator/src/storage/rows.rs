@@ -106,6 +106,15 @@ pub struct TokenRow {
     pub user: String,
 }
 
+/// A machine enrolled with a worker key: its worker, credited to the key's user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MachineRow {
+    pub key_hash: String,
+    pub machine_id: String,
+    pub worker_id: i64,
+    pub user: String,
+}
+
 /// A user row.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UserRow {
@@ -251,6 +260,7 @@ pub struct DoneUnit {
 pub struct Snapshot {
     pub tokens: Vec<TokenRow>,
     pub users: Vec<UserRow>,
+    pub machines: Vec<MachineRow>,
     pub workers: Vec<WorkerRow>,
     pub jobs: Vec<JobRow>,
     /// Leases still active when the coordinator stopped.

@@ -235,6 +235,15 @@ fn methods(job: u64, lease: &v1::Lease) -> Vec<Method> {
         client_method("/xq.v1.Client/ListAudit", vec![v1::ListAuditRequest { limit: 5 }.encode_to_vec()]),
         // A user of the fuzz's own: the fuzz must not revoke the admin's ('operator').
         client_method("/xq.v1.Client/ListUsers", vec![v1::ListUsersRequest {}.encode_to_vec()]),
+        client_method(
+            "/xq.v1.Client/CreateWorkerKey",
+            vec![v1::CreateWorkerKeyRequest { name: "fuzz".to_owned() }.encode_to_vec()],
+        ),
+        // With the client's token as the bearer: not a key, so refused, as made-up ones are.
+        client_method(
+            "/xq.v1.Accounts/EnrollMachine",
+            vec![v1::EnrollMachineRequest { machine_id: "fuzz".to_owned(), name: "fuzz".to_owned() }.encode_to_vec()],
+        ),
         client_method("/xq.v1.Client/AcceptUser", vec![fuzz_user()]),
         client_method("/xq.v1.Client/RevokeUser", vec![fuzz_user()]),
         client_method(

@@ -30,6 +30,7 @@ mod http_fuzz;
 mod job_changes;
 mod kill_drills;
 mod local;
+mod machines;
 mod manuals;
 mod nets;
 mod prometheus;

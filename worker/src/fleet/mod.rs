@@ -30,6 +30,7 @@ use crate::sandbox::Sandbox;
 
 mod artifacts;
 mod engines;
+pub mod enrollment;
 mod pairs;
 mod selfplay;
 mod verification;
@@ -261,21 +262,26 @@ async fn register(client: &Client, capabilities: &v1::Capabilities) -> Result<Du
     Ok(Duration::from_secs(u64::from(reply.heartbeat_seconds.max(1))))
 }
 
-/// Works for the coordinator until an error retrying cannot mend (a revoked token, a
-/// disabled worker); returns that error.
-pub async fn connect(settings: ConnectSettings, capabilities: v1::Capabilities) -> Result<(), FleetError> {
-    let mut endpoint = Endpoint::from_shared(settings.coordinator.clone())
-        .map_err(|_| FleetError::Url(settings.coordinator.clone()))?
+/// The coordinator at `coordinator`, trusting `ca_cert` for TLS when given.
+fn endpoint(coordinator: &str, ca_cert: Option<&Path>) -> Result<Endpoint, FleetError> {
+    let mut endpoint = Endpoint::from_shared(coordinator.to_owned())
+        .map_err(|_| FleetError::Url(coordinator.to_owned()))?
         .connect_timeout(Duration::from_secs(5))
         .tcp_nodelay(true)
         .http2_keep_alive_interval(Duration::from_secs(30));
-    if let Some(ca) = &settings.ca_cert {
+    if let Some(ca) = ca_cert {
         let pem = std::fs::read(ca).map_err(FleetError::file("reading the CA certificate", ca))?;
         endpoint = endpoint
             .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)))
             .map_err(|e| FleetError::Tls(e.to_string()))?;
     }
-    let channel = endpoint.connect_lazy();
+    Ok(endpoint)
+}
+
+/// Works for the coordinator until an error retrying cannot mend (a revoked token, a
+/// disabled worker); returns that error.
+pub async fn connect(settings: ConnectSettings, capabilities: v1::Capabilities) -> Result<(), FleetError> {
+    let channel = endpoint(&settings.coordinator, settings.ca_cert.as_deref())?.connect_lazy();
     let auth = BearerToken::new(&settings.token).ok_or(FleetError::Token)?;
     let client = WorkerClient::with_interceptor(channel, auth)
         .max_decoding_message_size(xq_proto::MAX_MESSAGE_BYTES)

@@ -1,10 +1,11 @@
-//! The Accounts service: a user signs up and logs in, before it holds a token. Both
-//! calls hash a password (memory-hard work, one a core); a log-in is bounded by name
+//! The Accounts service: a user signs up and logs in, before it holds a token, and a
+//! machine enrolls with its user's worker key. Sign-up and log-in hash a password (memory-hard work, one a core); a log-in is bounded by name
 //! ([`LoginAttempts`](crate::access::accounts::LoginAttempts)) besides the address
 //! limits every call without a token has, and an unknown name costs what a wrong
 //! password does.
 
 use crate::access::accounts::{SignupMode, check_name, check_password, hash_password, verify_password};
+use crate::access::tokens::{bearer, token_hash};
 use crate::api::grpc::{AccountsApi, Shared};
 use crate::scheduler::users::Standing;
 use tonic::{Request, Response, Status};
@@ -45,6 +46,17 @@ impl v1::accounts_server::Accounts for AccountsApi {
         }
         let (token, id, role) = self.0.scheduler.log_in(&name, expires_seconds).await?;
         Ok(Response::new(v1::LoginReply { token, id, role: role.name().to_owned() }))
+    }
+
+    async fn enroll_machine(
+        &self,
+        request: Request<v1::EnrollMachineRequest>,
+    ) -> Result<Response<v1::EnrollMachineReply>, Status> {
+        let key = request.metadata().get("authorization").and_then(|value| value.to_str().ok()).and_then(bearer);
+        let key_hash = token_hash(key.ok_or_else(|| Status::unauthenticated("give the worker key as the bearer"))?);
+        let v1::EnrollMachineRequest { machine_id, name } = request.into_inner();
+        let (worker_id, worker_token) = self.0.scheduler.enroll_machine(&key_hash, &machine_id, &name).await?;
+        Ok(Response::new(v1::EnrollMachineReply { worker_id, worker_token }))
     }
 }
 

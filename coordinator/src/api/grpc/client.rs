@@ -260,7 +260,7 @@ impl v1::client_server::Client for ClientApi {
         if name.is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
             return Err(Status::invalid_argument("a worker name of 1 to 128 printable characters"));
         }
-        let (id, token) = self.0.scheduler.create_worker(&name).await?;
+        let (id, token) = self.0.scheduler.create_worker(&name, "").await?;
         self.0.scheduler.audit(&caller.token_id, "worker.create", &format!("{id} '{name}'")).await?;
         Ok(Response::new(v1::CreateWorkerTokenReply { token }))
     }
@@ -333,6 +333,17 @@ impl v1::client_server::Client for ClientApi {
     async fn approve_job(&self, request: Request<v1::JobId>) -> Result<Response<v1::Job>, Status> {
         let caller = client_of(&request)?;
         Ok(Response::new(self.0.approve_job(&caller, request.into_inner().job_id).await?))
+    }
+
+    async fn create_worker_key(
+        &self,
+        request: Request<v1::CreateWorkerKeyRequest>,
+    ) -> Result<Response<v1::CreateTokenReply>, Status> {
+        let caller = client_of(&request)?;
+        let user = self.0.scheduler.user_of_token(&caller.token_id).unwrap_or_default();
+        let name = request.into_inner().name;
+        let (token, id) = self.0.scheduler.create_worker_key(&user, &name, &caller.token_id).await?;
+        Ok(Response::new(v1::CreateTokenReply { token, id }))
     }
 
     async fn list_users(&self, request: Request<v1::ListUsersRequest>) -> Result<Response<v1::ListUsersReply>, Status> {

@@ -59,7 +59,9 @@ fn require_client(dashboard: &Dashboard, token: Option<&str>) -> Result<Caller, 
     let token = token.ok_or_else(|| ApiError(StatusCode::UNAUTHORIZED, "this needs a client token".to_owned()))?;
     match dashboard.shared.scheduler.authenticate(token) {
         Ok((Principal::Client(role), token_id)) => Ok(Caller { role, token_id }),
-        Ok((Principal::Worker(_), _)) => Err(ApiError(StatusCode::FORBIDDEN, "this needs a client token".to_owned())),
+        Ok((Principal::Worker(_) | Principal::WorkerKey, _)) => {
+            Err(ApiError(StatusCode::FORBIDDEN, "this needs a client token".to_owned()))
+        }
         Err(refused @ TokenRefused::NotInForce) => Err(ApiError(StatusCode::UNAUTHORIZED, refused.to_string())),
         Err(refused @ TokenRefused::NoRights(_)) => Err(ApiError(StatusCode::FORBIDDEN, refused.to_string())),
     }

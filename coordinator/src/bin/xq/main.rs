@@ -174,6 +174,9 @@ enum Command {
     Workers,
     /// Creates a worker token (shown once).
     WorkerToken { name: String },
+    /// Creates a worker key of your user (shown once): `xq-worker connect --key-file`
+    /// on each of your machines enrolls it as a worker of its own, credited to you.
+    WorkerKey { name: String },
     /// Disables a worker: no more work for it; its results stay counted.
     DisableWorker {
         worker: u64,
@@ -332,6 +335,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Pgn { job, tournament, out } => jobs::download_pgn(client, job, tournament, out).await,
         Command::Workers => workers::list(client).await,
         Command::WorkerToken { name } => workers::create_token(client, name).await,
+        Command::WorkerKey { name } => workers::create_key(client, name).await,
         Command::DisableWorker { worker, reason } => workers::set_standing(client, worker, "disabled", reason).await,
         Command::QuarantineWorker { worker, reason } => {
             workers::set_standing(client, worker, "quarantined", reason).await

@@ -13,8 +13,9 @@ pub async fn list(client: &mut Client) -> anyhow::Result<()> {
         } else {
             format!(", {} ({})", worker.standing, worker.standing_reason)
         };
+        let user = if worker.user.is_empty() { String::new() } else { format!(" ({})", worker.user) };
         out!(
-            "worker {} {}: {} cores, {} nodes/s, version {}, {} leases, last seen {} ms ago{standing}",
+            "worker {} {}{user}: {} cores, {} nodes/s, version {}, {} leases, last seen {} ms ago{standing}",
             worker.worker_id,
             caps.name,
             caps.cores,
@@ -30,6 +31,14 @@ pub async fn list(client: &mut Client) -> anyhow::Result<()> {
 /// `xq worker-token`: a new worker's token, printed once.
 pub async fn create_token(client: &mut Client, name: String) -> anyhow::Result<()> {
     out!("{}", client.create_worker_token(v1::CreateWorkerTokenRequest { name }).await?.into_inner().token);
+    Ok(())
+}
+
+/// `xq worker-key`: a worker key of the caller's user, printed once.
+pub async fn create_key(client: &mut Client, name: String) -> anyhow::Result<()> {
+    let reply = client.create_worker_key(v1::CreateWorkerKeyRequest { name }).await?.into_inner();
+    eprintln!("worker key {} (shown once; `xq token revoke {}` revokes it and its machines):", reply.id, reply.id);
+    out!("{}", reply.token);
     Ok(())
 }
 

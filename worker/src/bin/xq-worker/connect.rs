@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use xq_worker::fleet::{ConnectSettings, capabilities, connect};
+use anyhow::Context;
+use xq_worker::fleet::{ConnectSettings, capabilities, connect, enrollment};
 use xq_worker::reference::Pyffish;
 use xq_worker::sandbox::Sandbox;
 
@@ -16,7 +17,12 @@ pub struct ConnectArgs {
     /// This worker's token (from `xq worker-token NAME`); better in XQ_WORKER_TOKEN, since
     /// a command line is visible to every user of the machine (`ps`).
     #[arg(long, env = "XQ_WORKER_TOKEN", hide_env_values = true)]
-    token: String,
+    token: Option<String>,
+    /// A file holding its user's worker key (`xq worker-key create`), which serves all
+    /// the user's machines: this one enrolls once, keeping its id and worker token in
+    /// the cache, and is the same worker after that.
+    #[arg(long, conflicts_with = "token")]
+    key_file: Option<PathBuf>,
     /// Games at once (default: the number of cores).
     #[arg(long)]
     concurrency: Option<usize>,
@@ -41,15 +47,27 @@ pub struct ConnectArgs {
 
 /// Works for the coordinator until stopped.
 pub fn run(args: ConnectArgs) -> anyhow::Result<()> {
+    let name = args.name.unwrap_or_else(|| {
+        std::fs::read_to_string("/etc/hostname").map_or("worker".to_owned(), |h| h.trim().to_owned())
+    });
+    let runtime = tokio::runtime::Runtime::new()?;
+    let token = match (args.token, &args.key_file) {
+        (Some(token), _) => token,
+        (None, Some(file)) => {
+            let key = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+            let enrolled =
+                enrollment::worker_token(&args.coordinator, args.ca_cert.as_deref(), key.trim(), &args.cache, &name);
+            runtime.block_on(enrolled)?
+        }
+        (None, None) => anyhow::bail!("give a worker token (XQ_WORKER_TOKEN) or a worker key (--key-file)"),
+    };
     let settings = ConnectSettings {
         coordinator: args.coordinator,
-        token: args.token,
+        token,
         concurrency: args.concurrency.unwrap_or_else(all_cores).max(1),
         cache: args.cache,
         ca_cert: args.ca_cert,
-        name: args.name.unwrap_or_else(|| {
-            std::fs::read_to_string("/etc/hostname").map_or("worker".to_owned(), |h| h.trim().to_owned())
-        }),
+        name,
         sandbox: if args.no_sandbox { None } else { Some(Sandbox::default()) },
         pyffish: match args.pyffish {
             Some(python) if Pyffish::available(&python) => Some(python),
@@ -67,7 +85,6 @@ pub fn run(args: ConnectArgs) -> anyhow::Result<()> {
         }
         None => eprintln!("xq-worker: engines run unconfined (--no-sandbox)"),
     }
-    let runtime = tokio::runtime::Runtime::new()?;
     let capabilities = runtime.block_on(capabilities(&settings));
     if let Some(warning) = xq_proto::client::plaintext_warning(&settings.coordinator) {
         eprintln!("xq-worker: warning: {warning}");
