@@ -54,6 +54,17 @@ pub enum Principal {
     WorkerKey,
 }
 
+impl Principal {
+    /// The role a token of it is stored with.
+    pub fn stored_role(self) -> &'static str {
+        match self {
+            Principal::Client(role) => role.name(),
+            Principal::Worker(_) => "worker",
+            Principal::WorkerKey => "worker-key",
+        }
+    }
+}
+
 /// The hash of the token a request was authenticated with, kept in the request's
 /// extensions so that a stream can look again at whether it is in force.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,10 +5,10 @@
 
 use crate::access::tokens::{Principal, new_token, token_hash, token_id};
 use crate::scheduler::tokens::check_label;
-use crate::scheduler::{ScheduleError, Scheduler, TokenState};
+use crate::scheduler::{ScheduleError, Scheduler};
 use crate::storage::changes::Change;
 use crate::storage::now_ms;
-use crate::storage::rows::{MachineRow, TokenRow};
+use crate::storage::rows::MachineRow;
 
 /// The most machines one key enrolls, by default.
 pub const MACHINES_PER_KEY: usize = 256;
@@ -36,21 +36,9 @@ impl Scheduler {
         }
         let key = new_token();
         let hash = token_hash(&key);
-        let row = TokenRow {
-            hash: hash.clone(),
-            role: "worker-key".to_owned(),
-            worker_id: None,
-            name: name.to_owned(),
-            created_ms: now_ms(),
-            expires_ms: 0,
-            revoked_ms: 0,
-            user: user.to_owned(),
-        };
-        self.writer.write(Change::Token(row)).await?;
         let id = token_id(&hash).to_owned();
+        self.put_in_force(hash, Principal::WorkerKey, name, 0, user).await?;
         self.audit(actor, "worker-key.create", &format!("{id} '{name}' of {user}")).await?;
-        let kept = TokenState { principal: Ok(Principal::WorkerKey), expires_ms: 0, user: user.to_owned() };
-        self.lock().tokens.insert(hash, kept);
         Ok((key, id))
     }
 
@@ -86,7 +74,7 @@ impl Scheduler {
                     self.revoke_token(&id, token_id(key_hash)).await?;
                 }
                 let token = new_token();
-                self.store_worker_token(&token, worker, name, &user).await?;
+                self.put_in_force(token_hash(&token), Principal::Worker(worker), name, 0, &user).await?;
                 Ok((worker, token))
             }
             None => {
@@ -117,24 +105,5 @@ impl Scheduler {
     pub(super) fn machines_of_key(&self, key_hash: &str) -> Vec<u64> {
         let state = self.lock();
         state.machines.iter().filter(|((key, _), _)| key == key_hash).map(|(_, worker)| *worker).collect()
-    }
-
-    /// Puts `token` in force for the existing worker `worker`.
-    async fn store_worker_token(&self, token: &str, worker: u64, name: &str, user: &str) -> Result<(), ScheduleError> {
-        let hash = token_hash(token);
-        let row = TokenRow {
-            hash: hash.clone(),
-            role: "worker".to_owned(),
-            worker_id: Some(worker as i64),
-            name: name.to_owned(),
-            created_ms: now_ms(),
-            expires_ms: 0,
-            revoked_ms: 0,
-            user: user.to_owned(),
-        };
-        self.writer.write(Change::Token(row)).await?;
-        let kept = TokenState { principal: Ok(Principal::Worker(worker)), expires_ms: 0, user: user.to_owned() };
-        self.lock().tokens.insert(hash, kept);
-        Ok(())
     }
 }

@@ -112,10 +112,27 @@ impl Scheduler {
         actor: &str,
     ) -> Result<(), ScheduleError> {
         let hash = token_hash(token);
+        let id = token_id(&hash).to_owned();
+        self.put_in_force(hash, Principal::Client(role), name, expires_ms, user).await?;
+        self.audit(actor, "token.create", &format!("{id} {} '{name}' of {user}", role.name())).await
+    }
+
+    /// Stores a new token of `principal`, whose hash is `hash`, and puts it in force.
+    pub(super) async fn put_in_force(
+        &self,
+        hash: String,
+        principal: Principal,
+        name: &str,
+        expires_ms: i64,
+        user: &str,
+    ) -> Result<(), ScheduleError> {
         let row = TokenRow {
             hash: hash.clone(),
-            role: role.name().to_owned(),
-            worker_id: None,
+            role: principal.stored_role().to_owned(),
+            worker_id: match principal {
+                Principal::Worker(id) => Some(id as i64),
+                _ => None,
+            },
             name: name.to_owned(),
             created_ms: now_ms(),
             expires_ms,
@@ -123,9 +140,7 @@ impl Scheduler {
             user: user.to_owned(),
         };
         self.writer.write(Change::Token(row)).await?;
-        self.audit(actor, "token.create", &format!("{} {} '{name}' of {user}", token_id(&hash), role.name())).await?;
-        let kept = TokenState { principal: Ok(Principal::Client(role)), expires_ms, user: user.to_owned() };
-        self.lock().tokens.insert(hash, kept);
+        self.lock().tokens.insert(hash, TokenState { principal: Ok(principal), expires_ms, user: user.to_owned() });
         Ok(())
     }
 

@@ -5,11 +5,11 @@ use crate::access::tokens::{Principal, new_token, token_hash};
 use crate::jobs::JobSpec;
 use crate::scheduler::conduct::pair_slot;
 use crate::scheduler::tokens::check_label;
-use crate::scheduler::{ACTIVE, DISABLED, QUARANTINED, ScheduleError, Scheduler, State, TokenState, WorkerState};
+use crate::scheduler::{ACTIVE, DISABLED, QUARANTINED, ScheduleError, Scheduler, State, WorkerState};
 use crate::storage::changes::Change;
 use crate::storage::counts::add_points;
 use crate::storage::now_ms;
-use crate::storage::rows::{TokenRow, WorkerRow};
+use crate::storage::rows::WorkerRow;
 use prost::Message;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::Instant;
@@ -35,25 +35,11 @@ impl Scheduler {
             standing_reason: String::new(),
         };
         self.writer.write(Change::Worker(row.clone())).await?;
-        self.writer
-            .write(Change::Token(TokenRow {
-                hash: hash.clone(),
-                role: "worker".to_owned(),
-                worker_id: Some(id as i64),
-                name: name.to_owned(),
-                created_ms: now_ms(),
-                expires_ms: 0,
-                revoked_ms: 0,
-                user: user.to_owned(),
-            }))
-            .await?;
-        let mut state = self.lock();
         let mut worker = WorkerState::new(row, v1::Capabilities::default(), 0, Leases::default());
         worker.user = user.to_owned();
-        state.workers.insert(id, worker);
-        state
-            .tokens
-            .insert(hash, TokenState { principal: Ok(Principal::Worker(id)), expires_ms: 0, user: user.to_owned() });
+        self.lock().workers.insert(id, worker);
+        // In force only once its worker is there to be found.
+        self.put_in_force(hash, Principal::Worker(id), name, 0, user).await?;
         Ok((id, token))
     }
 
