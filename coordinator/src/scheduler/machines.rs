@@ -9,6 +9,7 @@ use crate::scheduler::{ScheduleError, Scheduler};
 use crate::storage::changes::Change;
 use crate::storage::now_ms;
 use crate::storage::rows::MachineRow;
+use xq_proto::v1;
 
 /// The most machines one key enrolls, by default.
 pub const MACHINES_PER_KEY: usize = 256;
@@ -92,6 +93,30 @@ impl Scheduler {
                 Ok((worker, token))
             }
         }
+    }
+
+    /// Retires the machine `worker` of `user` (any user's for an admin): its tokens
+    /// revoked, the worker disabled, its counted work kept.
+    pub async fn retire_machine(
+        &self,
+        worker: u64,
+        user: &str,
+        admin: bool,
+        actor: &str,
+    ) -> Result<v1::WorkerInfo, ScheduleError> {
+        let owner = self.lock().workers.get(&worker).map(|w| w.user.clone());
+        match owner {
+            None => return Err(ScheduleError::NotFound(format!("no worker {worker}"))),
+            Some(owner) if !admin && (owner.is_empty() || owner != user) => {
+                return Err(ScheduleError::Denied(format!("worker {worker} is not one of your machines")));
+            }
+            Some(_) => {}
+        }
+        for id in self.worker_token_ids(worker) {
+            self.revoke_token(&id, actor).await?;
+        }
+        let who = if user.is_empty() { actor } else { user };
+        self.set_standing(worker, crate::scheduler::DISABLED, &format!("retired by {who}")).await
     }
 
     /// The ids of the worker tokens in force of `worker`.

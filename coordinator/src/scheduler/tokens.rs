@@ -101,6 +101,14 @@ impl Scheduler {
         Some(token.user.clone()).filter(|user| !user.is_empty())
     }
 
+    /// The person the token with id `id` speaks for, when it is one: the user of a
+    /// log-in or of a token made for it, never `operator`, whom every token made before
+    /// users existed belongs to (an admin's and its submitters' alike), so that what a
+    /// user may do to its own (revoke, retire, not approve) reaches no one else's.
+    pub fn person_of_token(&self, id: &str) -> Option<String> {
+        self.user_of_token(id).filter(|user| user != super::users::OPERATOR)
+    }
+
     /// Puts `token` in force, belonging to `user`.
     pub(super) async fn store_token(
         &self,

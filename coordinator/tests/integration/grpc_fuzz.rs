@@ -239,6 +239,11 @@ fn methods(job: u64, lease: &v1::Lease) -> Vec<Method> {
             "/xq.v1.Client/CreateWorkerKey",
             vec![v1::CreateWorkerKeyRequest { name: "fuzz".to_owned() }.encode_to_vec()],
         ),
+        // A made-up worker: the fuzz must not retire its own.
+        client_method(
+            "/xq.v1.Client/RetireMachine",
+            vec![v1::RetireMachineRequest { worker_id: 999_999 }.encode_to_vec()],
+        ),
         // With the client's token as the bearer: not a key, so refused, as made-up ones are.
         client_method(
             "/xq.v1.Accounts/EnrollMachine",

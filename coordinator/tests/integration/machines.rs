@@ -9,6 +9,7 @@ use tokio::process::Command;
 use tonic::Code;
 use tonic::metadata::MetadataValue;
 use xq_coordinator::access::accounts::SignupMode;
+use xq_coordinator::access::tokens::{token_hash, token_id};
 use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_proto::v1;
 use xq_proto::v1::accounts_client::AccountsClient;
@@ -115,9 +116,10 @@ async fn one_key_runs_two_machines_each_a_worker_of_its_own_credited_to_its_user
     assert_eq!(registered(&mut admin).await.len(), 2);
 }
 
-/// A key reaches at most its bound of machines (three here); another user's machines
-/// are not hers; revoking the key revokes every machine's token and enrolls no more;
-/// a key is refused by the Worker and Client services alike.
+/// A key reaches at most its bound of machines (three here); a key is refused by the
+/// Worker and Client services alike; a user retires a machine of hers but not
+/// another's; she revokes her key (another user cannot), and with it every machine's
+/// token, and it enrolls no more.
 #[tokio::test]
 async fn a_key_reaches_a_bounded_number_of_machines_and_its_revocation_reaches_them_all() {
     let served = serve(Backend::Sqlite, config()).await;
@@ -142,8 +144,36 @@ async fn a_key_reaches_a_bounded_number_of_machines_and_its_revocation_reaches_t
     let refused = as_worker.heartbeat(v1::HeartbeatRequest::default()).await.unwrap_err();
     assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
 
+    // A user retires a machine of hers, not another user's; its token goes with it.
+    let mut bob = {
+        let mut accounts = AccountsClient::new(channel(served.address).await);
+        let password = "bob's long password!".to_owned();
+        accounts.signup(v1::SignupRequest { name: "bob".to_owned(), password: password.clone() }).await.unwrap();
+        let login = v1::LoginRequest { name: "bob".to_owned(), password, expires_seconds: 0 };
+        client(served.address, &accounts.login(login).await.unwrap().into_inner().token).await
+    };
+    let retire = |worker_id| v1::RetireMachineRequest { worker_id };
+    let not_his = bob.retire_machine(retire(machines[2].worker_id)).await.unwrap_err();
+    assert_eq!(not_his.code(), Code::PermissionDenied, "{not_his:?}");
+    let retired = alice.retire_machine(retire(machines[2].worker_id)).await.unwrap().into_inner();
+    assert_eq!((retired.standing.as_str(), retired.standing_reason.as_str()), ("disabled", "retired by alice"));
+    let mut third = crate::common::worker(served.address, &machines[2].worker_token).await;
+    assert_eq!(third.heartbeat(v1::HeartbeatRequest::default()).await.unwrap_err().code(), Code::Unauthenticated);
+
+    // A token an admin made for someone (the admin's user's, 'operator') revokes no other
+    // token of that user, the admin's own least of all.
     let mut admin = client(served.address, &served.client_token).await;
-    admin.revoke_token(v1::RevokeTokenRequest { id: key_id }).await.unwrap();
+    let request = v1::CreateTokenRequest { role: "submitter".to_owned(), name: "carol".to_owned(), expires_seconds: 0 };
+    let carol_token = admin.create_token(request).await.unwrap().into_inner().token;
+    let mut carol = client(served.address, &carol_token).await;
+    let admin_id = token_id(&token_hash(&served.client_token)).to_owned();
+    let refused = carol.revoke_token(v1::RevokeTokenRequest { id: admin_id }).await.unwrap_err();
+    assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
+
+    // Bob cannot revoke Alice's key; she can, and its machines go with it.
+    let revoke = || v1::RevokeTokenRequest { id: key_id.clone() };
+    assert_eq!(bob.revoke_token(revoke()).await.unwrap_err().code(), Code::PermissionDenied);
+    alice.revoke_token(revoke()).await.unwrap();
     let mut machine = crate::common::worker(served.address, &machines[1].worker_token).await;
     let refused = machine.heartbeat(v1::HeartbeatRequest::default()).await.unwrap_err();
     assert_eq!(refused.code(), Code::Unauthenticated, "the machine's token went with its key");

@@ -325,9 +325,27 @@ impl v1::client_server::Client for ClientApi {
         &self,
         request: Request<v1::RevokeTokenRequest>,
     ) -> Result<Response<v1::RevokeTokenReply>, Status> {
-        let caller = admin_of(&request)?;
-        self.0.revoke_token(&request.into_inner().id, &caller.token_id).await?;
+        let caller = client_of(&request)?;
+        let id = request.into_inner().id;
+        if caller.role != Role::Admin {
+            let user = self.0.scheduler.person_of_token(&caller.token_id);
+            if user.is_none() || user != self.0.scheduler.person_of_token(&id) {
+                return Err(Status::permission_denied("a user revokes its own tokens and keys only"));
+            }
+        }
+        self.0.revoke_token(&id, &caller.token_id).await?;
         Ok(Response::new(v1::RevokeTokenReply {}))
+    }
+
+    async fn retire_machine(
+        &self,
+        request: Request<v1::RetireMachineRequest>,
+    ) -> Result<Response<v1::WorkerInfo>, Status> {
+        let caller = client_of(&request)?;
+        let worker = request.into_inner().worker_id;
+        let user = self.0.scheduler.person_of_token(&caller.token_id).unwrap_or_default();
+        let admin = caller.role == Role::Admin;
+        Ok(Response::new(self.0.scheduler.retire_machine(worker, &user, admin, &caller.token_id).await?))
     }
 
     async fn approve_job(&self, request: Request<v1::JobId>) -> Result<Response<v1::Job>, Status> {

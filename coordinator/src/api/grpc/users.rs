@@ -46,8 +46,8 @@ impl Shared {
         may_approve(caller)?;
         if caller.role != Role::Admin {
             let submitter = self.scheduler.submitter(id).unwrap_or_default();
-            let user = self.scheduler.user_of_token(&caller.token_id);
-            let own_user = user.is_some() && user == self.scheduler.user_of_token(&submitter);
+            let user = self.scheduler.person_of_token(&caller.token_id);
+            let own_user = user.is_some() && user == self.scheduler.person_of_token(&submitter);
             if submitter == caller.token_id || own_user {
                 return Err(Status::permission_denied(format!("job {id} is your own: another approver approves it")));
             }

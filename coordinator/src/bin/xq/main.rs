@@ -177,6 +177,9 @@ enum Command {
     /// Creates a worker key of your user (shown once): `xq-worker connect --key-file`
     /// on each of your machines enrolls it as a worker of its own, credited to you.
     WorkerKey { name: String },
+    /// Retires one of your machines (an admin: anyone's): its token revoked, the worker
+    /// disabled, its counted work kept.
+    RetireMachine { worker: u64 },
     /// Disables a worker: no more work for it; its results stay counted.
     DisableWorker {
         worker: u64,
@@ -336,6 +339,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Workers => workers::list(client).await,
         Command::WorkerToken { name } => workers::create_token(client, name).await,
         Command::WorkerKey { name } => workers::create_key(client, name).await,
+        Command::RetireMachine { worker } => workers::retire(client, worker).await,
         Command::DisableWorker { worker, reason } => workers::set_standing(client, worker, "disabled", reason).await,
         Command::QuarantineWorker { worker, reason } => {
             workers::set_standing(client, worker, "quarantined", reason).await

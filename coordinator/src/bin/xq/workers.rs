@@ -42,6 +42,13 @@ pub async fn create_key(client: &mut Client, name: String) -> anyhow::Result<()>
     Ok(())
 }
 
+/// `xq retire-machine`.
+pub async fn retire(client: &mut Client, worker_id: u64) -> anyhow::Result<()> {
+    let info = client.retire_machine(v1::RetireMachineRequest { worker_id }).await?.into_inner();
+    out!("worker {}: {} ({}), {} units counted", info.worker_id, info.standing, info.standing_reason, info.units_done);
+    Ok(())
+}
+
 /// `xq disable-worker`, `quarantine-worker` and `enable-worker`.
 pub async fn set_standing(client: &mut Client, worker_id: u64, standing: &str, reason: String) -> anyhow::Result<()> {
     let request = v1::SetWorkerStandingRequest { worker_id, standing: standing.to_owned(), reason };
