@@ -978,7 +978,7 @@
     document.title = "Workers · xq cluster";
     const body = el("tbody");
     const count = el("p", { class: "count", role: "status" });
-    const columns = ["#", "Name", "State", "Jobs", "Units done", "Refused", "Cores", "Speed (nps)", "Leases", "Version", "CPU", "Last seen"];
+    const columns = ["#", "Name", "User", "State", "Jobs", "Units done", "Refused", "Cores", "Speed (nps)", "Leases", "Version", "CPU", "Last seen"];
     main.replaceChildren(el("h1", {}, "Workers"), count,
       el("table", { id: "workers", class: "cards" },
         el("thead", {}, el("tr", {}, columns.map((c) => el("th", { scope: "col" }, c)))), body));
@@ -993,7 +993,7 @@
           const isOnline = Date.now() - Number(w.last_seen_ms) < ONLINE_MS;
           const flags = (c.cpu_flags || []).filter((f) => /^(avx2|avx512bw|bmi2|neon|sse4_1|popcnt)$/.test(f));
           const cells = [
-            String(w.worker_id), c.name || "–",
+            String(w.worker_id), c.name || "–", w.user || "–",
             w.standing && w.standing !== "active"
               ? el("span", { class: "state state-stopped error", title: w.standing_reason || "" },
                 `${w.standing}${w.standing_reason ? `: ${w.standing_reason}` : ""}`)

@@ -274,6 +274,8 @@ async fn a_running_test_lives_on_its_pages_in_a_real_browser() {
         let w1 = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers.remove(0);
         let playing = if w1.active_leases > 0 { format!("#{job}") } else { "idle".to_owned() };
         assert_eq!((&cells["Name"], &cells["Jobs"]), (&json!("w1"), &json!(playing)), "{cells}");
+        // A worker token's worker is no user's (a machine enrolled with a key shows its user).
+        assert_eq!(cells["User"], json!(if w1.user.is_empty() { "–" } else { w1.user.as_str() }), "{cells}");
         assert_eq!(cells["Units done"], json!(w1.units_done.to_string()), "{cells}");
         screenshot(browser, &format!("workers-{label}")).await;
         let shown = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
