@@ -511,7 +511,12 @@ fn test_request(
     }
 }
 
-/// Polls a job until it ends; none when `stop` was raised first.
+/// How long the loop waits for a coordinator that stopped answering (restarted,
+/// upgraded, its machine rebooted) before it gives up: the jobs go on without it.
+pub const OUTAGE_PATIENCE: Duration = Duration::from_secs(15 * 60);
+
+/// Polls a job until it ends; none when `stop` was raised first. A coordinator that
+/// stops answering for a while (a restart) is waited for, up to [`OUTAGE_PATIENCE`].
 async fn wait_for(
     client: &mut Client,
     job: u64,
@@ -520,8 +525,26 @@ async fn wait_for(
     say: &impl Fn(&str),
 ) -> Result<Option<v1::Job>, LoopError> {
     let mut last_done = u64::MAX;
+    let mut silent_since: Option<std::time::Instant> = None;
     loop {
-        let state = client.get_job(v1::JobId { job_id: job }).await?.into_inner();
+        let state = match client.get_job(v1::JobId { job_id: job }).await {
+            Ok(reply) => reply.into_inner(),
+            Err(status) if client::transient(&status) => {
+                let since = *silent_since.get_or_insert_with(|| {
+                    say(&format!("job {job}: the coordinator does not answer ({}); waiting for it", status.message()));
+                    std::time::Instant::now()
+                });
+                if since.elapsed() > OUTAGE_PATIENCE || stop.load(Ordering::Relaxed) {
+                    return Err(status.into());
+                }
+                tokio::time::sleep(settings.poll.max(Duration::from_secs(1))).await;
+                continue;
+            }
+            Err(status) => return Err(status.into()),
+        };
+        if silent_since.take().is_some() {
+            say(&format!("job {job}: the coordinator answers again"));
+        }
         if state.state != "running" {
             return Ok(Some(state));
         }

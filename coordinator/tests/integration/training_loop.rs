@@ -116,6 +116,35 @@ async fn the_loop_trains_tests_and_records_a_generation_and_resumes_after_a_kill
     assert_eq!(state["generation"], 3, "{state}");
 }
 
+/// A coordinator restarted while the loop waits for its self-play (#59: the loop used
+/// to exit at the first call that found no coordinator): the loop waits, says so, and
+/// finishes its generation once the coordinator is back on its address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_loop_waits_out_a_coordinator_restart() {
+    let dir = TempDir::new("loop-restart");
+    let (coordinator, address) = start_coordinator(&dir.0, 0, 10).await;
+    let mut admin = client(address, &token(&dir.0)).await;
+    let _worker = start_worker(&mut admin, address, dir.0.join("w"), "w").await;
+    let out = dir.0.join("loop");
+    let running = loop_command(address, &dir.0, &out, 1, &[]).spawn().unwrap();
+    let started = Instant::now();
+    while self_play_jobs(&mut admin, 1).await.is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(300), "no self-play job");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(coordinator);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (_coordinator, again) = start_coordinator(&dir.0, address.port(), 10).await;
+    assert_eq!(again, address);
+    let finished = running.wait_with_output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&finished.stderr);
+    assert!(finished.status.success(), "{stderr}");
+    assert!(stderr.contains("the coordinator does not answer") && stderr.contains("answers again"), "{stderr}");
+    let mut admin = client(address, &token(&dir.0)).await;
+    let [net] = nets(&mut admin).await.try_into().expect("one net");
+    assert!(matches!(net.state.as_str(), "promoted" | "rejected"), "the generation ended: {net:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lineage_seeded_with_the_embedded_net_plays_trains_from_and_tests_against_it() {
     let dir = TempDir::new("loop-seeded");
