@@ -121,9 +121,7 @@ impl Scheduler {
 
     /// The ids of the worker tokens in force of `worker`.
     pub(super) fn worker_token_ids(&self, worker: u64) -> Vec<String> {
-        let state = self.lock();
-        let tokens = state.tokens.iter().filter(|(_, token)| token.principal == Ok(Principal::Worker(worker)));
-        tokens.map(|(hash, _)| token_id(hash).to_owned()).collect()
+        self.token_ids(|token| token.principal == Ok(Principal::Worker(worker)))
     }
 
     /// The workers a key enrolled.

@@ -407,6 +407,11 @@ pub(super) struct State {
 }
 
 impl State {
+    /// The token in force whose id (its hash's first 12 hex digits) is `id`.
+    pub(super) fn token_with_id(&self, id: &str) -> Option<&TokenState> {
+        self.tokens.iter().find(|(hash, _)| crate::access::tokens::token_id(hash) == id).map(|(_, token)| token)
+    }
+
     pub(super) fn insert_job(&mut self, job: JobState) {
         let id = job.row.id as u64;
         if is_live(&job.row.state) {

@@ -51,7 +51,7 @@ impl Scheduler {
     /// revoked, expired, unknown or not a user's.
     pub fn role_of(&self, id: &str) -> Option<Role> {
         let state = self.lock();
-        let (_, token) = state.tokens.iter().find(|(hash, _)| token_id(hash) == id)?;
+        let token = state.token_with_id(id)?;
         match token.principal {
             Ok(Principal::Client(role)) if token.expires_ms == 0 || now_ms() < token.expires_ms => Some(role),
             _ => None,
@@ -97,8 +97,13 @@ impl Scheduler {
     /// The user the token with id `id` belongs to, while it is in force.
     pub fn user_of_token(&self, id: &str) -> Option<String> {
         let state = self.lock();
-        let (_, token) = state.tokens.iter().find(|(hash, _)| token_id(hash) == id)?;
-        Some(token.user.clone()).filter(|user| !user.is_empty())
+        Some(state.token_with_id(id)?.user.clone()).filter(|user| !user.is_empty())
+    }
+
+    /// The ids of the tokens in force that are `matching`.
+    pub(super) fn token_ids(&self, matching: impl Fn(&TokenState) -> bool) -> Vec<String> {
+        let state = self.lock();
+        state.tokens.iter().filter(|(_, token)| matching(token)).map(|(hash, _)| token_id(hash).to_owned()).collect()
     }
 
     /// The person the token with id `id` speaks for, when it is one: the user of a

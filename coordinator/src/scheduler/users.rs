@@ -159,13 +159,7 @@ impl Scheduler {
 
     /// The ids of the tokens in force of the user `name`.
     pub fn tokens_of(&self, name: &str) -> Vec<String> {
-        let state = self.lock();
-        let mut ids: Vec<String> = state
-            .tokens
-            .iter()
-            .filter(|(_, token)| token.user == name)
-            .map(|(hash, _)| token_id(hash).to_owned())
-            .collect();
+        let mut ids = self.token_ids(|token| token.user == name);
         ids.sort();
         ids
     }
@@ -177,7 +171,8 @@ impl Scheduler {
         names.iter().filter_map(|name| self.user_info(name)).collect()
     }
 
-    fn user_info(&self, name: &str) -> Option<v1::UserInfo> {
+    /// The user `name` as lists show it.
+    pub fn user_info(&self, name: &str) -> Option<v1::UserInfo> {
         let user = self.user(name)?;
         Some(v1::UserInfo {
             name: name.to_owned(),

@@ -46,13 +46,19 @@ const REFUSED: &[libc::c_long] = &[
 const NEW_USER_NAMESPACE: u64 = libc::CLONE_NEWUSER as u64;
 
 /// Why the filter could not be made for this machine.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 #[error("no seccomp filter for this machine: {0}")]
 pub struct FilterError(String);
 
 /// The filters, as the BPF programs bubblewrap reads from a descriptor each: the calls
-/// refused with `EPERM`, then `clone3` refused with `ENOSYS`.
-pub fn filters() -> Result<[Vec<u8>; 2], FilterError> {
+/// refused with `EPERM`, then `clone3` refused with `ENOSYS`. Compiled once for every
+/// engine this worker starts.
+pub fn filters() -> Result<&'static [Vec<u8>; 2], FilterError> {
+    static FILTERS: std::sync::LazyLock<Result<[Vec<u8>; 2], FilterError>> = std::sync::LazyLock::new(compile);
+    FILTERS.as_ref().map_err(Clone::clone)
+}
+
+fn compile() -> Result<[Vec<u8>; 2], FilterError> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| FilterError(e.to_string()))?;
     let fail = |e: seccompiler::BackendError| FilterError(e.to_string());
     let makes_user_namespace = || -> Result<Vec<SeccompRule>, FilterError> {

@@ -1,5 +1,6 @@
 //! The Accounts service: a user signs up and logs in, before it holds a token, and a
-//! machine enrolls with its user's worker key. Sign-up and log-in hash a password (memory-hard work, one a core); a log-in is bounded by name
+//! machine enrolls with its user's worker key. Sign-up and log-in hash a password
+//! (memory-hard work, one a core); a log-in is bounded by name
 //! ([`LoginAttempts`](crate::access::accounts::LoginAttempts)) besides the address
 //! limits every call without a token has, and an unknown name costs what a wrong
 //! password does.

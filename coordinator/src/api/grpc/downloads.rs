@@ -64,9 +64,7 @@ impl Shared {
             item
         })))
     }
-}
 
-impl Shared {
     /// A page of a match's counted pairs.
     pub async fn pairs(&self, request: &v1::ListPairsRequest) -> Result<v1::ListPairsReply, Status> {
         self.match_job(request.job_id)?;

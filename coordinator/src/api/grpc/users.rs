@@ -33,11 +33,7 @@ impl Shared {
         for id in self.scheduler.revoke_user(name, &caller.token_id).await? {
             self.revoke_token(&id, &caller.token_id).await?;
         }
-        self.scheduler
-            .users()
-            .into_iter()
-            .find(|user| user.name == name)
-            .ok_or_else(|| Status::not_found(name.to_owned()))
+        self.scheduler.user_info(name).ok_or_else(|| Status::not_found(name.to_owned()))
     }
 
     /// Lets the pending job `id` run, for an admin or an approver who is not of the user
