@@ -99,6 +99,7 @@ impl Coordinator {
             replays: Arc::new(tokio::sync::Semaphore::new(crate::api::grpc::replay_places())),
             login_attempts: Arc::default(),
             password_work: Arc::new(tokio::sync::Semaphore::new(crate::api::grpc::replay_places())),
+            contributors: Arc::default(),
         };
         // A book that no longer reads (a stricter parser, a lost file) ends its job,
         // not the start. Jobs sharing a book share one parse, which later creations
@@ -148,6 +149,7 @@ impl Coordinator {
             replays: partial.replays.clone(),
             login_attempts: partial.login_attempts.clone(),
             password_work: partial.password_work.clone(),
+            contributors: partial.contributors.clone(),
         };
         Ok(Coordinator {
             shared,

@@ -421,7 +421,7 @@
     const variance = scores.reduce((a, s) => a + (s - mean) ** 2, 0) / Math.max(1, n - 1);
     const byWorker = new Map();
     pairs.forEach((pair, i) => {
-      const entry = byWorker.get(pair.worker_id) || { worker: pair.worker_id, pairs: 0, sum: 0, last: 0 };
+      const entry = byWorker.get(pair.worker_id) || { worker: pair.worker_id, user: pair.user || "", pairs: 0, sum: 0, last: 0 };
       entry.pairs += 1;
       entry.sum += scores[i];
       entry.last = Math.max(entry.last, pair.time_ms || 0);
@@ -497,7 +497,7 @@
           el("p", { class: "note" }, "Each worker's mean score per pair over the pairs below, and its residual: ",
             "how many standard errors it lies from everyone's. A residual beyond ±2.7 is unlikely to be chance."),
           el("table", { class: "cards", id: "contributors" },
-            el("thead", {}, el("tr", {}, ["Worker", "Pairs", "Score", "Residual", "Last pair"].map((c) => el("th", { scope: "col" }, c)))),
+            el("thead", {}, el("tr", {}, ["Worker", "User", "Pairs", "Score", "Residual", "Last pair"].map((c) => el("th", { scope: "col" }, c)))),
             contributors)),
         el("section", { "aria-labelledby": "pairs-title" },
           el("h2", { id: "pairs-title" }, "Games"),
@@ -683,6 +683,7 @@
         }));
         contributors.replaceChildren(...workerResiduals(pairs).map((w) => el("tr", { class: Math.abs(w.residual) > 2.7 ? "suspect" : "" },
           el("td", { "data-label": "Worker" }, String(w.worker)),
+          el("td", { "data-label": "User" }, w.user || "–"),
           el("td", { "data-label": "Pairs" }, String(w.pairs)),
           el("td", { "data-label": "Score" }, `${fixed(w.score * 100, 1)}%`),
           el("td", { "data-label": "Residual" }, signed(w.residual, 2)),
@@ -1016,6 +1017,48 @@
     const timer = setInterval(() => (document.body.contains(body) ? load() : clearInterval(timer)), 5000);
   }
 
+  // ---- Contributors ----------------------------------------------------------------
+
+  /** A credit's cells: core-hours and games, all time and the last 30 days. */
+  function creditCells(credit) {
+    const all = (credit && credit.all_time) || {};
+    const recent = (credit && credit.last_30_days) || {};
+    return [fixed(all.cpu_hours || 0, 2), String(all.games || 0), fixed(recent.cpu_hours || 0, 2), String(recent.games || 0)];
+  }
+
+  async function contributorsPage() {
+    document.title = "Contributors · xq cluster";
+    const users = el("tbody");
+    const machines = el("tbody");
+    const note = el("p", { class: "count", role: "status" });
+    const creditColumns = ["Core-hours", "Games", "Core-hours (30 days)", "Games (30 days)"];
+    const userColumns = ["User", "Machines", ...creditColumns];
+    const machineColumns = ["#", "Machine", "User", ...creditColumns];
+    const table = (id, columns, body) => el("table", { id, class: "cards" },
+      el("thead", {}, el("tr", {}, columns.map((c) => el("th", { scope: "col" }, c)))), body);
+    main.replaceChildren(el("h1", {}, "Contributors"), note,
+      el("p", { class: "note" }, "The CPU time volunteers' machines gave to work that counted: the cores each lease held for as long as it took to report its units. Work set aside (a quarantined machine's) and refused reports earn nothing."),
+      el("section", { "aria-labelledby": "users-title" }, el("h2", { id: "users-title" }, "Users"), table("contributors", userColumns, users)),
+      el("section", { "aria-labelledby": "machines-title" }, el("h2", { id: "machines-title" }, "Machines"), table("machines", machineColumns, machines)));
+    const row = (attributes, columns, cells) => el("tr", attributes, cells.map((cell, i) => el("td", { "data-label": columns[i] }, cell)));
+    const load = async () => {
+      try {
+        const reply = await api("/api/v1/contributors");
+        const userList = reply.users || [];
+        const machineList = reply.machines || [];
+        note.textContent = `${userList.length} users, ${machineList.length} machines; summed ${ago(Number(reply.as_of_ms))}`;
+        users.replaceChildren(...userList.map((u) =>
+          row({ "data-user": u.user }, userColumns, [u.user, String(u.machines || 0), ...creditCells(u.credit)])));
+        machines.replaceChildren(...machineList.map((m) =>
+          row({ "data-worker-id": m.worker_id }, machineColumns, [String(m.worker_id), m.name || "–", m.user || "–", ...creditCells(m.credit)])));
+      } catch (error) {
+        showError(error, users);
+      }
+    };
+    await load();
+    const timer = setInterval(() => (document.body.contains(users) ? load() : clearInterval(timer)), 15000);
+  }
+
   // ---- Nets -------------------------------------------------------------------------
 
   async function netsPage() {
@@ -1233,6 +1276,7 @@
     if ((match = /^\/tests\/(\d+)$/.exec(path))) return testPage(match[1]);
     if ((match = /^\/tests\/(\d+)\/pairs\/(\d+)$/.exec(path))) return viewerPage(match[1], match[2]);
     if (path === "/workers") return workersPage();
+    if (path === "/contributors") return contributorsPage();
     if (path === "/sprt") return sprtPage();
     if (path === "/nets") return netsPage();
     if (path === "/tournaments") return tournamentsPage();

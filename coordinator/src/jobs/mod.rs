@@ -72,6 +72,16 @@ impl Unreadable {
 }
 
 impl JobSpec {
+    /// The games one of its units plays (a pair; a self-play batch) or verifies.
+    pub fn games_per_unit(&self) -> u32 {
+        match self {
+            JobSpec::Match(_) => 2,
+            JobSpec::SelfPlay(request) => request.spec.as_ref().map_or(0, |spec| spec.games_per_unit),
+            JobSpec::Verify(job) => job.spec.games_per_unit,
+            JobSpec::Unreadable(_) => 0,
+        }
+    }
+
     /// The stored form: the request, protobuf in hex.
     pub fn encode(&self) -> String {
         match self {

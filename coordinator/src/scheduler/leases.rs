@@ -6,6 +6,7 @@ use crate::scheduler::config::SchedulerConfig;
 use crate::scheduler::pace::units_allowed;
 use crate::scheduler::{ACTIVE, LeaseContext, LeaseState, QUARANTINED, ScheduleError, Scheduler, State};
 use crate::storage::changes::Change;
+use crate::storage::now_ms;
 use crate::storage::rows::LeaseRow;
 use prost::Message;
 use std::collections::HashSet;
@@ -184,6 +185,15 @@ impl Scheduler {
                 crate::jobs::spsa::set_probe(spec, options);
                 probe = text;
             }
+            // The cores it holds, which its time is credited at: a slot a game at
+            // once, as many as its units fill (a self-play batch's games are played
+            // side by side, a pair's one after the other).
+            let side_by_side = match &*state.jobs[&job_id].spec {
+                spec @ JobSpec::SelfPlay(_) => spec.games_per_unit().max(1) as usize,
+                _ => 1,
+            };
+            let cores_held = (concurrency as usize).min(units.len() * side_by_side) as u32 * threads;
+            let taken_ms = now_ms();
             let row = LeaseRow {
                 id: id as i64,
                 job_id: job_id as i64,
@@ -191,6 +201,8 @@ impl Scheduler {
                 units: units.clone(),
                 state: "active".to_owned(),
                 probe,
+                cores: i64::from(cores_held.max(1)),
+                created_ms: taken_ms,
             };
             state.leases.insert(
                 id,
@@ -207,6 +219,7 @@ impl Scheduler {
                     reported_unstored: 0,
                     active: true,
                     closed_at: None,
+                    last_report_ms: taken_ms,
                 },
             );
             if let Some(w) = state.workers.get_mut(&worker) {

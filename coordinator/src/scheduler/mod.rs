@@ -21,6 +21,7 @@
 pub mod artifacts;
 pub mod conduct;
 pub mod config;
+pub mod credit;
 pub mod failures;
 pub mod jobs;
 pub mod leases;
@@ -222,6 +223,9 @@ pub(super) struct LeaseState {
     active: bool,
     /// When it was closed (finished, expired or stopped).
     closed_at: Option<Instant>,
+    /// When it last reported new units (or was taken), in milliseconds since the Unix
+    /// epoch: the next report's units share its cores' time since then.
+    last_report_ms: i64,
 }
 
 /// What a job's view is made of, copied out of the lock: the views of a thousand jobs

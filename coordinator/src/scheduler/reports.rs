@@ -3,6 +3,7 @@
 
 use crate::jobs::JobSpec;
 use crate::scheduler::conduct::{misconduct, pair_slot};
+use crate::scheduler::credit;
 use crate::scheduler::rechecks::recheckable;
 use crate::scheduler::{JobState, LeaseContext, PendingRecheck, QUARANTINED, ScheduleError, Scheduler, State};
 use crate::storage::changes::Change;
@@ -40,9 +41,16 @@ impl Scheduler {
             Some(order) => Some(order.lock().await),
             None => None,
         };
-        let now = self.lock().jobs.get_mut(&context.job_id).map_or_else(now_ms, JobState::stamp);
-        for row in &mut rows {
-            row.created_ms = now;
+        {
+            let mut state = self.lock();
+            let State { jobs, leases, .. } = &mut *state;
+            let job = jobs.get_mut(&context.job_id);
+            let games = job.as_ref().map_or(0, |job| job.spec.games_per_unit());
+            let now = job.map_or_else(now_ms, JobState::stamp);
+            for row in &mut rows {
+                row.created_ms = now;
+            }
+            credit::stamp(leases.get_mut(&context.lease_id), &mut rows, now, games);
         }
         // In the order storage gives them back at start, where an SPSA job's theta
         // is replayed from them.

@@ -190,6 +190,7 @@ impl Scheduler {
             // Restored, its concurrency unknown: estimated as played one at a time.
             let held_until = held_until(&config, restarted, row.units.len(), unit_seconds, 1);
             let mut lease = LeaseState {
+                last_report_ms: row.created_ms,
                 slowness,
                 unit_seconds,
                 held_until,
@@ -206,6 +207,7 @@ impl Scheduler {
             for done in snapshot.done_units.get(&(job_id as i64)).into_iter().flatten() {
                 if done.lease_id == id as i64 {
                     lease.acked.insert(done.unit);
+                    lease.last_report_ms = lease.last_report_ms.max(done.created_ms);
                     add_points(&mut lease.acked_wdl, &mut lease.acked_penta, done.points);
                 } else if lease.units.contains(&done.unit) {
                     lease.reported_unstored += 1;

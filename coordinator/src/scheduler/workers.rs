@@ -86,6 +86,15 @@ impl Scheduler {
             .collect()
     }
 
+    /// `pairs` with the user of each one's worker.
+    pub fn with_users(&self, mut pairs: Vec<v1::PairSummary>) -> Vec<v1::PairSummary> {
+        let state = self.lock();
+        for pair in &mut pairs {
+            pair.user = state.workers.get(&pair.worker_id).map(|w| w.user.clone()).unwrap_or_default();
+        }
+        pairs
+    }
+
     /// Workers and their leases.
     pub fn workers(&self) -> Vec<v1::WorkerInfo> {
         let state = self.lock();

@@ -151,16 +151,17 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
         }
         Change::NewLease { lease, next_unit } => {
             sqlx::query(
-                "INSERT INTO leases (id, job_id, worker_id, units, state, created_ms, probe) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                "INSERT INTO leases (id, job_id, worker_id, units, state, created_ms, probe, cores) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
             )
             .bind(lease.id)
             .bind(lease.job_id)
             .bind(lease.worker_id)
             .bind(units_text(&lease.units))
             .bind(&lease.state)
-            .bind(now)
+            .bind(lease.created_ms)
             .bind(&lease.probe)
+            .bind(lease.cores)
             .execute(&mut *conn)
             .await?;
             sqlx::query("UPDATE jobs SET next_unit = $1 WHERE id = $2 AND next_unit < $1")
@@ -379,15 +380,16 @@ const INSERT_SIZES: [usize; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 /// by name in a list as long as the statement's parameters, which made a statement's
 /// binding grow with the square of its rows.
 fn units_insert(dialect: Dialect, rows: usize) -> String {
+    const UNIT_COLUMNS: usize = 14;
     let mut sql = String::from(
         "INSERT INTO units (job_id, unit, lease_id, worker_id, first_points, second_points, reasons, records, \
-         file, file_offset, length, created_ms) VALUES ",
+         file, file_offset, length, created_ms, cpu_ms, games) VALUES ",
     );
     for index in 0..rows {
-        let first = index * 12;
+        let first = index * UNIT_COLUMNS;
         let placeholders: Vec<String> = match dialect {
-            Dialect::Sqlite => vec!["?".to_owned(); 12],
-            Dialect::Postgres => (first + 1..=first + 12).map(|n| format!("${n}")).collect(),
+            Dialect::Sqlite => vec!["?".to_owned(); UNIT_COLUMNS],
+            Dialect::Postgres => (first + 1..=first + UNIT_COLUMNS).map(|n| format!("${n}")).collect(),
         };
         sql.push_str(if index == 0 { "(" } else { ", (" });
         sql.push_str(&placeholders.join(", "));
@@ -448,7 +450,9 @@ async fn insert_units(
                 .bind(row.file.clone())
                 .bind(row.offset)
                 .bind(row.length)
-                .bind(row.created_ms);
+                .bind(row.created_ms)
+                .bind(row.cpu_ms)
+                .bind(row.games);
         }
         for returned in query.fetch_all(&mut *conn).await? {
             let key: (i64, i64, i64) = (returned.try_get(0)?, returned.try_get(1)?, returned.try_get(2)?);
@@ -486,7 +490,7 @@ pub(super) async fn set_aside_units(
         return Ok(Vec::new());
     }
     const COLUMNS: &str = "job_id, unit, lease_id, worker_id, first_points, second_points, reasons, records, file, \
-                           file_offset, length, created_ms";
+                           file_offset, length, created_ms, cpu_ms, games";
     let copy = format!(
         "INSERT INTO set_aside_units ({COLUMNS}, set_aside_ms) SELECT {COLUMNS}, $1 FROM units \
          WHERE job_id = $2 AND worker_id = $3 ON CONFLICT DO NOTHING"

@@ -4,12 +4,13 @@
 use crate::storage::counts::add_points;
 use crate::storage::rows::{
     AuditRow, DoneUnit, IndexedArtifact, JobRow, LeaseRow, MachineRow, Recheck, Recount, ReportedFailure, Snapshot,
-    Suspicion, TokenRow, TournamentRow, UnitFile, UserRow, WorkerRow, abandoned_games, job_from_row, net_from_row,
-    parse_units,
+    Suspicion, Tally, TokenRow, TournamentRow, UnitFile, UserRow, WorkerCredit, WorkerRow, abandoned_games,
+    job_from_row, net_from_row, parse_units,
 };
 use crate::storage::rows::{job_columns, net_columns};
 use crate::storage::{Storage, StorageError};
 use sqlx::Row;
+use std::collections::BTreeMap;
 use xq_proto::v1;
 
 impl Storage {
@@ -38,9 +39,11 @@ impl Storage {
         {
             snapshot.jobs.push(job_from_row(&row)?);
         }
-        for row in sqlx::query("SELECT id, job_id, worker_id, units, state, probe FROM leases WHERE state = 'active'")
-            .fetch_all(&self.pool)
-            .await?
+        for row in sqlx::query(
+            "SELECT id, job_id, worker_id, units, state, probe, cores, created_ms FROM leases WHERE state = 'active'",
+        )
+        .fetch_all(&self.pool)
+        .await?
         {
             let units: String = row.try_get("units")?;
             snapshot.active_leases.push(LeaseRow {
@@ -50,6 +53,8 @@ impl Storage {
                 units: parse_units(&units)?,
                 state: row.try_get("state")?,
                 probe: row.try_get("probe")?,
+                cores: row.try_get("cores")?,
+                created_ms: row.try_get("created_ms")?,
             });
         }
         for row in sqlx::query("SELECT id, job_id, probe FROM leases WHERE probe <> ''").fetch_all(&self.pool).await? {
@@ -288,6 +293,35 @@ impl Storage {
         rows.iter().map(|r| Ok(r.try_get("id")?)).collect()
     }
 
+    /// Each worker's counted units summed: core-milliseconds, games and units, all
+    /// time and since `recent_ms` ([`crate::scheduler::credit`]).
+    pub async fn credit_by_worker(&self, recent_ms: i64) -> Result<BTreeMap<i64, WorkerCredit>, StorageError> {
+        let rows = sqlx::query(
+            "SELECT worker_id, CAST(SUM(cpu_ms) AS BIGINT) AS cpu_ms, CAST(SUM(games) AS BIGINT) AS games, \
+             COUNT(*) AS units, \
+             CAST(SUM(CASE WHEN created_ms >= $1 THEN cpu_ms ELSE 0 END) AS BIGINT) AS recent_cpu_ms, \
+             CAST(SUM(CASE WHEN created_ms >= $1 THEN games ELSE 0 END) AS BIGINT) AS recent_games, \
+             CAST(SUM(CASE WHEN created_ms >= $1 THEN 1 ELSE 0 END) AS BIGINT) AS recent_units \
+             FROM units GROUP BY worker_id",
+        )
+        .bind(recent_ms)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut credit = BTreeMap::new();
+        for row in rows {
+            let tally = |prefix: &str| -> Result<Tally, sqlx::Error> {
+                Ok(Tally {
+                    cpu_ms: row.try_get(format!("{prefix}cpu_ms").as_str())?,
+                    games: row.try_get(format!("{prefix}games").as_str())?,
+                    units: row.try_get(format!("{prefix}units").as_str())?,
+                })
+            };
+            let worker = WorkerCredit { all_time: tally("")?, recent: tally("recent_")? };
+            credit.insert(row.try_get("worker_id")?, worker);
+        }
+        Ok(credit)
+    }
+
     /// Bytes of games and training data stored for the jobs `submitter` created.
     pub async fn stored_bytes_of(&self, submitter: &str) -> Result<u64, StorageError> {
         let units = sqlx::query(
@@ -353,6 +387,8 @@ impl Storage {
                     time_ms: r.try_get("created_ms")?,
                     points: points.iter().map(|&p| p.clamp(0, 2) as u32).collect(),
                     reasons: reasons.split('|').map(str::to_owned).collect(),
+                    // Storage knows workers, not who they are: the scheduler fills it.
+                    user: String::new(),
                 })
             })
             .collect()

@@ -72,6 +72,11 @@ pub struct LeaseRow {
     pub state: String,
     /// An SPSA lease's probe (see `crate::jobs::spsa`); empty for other jobs.
     pub probe: String,
+    /// The cores of its worker it holds: what its time is credited at.
+    pub cores: i64,
+    /// When it was taken, in milliseconds since the Unix epoch: set by the scheduler,
+    /// so that credit measured in memory and the row agree.
+    pub created_ms: i64,
 }
 
 /// A worker row.
@@ -158,6 +163,35 @@ pub struct UnitRow {
     /// When it counted, in milliseconds since the Unix epoch: set by the scheduler,
     /// so that the course it keeps in memory and the one read back agree.
     pub created_ms: i64,
+    /// The core-milliseconds its worker is credited with for it, and the games it
+    /// played: set by the scheduler when it counts ([`crate::scheduler::credit`]).
+    pub cpu_ms: i64,
+    pub games: i64,
+}
+
+/// Counted units summed: their core-milliseconds, games and number.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub cpu_ms: i64,
+    pub games: i64,
+    pub units: i64,
+}
+
+/// A worker's (or a user's) counted units summed: all time, and recent ones.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkerCredit {
+    pub all_time: Tally,
+    pub recent: Tally,
+}
+
+impl WorkerCredit {
+    pub fn add(&mut self, other: WorkerCredit) {
+        for (total, more) in [(&mut self.all_time, other.all_time), (&mut self.recent, other.recent)] {
+            total.cpu_ms += more.cpu_ms;
+            total.games += more.games;
+            total.units += more.units;
+        }
+    }
 }
 
 /// Where a stored unit's bytes are.

@@ -373,6 +373,8 @@ mod tests {
             offset: 0,
             length: 0,
             created_ms: 0,
+            cpu_ms: 0,
+            games: 0,
         };
         Change::Units { job_id: 1, lease_id: 1, worker_id: 1, by_records: true, rows: vec![row] }
     }
@@ -389,6 +391,8 @@ mod tests {
             units: vec![0],
             state: "active".to_owned(),
             probe: String::new(),
+            cores: 1,
+            created_ms: 0,
         };
         let lease = Change::NewLease { lease: row, next_unit: 1 };
         let ended = Change::LeaseState { id: 1, state: "done".to_owned() };

@@ -278,6 +278,19 @@ async fn a_running_test_lives_on_its_pages_in_a_real_browser() {
         assert_eq!(cells["User"], json!(if w1.user.is_empty() { "–" } else { w1.user.as_str() }), "{cells}");
         assert_eq!(cells["Units done"], json!(w1.units_done.to_string()), "{cells}");
         screenshot(browser, &format!("workers-{label}")).await;
+        // The contributors page shows the machine's credit as the API sums it.
+        browser.goto(&format!("{base}/contributors")).await.unwrap();
+        text(browser, "#machines tr[data-worker-id]").await;
+        let script = "return Object.fromEntries([...document.querySelector('#machines tr[data-worker-id]').cells]\
+                      .map(c => [c.dataset.label, c.textContent]));";
+        let cells = browser.execute(script, vec![]).await.unwrap();
+        let listed = admin.list_contributors(v1::ListContributorsRequest {}).await.unwrap().into_inner();
+        let all = listed.machines[0].credit.unwrap().all_time.unwrap();
+        assert_eq!((&cells["Machine"], &cells["Games"]), (&json!("w1"), &json!(all.games.to_string())), "{cells}");
+        assert_eq!(cells["Core-hours"], json!(format!("{:.2}", all.cpu_hours)), "{cells}");
+        assert!(all.games >= 2, "{listed:?}");
+        assert!(!overflows(browser).await, "the contributors page is wider than a {width} px window");
+        screenshot(browser, &format!("contributors-{label}")).await;
         let shown = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
         let penta: Vec<String> = shown.totals.unwrap().pentanomial.iter().map(u64::to_string).collect();
         browser.goto(&format!("{base}/sprt?elo0=0&elo1=10&penta={}", penta.join(","))).await.unwrap();

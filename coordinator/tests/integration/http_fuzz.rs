@@ -115,7 +115,7 @@ const BODIES: &[&str] = &[
 fn path(random: &mut Random, job: u64) -> String {
     let job = if random.below(3) == 0 { job.to_string() } else { random.pick(NUMBERS).to_owned() };
     let unit = random.pick(NUMBERS);
-    let base = match random.below(24) {
+    let base = match random.below(25) {
         0 => "/api/v1/jobs".to_owned(),
         1 => format!("/api/v1/jobs/{job}"),
         2 => format!("/api/v1/jobs/{job}/history"),
@@ -139,6 +139,7 @@ fn path(random: &mut Random, job: u64) -> String {
         20 => format!("/api/v1/jobs/{job}/parting.pgn"),
         21 => "/api/v1/artifacts".to_owned(),
         22 => "/api/v1/tests".to_owned(),
+        23 => "/api/v1/contributors".to_owned(),
         _ => format!("/api/v1/{}", random.pick(VALUES)),
     };
     let mut query = Vec::new();

@@ -45,4 +45,5 @@ mod tls;
 mod tournaments;
 mod training_loop;
 mod verification;
+mod volunteers;
 mod what_it_tests;

@@ -1,11 +1,11 @@
 //! The storage suite, run against SQLite and PostgreSQL alike.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use xq_coordinator::storage::Storage;
 use xq_coordinator::storage::changes::Change;
 use xq_coordinator::storage::counts::OverTheBoard;
-use xq_coordinator::storage::rows::{JobRow, LeaseRow, Recount, TokenRow, UnitRow, WorkerRow};
+use xq_coordinator::storage::rows::{JobRow, LeaseRow, Recount, Tally, TokenRow, UnitRow, WorkerCredit, WorkerRow};
 use xq_coordinator::storage::writer::{BATCH_INTERVAL, Writer};
 
 use crate::common::{BACKENDS, Backend, TempDir, fresh_database};
@@ -59,6 +59,8 @@ fn unit(unit: u64, points: [i64; 2]) -> UnitRow {
         offset: 0,
         length: 0,
         created_ms: 1_000 + unit as i64,
+        cpu_ms: 100 + unit as i64,
+        games: 2,
     }
 }
 
@@ -105,6 +107,8 @@ async fn rows_round_trip_and_the_snapshot_holds_what_was_written() {
             units: vec![0, 1, 2],
             state: "active".to_owned(),
             probe: "0:+-".to_owned(),
+            cores: 2,
+            created_ms: 500,
         };
         writer.write(Change::NewLease { lease: lease.clone(), next_unit: 3 }).await.unwrap();
         writer
@@ -150,6 +154,11 @@ async fn rows_round_trip_and_the_snapshot_holds_what_was_written() {
         let slice = &text[files[1].offset as usize..(files[1].offset + files[1].length) as usize];
         assert_eq!(slice, b"[Round \"2\"]\n\n*\n\n");
         assert_eq!(storage.unit_files(7, Some(0), 10).await.unwrap().len(), 1);
+        // Credit sums the counted units' (#56 part 3): unit 2 counted at 1,002 ms.
+        let units = |cpu_ms, games, units| Tally { cpu_ms, games, units };
+        let credit = storage.credit_by_worker(1_001).await.unwrap();
+        let expected = WorkerCredit { all_time: units(202, 4, 2), recent: units(102, 2, 1) };
+        assert_eq!(credit, BTreeMap::from([(3, expected)]), "{backend:?}");
     }
 }
 

@@ -251,6 +251,14 @@ impl v1::client_server::Client for ClientApi {
         Ok(Response::new(v1::ListWorkersReply { workers: self.0.scheduler.workers() }))
     }
 
+    async fn list_contributors(
+        &self,
+        request: Request<v1::ListContributorsRequest>,
+    ) -> Result<Response<v1::ContributorsReply>, Status> {
+        client_of(&request)?;
+        Ok(Response::new(self.0.contributors().await?))
+    }
+
     async fn create_worker_token(
         &self,
         request: Request<v1::CreateWorkerTokenRequest>,

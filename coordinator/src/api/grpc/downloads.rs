@@ -74,6 +74,7 @@ impl Shared {
             .pairs(request.job_id as i64, request.after, i64::from(limit))
             .await
             .map_err(|e| Status::unavailable(e.to_string()))?;
+        let pairs = self.scheduler.with_users(pairs);
         Ok(v1::ListPairsReply { pairs })
     }
 

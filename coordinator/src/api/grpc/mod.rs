@@ -92,6 +92,15 @@ pub struct Shared {
     pub login_attempts: Arc<crate::access::accounts::LoginAttempts>,
     /// Places for hashing passwords (memory-hard: one a core, like replays).
     pub password_work: Arc<tokio::sync::Semaphore>,
+    /// The contributors' list as last summed.
+    pub contributors: Arc<crate::scheduler::credit::Contributors>,
+}
+
+impl Shared {
+    /// The contributors' list: what the gRPC method and the dashboard's API answer.
+    pub async fn contributors(&self) -> Result<v1::ContributorsReply, Status> {
+        self.contributors.list(&self.storage, &self.scheduler).await.map_err(|e| Status::unavailable(e.to_string()))
+    }
 }
 
 /// The places of [`Shared::replays`]: this machine's cores.

@@ -129,6 +129,8 @@ impl WorkerApi {
                 offset: 0,
                 length: 0,
                 created_ms: 0,
+                cpu_ms: 0,
+                games: 0,
             });
         }
         let reported_wdl = [cumulative.wins, cumulative.draws, cumulative.losses];
@@ -244,6 +246,8 @@ impl WorkerApi {
             offset: 0,
             length,
             created_ms: 0,
+            cpu_ms: 0,
+            games: 0,
         };
         let stop = self.0.scheduler.record_units(worker, context, vec![row], true).await?;
         Ok(v1::ReportReply { stop })

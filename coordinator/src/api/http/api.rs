@@ -348,6 +348,14 @@ pub async fn workers(
     Ok(Json(v1::ListWorkersReply { workers: dashboard.shared.scheduler.workers() }))
 }
 
+pub async fn contributors(
+    State(dashboard): State<Dashboard>,
+    headers: HeaderMap,
+) -> Result<Json<v1::ContributorsReply>, ApiError> {
+    may_read(&dashboard, &headers)?;
+    Ok(Json(dashboard.shared.contributors().await?))
+}
+
 /// Which nets: one lineage's, or all.
 #[derive(Debug, Deserialize)]
 pub struct NetsQuery {

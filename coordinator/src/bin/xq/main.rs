@@ -172,6 +172,9 @@ enum Command {
     },
     /// Lists workers.
     Workers,
+    /// Lists the contributors: each user's and machine's core-hours and games, all
+    /// time and the last 30 days.
+    Contributors,
     /// Creates a worker token (shown once).
     WorkerToken { name: String },
     /// Creates a worker key of your user (shown once): `xq-worker connect --key-file`
@@ -337,6 +340,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Approve { job } => jobs::approve(client, job).await,
         Command::Pgn { job, tournament, out } => jobs::download_pgn(client, job, tournament, out).await,
         Command::Workers => workers::list(client).await,
+        Command::Contributors => workers::contributors(client).await,
         Command::WorkerToken { name } => workers::create_token(client, name).await,
         Command::WorkerKey { name } => workers::create_key(client, name).await,
         Command::RetireMachine { worker } => workers::retire(client, worker).await,

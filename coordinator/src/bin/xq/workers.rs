@@ -28,6 +28,27 @@ pub async fn list(client: &mut Client) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `xq contributors`: users, then machines, by all-time core-hours.
+pub async fn contributors(client: &mut Client) -> anyhow::Result<()> {
+    let reply = client.list_contributors(v1::ListContributorsRequest {}).await?.into_inner();
+    let credit = |credit: Option<v1::Contribution>| {
+        let credit = credit.unwrap_or_default();
+        let (all, recent) = (credit.all_time.unwrap_or_default(), credit.last_30_days.unwrap_or_default());
+        format!(
+            "{:.2} core-hours, {} games (last 30 days: {:.2} core-hours, {} games)",
+            all.cpu_hours, all.games, recent.cpu_hours, recent.games
+        )
+    };
+    for user in reply.users {
+        out!("user {}: {} machines, {}", user.user, user.machines, credit(user.credit));
+    }
+    for machine in reply.machines {
+        let user = if machine.user.is_empty() { String::new() } else { format!(" ({})", machine.user) };
+        out!("worker {} {}{user}: {}", machine.worker_id, machine.name, credit(machine.credit));
+    }
+    Ok(())
+}
+
 /// `xq worker-token`: a new worker's token, printed once.
 pub async fn create_token(client: &mut Client, name: String) -> anyhow::Result<()> {
     out!("{}", client.create_worker_token(v1::CreateWorkerTokenRequest { name }).await?.into_inner().token);

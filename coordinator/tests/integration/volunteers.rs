@@ -1,0 +1,264 @@
+//! #56's scenario: volunteers join a coordinator in approval mode from the command
+//! line, one user's key runs two real worker machines that play a test, and the
+//! contributors' list credits both machines' CPU time and games to that user, equal to
+//! the leases' own accounting in storage.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use sqlx::Row;
+use tokio::process::{Child, Command};
+use xq_proto::v1;
+
+use crate::cluster::{start_coordinator_with, token, wait_for, xq_at};
+use crate::common::{TempDir, binary, client, upload};
+use crate::dashboard::get_json;
+
+/// Runs `xq` at `address` with `args` (no token of the data directory: the caller
+/// gives one, or none), `XQ_PASSWORD` set to `password`; returns its standard output.
+fn xq_as(address: std::net::SocketAddr, args: &[&str], password: &str) -> String {
+    let output = std::process::Command::new(binary("xq"))
+        .args(["--coordinator", &format!("http://{address}")])
+        .args(args)
+        .env("XQ_PASSWORD", password)
+        .env("HOME", "/nonexistent")
+        .env_remove("XDG_CONFIG_HOME")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "xq {args:?}: {text}{}", String::from_utf8_lossy(&output.stderr));
+    text
+}
+
+/// A volunteer's machine: `xq-worker connect --key-file` with its own cache.
+fn machine(address: std::net::SocketAddr, key_file: &Path, cache: &Path, name: &str) -> Child {
+    Command::new(binary("xq-worker"))
+        .args(["connect", "--concurrency", "1", "--no-sandbox", "--name", name])
+        .args(["--coordinator", &format!("http://{address}"), "--key-file"])
+        .arg(key_file)
+        .arg("--cache")
+        .arg(cache)
+        .env_remove("XQ_WORKER_TOKEN")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
+/// Each worker's core-milliseconds as its leases account for them in storage: each
+/// lease's cores times the time from its taking to its last counted unit.
+async fn leases_accounting(data: &Path) -> Vec<(u64, i64)> {
+    let storage = xq_coordinator::storage::Storage::open(&xq_coordinator::storage::sqlite_url(data)).await.unwrap();
+    let rows = sqlx::query(
+        "SELECT l.worker_id AS worker, l.cores AS cores, l.created_ms AS taken, MAX(u.created_ms) AS last \
+         FROM leases l JOIN units u ON u.lease_id = l.id GROUP BY l.id, l.worker_id, l.cores, l.created_ms",
+    )
+    .fetch_all(storage.pool())
+    .await
+    .unwrap();
+    let mut by_worker = std::collections::BTreeMap::<u64, i64>::new();
+    for row in rows {
+        let (cores, taken, last): (i64, i64, i64) =
+            (row.try_get("cores").unwrap(), row.try_get("taken").unwrap(), row.try_get("last").unwrap());
+        *by_worker.entry(row.try_get::<i64, _>("worker").unwrap() as u64).or_default() += cores * (last - taken);
+    }
+    by_worker.into_iter().collect()
+}
+
+/// The issue's scenario, up to credit: the coordinator in approval mode; alice and bob
+/// sign up with `xq signup`, wait, and are accepted by the admin; alice logs in, makes
+/// a worker key and runs it on two machines; the admin's test of our engine against
+/// itself at depth 1 is played by both; the contributors' list (gRPC, the dashboard's
+/// JSON and `xq contributors`) credits each machine with what its leases account for
+/// in storage and alice with their sum, no more than a core's time while it ran, and
+/// two games a counted pair.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_volunteers_join_and_one_s_two_machines_are_credited_what_their_leases_held() {
+    let dir = TempDir::new("volunteers");
+    let (_coordinator, address) = start_coordinator_with(
+        &dir.0,
+        0,
+        &["--work-seconds", "15", "--lease-seconds", "10", "--signup", "approval"],
+        &[],
+    )
+    .await;
+    let mut admin = client(address, &token(&dir.0)).await;
+    let passwords = [("alice", "alice's long password"), ("bob", "bob's long password!")];
+    for (name, password) in passwords {
+        let said = xq_as(address, &["signup", name], password);
+        assert!(said.contains("an admin or an approver accepts you"), "{said}");
+    }
+    let pending = xq_at(address, &dir.0, &["users", "list"]);
+    assert!(pending.contains("alice") && pending.contains("pending"), "{pending}");
+    for (name, _) in passwords {
+        xq_at(address, &dir.0, &["users", "accept", name]);
+    }
+    let alice_token = dir.0.join("alice-token");
+    xq_as(address, &["login", "alice", "--save", alice_token.to_str().unwrap()], passwords[0].1);
+    let key = xq_as(address, &["--token-file", alice_token.to_str().unwrap(), "worker-key", "lab"], "");
+    let key_file = dir.0.join("key");
+    std::fs::write(&key_file, key).unwrap();
+
+    let engine = upload(&mut admin, "xq-engine", "engine", &std::fs::read(binary("xq-engine")).unwrap()).await.unwrap();
+    let new = v1::EngineSpec {
+        name: "new".to_owned(),
+        binary: Some(engine),
+        protocol: "uci".to_owned(),
+        ..Default::default()
+    };
+    let mut base = v1::EngineSpec { name: "base".to_owned(), ..new.clone() };
+    base.options.insert("Depth Limit".to_owned(), "1".to_owned());
+    let request = v1::CreateTestRequest {
+        new_engine: Some(new),
+        base_engine: Some(base),
+        time_control: "depth=3".to_owned(),
+        rules: "wxf".to_owned(),
+        variant: "xiangqi".to_owned(),
+        max_plies: 160,
+        pairs: 12,
+        ..Default::default()
+    };
+    let job = admin.create_test(request).await.unwrap().into_inner().job_id;
+    let started = Instant::now();
+    let machines = [
+        machine(address, &key_file, &dir.0.join("a"), "machine-a"),
+        machine(address, &key_file, &dir.0.join("b"), "machine-b"),
+    ];
+    let done = wait_for(&mut admin, job, Duration::from_secs(600), "the test to end", |j| j.state != "running").await;
+    let ran_ms = started.elapsed().as_millis() as i64;
+    assert_eq!(done.units_done, 12, "{done:?}");
+    let workers = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
+    assert!(workers.iter().all(|w| w.user == "alice"), "{workers:?}");
+    assert!(workers.iter().filter(|w| w.units_done > 0).count() == 2, "both machines played: {workers:?}");
+
+    let accounted = leases_accounting(&dir.0).await;
+    assert_eq!(accounted.len(), 2, "{accounted:?}");
+    // The list is summed again once the jobs stop changing and a few seconds passed.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let reply = loop {
+        let reply = admin.list_contributors(v1::ListContributorsRequest {}).await.unwrap().into_inner();
+        let credited: Vec<(u64, i64)> = {
+            let mut list: Vec<_> = reply
+                .machines
+                .iter()
+                .map(|m| (m.worker_id, m.credit.unwrap().all_time.unwrap().cpu_ms as i64))
+                .collect();
+            list.sort();
+            list
+        };
+        if credited == accounted {
+            break reply;
+        }
+        assert!(Instant::now() < deadline, "credited {credited:?}, the leases account for {accounted:?}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let total: i64 = accounted.iter().map(|(_, ms)| ms).sum();
+    assert_eq!(reply.users.len(), 1, "bob has no machine: {reply:?}");
+    let alice = &reply.users[0];
+    let (all, recent) = {
+        let credit = alice.credit.unwrap();
+        (credit.all_time.unwrap(), credit.last_30_days.unwrap())
+    };
+    assert_eq!((alice.user.as_str(), alice.machines), ("alice", 2));
+    assert_eq!((all.cpu_ms as i64, all.games, all.units), (total, 24, 12));
+    assert_eq!(all, recent, "all of it in the last 30 days");
+    assert!((all.cpu_hours - total as f64 / 3_600_000.0).abs() < 1e-9);
+    for (worker, cpu_ms) in &accounted {
+        assert!(*cpu_ms > 0 && *cpu_ms <= ran_ms, "worker {worker}: {cpu_ms} ms of one core in {ran_ms} ms");
+    }
+    // The dashboard's JSON is the same view; `xq contributors` prints it.
+    let json = get_json(&format!("http://{address}/api/v1/contributors")).await;
+    assert_eq!(json["users"][0]["user"], "alice", "{json}");
+    assert_eq!(json["users"][0]["credit"]["all_time"]["games"], serde_json::json!(24), "{json}");
+    let printed = xq_at(address, &dir.0, &["contributors"]);
+    assert!(printed.starts_with("user alice: 2 machines, "), "{printed}");
+    assert!(printed.contains("24 games"), "{printed}");
+    drop(machines);
+}
+
+/// Each machine's all-time core-milliseconds in the contributors' list, once it is
+/// summed again (a few seconds after the last change at most).
+async fn credited(admin: &mut crate::common::Client, worker: u64, expected: impl Fn(i64) -> bool) -> i64 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let reply = admin.list_contributors(v1::ListContributorsRequest {}).await.unwrap().into_inner();
+        let cpu_ms = reply
+            .machines
+            .iter()
+            .find(|m| m.worker_id == worker)
+            .map_or(0, |m| m.credit.unwrap().all_time.unwrap().cpu_ms as i64);
+        if expected(cpu_ms) {
+            return cpu_ms;
+        }
+        assert!(Instant::now() < deadline, "worker {worker} credited {cpu_ms} ms: {reply:?}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The attacks on credit (#56 part 5): a worker that holds a lease without playing and
+/// reports long after it expired is credited only up to the expiry; a refused report
+/// earns nothing; a quarantined worker's counted units are set aside and their credit
+/// with them.
+#[tokio::test]
+async fn credit_is_not_inflated_by_held_leases_refused_reports_or_quarantined_work() {
+    use crate::common::{pair, registered_worker_token, serve, test_request, totals};
+    use xq_coordinator::scheduler::config::SchedulerConfig;
+    let config = SchedulerConfig {
+        lease_ttl: Duration::from_millis(600),
+        lease_seconds: 60.0,
+        reference_nps: 0,
+        ..Default::default()
+    };
+    let served = serve(crate::common::Backend::Sqlite, config).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let request = test_request(&mut admin, 100, None).await;
+    let job = admin.create_test(request).await.unwrap().into_inner().job_id;
+    let (mut holder, _) = registered_worker_token(&served, "holder", &[]).await;
+    let (mut refused, _) = registered_worker_token(&served, "refused", &[]).await;
+    let workers = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
+    let id = |name: &str| workers.iter().find(|w| w.capabilities.as_ref().unwrap().name == name).unwrap().worker_id;
+    let (holder_id, refused_id) = (id("holder"), id("refused"));
+    let cores = 1;
+    let lease = holder.lease(v1::LeaseRequest { concurrency: cores }).await.unwrap().into_inner().lease.unwrap();
+    let taken = Instant::now();
+    // No heartbeats: the lease expires within a second; the report comes after three.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let points = [[2, 0]];
+    let late = v1::ReportPairsRequest {
+        lease_id: lease.lease_id,
+        pairs: vec![pair(lease.units[0], points[0])],
+        cumulative: Some(totals(&points)),
+        ..Default::default()
+    };
+    holder.report_pairs(late).await.unwrap();
+    let waited = taken.elapsed().as_millis() as i64;
+    let state = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
+    assert_eq!(state.units_done, 1, "a late unit still counts");
+    let held = credited(&mut admin, holder_id, |ms| ms > 0).await;
+    assert!(held <= 1_600, "credited {held} ms of the {waited} ms it held the lease: only until it expired");
+
+    // A report the coordinator refuses (totals that do not add up) earns nothing.
+    let lease = refused.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let bad = v1::ReportPairsRequest {
+        lease_id: lease.lease_id,
+        pairs: vec![pair(lease.units[0], [2, 2])],
+        cumulative: Some(totals(&[[0, 0], [0, 1]])),
+        ..Default::default()
+    };
+    assert!(refused.report_pairs(bad).await.is_err());
+
+    // Quarantined: its counted pairs are set aside, and their credit with them.
+    let quarantine = v1::SetWorkerStandingRequest {
+        worker_id: holder_id,
+        standing: "quarantined".to_owned(),
+        reason: "drill".to_owned(),
+    };
+    admin.set_worker_standing(quarantine).await.unwrap();
+    credited(&mut admin, holder_id, |ms| ms == 0).await;
+    // Summed after the refused report too.
+    assert_eq!(credited(&mut admin, refused_id, |_| true).await, 0);
+    let state = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
+    assert_eq!(state.units_done, 0, "its pairs set aside");
+}
