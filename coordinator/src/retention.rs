@@ -67,6 +67,7 @@ pub async fn collect_artifacts(shared: &Shared, now_ms: i64) -> Result<Vec<Strin
     let mut named = shared.scheduler.artifacts_named_by_jobs();
     named.extend(shared.nets.list("", &shared.scheduler).into_iter().filter_map(|n| n.artifact).map(|a| a.sha256));
     named.extend(shared.default_book.lock().await.as_ref().map(|book| book.sha256.clone()));
+    named.extend(shared.scheduler.release().map(|release| release.sha256));
     let mut collected = Vec::new();
     for sha256 in candidates.into_iter().filter(|sha256| !named.contains(sha256)) {
         shared.scheduler.remove_artifact(&sha256).await?;

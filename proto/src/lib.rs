@@ -6,6 +6,7 @@ pub mod builds;
 pub mod client;
 pub mod failure;
 pub mod process;
+pub mod release;
 
 /// Version 1 of the contract.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]

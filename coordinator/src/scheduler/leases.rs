@@ -83,7 +83,7 @@ impl Scheduler {
             lease_seconds: u32::MAX,
             work: Some(work),
         };
-        v1::LeaseReply { lease: Some(lease) }.encoded_len()
+        v1::LeaseReply { lease: Some(lease), required_release: None }.encoded_len()
     }
 
     /// Leases work to `worker`, or `None` when there is none it can run.

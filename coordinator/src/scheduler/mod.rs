@@ -29,6 +29,7 @@ pub mod machines;
 pub mod pace;
 pub mod rechecks;
 pub mod registration;
+pub mod releases;
 pub mod reports;
 pub mod startup;
 pub mod tokens;
@@ -405,6 +406,8 @@ pub(super) struct State {
     users: HashMap<String, users::UserState>,
     /// Machines enrolled with worker keys: by key hash and machine id, their workers.
     machines: HashMap<(String, String), u64>,
+    /// The worker release last published: workers of another version are leased none.
+    release: Option<v1::WorkerRelease>,
     next_job: u64,
     next_lease: u64,
     next_worker: u64,

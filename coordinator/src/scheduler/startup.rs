@@ -71,7 +71,7 @@ impl Scheduler {
         config: SchedulerConfig,
         metrics: Arc<Metrics>,
     ) -> Self {
-        let mut state = State::default();
+        let mut state = State { release: snapshot.release, ..State::default() };
         for token in snapshot.tokens.into_iter().filter(|t| t.revoked_ms == 0) {
             let principal = stored_principal(&token.role, token.worker_id);
             if let Err(problem) = &principal {

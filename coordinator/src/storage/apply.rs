@@ -212,6 +212,19 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
         Change::FailuresCleared { job_id } => {
             sqlx::query("DELETE FROM failures WHERE job_id = $1").bind(job_id).execute(&mut *conn).await?;
         }
+        Change::WorkerRelease(release) => {
+            sqlx::query(
+                "INSERT INTO worker_releases (published_ms, version, sha256, size, signature) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(release.published_ms)
+            .bind(&release.version)
+            .bind(&release.sha256)
+            .bind(release.size as i64)
+            .bind(&release.signature)
+            .execute(&mut *conn)
+            .await?;
+        }
         Change::Failure { job_id, failure } => {
             sqlx::query(
                 "INSERT INTO failures (job_id, worker_id, kind, engine, detail, time_ms) \

@@ -82,6 +82,8 @@ pub enum Change {
     FailuresCleared {
         job_id: i64,
     },
+    /// A worker release published: the one workers must run from now on.
+    WorkerRelease(xq_proto::v1::WorkerRelease),
     /// A failure a worker reported on job `job_id` (see [`ReportedFailure`]).
     Failure {
         job_id: i64,

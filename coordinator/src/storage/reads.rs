@@ -115,6 +115,17 @@ impl Storage {
                 time_ms: row.try_get("time_ms")?,
             });
         }
+        let release = "SELECT published_ms, version, sha256, size, signature FROM worker_releases \
+                       ORDER BY published_ms DESC LIMIT 1";
+        if let Some(row) = sqlx::query(release).fetch_optional(&self.pool).await? {
+            snapshot.release = Some(v1::WorkerRelease {
+                version: row.try_get("version")?,
+                sha256: row.try_get("sha256")?,
+                size: row.try_get::<i64, _>("size")?.max(0) as u64,
+                signature: row.try_get("signature")?,
+                published_ms: row.try_get("published_ms")?,
+            });
+        }
         let rechecks = "SELECT job_id, unit, first_worker_id, second_worker_id, second_file FROM rechecks \
                         ORDER BY job_id, unit";
         for row in sqlx::query(rechecks).fetch_all(&self.pool).await? {

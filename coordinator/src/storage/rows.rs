@@ -320,6 +320,8 @@ pub struct Snapshot {
     pub rechecks: HashMap<i64, Vec<Recheck>>,
     /// The failures workers reported, by job, oldest first.
     pub failures: HashMap<i64, Vec<ReportedFailure>>,
+    /// The worker release last published, which workers must run.
+    pub release: Option<xq_proto::v1::WorkerRelease>,
 }
 
 /// A failure a worker reported on one of a job's leases (`xq_proto::failure`): the

@@ -168,6 +168,18 @@ fn methods(job: u64, lease: &v1::Lease) -> Vec<Method> {
         client_method("/xq.v1.Client/ListWorkers", vec![v1::ListWorkersRequest {}.encode_to_vec()]),
         client_method("/xq.v1.Client/ListContributors", vec![v1::ListContributorsRequest {}.encode_to_vec()]),
         client_method(
+            "/xq.v1.Client/PublishWorkerRelease",
+            vec![
+                v1::WorkerRelease {
+                    version: "0.2.0".to_owned(),
+                    sha256: "ab".repeat(32),
+                    signature: "cd".repeat(64),
+                    ..Default::default()
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        client_method(
             "/xq.v1.Client/CreateWorkerToken",
             vec![v1::CreateWorkerTokenRequest { name: "fuzzed".to_owned() }.encode_to_vec()],
         ),

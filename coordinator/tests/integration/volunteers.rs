@@ -1,7 +1,9 @@
 //! #56's scenario: volunteers join a coordinator in approval mode from the command
-//! line, one user's key runs two real worker machines that play a test, and the
+//! line, one user's key runs two real worker machines that play a test, the
 //! contributors' list credits both machines' CPU time and games to that user, equal to
-//! the leases' own accounting in storage.
+//! the leases' own accounting in storage, and a newer worker release the operator
+//! publishes is installed by both machines, which go on working; releases that are not
+//! the operator's, or not what was signed, are refused. And the attacks on credit.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -30,20 +32,54 @@ fn xq_as(address: std::net::SocketAddr, args: &[&str], password: &str) -> String
     text
 }
 
-/// A volunteer's machine: `xq-worker connect --key-file` with its own cache.
-fn machine(address: std::net::SocketAddr, key_file: &Path, cache: &Path, name: &str) -> Child {
-    Command::new(binary("xq-worker"))
-        .args(["connect", "--concurrency", "1", "--no-sandbox", "--name", name])
+/// A volunteer's machine: `program connect --key-file` with its own cache, trusting
+/// releases signed with `release_key`, its standard error in `log`.
+fn machine(address: std::net::SocketAddr, program: &Path, key_file: &Path, release_key: &str, name: &str) -> Child {
+    let home = program.parent().unwrap();
+    Command::new(program)
+        .args(["connect", "--concurrency", "1", "--no-sandbox", "--name", name, "--release-key", release_key])
         .args(["--coordinator", &format!("http://{address}"), "--key-file"])
         .arg(key_file)
         .arg("--cache")
-        .arg(cache)
+        .arg(home.join("cache"))
         .env_remove("XQ_WORKER_TOKEN")
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::fs::File::create(home.join("log")).unwrap())
         .kill_on_drop(true)
         .spawn()
         .unwrap()
+}
+
+/// A copy of the built worker in `home`, stamped as release `version`.
+fn installed_worker(home: &Path, version: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(home).unwrap();
+    let mut bytes = std::fs::read(binary("xq-worker")).unwrap();
+    xq_proto::release::stamp(&mut bytes, version).unwrap();
+    let program = home.join("xq-worker");
+    std::fs::write(&program, bytes).unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    program
+}
+
+/// Waits until both machines' logs say `what`.
+async fn logged(homes: &[std::path::PathBuf], what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let logs: Vec<String> =
+            homes.iter().map(|h| std::fs::read_to_string(h.join("log")).unwrap_or_default()).collect();
+        if logs.iter().all(|log| log.contains(what)) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the machines never said '{what}': {logs:#?}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The registered versions of the workers, by worker.
+async fn versions(admin: &mut crate::common::Client) -> Vec<(u64, String)> {
+    let workers = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
+    workers.into_iter().map(|w| (w.worker_id, w.capabilities.unwrap_or_default().version)).collect()
 }
 
 /// Each worker's core-milliseconds as its leases account for them in storage: each
@@ -66,15 +102,45 @@ async fn leases_accounting(data: &Path) -> Vec<(u64, i64)> {
     by_worker.into_iter().collect()
 }
 
-/// The scenario, up to credit: the coordinator in approval mode; alice and bob
-/// sign up with `xq signup`, wait, and are accepted by the admin; alice logs in, makes
-/// a worker key and runs it on two machines; the admin's test of our engine against
-/// itself at depth 1 is played by both; the contributors' list (gRPC, the dashboard's
-/// JSON and `xq contributors`) credits each machine with what its leases account for
-/// in storage and alice with their sum, no more than a core's time while it ran, and
-/// two games a counted pair.
+/// Our engine against itself at depth 1, `pairs` pairs at depth 3, uploaded by `admin`.
+async fn depth_test(admin: &mut crate::common::Client, pairs: u64) -> u64 {
+    let engine = upload(admin, "xq-engine", "engine", &std::fs::read(binary("xq-engine")).unwrap()).await.unwrap();
+    let new = v1::EngineSpec {
+        name: "new".to_owned(),
+        binary: Some(engine),
+        protocol: "uci".to_owned(),
+        ..Default::default()
+    };
+    let mut base = v1::EngineSpec { name: "base".to_owned(), ..new.clone() };
+    base.options.insert("Depth Limit".to_owned(), "1".to_owned());
+    let request = v1::CreateTestRequest {
+        new_engine: Some(new),
+        base_engine: Some(base),
+        time_control: "depth=3".to_owned(),
+        rules: "wxf".to_owned(),
+        variant: "xiangqi".to_owned(),
+        max_plies: 160,
+        pairs,
+        ..Default::default()
+    };
+    admin.create_test(request).await.unwrap().into_inner().job_id
+}
+
+/// The scenario: the coordinator in approval mode; alice and bob sign up with
+/// `xq signup`, wait, and are accepted by the admin; alice logs in, makes a worker key
+/// and runs it on two machines (each a copy of the worker stamped as release
+/// `0.1.0-old`, given the operator's public key); the admin's test of our engine
+/// against itself at depth 1 is played by both; the contributors' list (gRPC, the
+/// dashboard's JSON and `xq contributors`) credits each machine with what its leases
+/// account for in storage and alice with their sum, no more than a core's time while
+/// it ran, and two games a counted pair. Then the operator publishes release `0.2.0`:
+/// first signed with another key (both machines refuse it, say why, and stay on the old
+/// release, leased nothing), then signed with the operator's key but with the bundle
+/// altered on the coordinator's disk (both refuse it: its hash is not the signed one),
+/// then as signed: both install it over themselves, start again as `0.2.0` (the file
+/// on disk stamped so, the workers the same) and play the next test to its end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_volunteers_join_and_one_s_two_machines_are_credited_what_their_leases_held() {
+async fn two_volunteers_join_their_machines_are_credited_and_update_themselves_to_a_signed_release() {
     let dir = TempDir::new("volunteers");
     let (_coordinator, address) = start_coordinator_with(
         &dir.0,
@@ -99,39 +165,26 @@ async fn two_volunteers_join_and_one_s_two_machines_are_credited_what_their_leas
     let key = xq_as(address, &["--token-file", alice_token.to_str().unwrap(), "worker-key", "lab"], "");
     let key_file = dir.0.join("key");
     std::fs::write(&key_file, key).unwrap();
+    let operator_key = dir.0.join("operator.key");
+    let public_key = xq_as(address, &["release", "keygen", operator_key.to_str().unwrap()], "");
+    let public_key = public_key.trim();
 
-    let engine = upload(&mut admin, "xq-engine", "engine", &std::fs::read(binary("xq-engine")).unwrap()).await.unwrap();
-    let new = v1::EngineSpec {
-        name: "new".to_owned(),
-        binary: Some(engine),
-        protocol: "uci".to_owned(),
-        ..Default::default()
-    };
-    let mut base = v1::EngineSpec { name: "base".to_owned(), ..new.clone() };
-    base.options.insert("Depth Limit".to_owned(), "1".to_owned());
-    let request = v1::CreateTestRequest {
-        new_engine: Some(new),
-        base_engine: Some(base),
-        time_control: "depth=3".to_owned(),
-        rules: "wxf".to_owned(),
-        variant: "xiangqi".to_owned(),
-        max_plies: 160,
-        pairs: 12,
-        ..Default::default()
-    };
-    let job = admin.create_test(request).await.unwrap().into_inner().job_id;
+    let job = depth_test(&mut admin, 12).await;
     let started = Instant::now();
-    let machines = [
-        machine(address, &key_file, &dir.0.join("a"), "machine-a"),
-        machine(address, &key_file, &dir.0.join("b"), "machine-b"),
-    ];
+    let homes = [dir.0.join("a"), dir.0.join("b")];
+    let machines: Vec<Child> = homes
+        .iter()
+        .zip(["machine-a", "machine-b"])
+        .map(|(home, name)| machine(address, &installed_worker(home, "0.1.0-old"), &key_file, public_key, name))
+        .collect();
     let done = wait_for(&mut admin, job, Duration::from_secs(600), "the test to end", |j| j.state != "running").await;
     let ran_ms = started.elapsed().as_millis() as i64;
     assert_eq!(done.units_done, 12, "{done:?}");
     let workers = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
     assert!(workers.iter().all(|w| w.user == "alice"), "{workers:?}");
     assert!(workers.iter().filter(|w| w.units_done > 0).count() == 2, "both machines played: {workers:?}");
-
+    let old_versions = versions(&mut admin).await;
+    assert!(old_versions.iter().all(|(_, v)| v == "0.1.0-old"), "{old_versions:?}");
     let accounted = leases_accounting(&dir.0).await;
     assert_eq!(accounted.len(), 2, "{accounted:?}");
     // The list is summed again once the jobs stop changing and a few seconds passed.
@@ -174,6 +227,72 @@ async fn two_volunteers_join_and_one_s_two_machines_are_credited_what_their_leas
     let printed = xq_at(address, &dir.0, &["contributors"]);
     assert!(printed.starts_with("user alice: 2 machines, "), "{printed}");
     assert!(printed.contains("24 games"), "{printed}");
+
+    // A release signed with another key: refused before anything is downloaded.
+    let other_key = dir.0.join("other.key");
+    xq_as(address, &["release", "keygen", other_key.to_str().unwrap()], "");
+    let pack = |version: &str, key: &Path, out: &Path| {
+        let (worker, engine) = (binary("xq-worker"), binary("xq-engine"));
+        let args = [
+            "release",
+            "pack",
+            "--version",
+            version,
+            "--worker",
+            worker.to_str().unwrap(),
+            "--engine",
+            engine.to_str().unwrap(),
+            "--key",
+            key.to_str().unwrap(),
+            out.to_str().unwrap(),
+        ];
+        xq_as(address, &args, "")
+    };
+    let forged = dir.0.join("forged.release");
+    pack("0.2.0", &other_key, &forged);
+    let said = xq_at(address, &dir.0, &["release", "publish", forged.to_str().unwrap()]);
+    assert!(said.starts_with("release 0.2.0 published"), "{said}");
+    logged(&homes, "the signature does not match the operator's key").await;
+    // Then the operator's, altered on the coordinator's disk after its upload.
+    let bundle = dir.0.join("xq-0.2.0.release");
+    let packed = pack("0.2.0", &operator_key, &bundle);
+    let sha256 = packed.split("sha256 ").nth(1).unwrap().split(')').next().unwrap().to_owned();
+    let stored = dir.0.join("artifacts").join(&sha256);
+    let waiting = depth_test(&mut admin, 6).await;
+    let original = std::fs::read(&bundle).unwrap();
+    let uploaded = upload(&mut admin, "xq-0.2.0.release", "release", &original).await.unwrap();
+    assert_eq!(uploaded.sha256, sha256);
+    let mut altered = original.clone();
+    altered[original.len() / 2] ^= 0x40;
+    std::fs::write(&stored, &altered).unwrap();
+    let signature = std::fs::read_to_string(dir.0.join("xq-0.2.0.release.sig")).unwrap().trim().to_owned();
+    let release = v1::WorkerRelease {
+        version: "0.2.0".to_owned(),
+        sha256: sha256.clone(),
+        size: uploaded.size,
+        signature,
+        published_ms: 0,
+    };
+    admin.publish_worker_release(release).await.unwrap();
+    logged(&homes, "arrived with hash").await;
+    assert_eq!(versions(&mut admin).await, old_versions, "still the old release");
+    let state = admin.get_job(v1::JobId { job_id: waiting }).await.unwrap().into_inner();
+    assert_eq!(state.units_done, 0, "an old worker is leased nothing: {state:?}");
+    // As signed: both install it and go on.
+    std::fs::write(&stored, &original).unwrap();
+    let done =
+        wait_for(&mut admin, waiting, Duration::from_secs(600), "the next test to end", |j| j.state != "running").await;
+    assert_eq!(done.units_done, 6, "{done:?}");
+    logged(&homes, "release 0.2.0 installed").await;
+    let new_versions = versions(&mut admin).await;
+    let ids = |list: &[(u64, String)]| list.iter().map(|(id, _)| *id).collect::<Vec<_>>();
+    assert_eq!(ids(&new_versions), ids(&old_versions), "the same workers");
+    assert!(new_versions.iter().all(|(_, v)| v == "0.2.0"), "{new_versions:?}");
+    for home in &homes {
+        let program = std::fs::read(home.join("xq-worker")).unwrap();
+        assert_eq!(xq_proto::release::version_of(&program).unwrap().as_deref(), Some("0.2.0"));
+        assert!(home.join("xq-engine").exists(), "the bundle's engine beside it");
+    }
     drop(machines);
 }
 

@@ -19,10 +19,10 @@ pub(super) async fn engine_config(
     let engine_error = |reason: String| FleetError::Engine { name: spec.name.clone(), reason };
     let binary = spec.binary.as_ref().ok_or_else(|| engine_error("no binary".to_owned()))?;
     let download = || failed(FailureKind::Download, &spec.name);
-    let command = fetch(client, &settings.cache, binary, true).await.map_err(download())?;
+    let command = fetch(client, settings, binary, true).await.map_err(download())?;
     let mut sandbox = settings.sandbox.clone();
     let net = match &spec.net {
-        Some(net) => Some(fetch(client, &settings.cache, net, false).await.map_err(download())?),
+        Some(net) => Some(fetch(client, settings, net, false).await.map_err(download())?),
         None => None,
     };
     if let (Some(sandbox), Some(net)) = (&mut sandbox, &net) {

@@ -33,6 +33,7 @@ mod engines;
 pub mod enrollment;
 mod pairs;
 mod selfplay;
+mod update;
 mod verification;
 
 use pairs::play_pairs;
@@ -160,6 +161,19 @@ pub struct ConnectSettings {
     /// A Python with pyffish, for verification jobs that compare with Fairy-Stockfish's
     /// rules (the capability "pyffish").
     pub pyffish: Option<PathBuf>,
+    /// The operator's public key, which a worker release must be signed with before
+    /// this worker installs it; none: it does not update itself.
+    pub release_key: Option<xq_proto::release::VerifyingKey>,
+    /// The most bytes the cache of artifacts keeps; the least recently used go first.
+    pub cache_bytes: u64,
+}
+
+/// The cache's bound when none is given.
+pub const DEFAULT_CACHE_BYTES: u64 = 20 << 30;
+
+/// This program's version: the release it was stamped with, else its crate's.
+pub fn worker_version() -> String {
+    xq_proto::release::stamped_version().unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned())
 }
 
 /// Sends a unit's result (a self-play chunk, a verification report) with `call`,
@@ -241,7 +255,7 @@ pub async fn capabilities(settings: &ConnectSettings) -> v1::Capabilities {
         name: settings.name.clone(),
         cores: settings.concurrency as u32,
         cpu_flags: xq_proto::builds::cpu_flags(),
-        version: env!("CARGO_PKG_VERSION").to_owned(),
+        version: worker_version(),
         bench_nps,
         references: settings.pyffish.iter().map(|_| PYFFISH.to_owned()).collect(),
         arbiter_build: xq_engine::xiangqi::rules::verify::ARBITER_BUILD.to_owned(),
@@ -292,6 +306,7 @@ pub async fn connect(settings: ConnectSettings, capabilities: v1::Capabilities) 
     let mut heartbeat = register(&client, &capabilities).await?;
     let mut idle = Duration::from_millis(500);
     let mut refused_pause = LEASE_REFUSED_FIRST_PAUSE;
+    let mut refused_release: Option<String> = None;
     let mut last_pgn = LastPgn::default();
     loop {
         let concurrency = settings.concurrency as u32;
@@ -301,7 +316,24 @@ pub async fn connect(settings: ConnectSettings, capabilities: v1::Capabilities) 
         })
         .await
         {
-            Ok(reply) => reply.into_inner().lease,
+            Ok(reply) => match reply.into_inner() {
+                v1::LeaseReply { required_release: Some(release), .. } => {
+                    // A release other than the one refused last is tried at once.
+                    if refused_release.as_ref() != Some(&release.sha256) {
+                        refused_pause = LEASE_REFUSED_FIRST_PAUSE;
+                    }
+                    // Returns only when the release was not installed: the old worker
+                    // runs on, and asks again later.
+                    let error = update::update(&client, &settings, &release).await;
+                    refused_release = Some(release.sha256);
+                    let wait = refused_pause.mul_f64(rand::random_range(0.75..1.25));
+                    eprintln!("xq-worker: not updated: {error}; asking again in {:.1} s", wait.as_secs_f64());
+                    tokio::time::sleep(wait).await;
+                    refused_pause = (refused_pause * 2).min(LEASE_REFUSED_LAST_PAUSE);
+                    continue;
+                }
+                reply => reply.lease,
+            },
             Err(status) if forgotten(&status) => {
                 eprintln!(
                     "xq-worker: the coordinator does not know this worker ({}): registering again",

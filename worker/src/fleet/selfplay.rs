@@ -40,7 +40,7 @@ pub(super) async fn self_play_settings(
     let variant: Variant = Variant::named_or_xiangqi(&spec.variant).map_err(lease_error)?;
     let network = match &spec.net {
         Some(net) => {
-            let path = fetch(client, &settings.cache, net, false).await?;
+            let path = fetch(client, settings, net, false).await?;
             let name = net.name.clone();
             let loaded = tokio::task::spawn_blocking(move || load_self_play_net(&path, &name, variant));
             Some(loaded.await.map_err(play_error)?.map_err(lease_error)?)

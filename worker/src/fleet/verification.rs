@@ -59,7 +59,7 @@ pub(super) async fn verify(
             let file = match &last_pgn.0 {
                 Some((sha256, file)) if *sha256 == pgn.sha256 => file.clone(),
                 _ => {
-                    let path = fetch(client, &settings.cache, pgn, false).await?;
+                    let path = fetch(client, settings, pgn, false).await?;
                     let name = pgn.name.clone();
                     let file = tokio::task::spawn_blocking(move || {
                         let bytes = std::fs::read(&path).map_err(FleetError::file("reading the games", &path))?;

@@ -117,8 +117,8 @@ impl v1::worker_server::Worker for Service {
         match self.0.leases.fetch_add(1, Ordering::SeqCst) {
             // As a coordinator whose database lost the registration answers.
             0 => Err(Status::failed_precondition("worker 1 has not registered: call Register first")),
-            1 => Ok(Response::new(v1::LeaseReply { lease: Some(self.0.lease()) })),
-            _ => Ok(Response::new(v1::LeaseReply { lease: None })),
+            1 => Ok(Response::new(v1::LeaseReply { lease: Some(self.0.lease()), required_release: None })),
+            _ => Ok(Response::new(v1::LeaseReply::default())),
         }
     }
 
@@ -192,6 +192,8 @@ async fn work_until(fake: &std::sync::Arc<Fake>, label: &str, done: impl Fn(&Fak
         name: label.to_owned(),
         sandbox: None,
         pyffish: None,
+        release_key: None,
+        cache_bytes: xq_worker::fleet::DEFAULT_CACHE_BYTES,
     };
     let capabilities = v1::Capabilities { name: label.to_owned(), cores: 1, ..Default::default() };
     let worker = tokio::spawn(connect(settings, capabilities));
@@ -307,6 +309,8 @@ fn a_malformed_address_is_a_clear_error() {
         name: "w".to_owned(),
         sandbox: None,
         pyffish: None,
+        release_key: None,
+        cache_bytes: xq_worker::fleet::DEFAULT_CACHE_BYTES,
     };
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let error = runtime.block_on(connect(settings, v1::Capabilities::default())).unwrap_err();

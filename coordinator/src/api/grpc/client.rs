@@ -259,6 +259,18 @@ impl v1::client_server::Client for ClientApi {
         Ok(Response::new(self.0.contributors().await?))
     }
 
+    async fn publish_worker_release(
+        &self,
+        request: Request<v1::WorkerRelease>,
+    ) -> Result<Response<v1::WorkerRelease>, Status> {
+        let caller = admin_of(&request)?;
+        let release = self.0.checked_release(request.into_inner()).await?;
+        let published = self.0.scheduler.publish_release(release).await?;
+        let what = format!("{} {}", published.version, published.sha256);
+        self.0.scheduler.audit(&caller.token_id, "release.publish", &what).await?;
+        Ok(Response::new(published))
+    }
+
     async fn create_worker_token(
         &self,
         request: Request<v1::CreateWorkerTokenRequest>,

@@ -97,6 +97,38 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// `release` as it may be published: a valid version and signature's shape, and a
+    /// bundle stored as a release whose manifest names that version. The signature is
+    /// the workers' to check: they hold the operator's key, the coordinator need not.
+    pub async fn checked_release(&self, release: v1::WorkerRelease) -> Result<v1::WorkerRelease, Status> {
+        xq_proto::release::check_version(&release.version).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        if release.signature.len() != 128 || !release.signature.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Status::invalid_argument("a release's signature is 64 bytes in hex"));
+        }
+        let unknown = || Status::not_found(format!("no release bundle {} is stored: upload it first", release.sha256));
+        let (_, kind, size) = self
+            .storage
+            .artifact(&release.sha256)
+            .await
+            .map_err(|e| Status::unavailable(e.to_string()))?
+            .ok_or_else(unknown)?;
+        if kind != "release" {
+            return Err(Status::invalid_argument(format!("artifact {} is a {kind}, not a release", release.sha256)));
+        }
+        let path = self.artifacts.path(&release.sha256).map_err(|_| unknown())?;
+        let manifest = tokio::task::spawn_blocking(move || xq_proto::release::read_manifest(&path))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        if manifest.version != release.version {
+            return Err(Status::invalid_argument(format!(
+                "the bundle is version {}, not {}",
+                manifest.version, release.version
+            )));
+        }
+        Ok(v1::WorkerRelease { size, published_ms: 0, ..release })
+    }
+
     /// The contributors' list: what the gRPC method and the dashboard's API answer.
     pub async fn contributors(&self) -> Result<v1::ContributorsReply, Status> {
         self.contributors.list(&self.storage, &self.scheduler).await.map_err(|e| Status::unavailable(e.to_string()))

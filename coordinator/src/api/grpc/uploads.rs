@@ -62,6 +62,10 @@ fn check_upload(path: &Path, kind: &str, name: &str) -> Result<Checked, String> 
                 }
             }
         }
+        "release" => match xq_proto::release::read_manifest(path) {
+            Ok(_) => Ok(Checked::Other),
+            Err(problem) => Err(format!("the release {name}: {problem}")),
+        },
         _ => Ok(Checked::Other),
     }
 }
@@ -101,8 +105,12 @@ impl Shared {
     {
         self.check_reserve()?;
         crate::api::grpc::quotas::check_stored_bytes(self, caller).await?;
-        if !matches!(kind, "engine" | "book" | "net" | "pgn") {
-            return Err(Status::invalid_argument(format!("kind '{kind}': use engine, book, net or pgn")));
+        if !matches!(kind, "engine" | "book" | "net" | "pgn" | "release") {
+            return Err(Status::invalid_argument(format!("kind '{kind}': use engine, book, net, pgn or release")));
+        }
+        // What every worker may be told to run: the operator's alone to offer.
+        if kind == "release" && caller.role != crate::access::tokens::Role::Admin {
+            return Err(Status::permission_denied("a worker release is uploaded by an admin"));
         }
         if name.is_empty() || name.len() > 200 || name.contains(['/', '\\']) || name.chars().any(char::is_control) {
             return Err(Status::invalid_argument(

@@ -42,8 +42,11 @@ impl v1::worker_server::Worker for WorkerApi {
         let worker = worker_of(&request)?;
         self.0.check_reserve()?;
         let concurrency = request.into_inner().concurrency;
+        if let Some(release) = self.0.scheduler.required_release(worker) {
+            return Ok(Response::new(v1::LeaseReply { lease: None, required_release: Some(release) }));
+        }
         let lease = self.0.scheduler.lease(worker, concurrency).await?;
-        Ok(Response::new(v1::LeaseReply { lease }))
+        Ok(Response::new(v1::LeaseReply { lease, required_release: None }))
     }
 
     async fn report_pairs(

@@ -31,6 +31,7 @@ mod llr;
 mod local;
 mod nets;
 mod play;
+mod release;
 mod selfplay;
 mod spsa;
 mod test_jobs;
@@ -177,6 +178,11 @@ enum Command {
     Contributors,
     /// Creates a worker token (shown once).
     WorkerToken { name: String },
+    /// Worker releases (the operator's): keygen, pack and sign, publish.
+    Release {
+        #[command(subcommand)]
+        action: release::ReleaseCommand,
+    },
     /// Creates a worker key of your user (shown once): `xq-worker connect --key-file`
     /// on each of your machines enrolls it as a worker of its own, credited to you.
     WorkerKey { name: String },
@@ -298,6 +304,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Llr(args) => return llr::llr(&args),
         Command::Local(args) => return local::run(args).await,
         Command::Signup { name, password } => return accounts::sign_up(&cli.connection, name, &password).await,
+        Command::Release { action } if release::is_local(&action) => return release::run_local(action),
         Command::Login { name, password, expires_days, save } => {
             return accounts::log_in(&cli.connection, name, &password, expires_days, save).await;
         }
@@ -343,6 +350,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Contributors => workers::contributors(client).await,
         Command::WorkerToken { name } => workers::create_token(client, name).await,
         Command::WorkerKey { name } => workers::create_key(client, name).await,
+        Command::Release { action: release::ReleaseCommand::Publish { bundle } } => {
+            release::publish(client, &bundle).await
+        }
+        Command::Release { .. } => unreachable!("answered before connecting"),
         Command::RetireMachine { worker } => workers::retire(client, worker).await,
         Command::DisableWorker { worker, reason } => workers::set_standing(client, worker, "disabled", reason).await,
         Command::QuarantineWorker { worker, reason } => {

@@ -29,6 +29,14 @@ pub struct ConnectArgs {
     /// Where downloaded engines, books and nets are kept.
     #[arg(long, default_value = "xq-worker-cache")]
     cache: PathBuf,
+    /// The most gibibytes the cache keeps: past it the least recently used artifacts go.
+    #[arg(long, default_value_t = (xq_worker::fleet::DEFAULT_CACHE_BYTES >> 30) as f64)]
+    cache_gib: f64,
+    /// The operator's public key (hex, from `xq release keygen`): a worker release the
+    /// coordinator requires is installed only when signed with it, and the worker then
+    /// starts again as the new release. Without it the worker does not update itself.
+    #[arg(long, env = "XQ_RELEASE_KEY")]
+    release_key: Option<String>,
     /// The CA certificate (PEM) that signed the coordinator's TLS certificate.
     #[arg(long)]
     ca_cert: Option<PathBuf>,
@@ -61,6 +69,10 @@ pub fn run(args: ConnectArgs) -> anyhow::Result<()> {
         }
         (None, None) => anyhow::bail!("give a worker token (XQ_WORKER_TOKEN) or a worker key (--key-file)"),
     };
+    if !(args.cache_gib.is_finite() && args.cache_gib > 0.0) {
+        anyhow::bail!("--cache-gib {}: a positive number of gibibytes", args.cache_gib);
+    }
+    let release_key = args.release_key.as_deref().map(xq_proto::release::parse_public_key).transpose()?;
     let settings = ConnectSettings {
         coordinator: args.coordinator,
         token,
@@ -74,6 +86,8 @@ pub fn run(args: ConnectArgs) -> anyhow::Result<()> {
             Some(python) => anyhow::bail!("--pyffish {}: that Python cannot import pyffish", python.display()),
             None => std::env::var_os("XQ_PYTHON").map(PathBuf::from).filter(|p| Pyffish::available(p)),
         },
+        release_key,
+        cache_bytes: (args.cache_gib * f64::from(1u32 << 30)) as u64,
     };
     if let Some(python) = &settings.pyffish {
         eprintln!("xq-worker: verification references: pyffish under {}", python.display());
