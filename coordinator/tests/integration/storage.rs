@@ -125,6 +125,17 @@ async fn rows_round_trip_and_the_snapshot_holds_what_was_written() {
             })
             .await
             .unwrap();
+        // The worker release last published is the one required after a restart.
+        for (version, published_ms) in [("0.1.0", 10), ("0.2.0", 20)] {
+            let release = xq_proto::v1::WorkerRelease {
+                version: version.to_owned(),
+                sha256: "c".repeat(64),
+                size: 7,
+                signature: "d".repeat(128),
+                published_ms,
+            };
+            writer.write(Change::WorkerRelease(release)).await.unwrap();
+        }
         let units = vec![unit(0, [2, 1]), unit(2, [0, 0])];
         let applied = writer
             .write(Change::Units { job_id: 7, lease_id: 11, worker_id: 3, by_records: false, rows: units })
@@ -142,6 +153,8 @@ async fn rows_round_trip_and_the_snapshot_holds_what_was_written() {
         assert_eq!(snapshot.active_leases, [lease]);
         assert_eq!(snapshot.probes[&7], [(11, "0:+-".to_owned())]);
         assert_eq!(snapshot.max_lease_id, 11);
+        let release = snapshot.release.clone().unwrap();
+        assert_eq!((release.version.as_str(), release.published_ms, release.size), ("0.2.0", 20, 7), "{backend:?}");
         // In the order they counted (one batch here: by unit), each with its lease.
         let done: Vec<_> = snapshot.done_units[&7].iter().map(|d| (d.unit, d.lease_id, d.points)).collect();
         assert_eq!(done, [(0, 11, [2, 1]), (2, 11, [0, 0])]);

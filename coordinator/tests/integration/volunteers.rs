@@ -127,8 +127,8 @@ async fn depth_test(admin: &mut crate::common::Client, pairs: u64) -> u64 {
 }
 
 /// The scenario: the coordinator in approval mode; alice and bob sign up with
-/// `xq signup`, wait, and are accepted by the admin; alice logs in, makes a worker key
-/// and runs it on two machines (each a copy of the worker stamped as release
+/// `xq signup`, wait, and are accepted by the admin; alice logs in keeping a worker key
+/// (`xq login --worker-key`) and runs it on two machines (each a copy of the worker stamped as release
 /// `0.1.0-old`, given the operator's public key); the admin's test of our engine
 /// against itself at depth 1 is played by both; the contributors' list (gRPC, the
 /// dashboard's JSON and `xq contributors`) credits each machine with what its leases
@@ -160,11 +160,14 @@ async fn two_volunteers_join_their_machines_are_credited_and_update_themselves_t
     for (name, _) in passwords {
         xq_at(address, &dir.0, &["users", "accept", name]);
     }
-    let alice_token = dir.0.join("alice-token");
-    xq_as(address, &["login", "alice", "--save", alice_token.to_str().unwrap()], passwords[0].1);
-    let key = xq_as(address, &["--token-file", alice_token.to_str().unwrap(), "worker-key", "lab"], "");
-    let key_file = dir.0.join("key");
-    std::fs::write(&key_file, key).unwrap();
+    // The volunteer's second command of three (docs/fleet.md): log in and keep a key.
+    let (alice_token, key_file) = (dir.0.join("alice-token"), dir.0.join("key"));
+    let said = xq_as(
+        address,
+        &["login", "alice", "--save", alice_token.to_str().unwrap(), "--worker-key", key_file.to_str().unwrap()],
+        passwords[0].1,
+    );
+    assert!(said.contains("xq-worker connect --key-file"), "{said}");
     let operator_key = dir.0.join("operator.key");
     let public_key = xq_as(address, &["release", "keygen", operator_key.to_str().unwrap()], "");
     let public_key = public_key.trim();
@@ -380,4 +383,52 @@ async fn credit_is_not_inflated_by_held_leases_refused_reports_or_quarantined_wo
     assert_eq!(credited(&mut admin, refused_id, |_| true).await, 0);
     let state = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
     assert_eq!(state.units_done, 0, "its pairs set aside");
+}
+
+/// Only an admin uploads and publishes a worker release, and only a bundle of the
+/// version it names, with a signature's shape: a submitter's upload and publication
+/// are refused, as are bytes that are not a bundle, another kind of artifact, another
+/// version and a signature of the wrong length.
+#[tokio::test]
+async fn a_release_is_an_admin_s_and_must_be_a_bundle_of_its_version() {
+    use crate::common::{Backend, serve};
+    use tonic::Code;
+    let served = serve(Backend::Sqlite, Default::default()).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let request = v1::CreateTokenRequest { role: "submitter".to_owned(), name: "sam".to_owned(), expires_seconds: 0 };
+    let submitter_token = admin.create_token(request).await.unwrap().into_inner().token;
+    let mut submitter = client(served.address, &submitter_token).await;
+    let dir = TempDir::new("release-publish");
+    let bundle = dir.0.join("b.release");
+    let sha256 = xq_proto::release::pack("0.3.0", &binary("xq-worker"), &binary("xq-engine"), &bundle).unwrap();
+    let bytes = std::fs::read(&bundle).unwrap();
+    let refused = upload(&mut submitter, "b.release", "release", &bytes).await.unwrap_err();
+    assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
+    let not_a_bundle = upload(&mut admin, "x.release", "release", b"hello").await.unwrap_err();
+    assert!(not_a_bundle.message().contains("not a release"), "{not_a_bundle:?}");
+    let stored = upload(&mut admin, "b.release", "release", &bytes).await.unwrap();
+    assert_eq!(stored.sha256, sha256);
+    let engine = upload(&mut admin, "e", "engine", b"#!/bin/sh\n").await.unwrap();
+    let release = |version: &str, sha256: &str, signature: String| v1::WorkerRelease {
+        version: version.to_owned(),
+        sha256: sha256.to_owned(),
+        signature,
+        ..Default::default()
+    };
+    let good = || release("0.3.0", &sha256, "ab".repeat(64));
+    let by_submitter = submitter.publish_worker_release(good()).await.unwrap_err();
+    assert_eq!(by_submitter.code(), Code::PermissionDenied);
+    for (bad, says) in [
+        (release("0.4.0", &sha256, "ab".repeat(64)), "not 0.4.0"),
+        (release("0.3.0", &engine.sha256, "ab".repeat(64)), "not a release"),
+        (release("0.3.0", &"0".repeat(64), "ab".repeat(64)), "upload it first"),
+        (release("0.3.0", &sha256, "ab".repeat(63)), "64 bytes in hex"),
+        (release("0.3.0 <b>", &sha256, "ab".repeat(64)), "version"),
+    ] {
+        let refused = admin.publish_worker_release(bad).await.unwrap_err();
+        assert!(refused.message().contains(says), "{says}: {refused:?}");
+    }
+    let published = admin.publish_worker_release(good()).await.unwrap().into_inner();
+    assert_eq!((published.size, published.version.as_str()), (bytes.len() as u64, "0.3.0"));
+    assert!(published.published_ms > 0);
 }

@@ -52,15 +52,21 @@ pub async fn sign_up(connection: &Connection, name: String, password: &Password)
     Ok(())
 }
 
+/// What `xq login` was asked.
+pub struct Login {
+    pub name: String,
+    pub expires_days: f64,
+    /// Where the token goes (default: where `xq` reads it when no other is named).
+    pub save: Option<PathBuf>,
+    /// Where a new worker key of the user goes, if one is wanted.
+    pub worker_key: Option<PathBuf>,
+}
+
 /// `xq login NAME`: a token of the user, saved where `xq` reads it when no other is
-/// named (or to `save`).
-pub async fn log_in(
-    connection: &Connection,
-    name: String,
-    password: &Password,
-    expires_days: f64,
-    save: Option<PathBuf>,
-) -> anyhow::Result<()> {
+/// named (or to `save`), and with `--worker-key` a worker key of the user: a volunteer's
+/// second command of three.
+pub async fn log_in(connection: &Connection, login: Login, password: &Password) -> anyhow::Result<()> {
+    let Login { name, expires_days, save, worker_key } = login;
     if !(expires_days.is_finite() && expires_days >= 0.0) {
         bail!("--expires-days {expires_days}: a number of days, 0 for the coordinator's 30");
     }
@@ -71,6 +77,24 @@ pub async fn log_in(
     let path = save.or_else(client::saved_token_file).context("no home directory to keep the token in: --save FILE")?;
     write_private(&path, &reply.token)?;
     out!("{name} logged in as {} (token {}), kept in {}", reply.role, reply.id, path.display());
+    if let Some(key_file) = worker_key {
+        let address = client::Address {
+            url: &connection.coordinator,
+            token: Some(&reply.token),
+            token_file: None,
+            ca_cert: connection.ca_cert.as_deref(),
+        };
+        let mut client = client::connect_to(&address).await?;
+        let key_name = std::fs::read_to_string("/etc/hostname").map_or("machines".to_owned(), |h| h.trim().to_owned());
+        let key = client.create_worker_key(v1::CreateWorkerKeyRequest { name: key_name }).await?.into_inner();
+        write_private(&key_file, &key.token)?;
+        out!(
+            "worker key {} kept in {}: `xq-worker connect --key-file {}` on each of your machines",
+            key.id,
+            key_file.display(),
+            key_file.display()
+        );
+    }
     Ok(())
 }
 

@@ -223,6 +223,10 @@ enum Command {
         /// ~/.config/xq/token).
         #[arg(long)]
         save: Option<PathBuf>,
+        /// Also make a worker key of the user and keep it in this file (mode 0600),
+        /// for `xq-worker connect --key-file` on each of the user's machines.
+        #[arg(long)]
+        worker_key: Option<PathBuf>,
     },
     /// Users (admins and approvers): list, accept, role, revoke.
     Users {
@@ -305,8 +309,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Local(args) => return local::run(args).await,
         Command::Signup { name, password } => return accounts::sign_up(&cli.connection, name, &password).await,
         Command::Release { action } if release::is_local(&action) => return release::run_local(action),
-        Command::Login { name, password, expires_days, save } => {
-            return accounts::log_in(&cli.connection, name, &password, expires_days, save).await;
+        Command::Login { name, password, expires_days, save, worker_key } => {
+            let login = accounts::Login { name, expires_days, save, worker_key };
+            return accounts::log_in(&cli.connection, login, &password).await;
         }
         _ => connect(&cli.connection).await?,
     };
