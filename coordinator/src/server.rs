@@ -212,7 +212,7 @@ impl Coordinator {
         ))
         // Sign-up and log-in are the calls a user makes before it has a token.
         .add_service(AccountsServer::new(AccountsApi(self.shared.clone())));
-        let dashboard = http::routes(self.shared.clone(), self.dashboard_read);
+        let dashboard = http::routes(self.shared.clone(), self.dashboard_read, tls.is_some());
         let admission = Admission::new(self.admission, self.shared.scheduler.clone());
         let router = http::with_grpc(dashboard, grpc, &self.shared, admission);
         // HTTP/1.1 for browsers and Prometheus beside gRPC's HTTP/2, on hyper's timers.

@@ -90,51 +90,170 @@
     };
   }
 
-  // ---- The client token ---------------------------------------------------------------
+  // ---- The session ---------------------------------------------------------------------
 
-  // Kept in localStorage for actions (sent as a bearer token: a cookie would let any
-  // page the user visits act in their name) and in a same-site cookie for reads of a
-  // private dashboard (EventSource cannot send headers).
-  const TOKEN_KEY = "xq_token";
+  // Who is logged in: the server keeps the session in an HttpOnly cookie no script
+  // reads, and tells the page the user and the session's CSRF token, which every
+  // action sends back in a header.
+  let session = null;
 
-  function token() {
+  async function loadSession() {
     try {
-      return localStorage.getItem(TOKEN_KEY) || "";
+      session = await api("/api/v1/session");
     } catch {
-      return "";
+      session = null;
+    }
+    showSession();
+  }
+
+  function showSession() {
+    const area = document.getElementById("session");
+    if (session) {
+      const who = session.user
+        ? el("a", { href: `/users/${encodeURIComponent(session.user)}`, id: "session-user" }, session.user)
+        : el("span", { id: "session-user" }, "a client token");
+      area.replaceChildren(who, ` (${session.role}) `,
+        el("button", { type: "button", id: "log-out", onclick: logOut }, "Log out"));
+    } else {
+      area.replaceChildren(el("a", { href: "/login", id: "log-in" }, "Log in"), " · ",
+        el("a", { href: "/signup" }, "Sign up"));
     }
   }
 
-  function setToken(value) {
+  async function logOut() {
     try {
-      if (value) localStorage.setItem(TOKEN_KEY, value);
-      else localStorage.removeItem(TOKEN_KEY);
+      await api("/api/v1/session", { method: "DELETE" });
     } catch {
-      // Storage refused (a private window): the cookie still serves reads.
+      // Logged out already, or the token gone: the cookie goes either way.
     }
-    const secure = location.protocol === "https:" ? "; Secure" : "";
-    document.cookie = value
-      ? `${TOKEN_KEY}=${encodeURIComponent(value)}; Path=/; SameSite=Strict${secure}`
-      : `${TOKEN_KEY}=; Path=/; Max-Age=0; SameSite=Strict${secure}`;
+    session = null;
+    showSession();
+    route();
   }
 
-  function setUpTokenForm() {
-    const form = document.getElementById("token-form");
-    const input = document.getElementById("token-input");
-    const state = document.getElementById("token-state");
-    const show = () => (state.textContent = token() ? "A token is saved." : "No token saved.");
-    show();
-    form.addEventListener("submit", (event) => {
+  function loginPage() {
+    document.title = "Log in · xq cluster";
+    const status = el("p", { role: "status", id: "login-status" });
+    const name = el("input", { id: "login-name", autocomplete: "username", required: true });
+    const password = el("input", { id: "login-password", type: "password", autocomplete: "current-password", required: true });
+    const token = el("input", { id: "login-token", type: "password", autocomplete: "off", spellcheck: "false" });
+    const submit = (body) => async (event) => {
       event.preventDefault();
-      setToken(input.value.trim());
-      input.value = "";
-      show();
-      route();
-    });
-    document.getElementById("token-clear").addEventListener("click", () => {
-      setToken("");
-      show();
-    });
+      try {
+        session = await api("/api/v1/session", { method: "POST", body });
+        showSession();
+        history.pushState(null, "", session.user ? `/users/${encodeURIComponent(session.user)}` : "/");
+        route();
+      } catch (error) {
+        status.replaceChildren(el("span", { class: "error", role: "alert" }, error.message));
+      }
+    };
+    main.replaceChildren(el("h1", {}, "Log in"), status,
+      el("form", { id: "login-form", class: "account", onsubmit: (e) => submit({ name: name.value, password: password.value })(e) },
+        el("label", { for: "login-name" }, "Name"), name,
+        el("label", { for: "login-password" }, "Password"), password,
+        el("button", { type: "submit" }, "Log in")),
+      el("form", { id: "token-login-form", class: "account", onsubmit: (e) => submit({ token: token.value.trim() })(e) },
+        el("label", { for: "login-token" }, "Or a client token (an admin's made without a password)"), token,
+        el("button", { type: "submit" }, "Use the token")),
+      el("p", { class: "note" }, "No account? ", el("a", { href: "/signup" }, "Sign up"), "."));
+  }
+
+  function signupPage() {
+    document.title = "Sign up · xq cluster";
+    const status = el("p", { role: "status", id: "signup-status" });
+    const name = el("input", { id: "signup-name", autocomplete: "username", required: true, maxlength: "32" });
+    const password = el("input", { id: "signup-password", type: "password", autocomplete: "new-password", required: true, minlength: "10" });
+    main.replaceChildren(el("h1", {}, "Sign up"), status,
+      el("form", {
+        id: "signup-form",
+        class: "account",
+        onsubmit: async (event) => {
+          event.preventDefault();
+          try {
+            const reply = await api("/api/v1/signup", { method: "POST", body: { name: name.value, password: password.value } });
+            status.replaceChildren(reply.state === "pending"
+              ? `Signed up as ${name.value}: an admin or an approver accepts you, then you can log in.`
+              : el("span", {}, `Signed up as ${name.value}: `, el("a", { href: "/login" }, "log in"), "."));
+          } catch (error) {
+            status.replaceChildren(el("span", { class: "error", role: "alert" }, error.message));
+          }
+        },
+      },
+      el("label", { for: "signup-name" }, "Name (1 to 32 letters, digits, '.', '_' or '-')"), name,
+      el("label", { for: "signup-password" }, "Password (at least 10 characters)"), password,
+      el("button", { type: "submit" }, "Sign up")));
+  }
+
+  async function userPage(name) {
+    document.title = `${name} · xq cluster`;
+    const own = session && session.user === name;
+    const status = el("p", { role: "status", id: "user-status" });
+    const tests = el("tbody");
+    const machines = el("tbody");
+    const credit = el("p", { id: "user-credit" });
+    const keyArea = el("div", { id: "worker-key" });
+    const machineColumns = ["#", "Machine", "State", "Units done", "Last seen", ""];
+    const testColumns = ["#", "Test", "State", "Result"];
+    const table = (id, columns, body) => el("table", { id, class: "cards" },
+      el("thead", {}, el("tr", {}, columns.map((c) => el("th", { scope: "col" }, c)))), body);
+    main.replaceChildren(el("h1", {}, name), status, credit,
+      el("section", { "aria-labelledby": "machines-title" }, el("h2", { id: "machines-title" }, "Machines"),
+        own ? keyArea : "", table("user-machines", machineColumns, machines)),
+      el("section", { "aria-labelledby": "tests-title" }, el("h2", { id: "tests-title" }, "Tests"),
+        table("user-tests", testColumns, tests)));
+    if (own) {
+      const keyName = el("input", { id: "worker-key-name", value: "machines", maxlength: "64" });
+      keyArea.replaceChildren(el("form", {
+        class: "account",
+        onsubmit: async (event) => {
+          event.preventDefault();
+          try {
+            const key = await api("/api/v1/worker-keys", { method: "POST", body: { name: keyName.value } });
+            keyArea.replaceChildren(el("p", {}, `Worker key ${key.id} (shown once; keep it in a file, mode 0600, for `,
+              el("code", {}, "xq-worker connect --key-file FILE"), "):"),
+              el("pre", { id: "worker-key-token" }, key.token));
+          } catch (error) {
+            status.replaceChildren(el("span", { class: "error", role: "alert" }, error.message));
+          }
+        },
+      }, el("label", { for: "worker-key-name" }, "A worker key for your machines, named"), keyName,
+      el("button", { type: "submit", id: "make-worker-key" }, "Make a worker key")));
+    }
+    const load = async () => {
+      try {
+        const page = await api(`/api/v1/users/${encodeURIComponent(name)}`);
+        status.textContent = `${page.role || "no role"}, ${page.state}`;
+        const all = (page.credit && page.credit.credit && page.credit.credit.all_time) || {};
+        credit.textContent = `${fixed(all.cpu_hours || 0, 2)} core-hours and ${all.games || 0} games given.`;
+        machines.replaceChildren(...(page.machines || []).map((w) => {
+          const c = w.capabilities || {};
+          const retire = own && w.standing === "active"
+            ? el("button", {
+              type: "button",
+              class: "retire",
+              onclick: async () => {
+                try {
+                  await api(`/api/v1/workers/${w.worker_id}/retire`, { method: "POST", body: {} });
+                  load();
+                } catch (error) {
+                  status.replaceChildren(el("span", { class: "error", role: "alert" }, error.message));
+                }
+              },
+            }, "Retire")
+            : "";
+          const cells = [String(w.worker_id), c.name || "–", w.standing, String(w.units_done || 0), ago(Number(w.last_seen_ms)), retire];
+          return el("tr", { "data-worker-id": w.worker_id }, cells.map((cell, i) => el("td", { "data-label": machineColumns[i] }, cell)));
+        }));
+        tests.replaceChildren(...(page.tests || []).map((job) => {
+          const cells = [String(job.job_id), el("a", { href: `/tests/${job.job_id}` }, job.description || `#${job.job_id}`), job.state, job.outcome || "–"];
+          return el("tr", { "data-job-id": job.job_id }, cells.map((cell, i) => el("td", { "data-label": testColumns[i] }, cell)));
+        }));
+      } catch (error) {
+        showError(error);
+      }
+    };
+    await load();
   }
 
   // ---- The API -------------------------------------------------------------------------
@@ -148,10 +267,11 @@
 
   async function api(path, options = {}) {
     const headers = { Accept: "application/json" };
-    if (token()) headers.Authorization = `Bearer ${token()}`;
+    const method = options.method || "GET";
+    if (method !== "GET" && session) headers["X-CSRF-Token"] = session.csrf;
     if (options.body !== undefined) headers["Content-Type"] = "application/json";
     const response = await fetch(path, {
-      method: options.method || "GET",
+      method,
       headers,
       body: options.body === undefined ? undefined : JSON.stringify(options.body),
       credentials: "same-origin",
@@ -171,7 +291,7 @@
 
   function showError(error, where = main) {
     const hint =
-      error.status === 401 ? " This dashboard is private: save a client token above." : "";
+      error.status === 401 ? " This dashboard is private, or the action needs a user: log in above." : "";
     where.replaceChildren(el("p", { class: "error", role: "alert" }, `${error.message}.${hint}`));
   }
 
@@ -1048,7 +1168,8 @@
         const machineList = reply.machines || [];
         note.textContent = `${userList.length} users, ${machineList.length} machines; summed ${ago(Number(reply.as_of_ms))}`;
         users.replaceChildren(...userList.map((u) =>
-          row({ "data-user": u.user }, userColumns, [u.user, String(u.machines || 0), ...creditCells(u.credit)])));
+          row({ "data-user": u.user }, userColumns,
+            [el("a", { href: `/users/${encodeURIComponent(u.user)}` }, u.user), String(u.machines || 0), ...creditCells(u.credit)])));
         machines.replaceChildren(...machineList.map((m) =>
           row({ "data-worker-id": m.worker_id }, machineColumns, [String(m.worker_id), m.name || "–", m.user || "–", ...creditCells(m.credit)])));
       } catch (error) {
@@ -1277,6 +1398,9 @@
     if ((match = /^\/tests\/(\d+)\/pairs\/(\d+)$/.exec(path))) return viewerPage(match[1], match[2]);
     if (path === "/workers") return workersPage();
     if (path === "/contributors") return contributorsPage();
+    if (path === "/login") return loginPage();
+    if (path === "/signup") return signupPage();
+    if ((match = /^\/users\/([^/]+)$/.exec(path))) return userPage(decodeURIComponent(match[1]));
     if (path === "/sprt") return sprtPage();
     if (path === "/nets") return netsPage();
     if (path === "/tournaments") return tournamentsPage();
@@ -1285,6 +1409,5 @@
     return undefined;
   }
 
-  setUpTokenForm();
-  route();
+  loadSession().then(route);
 })();

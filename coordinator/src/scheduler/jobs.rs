@@ -167,16 +167,25 @@ impl Scheduler {
     pub fn jobs(&self, request: &v1::ListJobsRequest) -> Vec<v1::Job> {
         let limit = if request.limit == 0 { 100 } else { request.limit.min(10_000) } as usize;
         let search = request.search.to_lowercase();
+        self.listed(limit, |j| {
+            (!request.active_only || is_live(&j.row.state))
+                && (request.state.is_empty() || j.row.state == request.state)
+                && (request.kind.is_empty() || j.row.kind == request.kind)
+                && (request.submitter.is_empty() || j.row.submitter == request.submitter)
+                && j.listing.matches(request, &search)
+        })
+    }
+
+    /// The newest `limit` jobs made with any of the tokens `submitters` (by id).
+    pub fn jobs_of(&self, submitters: &HashSet<String>, limit: usize) -> Vec<v1::Job> {
+        self.listed(limit, |j| submitters.contains(&j.row.submitter))
+    }
+
+    /// The newest `limit` jobs that are `wanted`, viewed outside the lock.
+    fn listed(&self, limit: usize, wanted: impl Fn(&JobState) -> bool) -> Vec<v1::Job> {
         let parts: Vec<ViewParts> = {
             let state = self.lock();
-            let wanted = |j: &&JobState| {
-                (!request.active_only || is_live(&j.row.state))
-                    && (request.state.is_empty() || j.row.state == request.state)
-                    && (request.kind.is_empty() || j.row.kind == request.kind)
-                    && (request.submitter.is_empty() || j.row.submitter == request.submitter)
-                    && j.listing.matches(request, &search)
-            };
-            state.jobs.values().rev().filter(wanted).take(limit).map(JobState::parts).collect()
+            state.jobs.values().rev().filter(|j| wanted(j)).take(limit).map(JobState::parts).collect()
         };
         parts.iter().map(ViewParts::view).collect()
     }

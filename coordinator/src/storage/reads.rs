@@ -304,6 +304,15 @@ impl Storage {
         rows.iter().map(|r| Ok(r.try_get("id")?)).collect()
     }
 
+    /// The ids of every token of user `name`, revoked and expired ones too: whose jobs
+    /// are the user's.
+    pub async fn token_ids_of_user(&self, name: &str) -> Result<Vec<String>, StorageError> {
+        let rows = sqlx::query("SELECT hash FROM tokens WHERE user_name = $1").bind(name).fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|row| Ok(crate::access::tokens::token_id(&row.try_get::<String, _>("hash")?).to_owned()))
+            .collect()
+    }
+
     /// Each worker's counted units summed: core-milliseconds, games and units, all
     /// time and since `recent_ms` ([`crate::scheduler::credit`]).
     pub async fn credit_by_worker(&self, recent_ms: i64) -> Result<BTreeMap<i64, WorkerCredit>, StorageError> {

@@ -586,3 +586,72 @@ async fn a_test_page_says_what_it_tests_and_what_its_workers_could_not_do() {
     }
     session.browser.clone().close().await.unwrap();
 }
+
+/// Types `text` into the input `css`.
+async fn fill(browser: &Browser, css: &str, text: &str) {
+    let input = browser.wait().at_most(Duration::from_secs(20)).for_element(Locator::Css(css)).await.unwrap();
+    input.clear().await.unwrap();
+    input.send_keys(text).await.unwrap();
+}
+
+async fn click(browser: &Browser, css: &str) {
+    browser
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css(css))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+}
+
+/// A volunteer in a real browser (#56): signs up and logs in on the dashboard's pages
+/// (the session's cookie unreadable by the page's scripts), makes a worker key on their
+/// page, sees the machine it enrolled and retires it, and logs out.
+#[tokio::test]
+async fn a_volunteer_signs_up_logs_in_and_manages_their_machines_in_a_real_browser() {
+    let config =
+        SchedulerConfig { signup: xq_coordinator::access::accounts::SignupMode::Open, ..SchedulerConfig::default() };
+    let served = serve(Backend::Sqlite, config).await;
+    let base = format!("http://{}", served.address);
+    let session = session(1280, 900).await;
+    let browser = &session.browser;
+    let password = "carol's long password";
+
+    browser.goto(&format!("{base}/signup")).await.unwrap();
+    fill(browser, "#signup-name", "carol").await;
+    fill(browser, "#signup-password", password).await;
+    click(browser, "#signup-form button[type=submit]").await;
+    wait_for_text(browser, "#signup-status", |t| t.contains("Signed up as carol")).await;
+
+    click(browser, "#log-in").await;
+    fill(browser, "#login-name", "carol").await;
+    fill(browser, "#login-password", password).await;
+    click(browser, "#login-form button[type=submit]").await;
+    wait_for_text(browser, "#session-user", |t| t == "carol").await;
+    wait_for_text(browser, "h1", |t| t == "carol").await;
+    let cookies = browser.execute("return document.cookie;", vec![]).await.unwrap();
+    assert!(!cookies.as_str().unwrap().contains("xq_session"), "HttpOnly: {cookies}");
+    screenshot(browser, "user-page").await;
+
+    // A worker key, shown once; a machine it enrolls is listed and retired.
+    click(browser, "#make-worker-key").await;
+    let key = wait_for_text(browser, "#worker-key-token", |t| !t.is_empty()).await;
+    let mut request =
+        tonic::Request::new(v1::EnrollMachineRequest { machine_id: "desk-1".to_owned(), name: "desk-1".to_owned() });
+    let bearer = tonic::metadata::MetadataValue::try_from(format!("Bearer {}", key.trim())).unwrap();
+    request.metadata_mut().insert("authorization", bearer);
+    let mut accounts = v1::accounts_client::AccountsClient::new(channel(served.address).await);
+    let worker = accounts.enroll_machine(request).await.unwrap().into_inner().worker_id;
+    browser.goto(&format!("{base}/users/carol")).await.unwrap();
+    let row = format!("#user-machines tr[data-worker-id=\"{worker}\"]");
+    assert!(text(browser, &row).await.contains("active"));
+    click(browser, &format!("{row} button.retire")).await;
+    wait_for_text(browser, &row, |t| t.contains("disabled")).await;
+    assert!(!overflows(browser).await, "the user page is wider than the window");
+
+    click(browser, "#log-out").await;
+    wait_for_text(browser, "#session", |t| t.contains("Log in")).await;
+    session.browser.clone().close().await.unwrap();
+}

@@ -317,7 +317,7 @@ async fn a_revoked_or_expired_token_ends_the_streams_it_opened() {
     let bearer = format!("Bearer {}", alice.token);
     let (status, alice_live) = follow(&served, "127.0.0.1", &[("authorization", &bearer)]).await;
     assert_eq!(status, 200);
-    let cookie = format!("xq_token={}", served.client_token);
+    let cookie = format!("xq_session=t:{}", served.client_token);
     let (status, admin_live) = follow(&served, "127.0.0.1", &[("cookie", &cookie)]).await;
     assert_eq!(status, 200);
     let watch = |token: String| async move {

@@ -316,12 +316,12 @@ async fn a_private_dashboard_reads_only_for_client_tokens() {
     coordinator.dashboard_read = ReadAccess::Token;
     let served = serve_coordinator(coordinator, &dir.0).await;
     let base = format!("http://{}", served.address);
-    let cookie = format!("theme=dark; xq_token={}", served.client_token);
+    let cookie = format!("theme=dark; xq_session=t:{}", served.client_token);
     let bearer = format!("Bearer {}", served.client_token);
     for path in ["/api/v1/jobs", "/api/v1/workers", "/metrics", "/api/v1/events"] {
         let (status, body) = request("GET", &format!("{base}{path}"), &[], "").await;
         assert_eq!(status, 401, "{path}: {body}");
-        let (status, _) = request("GET", &format!("{base}{path}"), &[("cookie", "xq_token=wrong")], "").await;
+        let (status, _) = request("GET", &format!("{base}{path}"), &[("cookie", "xq_session=t:wrong")], "").await;
         assert_eq!(status, 401, "{path}");
     }
     for path in ["/api/v1/jobs", "/api/v1/workers", "/metrics"] {
@@ -330,7 +330,8 @@ async fn a_private_dashboard_reads_only_for_client_tokens() {
     }
     // The page shell holds no data: it is served, and asks for the token.
     assert_eq!(request("GET", &format!("{base}/"), &[], "").await.0, 200);
-    // A cookie never authorises an action.
-    let (status, _) = request("POST", &format!("{base}/api/v1/jobs/1/stop"), &[("cookie", &cookie)], "").await;
-    assert_eq!(status, 401);
+    // A session's cookie alone never authorises an action: its CSRF token must come too.
+    let (status, body) = request("POST", &format!("{base}/api/v1/jobs/1/stop"), &[("cookie", &cookie)], "").await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("CSRF"), "{body}");
 }

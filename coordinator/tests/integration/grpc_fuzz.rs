@@ -167,6 +167,7 @@ fn methods(job: u64, lease: &v1::Lease) -> Vec<Method> {
         client_method("/xq.v1.Client/GetPair", vec![v1::PairId { job_id: job, unit: lease.units[0] }.encode_to_vec()]),
         client_method("/xq.v1.Client/ListWorkers", vec![v1::ListWorkersRequest {}.encode_to_vec()]),
         client_method("/xq.v1.Client/ListContributors", vec![v1::ListContributorsRequest {}.encode_to_vec()]),
+        client_method("/xq.v1.Client/GetUserPage", vec![v1::UserName { name: "alice".to_owned() }.encode_to_vec()]),
         client_method(
             "/xq.v1.Client/PublishWorkerRelease",
             vec![

@@ -115,7 +115,7 @@ const BODIES: &[&str] = &[
 fn path(random: &mut Random, job: u64) -> String {
     let job = if random.below(3) == 0 { job.to_string() } else { random.pick(NUMBERS).to_owned() };
     let unit = random.pick(NUMBERS);
-    let base = match random.below(25) {
+    let base = match random.below(30) {
         0 => "/api/v1/jobs".to_owned(),
         1 => format!("/api/v1/jobs/{job}"),
         2 => format!("/api/v1/jobs/{job}/history"),
@@ -140,6 +140,11 @@ fn path(random: &mut Random, job: u64) -> String {
         21 => "/api/v1/artifacts".to_owned(),
         22 => "/api/v1/tests".to_owned(),
         23 => "/api/v1/contributors".to_owned(),
+        24 => "/api/v1/session".to_owned(),
+        25 => "/api/v1/signup".to_owned(),
+        26 => format!("/api/v1/users/{}", random.pick(VALUES)),
+        27 => "/api/v1/worker-keys".to_owned(),
+        28 => format!("/api/v1/workers/{job}/retire"),
         _ => format!("/api/v1/{}", random.pick(VALUES)),
     };
     let mut query = Vec::new();
@@ -165,7 +170,10 @@ async fn random_and_hostile_requests_never_get_a_5xx() {
         match random.below(4) {
             0 => headers.push(("authorization", client.as_str())),
             1 => headers.push(("authorization", random.pick(&["Bearer", "Bearer x", "Basic abc", "bearer  "]))),
-            2 => headers.push(("cookie", random.pick(&["xq_token=", "xq_token=x; xq_token=y", ";;;=", "a"]))),
+            2 => headers.push((
+                "cookie",
+                random.pick(&["xq_session=", "xq_session=s:x; xq_session=t:y", "xq_session=t:", ";;;=", "a"]),
+            )),
             _ => {}
         }
         if random.below(2) == 0 {

@@ -38,6 +38,7 @@ mod quarantine;
 mod retention;
 mod scheduler;
 mod security;
+mod sessions;
 mod spsa;
 mod storage;
 mod systemd_units;

@@ -15,38 +15,11 @@ use xq_proto::v1;
 #[tonic::async_trait]
 impl v1::accounts_server::Accounts for AccountsApi {
     async fn signup(&self, request: Request<v1::SignupRequest>) -> Result<Response<v1::SignupReply>, Status> {
-        let v1::SignupRequest { name, password } = request.into_inner();
-        let mode = self.0.scheduler.config.signup;
-        if mode == SignupMode::Closed {
-            return Err(Status::permission_denied("this coordinator takes no sign-ups: ask its admin for a token"));
-        }
-        check_name(&name).map_err(|e| Status::invalid_argument(e.to_string()))?;
-        check_password(&password).map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let hash = self.0.password_work(move || hash_password(&password)).await?;
-        let standing = self.0.scheduler.sign_up(&name, &hash, mode).await?;
-        Ok(Response::new(v1::SignupReply { state: standing.name().to_owned() }))
+        Ok(Response::new(self.0.sign_up(request.into_inner()).await?))
     }
 
     async fn login(&self, request: Request<v1::LoginRequest>) -> Result<Response<v1::LoginReply>, Status> {
-        let v1::LoginRequest { name, password, expires_seconds } = request.into_inner();
-        self.0.login_attempts.admit(&name).map_err(|e| Status::resource_exhausted(e.to_string()))?;
-        let user = self.0.scheduler.user(&name);
-        let stored = user.as_ref().map(|user| user.password_hash.clone());
-        let matches = self.0.password_work(move || verify_password(stored.as_deref(), &password)).await?;
-        let Some(user) = user.filter(|_| matches) else {
-            return Err(Status::unauthenticated("unknown name or wrong password"));
-        };
-        match user.standing {
-            Standing::Active => {}
-            Standing::Pending => {
-                return Err(Status::failed_precondition(format!(
-                    "'{name}' waits for an admin's or an approver's acceptance"
-                )));
-            }
-            Standing::Revoked => return Err(Status::permission_denied(format!("'{name}' was revoked"))),
-        }
-        let (token, id, role) = self.0.scheduler.log_in(&name, expires_seconds).await?;
-        Ok(Response::new(v1::LoginReply { token, id, role: role.name().to_owned() }))
+        Ok(Response::new(self.0.log_in(request.into_inner()).await?))
     }
 
     async fn enroll_machine(
@@ -62,6 +35,43 @@ impl v1::accounts_server::Accounts for AccountsApi {
 }
 
 impl Shared {
+    /// A sign-up, as `xq signup` and the dashboard's page make it.
+    pub async fn sign_up(&self, request: v1::SignupRequest) -> Result<v1::SignupReply, Status> {
+        let v1::SignupRequest { name, password } = request;
+        let mode = self.scheduler.config.signup;
+        if mode == SignupMode::Closed {
+            return Err(Status::permission_denied("this coordinator takes no sign-ups: ask its admin for a token"));
+        }
+        check_name(&name).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        check_password(&password).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let hash = self.password_work(move || hash_password(&password)).await?;
+        let standing = self.scheduler.sign_up(&name, &hash, mode).await?;
+        Ok(v1::SignupReply { state: standing.name().to_owned() })
+    }
+
+    /// A log-in, as `xq login` and the dashboard's make it: a new token of the user.
+    pub async fn log_in(&self, request: v1::LoginRequest) -> Result<v1::LoginReply, Status> {
+        let v1::LoginRequest { name, password, expires_seconds } = request;
+        self.login_attempts.admit(&name).map_err(|e| Status::resource_exhausted(e.to_string()))?;
+        let user = self.scheduler.user(&name);
+        let stored = user.as_ref().map(|user| user.password_hash.clone());
+        let matches = self.password_work(move || verify_password(stored.as_deref(), &password)).await?;
+        let Some(user) = user.filter(|_| matches) else {
+            return Err(Status::unauthenticated("unknown name or wrong password"));
+        };
+        match user.standing {
+            Standing::Active => {}
+            Standing::Pending => {
+                return Err(Status::failed_precondition(format!(
+                    "'{name}' waits for an admin's or an approver's acceptance"
+                )));
+            }
+            Standing::Revoked => return Err(Status::permission_denied(format!("'{name}' was revoked"))),
+        }
+        let (token, id, role) = self.scheduler.log_in(&name, expires_seconds).await?;
+        Ok(v1::LoginReply { token, id, role: role.name().to_owned() })
+    }
+
     /// Runs `work` (hashing a password) on the blocking pool, one a core at once.
     async fn password_work<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<T, Status> {
         let _place = self.password_work.acquire().await.map_err(|_| Status::unavailable("shutting down"))?;

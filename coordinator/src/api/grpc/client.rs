@@ -362,10 +362,7 @@ impl v1::client_server::Client for ClientApi {
         request: Request<v1::RetireMachineRequest>,
     ) -> Result<Response<v1::WorkerInfo>, Status> {
         let caller = client_of(&request)?;
-        let worker = request.into_inner().worker_id;
-        let user = self.0.scheduler.person_of_token(&caller.token_id).unwrap_or_default();
-        let admin = caller.role == Role::Admin;
-        Ok(Response::new(self.0.scheduler.retire_machine(worker, &user, admin, &caller.token_id).await?))
+        Ok(Response::new(self.0.retire_machine(&caller, request.into_inner().worker_id).await?))
     }
 
     async fn approve_job(&self, request: Request<v1::JobId>) -> Result<Response<v1::Job>, Status> {
@@ -378,10 +375,12 @@ impl v1::client_server::Client for ClientApi {
         request: Request<v1::CreateWorkerKeyRequest>,
     ) -> Result<Response<v1::CreateTokenReply>, Status> {
         let caller = client_of(&request)?;
-        let user = self.0.scheduler.user_of_token(&caller.token_id).unwrap_or_default();
-        let name = request.into_inner().name;
-        let (token, id) = self.0.scheduler.create_worker_key(&user, &name, &caller.token_id).await?;
-        Ok(Response::new(v1::CreateTokenReply { token, id }))
+        Ok(Response::new(self.0.create_worker_key(&caller, &request.into_inner().name).await?))
+    }
+
+    async fn get_user_page(&self, request: Request<v1::UserName>) -> Result<Response<v1::UserPage>, Status> {
+        client_of(&request)?;
+        Ok(Response::new(self.0.user_page(&request.into_inner().name).await?))
     }
 
     async fn list_users(&self, request: Request<v1::ListUsersRequest>) -> Result<Response<v1::ListUsersReply>, Status> {

@@ -8,7 +8,36 @@ use crate::api::grpc::Shared;
 use tonic::Status;
 use xq_proto::v1;
 
+/// The most tests a user's page lists.
+const PAGE_TESTS: usize = 200;
+
 impl Shared {
+    /// A user's page: their tests (made with any of their tokens, revoked and expired
+    /// ones too), the machines of their worker keys and their credit.
+    pub async fn user_page(&self, name: &str) -> Result<v1::UserPage, Status> {
+        let info = self.scheduler.user_info(name).ok_or_else(|| Status::not_found(format!("no user '{name}'")))?;
+        let tokens = self.storage.token_ids_of_user(name).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        let submitters: std::collections::HashSet<String> = tokens.into_iter().collect();
+        let tests = self.scheduler.jobs_of(&submitters, PAGE_TESTS);
+        let machines = self.scheduler.workers().into_iter().filter(|w| w.user == name).collect();
+        let credit = self.contributors().await?.users.into_iter().find(|user| user.user == name);
+        Ok(v1::UserPage { user: info.name, role: info.role, state: info.state, tests, machines, credit })
+    }
+
+    /// A worker key of the caller's user.
+    pub async fn create_worker_key(&self, caller: &Caller, name: &str) -> Result<v1::CreateTokenReply, Status> {
+        let user = self.scheduler.user_of_token(&caller.token_id).unwrap_or_default();
+        let (token, id) = self.scheduler.create_worker_key(&user, name, &caller.token_id).await?;
+        Ok(v1::CreateTokenReply { token, id })
+    }
+
+    /// Retires machine `worker`: the caller's own, or anyone's for an admin.
+    pub async fn retire_machine(&self, caller: &Caller, worker: u64) -> Result<v1::WorkerInfo, Status> {
+        let user = self.scheduler.person_of_token(&caller.token_id).unwrap_or_default();
+        let admin = caller.role == Role::Admin;
+        Ok(self.scheduler.retire_machine(worker, &user, admin, &caller.token_id).await?)
+    }
+
     /// Every user, for an admin or an approver.
     pub fn list_users(&self, caller: &Caller) -> Result<v1::ListUsersReply, Status> {
         may_approve(caller)?;

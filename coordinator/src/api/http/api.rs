@@ -2,6 +2,7 @@
 //! (scheduler views, [`Shared`]'s history and game streams). Every refusal is a 4xx
 //! with `{"error": "..."}` naming what was wrong.
 
+use super::session::{CSRF_HEADER, Session, csrf_matches};
 use super::{Dashboard, ReadAccess};
 use crate::access::caller::Caller;
 use crate::access::tokens::{Principal, bearer, token_hash};
@@ -40,22 +41,12 @@ pub async fn not_found(uri: axum::http::Uri) -> ApiError {
     ApiError(StatusCode::NOT_FOUND, format!("nothing at {}", uri.path()))
 }
 
-/// The client token a request carries: as a bearer token, or (for reads only) in
-/// the pages' cookie.
-fn token(headers: &HeaderMap, cookie_too: bool) -> Option<&str> {
-    let from_header = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer);
-    let from_cookie = || {
-        headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .find_map(|pair| pair.trim().strip_prefix("xq_token="))
-    };
-    from_header.or_else(|| if cookie_too { from_cookie() } else { None })
+/// The client token a request carries as a bearer token.
+fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer)
 }
 
-fn require_client(dashboard: &Dashboard, token: Option<&str>) -> Result<Caller, ApiError> {
+pub(super) fn require_client(dashboard: &Dashboard, token: Option<&str>) -> Result<Caller, ApiError> {
     let token = token.ok_or_else(|| ApiError(StatusCode::UNAUTHORIZED, "this needs a client token".to_owned()))?;
     match dashboard.shared.scheduler.authenticate(token) {
         Ok((Principal::Client(role), token_id)) => Ok(Caller { role, token_id }),
@@ -67,23 +58,35 @@ fn require_client(dashboard: &Dashboard, token: Option<&str>) -> Result<Caller, 
     }
 }
 
-/// Reads are open, or need a client token, as the server was told; the hash of the
-/// token a read needed, if it needed one.
+/// Reads are open, or need a client token (a bearer token, or the session cookie:
+/// the pages' live stream cannot send headers), as the server was told; the hash of
+/// the token a read needed, if it needed one.
 pub(super) fn may_read(dashboard: &Dashboard, headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     match dashboard.read {
         ReadAccess::Open => Ok(None),
         ReadAccess::Token => {
-            let token = token(headers, true);
+            let token = bearer_token(headers).or_else(|| Session::of(headers).map(Session::token));
             require_client(dashboard, token)?;
             Ok(token.map(token_hash))
         }
     }
 }
 
-/// Actions need a client token in the Authorization header: a cookie would let any
-/// page the user visits act in their name.
+/// Actions need a client token: a bearer token, or the session cookie with the
+/// session's CSRF token in its header (the cookie alone would let any page the user
+/// visits act in their name, were it not SameSite).
 pub(super) fn may_act(dashboard: &Dashboard, headers: &HeaderMap) -> Result<Caller, ApiError> {
-    require_client(dashboard, token(headers, false))
+    if let Some(token) = bearer_token(headers) {
+        return require_client(dashboard, Some(token));
+    }
+    match Session::of(headers) {
+        Some(session) if csrf_matches(headers, session) => require_client(dashboard, Some(session.token())),
+        Some(_) => Err(ApiError(
+            StatusCode::FORBIDDEN,
+            format!("an action of a session needs its CSRF token in the {CSRF_HEADER} header"),
+        )),
+        None => Err(ApiError(StatusCode::UNAUTHORIZED, "this needs a client token or a log-in".to_owned())),
+    }
 }
 
 fn job_id(text: &str) -> Result<u64, ApiError> {

@@ -14,6 +14,7 @@ pub mod api;
 mod assets;
 pub mod error;
 mod live;
+pub mod session;
 pub mod submit;
 
 use std::sync::Arc;
@@ -34,8 +35,8 @@ pub enum ReadAccess {
     /// Anyone who reaches the port (the pages and API hold no secrets).
     #[default]
     Open,
-    /// Only holders of a client token, sent as a bearer token or in the `xq_token`
-    /// cookie that the pages set. Actions always need the bearer token.
+    /// Only holders of a client token, sent as a bearer token or held by a session
+    /// ([`session`]). Actions need the bearer token, or the session with its CSRF token.
     Token,
 }
 
@@ -44,19 +45,24 @@ pub enum ReadAccess {
 pub struct Dashboard {
     pub shared: Shared,
     pub read: ReadAccess,
+    /// Whether the session cookie is marked Secure (the dashboard is served over TLS).
+    pub secure_cookies: bool,
     live: live::Live,
 }
 
 /// The dashboard's routes, with `/metrics`; requests are timed into the metrics.
-pub fn routes(shared: Shared, read: ReadAccess) -> Router {
+pub fn routes(shared: Shared, read: ReadAccess, secure_cookies: bool) -> Router {
     let live = live::Live::start(shared.scheduler.clone());
-    let state = Dashboard { shared, read, live };
+    let state = Dashboard { shared, read, secure_cookies, live };
     Router::new()
         .route("/", get(assets::page))
         .route("/tests/{id}", get(assets::page))
         .route("/tests/{id}/pairs/{unit}", get(assets::page))
         .route("/workers", get(assets::page))
         .route("/contributors", get(assets::page))
+        .route("/login", get(assets::page))
+        .route("/signup", get(assets::page))
+        .route("/users/{name}", get(assets::page))
         .route("/sprt", get(assets::page))
         .route("/nets", get(assets::page))
         .route("/tournaments", get(assets::page))
@@ -83,6 +89,11 @@ pub fn routes(shared: Shared, read: ReadAccess) -> Router {
         .route("/api/v1/jobs/{id}/priority", post(api::priority))
         .route("/api/v1/workers", get(api::workers))
         .route("/api/v1/contributors", get(api::contributors))
+        .route("/api/v1/session", get(session::current).post(session::log_in).delete(session::log_out))
+        .route("/api/v1/signup", post(session::sign_up))
+        .route("/api/v1/users/{name}", get(session::user_page))
+        .route("/api/v1/worker-keys", post(session::create_worker_key))
+        .route("/api/v1/workers/{id}/retire", post(session::retire_machine))
         .route("/api/v1/nets", get(api::nets))
         .route("/api/v1/tournaments", get(api::tournaments))
         .route("/api/v1/tournaments/{id}", get(api::tournament))
