@@ -112,7 +112,7 @@ pub fn token(data: &Path) -> String {
 }
 
 /// Our engine uploaded, as "new", and as "base" capped at depth 1.
-async fn our_engine_against_depth_1(admin: &mut Client) -> (v1::EngineSpec, v1::EngineSpec) {
+pub async fn our_engine_against_depth_1(admin: &mut Client) -> (v1::EngineSpec, v1::EngineSpec) {
     let engine = std::fs::read(binary("xq-engine")).unwrap();
     let binary = upload(admin, "xq-engine", "engine", &engine).await.unwrap();
     let new = v1::EngineSpec {

@@ -104,15 +104,7 @@ async fn leases_accounting(data: &Path) -> Vec<(u64, i64)> {
 
 /// Our engine against itself at depth 1, `pairs` pairs at depth 3, uploaded by `admin`.
 async fn depth_test(admin: &mut crate::common::Client, pairs: u64) -> u64 {
-    let engine = upload(admin, "xq-engine", "engine", &std::fs::read(binary("xq-engine")).unwrap()).await.unwrap();
-    let new = v1::EngineSpec {
-        name: "new".to_owned(),
-        binary: Some(engine),
-        protocol: "uci".to_owned(),
-        ..Default::default()
-    };
-    let mut base = v1::EngineSpec { name: "base".to_owned(), ..new.clone() };
-    base.options.insert("Depth Limit".to_owned(), "1".to_owned());
+    let (new, base) = crate::cluster::our_engine_against_depth_1(admin).await;
     let request = v1::CreateTestRequest {
         new_engine: Some(new),
         base_engine: Some(base),
