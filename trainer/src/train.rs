@@ -76,6 +76,22 @@ pub struct TrainSettings {
     /// factor in. Not recorded when off, so that checkpoints of runs before it resume.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub factorise: bool,
+    /// Epochs without a lower validation loss after which the run stops early (none:
+    /// it trains every epoch). The net is the best epoch's either way; a seeded loop's
+    /// runs saw their validation loss rise after the first epoch (docs/benchmarks.md),
+    /// so the epochs past it were time spent for nothing. Not recorded when none, so
+    /// that checkpoints of runs before it resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patience: Option<usize>,
+}
+
+/// Whether a run that has finished `epochs`, whose best epoch was `best`, has waited
+/// `patience` epochs for a lower validation loss in vain.
+pub fn patience_spent(epochs: usize, best: Option<usize>, patience: Option<usize>) -> bool {
+    match (patience, best) {
+        (Some(patience), Some(best)) => epochs >= best + patience,
+        _ => false,
+    }
 }
 
 /// Whether a run trains the feature transformer factorised, as asked for; a run's
@@ -256,6 +272,16 @@ pub fn train(
 
     let mut stopped = false;
     while progress.epoch < settings.epochs {
+        let best_epoch = progress.best.map(|(epoch, _)| epoch);
+        if patience_spent(progress.epoch, best_epoch, settings.patience) {
+            eprintln!(
+                "stopping after epoch {}: no lower validation loss since epoch {} ({} epochs of patience)",
+                progress.epoch,
+                best_epoch.unwrap_or(0),
+                settings.patience.unwrap_or(0)
+            );
+            break;
+        }
         let epoch = progress.epoch;
         let started = Instant::now();
         let mut waited = Duration::ZERO;
@@ -345,6 +371,20 @@ pub fn train(
         Some(path)
     };
     Ok(Summary { epochs: progress.epoch, stopped, log: progress.log, net, refusals })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::patience_spent;
+
+    #[test]
+    fn patience_is_spent_once_that_many_epochs_pass_the_best_without_a_better_one() {
+        assert!(!patience_spent(3, Some(1), None), "no patience: every epoch");
+        assert!(!patience_spent(0, None, Some(2)), "nothing trained yet");
+        assert!(!patience_spent(2, Some(1), Some(2)));
+        assert!(patience_spent(3, Some(1), Some(2)));
+        assert!(!patience_spent(3, Some(3), Some(2)), "the last epoch was the best");
+    }
 }
 
 /// The best epoch's model in a run directory.

@@ -73,6 +73,7 @@ fn settings(epochs: usize) -> TrainSettings {
         init: None,
         fixed_validation: Vec::new(),
         factorise: false,
+        patience: None,
     }
 }
 
@@ -421,4 +422,26 @@ fn a_fixed_validation_set_is_scored_every_epoch_and_the_losses_are_drawn() {
     let summary = train(&chunks, &settings(1), plain.path(), Device::Cpu, &AtomicBool::new(false), false).unwrap();
     assert!(summary.log.iter().all(|e| e.get("fixed_validation_loss").is_none()));
     assert!(serde_json::to_value(settings(1)).unwrap().get("fixed_validation").is_none());
+}
+
+/// With patience, a run stops at the first epoch that has waited that long for a lower
+/// validation loss, and exports the best epoch's net. At a rate this high the loss
+/// jumps about from epoch to epoch, so eight epochs do not all improve on the last.
+#[test]
+fn a_run_with_patience_stops_once_its_validation_loss_stops_falling_and_keeps_its_best_epoch() {
+    let run = tempfile::tempdir().unwrap();
+    let chunks = find_chunks(data()).unwrap();
+    let mut settings = TrainSettings { patience: Some(1), ..settings(8) };
+    settings.rate.rate = 0.5;
+    let summary = train(&chunks, &settings, run.path(), Device::Cpu, &AtomicBool::new(false), false).unwrap();
+    let losses: Vec<f64> = summary.log.iter().map(|e| e["validation_loss"].as_f64().unwrap()).collect();
+    // Where the rule says to stop, from the log alone: the first epoch no lower than
+    // the best before it.
+    let expected = (2..=8).find(|&e| losses[e] >= losses[1..e].iter().copied().fold(f64::MAX, f64::min)).unwrap_or(8);
+    assert_eq!(summary.epochs, expected, "{losses:?}");
+    assert!(summary.epochs < 8, "stopped early: {losses:?}");
+    let best = (1..=summary.epochs).min_by(|&a, &b| losses[a].total_cmp(&losses[b])).unwrap();
+    let net = Network::load(&summary.net.unwrap()).unwrap();
+    let description: serde_json::Value = serde_json::from_str(net.description()).unwrap();
+    assert_eq!(description["exported_epoch"], best, "{losses:?}");
 }

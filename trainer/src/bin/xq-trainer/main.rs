@@ -150,9 +150,10 @@ struct TrainingArgs {
     /// Positions per batch.
     #[arg(long, default_value_t = 16_384)]
     batch_size: usize,
-    /// The learning rate.
-    #[arg(long, default_value_t = 1e-3)]
-    lr: f64,
+    /// The learning rate (default 1e-3; 2e-4 for a loop from a seed net, which at
+    /// 1e-3 lost 35 Elo to its seed and at 2e-4 gained 18: docs/benchmarks.md).
+    #[arg(long)]
+    lr: Option<f64>,
     /// The learning-rate schedule.
     #[arg(long, value_enum, default_value = "cosine")]
     schedule: Schedule,
@@ -214,6 +215,11 @@ struct TrainingArgs {
     /// --init (or a loop's parent) as that model was; `--factorise` alone is `on`.
     #[arg(long, value_enum, default_value = "auto", num_args = 0..=1, default_missing_value = "on")]
     factorise: Factorising,
+    /// Stop a run once this many epochs pass without a lower validation loss (the net
+    /// is the best epoch's either way; default: train every epoch, and 2 for a loop
+    /// from a seed net, whose validation loss rose after the first epoch); 0: never.
+    #[arg(long)]
+    patience: Option<usize>,
     /// auto (CUDA when present), cpu or cuda.
     #[arg(long, default_value = "auto")]
     device: String,
@@ -230,8 +236,18 @@ impl TrainingArgs {
 
     /// The settings of a run into `out`, the factoriser's choice resolved against the
     /// run's checkpoint when it resumes, else against `init`.
-    fn settings(&self, data: String, out: &Path, init: Option<PathBuf>) -> anyhow::Result<TrainSettings> {
+    fn settings(
+        &self,
+        data: String,
+        out: &Path,
+        init: Option<PathBuf>,
+        recipe: Recipe,
+    ) -> anyhow::Result<TrainSettings> {
         let factorise = self.factorise.resolve(out, init.as_deref())?;
+        let (rate, patience) = match recipe {
+            Recipe::Fresh => (1e-3, None),
+            Recipe::Seeded => (2e-4, Some(2)),
+        };
         Ok(TrainSettings {
             data,
             loader: LoaderSettings {
@@ -251,7 +267,7 @@ impl TrainingArgs {
             epochs: self.epochs,
             epoch_positions: self.epoch_positions,
             rate: RateSettings {
-                rate: self.lr,
+                rate: self.lr.unwrap_or(rate),
                 schedule: self.schedule,
                 gamma: self.gamma,
                 step_epochs: self.step_epochs,
@@ -263,8 +279,22 @@ impl TrainingArgs {
             init,
             fixed_validation: Vec::new(),
             factorise,
+            patience: match self.patience {
+                Some(0) => None,
+                Some(epochs) => Some(epochs),
+                None => patience,
+            },
         })
     }
+}
+
+/// Which defaults a run's rate and patience take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Recipe {
+    /// A net trained from scratch, or by hand from another (`xq-trainer train`).
+    Fresh,
+    /// A loop's generations from a seed net: a trained net refined on its own games.
+    Seeded,
 }
 
 #[derive(clap::Args)]
@@ -405,7 +435,7 @@ fn run_training(args: TrainArgs) -> anyhow::Result<()> {
         (None, None) => bail!("give --data DIR or --job N"),
     };
     let chunks = find_chunks(&data)?;
-    let mut settings = args.training.settings(source, &args.out, args.init.clone())?;
+    let mut settings = args.training.settings(source, &args.out, args.init.clone(), Recipe::Fresh)?;
     if let Some(dir) = &args.fixed_validation {
         settings.fixed_validation = find_chunks(dir)?;
     }
@@ -486,7 +516,12 @@ fn run_loop(args: LoopArgs) -> anyhow::Result<()> {
             confirm_pairs: args.confirm_pairs,
             book: args.book.clone(),
         },
-        train: args.training.settings(String::new(), &args.out, None)?,
+        train: args.training.settings(
+            String::new(),
+            &args.out,
+            None,
+            if args.seed_net.is_some() { Recipe::Seeded } else { Recipe::Fresh },
+        )?,
         factorising: args.training.factorise,
         device,
         poll: Duration::from_secs_f64(args.poll_seconds.max(0.05)),
