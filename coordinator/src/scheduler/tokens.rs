@@ -173,19 +173,30 @@ impl Scheduler {
     /// Revokes the token whose id is `id` (a worker's too): refused from the next call.
     /// A worker key's machines lose their tokens with it.
     pub async fn revoke_token(&self, id: &str, actor: &str) -> Result<(), ScheduleError> {
-        let (hash, key) = {
+        let (hash, key, orphaned) = {
             let mut state = self.lock();
             let matching: Vec<String> =
                 state.tokens.keys().filter(|hash| !id.is_empty() && token_id(hash) == id).cloned().collect();
             let [hash] = matching.as_slice() else {
                 return Err(ScheduleError::NotFound(format!("no token in force with id '{id}'")));
             };
-            let removed = state.tokens.remove(hash);
-            (hash.clone(), removed.is_some_and(|token| token.principal == Ok(Principal::WorkerKey)))
+            let removed = state.tokens.remove(hash).map(|token| token.principal);
+            // A worker left without a token in force can report nothing more: its
+            // leases are withdrawn now rather than left to expire.
+            let orphaned = match removed {
+                Some(Ok(Principal::Worker(worker)))
+                    if !state.tokens.values().any(|t| t.principal == Ok(Principal::Worker(worker))) =>
+                {
+                    state.workers.get(&worker).map(|w| w.leases.iter().copied().collect()).unwrap_or_default()
+                }
+                _ => Vec::new(),
+            };
+            (hash.clone(), removed == Some(Ok(Principal::WorkerKey)), orphaned)
         };
         self.revocations.send_modify(|count| *count += 1);
         self.writer.write(Change::RevokeToken { hash: hash.clone(), at_ms: now_ms() }).await?;
         self.audit(actor, "token.revoke", id).await?;
+        self.withdraw_leases(orphaned).await?;
         if key {
             for worker in self.machines_of_key(&hash) {
                 for machine_token in self.worker_token_ids(worker) {

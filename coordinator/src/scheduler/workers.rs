@@ -171,15 +171,21 @@ impl Scheduler {
             (leases, set_aside)
         };
         if standing != ACTIVE {
-            for id in leases {
-                if self.close_lease(id, true) {
-                    self.writer.write(Change::LeaseState { id: id as i64, state: "cancelled".to_owned() }).await?;
-                }
-            }
+            self.withdraw_leases(leases).await?;
         }
         self.write_standing(worker, jobs).await?;
         tracing::warn!(worker, standing, reason, "worker standing changed");
         Ok(self.workers().into_iter().find(|w| w.worker_id == worker).expect("the worker was found above"))
+    }
+
+    /// Cancels `leases` (those still active), their units back to their jobs.
+    pub(super) async fn withdraw_leases(&self, leases: impl IntoIterator<Item = u64>) -> Result<(), ScheduleError> {
+        for id in leases {
+            if self.close_lease(id, true) {
+                self.writer.write(Change::LeaseState { id: id as i64, state: "cancelled".to_owned() }).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Stores a worker's standing as it is in memory and sets its units of `jobs`

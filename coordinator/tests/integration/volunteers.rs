@@ -424,3 +424,51 @@ async fn a_release_is_an_admin_s_and_must_be_a_bundle_of_its_version() {
     assert_eq!((published.size, published.version.as_str()), (bytes.len() as u64, "0.3.0"));
     assert!(published.published_ms > 0);
 }
+
+/// Revoking a user ends its machines' leases at once (#56 part 1): its worker keys and
+/// their machines' tokens go with its own, and a worker left without a token in force
+/// has its leases withdrawn, their units back to the test, rather than left to expire.
+#[tokio::test]
+async fn revoking_a_user_withdraws_its_machines_leases_at_once() {
+    use crate::common::{Backend, channel, serve, test_capabilities, test_request, worker};
+    use tonic::metadata::MetadataValue;
+    use xq_coordinator::access::accounts::SignupMode;
+    use xq_coordinator::scheduler::config::SchedulerConfig;
+    use xq_proto::v1::accounts_client::AccountsClient;
+    let config =
+        SchedulerConfig { signup: SignupMode::Open, lease_ttl: Duration::from_secs(600), ..Default::default() };
+    let served = serve(Backend::Sqlite, config).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let mut accounts = AccountsClient::new(channel(served.address).await);
+    let password = "dora's long password".to_owned();
+    accounts.signup(v1::SignupRequest { name: "dora".to_owned(), password: password.clone() }).await.unwrap();
+    let login = v1::LoginRequest { name: "dora".to_owned(), password, expires_seconds: 0 };
+    let mut dora = client(served.address, &accounts.login(login).await.unwrap().into_inner().token).await;
+    let key = dora.create_worker_key(v1::CreateWorkerKeyRequest { name: "lab".to_owned() }).await.unwrap();
+    let mut request =
+        tonic::Request::new(v1::EnrollMachineRequest { machine_id: "m".to_owned(), name: "m".to_owned() });
+    let bearer = MetadataValue::try_from(format!("Bearer {}", key.into_inner().token)).unwrap();
+    request.metadata_mut().insert("authorization", bearer);
+    let enrolled = accounts.enroll_machine(request).await.unwrap().into_inner();
+    let mut machine = worker(served.address, &enrolled.worker_token).await;
+    let capabilities = test_capabilities("m", &[], 1);
+    machine.register(v1::RegisterRequest { capabilities: Some(capabilities) }).await.unwrap();
+    let request = test_request(&mut admin, 20, None).await;
+    let job = admin.create_test(request).await.unwrap().into_inner().job_id;
+    let lease = machine.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    assert_eq!(lease.job_id, job);
+    let active = |admin: &mut crate::common::Client| {
+        let mut admin = admin.clone();
+        async move {
+            let workers = admin.list_workers(v1::ListWorkersRequest {}).await.unwrap().into_inner().workers;
+            workers.iter().find(|w| w.worker_id == enrolled.worker_id).unwrap().active_leases
+        }
+    };
+    assert_eq!(active(&mut admin).await, 1);
+    admin.revoke_user(v1::UserName { name: "dora".to_owned() }).await.unwrap();
+    assert_eq!(active(&mut admin).await, 0, "withdrawn at once, its lease of 600 s notwithstanding");
+    let refused = machine.heartbeat(v1::HeartbeatRequest { lease_ids: vec![lease.lease_id] }).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::Unauthenticated);
+    let state = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
+    assert_eq!(state.active_leases, 0, "{state:?}");
+}
