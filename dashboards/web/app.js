@@ -90,6 +90,17 @@
     };
   }
 
+  /** A table of cards (rows become cards on a phone): its columns' headers and `body`. */
+  function cardTable(id, columns, body) {
+    return el("table", { id, class: "cards" },
+      el("thead", {}, el("tr", {}, columns.map((c) => el("th", { scope: "col" }, c)))), body);
+  }
+
+  /** An error said in `where` (a status line), for the screen reader too. */
+  function sayError(where, error) {
+    where.replaceChildren(el("span", { class: "error", role: "alert" }, error.message));
+  }
+
   // ---- The session ---------------------------------------------------------------------
 
   // Who is logged in: the server keeps the session in an HttpOnly cookie no script
@@ -145,7 +156,7 @@
         history.pushState(null, "", session.user ? `/users/${encodeURIComponent(session.user)}` : "/");
         route();
       } catch (error) {
-        status.replaceChildren(el("span", { class: "error", role: "alert" }, error.message));
+        sayError(status, error);
       }
     };
     main.replaceChildren(el("h1", {}, "Log in"), status,
@@ -176,7 +187,7 @@
               ? `Signed up as ${name.value}: an admin or an approver accepts you, then you can log in.`
               : el("span", {}, `Signed up as ${name.value}: `, el("a", { href: "/login" }, "log in"), "."));
           } catch (error) {
-            status.replaceChildren(el("span", { class: "error", role: "alert" }, error.message));
+            sayError(status, error);
           }
         },
       },
@@ -195,13 +206,11 @@
     const keyArea = el("div", { id: "worker-key" });
     const machineColumns = ["#", "Machine", "State", "Units done", "Last seen", ""];
     const testColumns = ["#", "Test", "State", "Result"];
-    const table = (id, columns, body) => el("table", { id, class: "cards" },
-      el("thead", {}, el("tr", {}, columns.map((c) => el("th", { scope: "col" }, c)))), body);
     main.replaceChildren(el("h1", {}, name), status, credit,
       el("section", { "aria-labelledby": "machines-title" }, el("h2", { id: "machines-title" }, "Machines"),
-        own ? keyArea : "", table("user-machines", machineColumns, machines)),
+        own ? keyArea : "", cardTable("user-machines", machineColumns, machines)),
       el("section", { "aria-labelledby": "tests-title" }, el("h2", { id: "tests-title" }, "Tests"),
-        table("user-tests", testColumns, tests)));
+        cardTable("user-tests", testColumns, tests)));
     if (own) {
       const keyName = el("input", { id: "worker-key-name", value: "machines", maxlength: "64" });
       keyArea.replaceChildren(el("form", {
@@ -214,7 +223,7 @@
               el("code", {}, "xq-worker connect --key-file FILE"), "):"),
               el("pre", { id: "worker-key-token" }, key.token));
           } catch (error) {
-            status.replaceChildren(el("span", { class: "error", role: "alert" }, error.message));
+            sayError(status, error);
           }
         },
       }, el("label", { for: "worker-key-name" }, "A worker key for your machines, named"), keyName,
@@ -237,7 +246,7 @@
                   await api(`/api/v1/workers/${w.worker_id}/retire`, { method: "POST", body: {} });
                   load();
                 } catch (error) {
-                  status.replaceChildren(el("span", { class: "error", role: "alert" }, error.message));
+                  sayError(status, error);
                 }
               },
             }, "Retire")
@@ -1154,12 +1163,10 @@
     const creditColumns = ["Core-hours", "Games", "Core-hours (30 days)", "Games (30 days)"];
     const userColumns = ["User", "Machines", ...creditColumns];
     const machineColumns = ["#", "Machine", "User", ...creditColumns];
-    const table = (id, columns, body) => el("table", { id, class: "cards" },
-      el("thead", {}, el("tr", {}, columns.map((c) => el("th", { scope: "col" }, c)))), body);
     main.replaceChildren(el("h1", {}, "Contributors"), note,
       el("p", { class: "note" }, "The CPU time volunteers' machines gave to work that counted: the cores each lease held for as long as it took to report its units. Work set aside (a quarantined machine's) and refused reports earn nothing."),
-      el("section", { "aria-labelledby": "users-title" }, el("h2", { id: "users-title" }, "Users"), table("contributors", userColumns, users)),
-      el("section", { "aria-labelledby": "machines-title" }, el("h2", { id: "machines-title" }, "Machines"), table("machines", machineColumns, machines)));
+      el("section", { "aria-labelledby": "users-title" }, el("h2", { id: "users-title" }, "Users"), cardTable("contributors", userColumns, users)),
+      el("section", { "aria-labelledby": "machines-title" }, el("h2", { id: "machines-title" }, "Machines"), cardTable("machines", machineColumns, machines)));
     const row = (attributes, columns, cells) => el("tr", attributes, cells.map((cell, i) => el("td", { "data-label": columns[i] }, cell)));
     const load = async () => {
       try {

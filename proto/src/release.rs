@@ -16,7 +16,8 @@ use sha2::{Digest, Sha256};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// The bundle's entries, in order.
+/// The bundle's entries, in order: the manifest (`version V`), the worker (stamped with
+/// V) and the engine, each installed under this name beside the worker.
 pub const MANIFEST: &str = "release";
 pub const WORKER: &str = "xq-worker";
 pub const ENGINE: &str = "xq-engine";
@@ -131,22 +132,23 @@ pub fn new_key() -> SigningKey {
     SigningKey::from_bytes(&rand::random())
 }
 
+/// A key's 32 bytes written in hex, if `text` holds them.
+fn key_bytes(text: &str) -> Option<[u8; 32]> {
+    hex::decode(text.trim()).ok()?.try_into().ok()
+}
+
 /// Reads an operator key file: the secret key's 32 bytes in hex.
 pub fn read_signing_key(path: &Path) -> Result<SigningKey, ReleaseError> {
     let text = std::fs::read_to_string(path).map_err(file_error("reading the key", path))?;
-    let bytes: [u8; 32] = hex::decode(text.trim())
-        .ok()
-        .and_then(|b| b.try_into().ok())
+    let bytes = key_bytes(&text)
         .ok_or_else(|| ReleaseError::Key(format!("{} does not hold 32 bytes in hex", path.display())))?;
     Ok(SigningKey::from_bytes(&bytes))
 }
 
 /// Reads a public key: 32 bytes in hex.
 pub fn parse_public_key(text: &str) -> Result<VerifyingKey, ReleaseError> {
-    let bytes: [u8; 32] = hex::decode(text.trim())
-        .ok()
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| ReleaseError::Key(format!("'{}' is not 32 bytes in hex", text.trim())))?;
+    let bytes =
+        key_bytes(text).ok_or_else(|| ReleaseError::Key(format!("'{}' is not 32 bytes in hex", text.trim())))?;
     VerifyingKey::from_bytes(&bytes).map_err(|e| ReleaseError::Key(e.to_string()))
 }
 

@@ -7,8 +7,13 @@
 //! refused report stores nothing, and a quarantined worker's units move to
 //! `set_aside_units` with their credit. A lease cannot be held past
 //! [`crate::scheduler::leases::held_until`], so holding one without playing gains at
-//! most that bound, and only if its units are then reported and counted.
+//! most that bound, and only if its units are then reported and counted. And the cores
+//! a worker declares are only its word: a report is credited at most the cores' worth
+//! of work the worker's reports have shown ([`crate::scheduler::pace`]), with the
+//! pace's headroom, so that a one-core machine declaring 64 and holding a large lease
+//! is credited about what it plays, however long it holds it.
 
+use crate::scheduler::pace::{HEADROOM, Pace};
 use crate::scheduler::{LeaseState, Scheduler};
 use crate::storage::rows::{Tally, UnitRow, WorkerCredit};
 use crate::storage::{Storage, StorageError};
@@ -28,7 +33,13 @@ const FRESH_FOR: Duration = Duration::from_secs(10);
 /// (or its closing, if it is closed) shared out exactly among them, and `games` each.
 /// Rows it reported before carry nothing (a resend is not paid twice); a lease already
 /// forgotten credits nothing.
-pub(super) fn stamp(lease: Option<&mut LeaseState>, rows: &mut [UnitRow], now_ms: i64, games: u32) {
+pub(super) fn stamp(
+    lease: Option<&mut LeaseState>,
+    pace: Option<&Pace>,
+    rows: &mut [UnitRow],
+    now_ms: i64,
+    games: u32,
+) {
     let Some(lease) = lease else { return };
     let new: Vec<&mut UnitRow> = rows.iter_mut().filter(|row| !lease.acked.contains(&row.unit)).collect();
     if new.is_empty() {
@@ -37,7 +48,9 @@ pub(super) fn stamp(lease: Option<&mut LeaseState>, rows: &mut [UnitRow], now_ms
     // A lease closed (expired, say) earns nothing after: its units may still count
     // when they come late, but the time it was not held is no one's.
     let held_until_ms = lease.closed_at.map_or(now_ms, |closed| now_ms - closed.elapsed().as_millis() as i64);
-    let held = lease.row.cores.saturating_mul((held_until_ms - lease.last_report_ms).max(0));
+    // Without a worker's pace (a test's stand-in), the lease's own cores.
+    let shown = pace.map_or(i64::MAX, |pace| cores_shown(pace, new.len() as f64 * lease.unit_seconds));
+    let held = lease.row.cores.min(shown).saturating_mul((held_until_ms - lease.last_report_ms).max(0));
     lease.last_report_ms = lease.last_report_ms.max(held_until_ms);
     let count = new.len() as i64;
     for (index, row) in new.into_iter().enumerate() {
@@ -45,6 +58,14 @@ pub(super) fn stamp(lease: Option<&mut LeaseState>, rows: &mut [UnitRow], now_ms
         row.cpu_ms = held / count + i64::from((index as i64) < held % count);
         row.games = i64::from(games);
     }
+}
+
+/// The most cores a worker is credited at when it reports units estimated at
+/// `seconds` more: the cores' worth of work its reports show, with the pace's headroom
+/// (the estimates can be that far off for an honest worker), and at least one.
+fn cores_shown(pace: &Pace, seconds: f64) -> i64 {
+    let cores = pace.cores_after(Instant::now(), seconds) * HEADROOM;
+    if cores.is_finite() { (cores.ceil() as i64).max(1) } else { 1 }
 }
 
 /// A tally as the API shows it.
@@ -137,7 +158,7 @@ mod tests {
     use std::collections::HashSet;
 
     /// A lease of `units` holding `cores` cores, taken at `taken_ms`.
-    fn lease(cores: i64, taken_ms: i64, units: &[u64]) -> LeaseState {
+    fn lease_of(cores: i64, taken_ms: i64, units: &[u64]) -> LeaseState {
         let now = Instant::now();
         LeaseState {
             row: LeaseRow {
@@ -183,28 +204,36 @@ mod tests {
 
     #[test]
     fn a_report_shares_its_lease_s_core_time_exactly_and_a_resend_earns_nothing() {
-        let mut lease = lease(3, 1_000, &[0, 1, 2, 3]);
+        let mut lease = lease_of(3, 1_000, &[0, 1, 2, 3]);
         let mut first = vec![row(0), row(1)];
-        stamp(Some(&mut lease), &mut first, 2_001, 2);
+        stamp(Some(&mut lease), None, &mut first, 2_001, 2);
         // 3 cores for 1,001 ms: 3,003 core-ms, split 1,502 and 1,501.
         assert_eq!(first.iter().map(|r| r.cpu_ms).collect::<Vec<_>>(), [1_502, 1_501]);
         assert!(first.iter().all(|r| r.games == 2));
         lease.acked.extend([0, 1]);
         // Sent again with a new unit: only the new one is paid, for the time since.
         let mut second = vec![row(0), row(1), row(2)];
-        stamp(Some(&mut lease), &mut second, 3_001, 2);
+        stamp(Some(&mut lease), None, &mut second, 3_001, 2);
         assert_eq!(second.iter().map(|r| r.cpu_ms).collect::<Vec<_>>(), [0, 0, 3_000]);
         assert_eq!(second[0].games, 0);
         // A closed lease pays only up to its closing.
         lease.acked.insert(2);
         lease.closed_at = Some(Instant::now() - Duration::from_millis(500));
         let mut after = vec![row(3)];
-        stamp(Some(&mut lease), &mut after, 10_000, 2);
+        stamp(Some(&mut lease), None, &mut after, 10_000, 2);
         let paid = after[0].cpu_ms;
         assert!((3 * 6_300..=3 * 6_499).contains(&paid), "{paid}: 3 cores from 3,001 ms to about 9,500");
+        // A worker whose reports show less than the lease's cores is paid what they show:
+        // one unit of 1 s of work in 1 s held, with the headroom, is 4 cores, not 30.
+        let mut big = lease_of(30, 0, &[0, 1]);
+        let mut pace = Pace::default();
+        pace.lease_taken(Instant::now() - Duration::from_secs(1));
+        let mut shown = vec![row(0)];
+        stamp(Some(&mut big), Some(&pace), &mut shown, 1_000, 2);
+        assert!((4 * 1_000..=5 * 1_000).contains(&shown[0].cpu_ms), "{}", shown[0].cpu_ms);
         // A forgotten lease pays nothing.
         let mut late = vec![row(3)];
-        stamp(None, &mut late, 4_000, 2);
+        stamp(None, None, &mut late, 4_000, 2);
         assert_eq!(late[0].cpu_ms, 0);
     }
 }

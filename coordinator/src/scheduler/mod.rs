@@ -402,6 +402,9 @@ pub(super) struct State {
     lease_endings: Leases,
     /// The tokens in force (not revoked), by hash.
     tokens: HashMap<String, TokenState>,
+    /// The user of every token ever made, revoked ones too, by id: whose a job is after
+    /// the token that made it is gone (a dashboard session logged out).
+    token_users: HashMap<String, String>,
     /// The users, by name.
     users: HashMap<String, users::UserState>,
     /// Machines enrolled with worker keys: by key hash and machine id, their workers.

@@ -61,6 +61,12 @@ impl Pace {
         self.reported / busy.as_secs_f64().max(1e-3)
     }
 
+    /// The cores' worth of work it will have shown once units estimated at `seconds`
+    /// more are counted: what a report about to be counted shows, [`Self::cores`] after.
+    pub fn cores_after(&self, now: Instant, seconds: f64) -> f64 {
+        Pace { reported: self.reported + seconds.max(0.0), ..self.clone() }.cores(now)
+    }
+
     /// The most estimated seconds of work it may hold at once, leases being sized at
     /// `lease_seconds` of work per core.
     pub fn allowance(&self, now: Instant, lease_seconds: f64) -> f64 {

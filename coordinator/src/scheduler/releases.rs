@@ -10,12 +10,14 @@ use xq_proto::v1;
 
 impl Scheduler {
     /// The release `worker` must update to before it gets work: the published one, when
-    /// the version the worker registered with is another.
+    /// the version the worker registered with is another. A worker whose registration
+    /// the coordinator does not hold is asked to register first (by the lease itself),
+    /// not to update: its version is unknown.
     pub fn required_release(&self, worker: u64) -> Option<v1::WorkerRelease> {
         let state = self.lock();
         let release = state.release.as_ref()?;
-        let running = state.workers.get(&worker).map(|w| w.capabilities.version.as_str());
-        (running != Some(release.version.as_str())).then(|| release.clone())
+        let registered = state.workers.get(&worker).filter(|w| w.capabilities.cores > 0)?;
+        (registered.capabilities.version != release.version).then(|| release.clone())
     }
 
     /// The release published last, if any.

@@ -43,14 +43,15 @@ impl Scheduler {
         };
         {
             let mut state = self.lock();
-            let State { jobs, leases, .. } = &mut *state;
+            let State { jobs, leases, workers, .. } = &mut *state;
             let job = jobs.get_mut(&context.job_id);
             let games = job.as_ref().map_or(0, |job| job.spec.games_per_unit());
             let now = job.map_or_else(now_ms, JobState::stamp);
             for row in &mut rows {
                 row.created_ms = now;
             }
-            credit::stamp(leases.get_mut(&context.lease_id), &mut rows, now, games);
+            let pace = workers.get(&worker).map(|w| &w.pace);
+            credit::stamp(leases.get_mut(&context.lease_id), pace, &mut rows, now, games);
         }
         // In the order storage gives them back at start, where an SPSA job's theta
         // is replayed from them.

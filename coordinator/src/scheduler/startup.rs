@@ -72,6 +72,9 @@ impl Scheduler {
         metrics: Arc<Metrics>,
     ) -> Self {
         let mut state = State { release: snapshot.release, ..State::default() };
+        for token in &snapshot.tokens {
+            state.token_users.insert(token_id(&token.hash).to_owned(), token.user.clone());
+        }
         for token in snapshot.tokens.into_iter().filter(|t| t.revoked_ms == 0) {
             let principal = stored_principal(&token.role, token.worker_id);
             if let Err(problem) = &principal {

@@ -114,6 +114,13 @@ impl Scheduler {
         self.user_of_token(id).filter(|user| user != super::users::OPERATOR)
     }
 
+    /// Whether the tokens with ids `one` and `other` speak for the same person (a user
+    /// other than `operator`), the first one revoked or not.
+    pub fn same_person(&self, one: &str, other: &str) -> bool {
+        let person = self.lock().token_users.get(one).cloned().filter(|u| !u.is_empty() && u != super::users::OPERATOR);
+        person.is_some() && person == self.person_of_token(other)
+    }
+
     /// Puts `token` in force, belonging to `user`.
     pub(super) async fn store_token(
         &self,
@@ -153,7 +160,9 @@ impl Scheduler {
             user: user.to_owned(),
         };
         self.writer.write(Change::Token(row)).await?;
-        self.lock().tokens.insert(hash, TokenState { principal: Ok(principal), expires_ms, user: user.to_owned() });
+        let mut state = self.lock();
+        state.token_users.insert(token_id(&hash).to_owned(), user.to_owned());
+        state.tokens.insert(hash, TokenState { principal: Ok(principal), expires_ms, user: user.to_owned() });
         Ok(())
     }
 

@@ -83,11 +83,13 @@ async fn a_session_is_an_http_only_cookie_made_anew_at_log_in_whose_actions_need
     let form = call("POST", &format!("{base}/api/v1/session"), &[("content-type", "text/plain")], None).await;
     assert_eq!(form.status, 415, "{}", form.body);
 
-    // Session fixation: a session planted before the log-in is not the one logged in.
-    let planted = "xq_session=s:planted-by-someone-else";
+    // Session fixation: a session planted in alice's browser before she logs in (here
+    // bob's own) is not the one she is logged in with, and stays bob's.
+    let (bob_cookie, bob_csrf) = sign_up_and_log_in(&base, "bob").await;
     let credentials = json!({"name": "alice", "password": password});
-    let login = call("POST", &format!("{base}/api/v1/session"), &[("cookie", planted)], Some(credentials)).await;
+    let login = call("POST", &format!("{base}/api/v1/session"), &[("cookie", &bob_cookie)], Some(credentials)).await;
     assert_eq!(login.status, 200, "{}", login.body);
+    assert_eq!(login.body["user"], json!("alice"));
     assert_eq!(login.cookies.len(), 1);
     let set = &login.cookies[0];
     for part in ["HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=604800"] {
@@ -95,8 +97,20 @@ async fn a_session_is_an_http_only_cookie_made_anew_at_log_in_whose_actions_need
     }
     assert!(!set.contains("Secure"), "no Secure over plain HTTP: {set}");
     let cookie = session_pair(set);
-    assert_ne!(cookie, planted);
-    assert_eq!(call("GET", &format!("{base}/api/v1/session"), &[("cookie", planted)], None).await.status, 401);
+    assert_ne!(cookie, bob_cookie);
+    let planted = call("GET", &format!("{base}/api/v1/session"), &[("cookie", &bob_cookie)], None).await;
+    assert_eq!(planted.body["user"], json!("bob"), "{}", planted.body);
+    // Behind a TLS reverse proxy the cookie is Secure too.
+    let proxied = call(
+        "POST",
+        &format!("{base}/api/v1/session"),
+        &[("x-forwarded-proto", "https")],
+        Some(json!({"name": "alice", "password": password})),
+    )
+    .await;
+    assert!(proxied.cookies[0].contains("; Secure"), "{:?}", proxied.cookies);
+    let made_up = call("GET", &format!("{base}/api/v1/session"), &[("cookie", "xq_session=s:made-up")], None).await;
+    assert_eq!(made_up.status, 401);
     let me = call("GET", &format!("{base}/api/v1/session"), &[("cookie", &cookie)], None).await;
     assert_eq!((&me.body["user"], &me.body["role"]), (&json!("alice"), &json!("submitter")), "{}", me.body);
     let csrf = me.body["csrf"].as_str().unwrap().to_owned();
@@ -104,7 +118,6 @@ async fn a_session_is_an_http_only_cookie_made_anew_at_log_in_whose_actions_need
 
     // CSRF: the cookie alone, or with another session's token, does nothing.
     let keys = format!("{base}/api/v1/worker-keys");
-    let (bob_cookie, bob_csrf) = sign_up_and_log_in(&base, "bob").await;
     let zeros = "0".repeat(64);
     for headers in [
         vec![("cookie", cookie.as_str())],
@@ -142,6 +155,18 @@ async fn a_session_is_an_http_only_cookie_made_anew_at_log_in_whose_actions_need
     let retired = call("POST", &retire, &[("cookie", &cookie), ("x-csrf-token", &csrf)], Some(json!({}))).await;
     assert_eq!(retired.body["standing"], json!("disabled"), "{}", retired.body);
 
+    // A test made through the session: bob's session cannot stop it.
+    let engine = crate::common::upload(&mut alice, "engine", "engine", b"#!/bin/sh\n").await.unwrap();
+    let body =
+        json!({"new": {"sha256": engine.sha256}, "base": {"sha256": engine.sha256}, "tc": "10+0.1", "pairs": 10});
+    let tests = format!("{base}/api/v1/tests");
+    let through = call("POST", &tests, &[("cookie", &cookie), ("x-csrf-token", &csrf)], Some(body)).await;
+    assert_eq!(through.status, 200, "{}", through.body);
+    let session_job = through.body["job_id"].as_u64().unwrap();
+    let stop = |job: u64| format!("{base}/api/v1/jobs/{job}/stop");
+    let by_bob = call("POST", &stop(session_job), &[("cookie", &bob_cookie), ("x-csrf-token", &bob_csrf)], None).await;
+    assert_eq!(by_bob.status, 403, "{}", by_bob.body);
+
     // Log-out needs the CSRF token too, revokes the log-in's token and clears the cookie.
     let out = format!("{base}/api/v1/session");
     assert_eq!(call("DELETE", &out, &[("cookie", &cookie)], None).await.status, 403);
@@ -149,6 +174,16 @@ async fn a_session_is_an_http_only_cookie_made_anew_at_log_in_whose_actions_need
     assert_eq!(logged_out.status, 204, "{}", logged_out.body);
     assert!(logged_out.cookies[0].contains("Max-Age=0"), "{:?}", logged_out.cookies);
     assert_eq!(call("GET", &out, &[("cookie", &cookie)], None).await.status, 401, "its token revoked");
+    // It ended the session, not her work: the test it made runs on, and her next
+    // session stops it and the one made with her xq token (the same user's).
+    let job_state = |job: u64| format!("{base}/api/v1/jobs/{job}");
+    assert_eq!(call("GET", &job_state(session_job), &[], None).await.body["state"], json!("running"));
+    let again = call("POST", &out, &[], Some(json!({"name": "alice", "password": password}))).await;
+    let (cookie, csrf) = (session_pair(&again.cookies[0]), again.body["csrf"].as_str().unwrap().to_owned());
+    for made in [session_job, job] {
+        let stopped = call("POST", &stop(made), &[("cookie", &cookie), ("x-csrf-token", &csrf)], None).await;
+        assert_eq!(stopped.body["state"], json!("stopped"), "job {made}: {}", stopped.body);
+    }
 
     // A client token pasted in (the operator's: no password) is a session too, left in
     // force at log-out.

@@ -53,6 +53,10 @@ pub(super) async fn fetch(
     let mut bytes = Vec::new();
     while let Some(piece) = stream.message().await.map_err(|status| FleetError::refused("download", status))? {
         bytes.extend_from_slice(&piece.data);
+        // No more than announced: what comes past it is not the artifact.
+        if artifact.size > 0 && bytes.len() as u64 > artifact.size {
+            return Err(damaged(format!("arrived longer than its {} bytes", artifact.size)));
+        }
     }
     let actual = hex::encode(Sha256::digest(&bytes));
     if &actual != sha {
@@ -77,10 +81,17 @@ pub(super) async fn fetch(
     Ok(path)
 }
 
+/// Files used this recently are never removed: a lease fetches its engines, net and
+/// book one after the other and starts them after, so each of them was used within
+/// this of the lease's last fetch.
+const IN_USE: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// Removes the least recently used files of `dir` (by modification time, which each
 /// use renews) until it holds at most `limit` bytes, never `keep` (the file just
-/// fetched, which the lease is about to use); returns their names.
+/// fetched) nor one used within [`IN_USE`] (the rest of the lease's); returns their
+/// names.
 fn evict(dir: &Path, limit: u64, keep: &Path) -> std::io::Result<Vec<String>> {
+    let recent = std::time::SystemTime::now() - IN_USE;
     let mut files = Vec::new();
     let mut total = 0u64;
     for entry in std::fs::read_dir(dir)? {
@@ -93,11 +104,11 @@ fn evict(dir: &Path, limit: u64, keep: &Path) -> std::io::Result<Vec<String>> {
     }
     files.sort();
     let mut removed = Vec::new();
-    for (_, length, path) in files {
+    for (used, length, path) in files {
         if total <= limit {
             break;
         }
-        if path != keep {
+        if path != keep && used < recent {
             std::fs::remove_file(&path)?;
             total -= length;
             removed.push(path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned()));
@@ -156,6 +167,9 @@ mod tests {
         assert_eq!(removed, ["a", "d"], "b is the new file: kept though oldest; d and a go");
         assert!(evict(&dir, 250, &dir.join("b")).unwrap().is_empty(), "within the bound");
         assert_eq!(evict(&dir, 0, &dir.join("c")).unwrap(), ["b"]);
+        // One used a moment ago (by the lease that fetches now) stays past the bound.
+        std::fs::write(dir.join("e"), [0u8; 100]).unwrap();
+        assert!(evict(&dir, 0, &dir.join("c")).unwrap().is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -4,8 +4,9 @@
 //! or returned). It downloads the bundle by hash, checks the hash and the operator's
 //! signature with the public key it was given (`--release-key`), unpacks it beside its
 //! own program, checks that the worker in it is stamped with the release's version,
-//! moves the engine and then itself into place (each a rename: a crash leaves the old
-//! program or the new one, never half of one) and starts again as the new program,
+//! moves the engine and then itself into place (each a rename, so each file is whole,
+//! old or new; a crash between the two leaves the new engine beside the old worker,
+//! which the next start updates again) and starts again as the new program,
 //! with the same arguments, in the same process. A release that fails any check
 //! changes nothing: the old worker goes on running and says why.
 
@@ -48,7 +49,8 @@ pub(super) async fn update(client: &Client, settings: &ConnectSettings, wanted: 
     let other = |reason: String| UpdateError::Other { version: version.clone(), reason };
     let Some(key) = &settings.release_key else { return UpdateError::NoKey(version.clone()) };
     // Checked before anything is downloaded: a coordinator cannot make a worker fetch
-    // gigabytes on the strength of an unsigned claim.
+    // a bundle on the strength of an unsigned claim (and the download stops at the
+    // announced size, whose bytes must hash to the signed SHA-256).
     if let Err(source) = release::verify(key, &wanted.version, &wanted.sha256, &wanted.signature) {
         return UpdateError::Release { version, source };
     }

@@ -79,12 +79,14 @@ impl Shared {
         Ok(self.scheduler.created_before(&caller.token_id, key)?)
     }
 
-    /// Refuses `caller` a change to job `id` unless an admin or its submitter.
+    /// Refuses `caller` a change to job `id` unless an admin or its submitter: the token
+    /// that made it, or another of the same user (a dashboard session, a new log-in).
     pub(super) fn may_change(&self, caller: &Caller, id: u64) -> Result<(), Status> {
         match self.scheduler.submitter(id) {
             None => Err(Status::not_found(format!("job {id}"))),
             Some(_) if caller.role == Role::Admin => Ok(()),
             Some(submitter) if submitter == caller.token_id => Ok(()),
+            Some(submitter) if self.scheduler.same_person(&submitter, &caller.token_id) => Ok(()),
             Some(_) => Err(Status::permission_denied(format!(
                 "job {id} is another submitter's: they or an admin may change it"
             ))),

@@ -76,9 +76,13 @@ pub fn csrf_matches(headers: &HeaderMap, session: Session<'_>) -> bool {
     sent.len() == expected.len() && sent.bytes().zip(expected.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }
 
-/// A `Set-Cookie` value for the session `value` (empty: the cookie removed).
-fn cookie(dashboard: &Dashboard, value: &str, max_age: u64) -> HeaderValue {
-    let secure = if dashboard.secure_cookies { "; Secure" } else { "" };
+/// A `Set-Cookie` value for the session `value` (empty: the cookie removed), Secure
+/// when the dashboard is served over TLS or a reverse proxy says it was reached so
+/// (`X-Forwarded-Proto: https`: a client that sends it falsely only makes its own
+/// cookie stricter).
+fn cookie(dashboard: &Dashboard, headers: &HeaderMap, value: &str, max_age: u64) -> HeaderValue {
+    let proxied_tls = headers.get("x-forwarded-proto").is_some_and(|proto| proto.as_bytes() == b"https");
+    let secure = if dashboard.secure_cookies || proxied_tls { "; Secure" } else { "" };
     let text = format!("{COOKIE}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Strict{secure}");
     HeaderValue::from_str(&text).expect("tokens are printable ASCII")
 }
@@ -110,6 +114,7 @@ fn session_view(dashboard: &Dashboard, token: &str) -> Result<SessionView, ApiEr
 /// `POST /api/v1/session`: logs in, setting a new session cookie.
 pub async fn log_in(
     State(dashboard): State<Dashboard>,
+    headers: HeaderMap,
     body: Result<Json<LogIn>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(body) = body?;
@@ -131,7 +136,7 @@ pub async fn log_in(
     };
     let view = session_view(&dashboard, &token)?;
     let mut response = Json(view).into_response();
-    response.headers_mut().insert(header::SET_COOKIE, cookie(&dashboard, &value, SESSION_SECONDS));
+    response.headers_mut().insert(header::SET_COOKIE, cookie(&dashboard, &headers, &value, SESSION_SECONDS));
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
 }
@@ -146,14 +151,16 @@ pub async fn current(State(dashboard): State<Dashboard>, headers: HeaderMap) -> 
 }
 
 /// `DELETE /api/v1/session`: logs out (an action: the CSRF token is needed), revoking
-/// a log-in's token; the cookie goes either way.
+/// a log-in's token; the cookie goes either way. A log-out ends the session, not the
+/// user's work: tests made through it run on (their user still changes them from
+/// another session), where revoking a token as such stops them.
 pub async fn log_out(State(dashboard): State<Dashboard>, headers: HeaderMap) -> Result<Response, ApiError> {
     let caller = may_act(&dashboard, &headers)?;
     if let Some(Session::LoggedIn(_)) = Session::of(&headers) {
-        dashboard.shared.revoke_token(&caller.token_id, &caller.token_id).await?;
+        dashboard.shared.scheduler.revoke_token(&caller.token_id, &caller.token_id).await?;
     }
     let mut response = StatusCode::NO_CONTENT.into_response();
-    response.headers_mut().insert(header::SET_COOKIE, cookie(&dashboard, "", 0));
+    response.headers_mut().insert(header::SET_COOKIE, cookie(&dashboard, &headers, "", 0));
     Ok(response)
 }
 
