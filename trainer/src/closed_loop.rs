@@ -333,12 +333,14 @@ pub async fn run(
         let summary = tokio::task::spawn_blocking(move || train(&chunks, &train_settings, &dir, device, &flag, false))
             .await
             .map_err(|e| LoopError::Job(format!("the training thread failed: {e}")))??;
-        let Some(net_path) = summary.net else {
+        let Some(net_path) = summary.net.clone() else {
             say(&format!("stopped; the checkpoint is in {}: run the loop again to resume", run_dir.display()));
             return Ok(());
         };
-        let last = summary.log.last().cloned().unwrap_or_default();
-        let number = |key: &str| last.get(key).and_then(serde_json::Value::as_f64).unwrap_or(0.0);
+        // The net is the best epoch's, not the last's (a run stopped for want of a lower
+        // validation loss ends past it): its losses are the ones recorded.
+        let exported = summary.exported_entry().cloned().unwrap_or_default();
+        let number = |key: &str| exported.get(key).and_then(serde_json::Value::as_f64).unwrap_or(0.0);
 
         // The net in the registry.
         let bytes = std::fs::read(&net_path).map_err(|source| LoopError::Io { path: net_path.clone(), source })?;

@@ -167,6 +167,18 @@ pub struct Summary {
     pub refusals: Vec<Refusal>,
 }
 
+impl Summary {
+    /// The log's entry of the epoch whose net was exported: the lowest validation loss
+    /// after training (the first of equals), as the run keeps its best epoch.
+    pub fn exported_entry(&self) -> Option<&serde_json::Value> {
+        let loss = |entry: &serde_json::Value| entry["validation_loss"].as_f64().unwrap_or(f64::INFINITY);
+        self.log
+            .iter()
+            .filter(|entry| entry["epoch"].as_u64().is_some_and(|epoch| epoch >= 1))
+            .reduce(|best, entry| if loss(entry) < loss(best) { entry } else { best })
+    }
+}
+
 /// The checkpoint's path in a run directory.
 pub fn checkpoint_path(dir: &Path) -> PathBuf {
     dir.join("checkpoint.safetensors")

@@ -441,7 +441,10 @@ fn a_run_with_patience_stops_once_its_validation_loss_stops_falling_and_keeps_it
     assert_eq!(summary.epochs, expected, "{losses:?}");
     assert!(summary.epochs < 8, "stopped early: {losses:?}");
     let best = (1..=summary.epochs).min_by(|&a, &b| losses[a].total_cmp(&losses[b])).unwrap();
-    let net = Network::load(&summary.net.unwrap()).unwrap();
+    let net = Network::load(summary.net.as_ref().unwrap()).unwrap();
     let description: serde_json::Value = serde_json::from_str(net.description()).unwrap();
     assert_eq!(description["exported_epoch"], best, "{losses:?}");
+    // What the loop records of the run: the exported epoch's losses, not the last's.
+    assert_eq!(summary.exported_entry().unwrap()["epoch"], best, "{losses:?}");
+    assert_eq!(summary.exported_entry().unwrap()["validation_loss"], description["validation_loss"]);
 }
