@@ -102,6 +102,24 @@ impl fmt::Display for TimeControl {
 }
 
 impl TimeControl {
+    /// Whether `other` limits a move the same way (a clock, a time, nodes or a depth):
+    /// the two sides of a game with time odds must be limited alike, since a UCI `go`
+    /// tells each engine both clocks.
+    pub fn same_kind(&self, other: &TimeControl) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+    }
+
+    /// The PGN tags of a game whose sides played `red` and `black`: `TimeControl` when
+    /// they are the same, else `WhiteTimeControl` and `BlackTimeControl` (time odds,
+    /// as cutechess-cli writes them; White is Red).
+    pub fn pgn_tags(red: &TimeControl, black: &TimeControl) -> Vec<(&'static str, String)> {
+        if red == black {
+            vec![("TimeControl", red.to_string())]
+        } else {
+            vec![("WhiteTimeControl", red.to_string()), ("BlackTimeControl", black.to_string())]
+        }
+    }
+
     /// The time control for a machine `factor` times slower than the reference: clock
     /// times and increments multiplied (fishtest's scaling by bench speed); node and
     /// depth budgets, which cost the same on any machine, unchanged.
@@ -212,6 +230,19 @@ mod tests {
         for bad in ["", "x", "10+", "0/60", "st=0", "nodes=-1", "10+0.1:abc", "-5"] {
             assert!(bad.parse::<TimeControl>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn time_odds_are_of_one_kind_and_tagged_as_cutechess_tags_them() {
+        let tc = |text: &str| text.parse::<TimeControl>().unwrap();
+        assert!(tc("10+0.1").same_kind(&tc("40/60")));
+        assert!(tc("nodes=100").same_kind(&tc("nodes=5")));
+        assert!(!tc("10+0.1").same_kind(&tc("st=1")) && !tc("depth=3").same_kind(&tc("nodes=3")));
+        assert_eq!(TimeControl::pgn_tags(&tc("10+0.1"), &tc("10+0.1")), vec![("TimeControl", "10+0.1".to_owned())]);
+        assert_eq!(
+            TimeControl::pgn_tags(&tc("10+0.1"), &tc("20+0.2")),
+            vec![("WhiteTimeControl", "10+0.1".to_owned()), ("BlackTimeControl", "20+0.2".to_owned())]
+        );
     }
 
     #[test]

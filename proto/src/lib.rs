@@ -7,6 +7,7 @@ pub mod client;
 pub mod failure;
 pub mod process;
 pub mod release;
+pub mod speed;
 
 /// Version 1 of the contract.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]

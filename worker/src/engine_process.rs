@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::sandbox::{Sandbox, command_for};
+use xq_engine::time_control::TimeControl;
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::fen::FenFlavour;
 use xq_engine::xiangqi::notation::Dialect;
@@ -49,6 +50,8 @@ pub struct EngineConfig {
     /// The sandbox it runs in (the working directory is then the sandbox's own);
     /// none: as the worker's user, with its environment.
     pub sandbox: Option<Sandbox>,
+    /// Its own time control, where it differs from the game's (time odds).
+    pub time_control: Option<TimeControl>,
 }
 
 impl EngineConfig {

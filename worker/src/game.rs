@@ -21,7 +21,7 @@ use xq_engine::adjudication::{Adjudicator, Verdict};
 /// How games are played.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GameSettings {
-    /// The time control.
+    /// The time control, of an engine whose config names none of its own.
     pub time_control: TimeControl,
     /// The rule set the referee applies.
     pub rules: RuleSet,
@@ -157,6 +157,8 @@ pub struct GameRecord {
     pub failed_before_moving: Option<Color>,
     /// When a lone perpetual lost ([`GameSettings::violation_timing`]).
     pub violation_timing: ViolationTiming,
+    /// The time control each side played under (different with time odds).
+    pub time_controls: ByColor<TimeControl>,
     /// The arbiter's warnings: before ply N (1-based), the moves banned for its
     /// mover, as `N:move,move` (product coordinates).
     pub warnings: Vec<String>,
@@ -170,10 +172,11 @@ pub fn first_mover(fen: &str) -> Color {
 
 fn limits_text(protocol: Protocol, time_control: &TimeControl, clocks: &ByColor<Option<Clock>>, side: Color) -> String {
     let ms = |d: Duration| d.as_millis();
-    match time_control {
-        TimeControl::Clock(_) => {
-            let (red, black) = (clocks.red.as_ref().expect("clock"), clocks.black.as_ref().expect("clock"));
-            let own = if side == Color::Red { red } else { black };
+    match (time_control, &clocks[side]) {
+        (TimeControl::Clock(_), Some(own)) => {
+            // Sides with time odds are limited alike (checked at submission); the
+            // other side's clock stands in for itself if it had none.
+            let (red, black) = (clocks.red.as_ref().unwrap_or(own), clocks.black.as_ref().unwrap_or(own));
             let moves_to_go = own.moves_to_go().map(|m| format!(" movestogo {m}")).unwrap_or_default();
             match protocol {
                 Protocol::Uci => format!(
@@ -188,12 +191,13 @@ fn limits_text(protocol: Protocol, time_control: &TimeControl, clocks: &ByColor<
                 }
             }
         }
-        TimeControl::MoveTime(t) => match protocol {
+        (TimeControl::MoveTime(t), _) => match protocol {
             Protocol::Uci => format!("movetime {}", ms(*t)),
             Protocol::Ucci => format!("time {} movestogo 1", ms(*t)),
         },
-        TimeControl::Nodes(n) => format!("nodes {n}"),
-        TimeControl::Depth(d) => format!("depth {d}"),
+        (TimeControl::Nodes(n), _) => format!("nodes {n}"),
+        (TimeControl::Depth(d), _) => format!("depth {d}"),
+        (TimeControl::Clock(_), None) => unreachable!("a side under a clock has one"),
     }
 }
 
@@ -316,7 +320,12 @@ struct Ending {
 }
 
 /// Sets up the arbiter and the record for `start`, playing its book moves.
-fn begin(start: &Start, settings: &GameSettings, players: ByColor<String>) -> (Arbiter, GameRecord, Option<Ending>) {
+fn begin(
+    start: &Start,
+    settings: &GameSettings,
+    players: ByColor<String>,
+    time_controls: ByColor<TimeControl>,
+) -> (Arbiter, GameRecord, Option<Ending>) {
     let mut ending = None;
     let mut moves = Vec::new();
     let (arbiter, start_fen, from_startpos) = match start {
@@ -365,6 +374,7 @@ fn begin(start: &Start, settings: &GameSettings, players: ByColor<String>) -> (A
         failed_before_moving: None,
         violation_timing: settings.violation_timing,
         warnings: Vec::new(),
+        time_controls,
     };
     (arbiter, record, ending)
 }
@@ -374,11 +384,15 @@ fn begin(start: &Start, settings: &GameSettings, players: ByColor<String>) -> (A
 pub fn play_game(engines: ByColor<&mut EngineProcess>, start: &Start, settings: &GameSettings) -> GameRecord {
     let mut engines = engines;
     let players = ByColor { red: engines.red.config().name.clone(), black: engines.black.config().name.clone() };
-    let (mut arbiter, mut record, mut ending) = begin(start, settings, players);
-    let mut clocks: ByColor<Option<Clock>> = match &settings.time_control {
-        TimeControl::Clock(periods) => ByColor { red: Some(Clock::new(periods)), black: Some(Clock::new(periods)) },
-        _ => ByColor { red: None, black: None },
-    };
+    // Each side's own clock where its engine has one (time odds), else the game's.
+    let time_controls = ByColor::new_with(|color| {
+        engines[color].config().time_control.clone().unwrap_or_else(|| settings.time_control.clone())
+    });
+    let mut clocks: ByColor<Option<Clock>> = ByColor::new_with(|color| match &time_controls[color] {
+        TimeControl::Clock(periods) => Some(Clock::new(periods)),
+        _ => None,
+    });
+    let (mut arbiter, mut record, mut ending) = begin(start, settings, players, time_controls.clone());
     for color in Color::ALL {
         if ending.is_none()
             && let Err(error) = engines[color].new_game()
@@ -410,10 +424,11 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, start: &Start, settings: 
         }
         let side = arbiter.side_to_move();
         let engine = &mut engines[side];
-        let limits = limits_text(engine.config().protocol, &settings.time_control, &clocks, side);
+        let time_control = &time_controls[side];
+        let limits = limits_text(engine.config().protocol, time_control, &clocks, side);
         let timeout = match &clocks[side] {
             Some(clock) => clock.remaining() + settings.time_margin + Duration::from_millis(200),
-            None => match settings.time_control {
+            None => match *time_control {
                 TimeControl::MoveTime(t) => t + settings.time_margin + Duration::from_millis(200),
                 _ => settings.hang_timeout,
             },
@@ -430,7 +445,7 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, start: &Start, settings: 
             // Lost on time, and still searching: its late bestmove would answer the
             // next game's first `go`, so it is reported as a failure to be restarted.
             Err(error @ EngineError::Timeout { .. })
-                if clocks[side].is_some() || matches!(settings.time_control, TimeControl::MoveTime(_)) =>
+                if clocks[side].is_some() || matches!(time_control, TimeControl::MoveTime(_)) =>
             {
                 if let EngineError::Timeout { waited, .. } = &error {
                     record.overtime = Some(*waited);
@@ -443,7 +458,7 @@ pub fn play_game(engines: ByColor<&mut EngineProcess>, start: &Start, settings: 
                 break;
             }
         };
-        let past_clock = match (clocks[side].as_mut(), &settings.time_control) {
+        let past_clock = match (clocks[side].as_mut(), time_control) {
             (Some(clock), _) => clock.charge(reply.elapsed, settings.time_margin).is_err(),
             (None, TimeControl::MoveTime(time)) => reply.elapsed > *time + settings.time_margin,
             (None, _) => false,

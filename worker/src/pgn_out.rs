@@ -1,6 +1,6 @@
 //! Game records in PGN, as the product writes them (shared/reference/CONVENTIONS.md):
 //! the usual headers with `[Variant]` (xiangqi or xiongqi), `[FEN]`, `[TimeControl]`
-//! and `[Termination]`, moves in UCI coordinates, and a note after each move (book, or
+//! (`[WhiteTimeControl]` and `[BlackTimeControl]` with time odds) and `[Termination]`, moves in UCI coordinates, and a note after each move (book, or
 //! the engine's score, depth and time: `MoveNote`). An ending the rules did not make
 //! carries its evidence for the coordinator: `[OverTime]`, the seconds a side that
 //! lost on time thought on its last, unplayed move, `[IllegalMove]`, the move an
@@ -14,6 +14,7 @@
 use std::fmt::Write as _;
 
 use xq_engine::color::Color;
+use xq_engine::time_control::TimeControl;
 use xq_engine::xiangqi::pgn::{MoveNote, Movetext};
 use xq_engine::xiangqi::rules::ViolationTiming;
 
@@ -25,7 +26,7 @@ fn quoted(value: &str) -> String {
 }
 
 /// The PGN text of `game`, played as round `round` of `event`.
-pub fn game_pgn(game: &GameRecord, event: &str, round: usize, time_control: &str) -> String {
+pub fn game_pgn(game: &GameRecord, event: &str, round: usize) -> String {
     let mut text = String::new();
     let mut tag = |name: &str, value: &str| {
         writeln!(text, "[{name} \"{}\"]", quoted(value)).expect("writing to a string");
@@ -41,7 +42,9 @@ pub fn game_pgn(game: &GameRecord, event: &str, round: usize, time_control: &str
         tag("SetUp", "1");
         tag("FEN", &game.start_fen);
     }
-    tag("TimeControl", time_control);
+    for (name, value) in TimeControl::pgn_tags(&game.time_controls.red, &game.time_controls.black) {
+        tag(name, &value);
+    }
     tag("PlyCount", &game.moves.len().to_string());
     tag("Termination", game.termination.pgn());
     if let Some(overtime) = game.overtime {

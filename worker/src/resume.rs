@@ -263,7 +263,7 @@ mod tests {
     }
 
     fn record(openings: &Openings, pair: usize, leg: usize, outcome: Outcome) -> String {
-        game_pgn(&game(openings, pair, leg, outcome), "a vs b", pair * 2 + leg + 1, "10+0.1")
+        game_pgn(&game(openings, pair, leg, outcome), "a vs b", pair * 2 + leg + 1)
     }
 
     fn game(openings: &Openings, pair: usize, leg: usize, outcome: Outcome) -> GameRecord {
@@ -285,6 +285,7 @@ mod tests {
             failed_before_moving: None,
             violation_timing: ViolationTiming::Threefold,
             warnings: Vec::new(),
+            time_controls: ByColor { red: TEN_SECONDS.clone(), black: TEN_SECONDS.clone() },
         }
     }
 
@@ -336,7 +337,7 @@ mod tests {
             game.termination = Termination::TimeForfeit;
             game.reason = "time forfeit".to_owned();
             game.overtime = Some(Duration::from_millis(40));
-            game_pgn(&game, "a vs b", leg + 1, "10+0.1")
+            game_pgn(&game, "a vs b", leg + 1)
         };
         // Pair 0: b's clock runs out in both games (a wins with Red, then with Black):
         // 2 + 2 half points for a, 1 + 1 on the board.
@@ -402,7 +403,7 @@ mod tests {
                 .collect();
             let plies = game.moves.iter().enumerate().map(|(ply, m)| (ply >= game.book_plies).then_some(m.elapsed));
             time_use::add_game(&mut live, &game.players, Color::Red, plies, &TEN_SECONDS, Duration::ZERO);
-            text += &game_pgn(&game, "a vs b", leg + 1, "10+0.1");
+            text += &game_pgn(&game, "a vs b", leg + 1);
         }
         let played = played_games(text.as_bytes(), &this(&openings)).unwrap();
         assert_eq!(played.totals.time_use, live);

@@ -27,6 +27,18 @@ pub const DEFAULT_THROUGHPUT: u32 = 100;
 /// no job takes nearly every lease at its priority however its creator sets it.
 pub const MAX_THROUGHPUT: u32 = 1_000;
 
+/// How a lease's clocks are fitted to its worker's speed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scaling {
+    /// Made this many times longer: our engine's bench on the worker against the
+    /// coordinator's reference (1: not scaled).
+    By(f64),
+    /// Left to the worker, which scales them by the tested engines' own bench speed
+    /// against their submitter's (`xq_proto::speed`) and names the factor in its
+    /// reports.
+    ByEngines,
+}
+
 /// What a job is, checked.
 #[derive(Clone, Debug)]
 pub enum JobSpec {
@@ -117,11 +129,11 @@ impl JobSpec {
         }
     }
 
-    /// What a lease of this job gives a worker `slowness` times slower than the
-    /// reference to play (an SPSA lease's probe is added to its engines' options).
-    pub fn lease_work(&self, slowness: f64) -> v1::lease::Work {
+    /// What a lease of this job gives a worker to play, its clocks scaled by `scaling`
+    /// (an SPSA lease's probe is added to its engines' options).
+    pub fn lease_work(&self, scaling: Scaling) -> v1::lease::Work {
         match self {
-            JobSpec::Match(m) => v1::lease::Work::MatchSpec(m.lease_spec(slowness)),
+            JobSpec::Match(m) => v1::lease::Work::MatchSpec(m.lease_spec(scaling)),
             JobSpec::SelfPlay(r) => v1::lease::Work::SelfPlay(r.spec.clone().unwrap_or_default()),
             JobSpec::Verify(v) => v1::lease::Work::Verification(v.spec.clone()),
             // Never leased: the scheduler leases running jobs only, and this one is not.
@@ -141,11 +153,20 @@ impl JobSpec {
             }
             JobSpec::Match(job) => {
                 let r = &job.request;
+                // Time odds: each engine's clock where one has its own.
+                fn own(engine: &Option<v1::EngineSpec>) -> Option<&str> {
+                    engine.as_ref().map(|e| e.time_control.as_str()).filter(|tc| !tc.is_empty())
+                }
+                let clocks = match (own(&r.new_engine), own(&r.base_engine)) {
+                    (None, None) => r.time_control.clone(),
+                    (new, base) => {
+                        format!("{} vs {}", new.unwrap_or(&r.time_control), base.unwrap_or(&r.time_control))
+                    }
+                };
                 let mut text = format!(
-                    "{} vs {}, {}, {}",
+                    "{} vs {}, {clocks}, {}",
                     engine_named(&r.new_engine),
                     engine_named(&r.base_engine),
-                    r.time_control,
                     job.rules.name()
                 );
                 if let Some(s) = &job.sprt {

@@ -12,7 +12,7 @@ use crate::scheduler::{
 use crate::storage::changes::Change;
 use crate::storage::counts::OverTheBoard;
 use crate::storage::now_ms;
-use crate::storage::rows::JobRow;
+use crate::storage::rows::{DoneUnit, JobRow};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -316,11 +316,17 @@ impl Scheduler {
         Ok(view)
     }
 
+    /// Whether job `id`'s counted units are not all in memory: it ended before this
+    /// coordinator started, and [`Scheduler::resume`] needs them from storage.
+    pub fn counted_units_unread(&self, id: u64) -> bool {
+        self.lock().jobs.get(&id).is_some_and(|job| (job.done.len() as i64) < job.row.units_done)
+    }
+
     /// Runs a stopped job again from where it stopped: its counted units kept, the
     /// units handed out and not counted played again first, the failures reported on
     /// it forgotten (their workers may play it again). A finished job runs again only
     /// when it has units left (a fixed-length test whose pairs were raised).
-    pub async fn resume(&self, id: u64) -> Result<v1::Job, ScheduleError> {
+    pub async fn resume(&self, id: u64, stored: &[DoneUnit]) -> Result<v1::Job, ScheduleError> {
         let (changes, view) = {
             let mut state = self.lock();
             let job = state.jobs.get_mut(&id).ok_or_else(|| ScheduleError::NotFound(format!("job {id}")))?;
@@ -339,12 +345,15 @@ impl Scheduler {
             if matches!(&*job.spec, JobSpec::Unreadable(_)) {
                 return Err(ScheduleError::Invalid(format!("job {id} cannot be read back by this version")));
             }
-            // The counted units of a job that ended before this coordinator started are
-            // not read back (nor its workers' tallies): resumed, it would play them all
-            // again.
+            // A job that ended before this coordinator started has its counted units
+            // (`stored`, read from storage by the caller) counted now: its done set,
+            // its workers' pairs and its course.
+            job.count_stored(stored, true);
             if (job.done.len() as i64) < job.row.units_done {
                 return Err(ScheduleError::Invalid(format!(
-                    "job {id} ended before the coordinator last started: clone it to play on (xq clone)"
+                    "job {id}: {} counted units stored of {}",
+                    job.done.len(),
+                    job.row.units_done
                 )));
             }
             job.row.state = "running".to_owned();

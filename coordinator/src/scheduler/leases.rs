@@ -1,7 +1,7 @@
 //! Leases: units handed to a worker, sized by its measured speed and its pace, alive
 //! while its heartbeats come, expired and requeued when they stop.
 
-use crate::jobs::JobSpec;
+use crate::jobs::{JobSpec, Scaling};
 use crate::scheduler::config::SchedulerConfig;
 use crate::scheduler::pace::units_allowed;
 use crate::scheduler::{ACTIVE, LeaseContext, LeaseState, QUARANTINED, ScheduleError, Scheduler, State};
@@ -20,7 +20,20 @@ pub(super) fn slowness(config: &SchedulerConfig, capabilities: &v1::Capabilities
     if config.reference_nps == 0 || capabilities.bench_nps == 0 {
         return 1.0;
     }
-    (config.reference_nps as f64 / capabilities.bench_nps as f64).clamp(0.25, 4.0)
+    xq_proto::speed::bounded(config.reference_nps as f64 / capabilities.bench_nps as f64)
+}
+
+/// How a lease of `spec` fits its clocks to a worker `slowness` times slower than the
+/// reference: a match whose engines carry their submitter's bench speed is scaled by
+/// those engines' speed on the worker (when the coordinator scales at all), anything
+/// else by our engine's.
+pub(super) fn scaling(config: &SchedulerConfig, slowness: f64, spec: &JobSpec) -> Scaling {
+    match spec {
+        JobSpec::Match(m) if config.reference_nps != 0 && xq_proto::speed::scales_by_engines(m.engines()) => {
+            Scaling::ByEngines
+        }
+        _ => Scaling::By(slowness),
+    }
 }
 
 /// Plies a game is assumed to last when sizing leases.
@@ -68,9 +81,9 @@ impl Scheduler {
     /// the other numbers as long as they can be written, the time control at its longest
     /// and an SPSA probe's values too.
     pub(super) fn largest_lease_reply(&self, spec: &JobSpec, units_total: u64) -> usize {
-        let mut work = spec.lease_work(1.0);
+        let mut work = spec.lease_work(Scaling::By(1.0));
         if let (JobSpec::Match(job), v1::lease::Work::MatchSpec(played)) = (spec, &mut work) {
-            played.time_control = "9".repeat(job.longest_time_control());
+            job.lengthen_time_controls(played);
             if let Some(spsa) = &job.spsa {
                 crate::jobs::spsa::set_probe(played, spsa.longest_probe());
             }
@@ -142,7 +155,7 @@ impl Scheduler {
             };
             let concurrency = (concurrency.clamp(1, cores) / threads).max(1);
             let job = state.jobs.get_mut(&job_id).expect("chosen from the map");
-            let mut work = job.spec.lease_work(slowness);
+            let mut work = job.spec.lease_work(scaling(&self.config, slowness, &job.spec));
             // Each engine as the build this worker's processor runs (chosen above).
             if let v1::lease::Work::MatchSpec(spec) = &mut work {
                 for engine in [&mut spec.new_engine, &mut spec.base_engine] {
@@ -414,6 +427,7 @@ impl Scheduler {
             acked_wdl: entry.acked_wdl,
             acked_penta: entry.acked_penta,
             slowness: entry.slowness,
+            scaling: scaling(&self.config, entry.slowness, &job.spec),
             reported_unstored: entry.reported_unstored,
         })
     }

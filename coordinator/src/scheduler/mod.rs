@@ -473,6 +473,8 @@ pub struct LeaseContext {
     pub acked_penta: [u64; 5],
     /// How much slower than the reference the worker was when it took the lease.
     pub slowness: f64,
+    /// How its clocks were fitted to the worker.
+    pub scaling: crate::jobs::Scaling,
     /// Pairs it may have reported before a restart that left no row of its own.
     pub reported_unstored: u64,
 }

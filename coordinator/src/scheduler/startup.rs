@@ -16,7 +16,7 @@ use crate::scheduler::{
     FailureCounts, JobState, LeaseState, PendingRecheck, Scheduler, State, TokenState, WorkerState,
 };
 use crate::storage::counts::add_points;
-use crate::storage::rows::{Snapshot, WorkerRow};
+use crate::storage::rows::{DoneUnit, Snapshot, WorkerRow};
 use crate::storage::writer::Writer;
 use prost::Message;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -123,21 +123,6 @@ impl Scheduler {
                 }
             }
             let stored = snapshot.done_units.get(&row.id);
-            let done: HashSet<u64> = stored.into_iter().flatten().map(|d| d.unit).collect();
-            let mut by_worker: HashMap<u64, [u64; 5]> = HashMap::new();
-            let mut failures = FailureCounts::default();
-            for unit in stored.into_iter().flatten() {
-                by_worker.entry(unit.worker_id as u64).or_default()[pair_slot(unit.points)] += 1;
-                failures.add_pair(unit.worker_id as u64, unit.abandoned);
-            }
-            // Stored in the order they counted: the running matches' courses.
-            let course = (matches!(spec, JobSpec::Match(_)) && row.state == "running").then(|| {
-                let mut course = Course::default();
-                for unit in stored.into_iter().flatten() {
-                    course.add(unit.created_ms, unit.points);
-                }
-                course
-            });
             // Theta, replayed from the counted pairs in the order they counted.
             let spsa = spsa_run(&spec).map(|mut run| {
                 for (lease, probe) in snapshot.probes.get(&row.id).into_iter().flatten() {
@@ -161,26 +146,31 @@ impl Scheduler {
             let rechecks = rechecks.map(|r| (r.unit, PendingRecheck { row: r.clone(), lease: None })).collect();
             let (changes, _) = watch::channel(0);
             let listing = Listing::of(&job_view(&row, &spec, (0, 0, 0), None));
-            state.insert_job(JobState {
+            let running = row.state == "running";
+            let mut job = JobState {
                 row,
                 spec: Arc::new(spec),
-                done,
+                done: HashSet::new(),
                 requeue: BTreeSet::new(),
                 active_leases: 0,
                 changes,
                 any_change: any_change.clone(),
-                course,
+                course: None,
                 refused: 0,
-                by_worker,
-                failures,
+                by_worker: HashMap::new(),
+                failures: FailureCounts::default(),
                 spsa_order: spsa.as_ref().map(|_| Arc::default()),
                 spsa,
                 suspects,
                 reported,
                 rechecks,
                 listing,
-                stamped_ms: stored.into_iter().flatten().map(|unit| unit.created_ms).max().unwrap_or(0),
-            });
+                stamped_ms: 0,
+            };
+            if let Some(stored) = stored {
+                job.count_stored(stored, running);
+            }
+            state.insert_job(job);
         }
         state.next_lease = snapshot.max_lease_id as u64;
         let restarted = Instant::now();
@@ -248,6 +238,30 @@ impl Scheduler {
             metrics,
             named_creations: tokio::sync::Mutex::new(()),
             endings: tokio::sync::broadcast::channel(ENDINGS_HELD).0,
+        }
+    }
+}
+
+impl JobState {
+    /// Counts the job's units read back from storage, in the order they counted: its
+    /// done set, each worker's pairs and failures, its stamp and, for a match that
+    /// runs (`running`), its course. At start, and when a test that ended before the
+    /// start is resumed.
+    pub(super) fn count_stored(&mut self, stored: &[DoneUnit], running: bool) {
+        let mut course = (matches!(*self.spec, JobSpec::Match(_)) && running).then(Course::default);
+        for unit in stored {
+            if !self.done.insert(unit.unit) {
+                continue;
+            }
+            self.by_worker.entry(unit.worker_id as u64).or_default()[pair_slot(unit.points)] += 1;
+            self.failures.add_pair(unit.worker_id as u64, unit.abandoned);
+            if let Some(course) = &mut course {
+                course.add(unit.created_ms, unit.points);
+            }
+            self.stamped_ms = self.stamped_ms.max(unit.created_ms);
+        }
+        if course.is_some() {
+            self.course = course;
         }
     }
 }

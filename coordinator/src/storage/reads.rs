@@ -66,27 +66,7 @@ impl Storage {
         snapshot.max_lease_id = max.unwrap_or(0);
         // A finished SPSA job's theta is replayed from its units too.
         for job in snapshot.jobs.iter().filter(|j| j.state == "running" || j.kind == "spsa") {
-            let rows = sqlx::query(
-                "SELECT unit, lease_id, worker_id, first_points, second_points, created_ms, reasons FROM units \
-                 WHERE job_id = $1 ORDER BY created_ms, unit",
-            )
-            .bind(job.id)
-            .fetch_all(&self.pool)
-            .await?;
-            let units = rows
-                .iter()
-                .map(|r| -> Result<_, sqlx::Error> {
-                    Ok(DoneUnit {
-                        unit: r.try_get::<i64, _>("unit")? as u64,
-                        lease_id: r.try_get("lease_id")?,
-                        worker_id: r.try_get("worker_id")?,
-                        points: [r.try_get("first_points")?, r.try_get("second_points")?],
-                        created_ms: r.try_get("created_ms")?,
-                        abandoned: abandoned_games(r.try_get::<String, _>("reasons")?.split('|')),
-                    })
-                })
-                .collect::<Result<_, _>>()?;
-            snapshot.done_units.insert(job.id, units);
+            snapshot.done_units.insert(job.id, self.done_units(job.id).await?);
         }
         for row in
             sqlx::query("SELECT worker_id, COUNT(*) AS n FROM units GROUP BY worker_id").fetch_all(&self.pool).await?
@@ -246,6 +226,31 @@ impl Storage {
                 })
             })
             .collect()
+    }
+
+    /// Job `job`'s counted units in the order they counted (their stamp, then unit).
+    pub async fn done_units(&self, job: i64) -> Result<Vec<DoneUnit>, StorageError> {
+        let rows = sqlx::query(
+            "SELECT unit, lease_id, worker_id, first_points, second_points, created_ms, reasons FROM units \
+             WHERE job_id = $1 ORDER BY created_ms, unit",
+        )
+        .bind(job)
+        .fetch_all(&self.pool)
+        .await?;
+        let units = rows
+            .iter()
+            .map(|r| -> Result<_, sqlx::Error> {
+                Ok(DoneUnit {
+                    unit: r.try_get::<i64, _>("unit")? as u64,
+                    lease_id: r.try_get("lease_id")?,
+                    worker_id: r.try_get("worker_id")?,
+                    points: [r.try_get("first_points")?, r.try_get("second_points")?],
+                    created_ms: r.try_get("created_ms")?,
+                    abandoned: abandoned_games(r.try_get::<String, _>("reasons")?.split('|')),
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(units)
     }
 
     /// One job as stored.

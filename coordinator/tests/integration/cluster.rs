@@ -26,8 +26,11 @@ pub async fn start_coordinator_with(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> (Child, std::net::SocketAddr) {
+    // No scaling of clocks unless the test asks for it.
+    let reference: &[&str] = if args.contains(&"--reference-nps") { &[] } else { &["--reference-nps", "0"] };
     let mut child = Command::new(binary("xq-coordinator"))
-        .args(["serve", "--reference-nps", "0", "--heartbeat-seconds", "1"])
+        .args(["serve", "--heartbeat-seconds", "1"])
+        .args(reference)
         .args(args)
         .args(["--listen", &format!("127.0.0.1:{port}"), "--data"])
         .arg(data)

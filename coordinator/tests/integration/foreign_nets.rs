@@ -57,7 +57,7 @@ async fn another_engine_s_net_is_tested_through_its_own_option_with_its_bench_ch
         .unwrap();
     let expected = xq_engine::bench::parse_signature(&String::from_utf8_lossy(&output.stdout)).unwrap();
     let asked = [("NetPath".to_owned(), foreign.display().to_string())];
-    assert_eq!(xq_engine::bench::signature_of(&engine, "uci", &asked).unwrap(), expected, "the bench over stdin");
+    assert_eq!(xq_engine::bench::bench_of(&engine, "uci", &asked).unwrap().signature, expected, "the bench over stdin");
 
     let (_coordinator, address) = start_coordinator(&dir.0, 0, 10).await;
     let mut admin = client(address, &token(&dir.0)).await;

@@ -63,3 +63,57 @@ async fn a_test_is_modified_stopped_resumed_and_cloned_from_the_command_line() {
     worker.start_kill().unwrap();
     worker.wait().await.unwrap();
 }
+
+/// A test stopped, then the coordinator restarted: its counted pairs are read back when
+/// it is resumed, so it plays on from where it stopped, each pair once, rather than
+/// being refused (or playing every pair again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_test_stopped_before_a_restart_resumes_from_its_stored_pairs() {
+    let dir = TempDir::new("resume-after-restart");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (mut coordinator, address) = start_coordinator(&dir.0, port, 10).await;
+    let mut admin = client(address, &token(&dir.0)).await;
+    let engine = binary("xq-engine");
+    let engine = engine.to_str().unwrap();
+    #[rustfmt::skip]
+    let job = job_of(&xq_at(address, &dir.0, &[
+        "games", "--games", "10", "--tc", "depth=1", "--max-plies", "40", "--no-bench",
+        "--new", engine, "--base", engine, "--base-option", "Depth Limit=1",
+    ]));
+    let id = job.to_string();
+    let mut worker = start_worker(&mut admin, address, dir.0.join("w0"), "w0").await;
+    let limit = Duration::from_secs(300);
+    wait_for(&mut admin, job, limit, "two pairs", |j| j.units_done >= 2).await;
+    xq_at(address, &dir.0, &["stop", &id]);
+    worker.start_kill().unwrap();
+    worker.wait().await.unwrap();
+    let stopped = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
+    assert!(stopped.units_done < 5, "stopped before its end: {stopped:?}");
+    coordinator.start_kill().unwrap();
+    coordinator.wait().await.unwrap();
+
+    let (_coordinator, address) = start_coordinator(&dir.0, port, 10).await;
+    let mut admin = client(address, &token(&dir.0)).await;
+    let resumed = xq_at(address, &dir.0, &["resume", &id]);
+    assert!(resumed.contains("[running]"), "{resumed}");
+    let mut worker = start_worker(&mut admin, address, dir.0.join("w1"), "w1").await;
+    let done = wait_for(&mut admin, job, limit, "the test to finish", |j| j.state != "running").await;
+    worker.start_kill().unwrap();
+    worker.wait().await.unwrap();
+    assert_eq!((done.state.as_str(), done.units_done), ("finished", 5), "{done:?}");
+    // Each pair once: ten games, each round once, the totals theirs.
+    let games = crate::cluster::job_games(&mut admin, job).await;
+    let mut rounds: Vec<&str> = games.iter().map(|g| g.tag("Round").unwrap()).collect();
+    rounds.sort();
+    rounds.dedup();
+    assert_eq!((games.len(), rounds.len()), (10, 10), "{rounds:?}");
+    let totals = done.totals.unwrap_or_default();
+    assert_eq!(totals.wins + totals.draws + totals.losses, 10, "{totals:?}");
+    // Each unit once, the first worker's pairs still its own.
+    let request = v1::ListPairsRequest { job_id: job, after: None, limit: 100 };
+    let pairs = admin.list_pairs(request).await.unwrap().into_inner().pairs;
+    assert_eq!(pairs.iter().map(|p| p.unit).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+    let first_worker = pairs.iter().map(|p| p.worker_id).min().unwrap();
+    let by_first = pairs.iter().filter(|p| p.worker_id == first_worker).count() as u64;
+    assert_eq!(by_first, stopped.units_done, "{pairs:?}");
+}

@@ -22,6 +22,7 @@ mod default_book;
 mod docs;
 mod drills;
 mod durability;
+mod engine_clocks;
 mod failures;
 mod foreign_nets;
 mod given_up;

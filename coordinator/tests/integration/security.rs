@@ -308,6 +308,7 @@ async fn a_report_without_the_required_bench_signatures_is_refused() {
         pairs: vec![pair(0, [1, 1])],
         cumulative: Some(totals(&[[1, 1]])),
         verified_signatures: signatures,
+        ..Default::default()
     };
     let status = worker.report_pairs(report(vec![])).await.unwrap_err();
     assert_eq!(status.code(), Code::FailedPrecondition);

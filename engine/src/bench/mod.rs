@@ -58,11 +58,32 @@ impl BenchResult {
 /// The signature in an engine's `bench` output: the number after the last "Nodes
 /// searched" (Stockfish's format, which ours and most engines print).
 pub fn parse_signature(output: &str) -> Option<u64> {
+    last_figure(output, "Nodes searched")
+}
+
+/// The number after the last line starting with `label` (and spaces or a colon).
+fn last_figure(output: &str, label: &str) -> Option<u64> {
     output
         .lines()
-        .filter_map(|l| l.trim().strip_prefix("Nodes searched"))
+        .filter_map(|l| l.trim().strip_prefix(label))
         .filter_map(|rest| rest.trim_start_matches([' ', ':']).trim().parse().ok())
         .next_back()
+}
+
+/// What an engine's `bench` printed: its signature, and its speed where it says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reading {
+    /// The nodes searched: the signature.
+    pub signature: u64,
+    /// "Nodes/second", as Stockfish's family and ours print it; some engines do not.
+    pub nodes_per_second: Option<u64>,
+}
+
+/// The [`Reading`] of a bench's output, `None` without a signature.
+pub fn parse_reading(output: &str) -> Option<Reading> {
+    let signature = parse_signature(output)?;
+    let nodes_per_second = last_figure(output, "Nodes/second").filter(|&nps| nps > 0);
+    Some(Reading { signature, nodes_per_second })
 }
 
 /// The most a bench may print, standard output and error together: ours prints a few
@@ -121,32 +142,32 @@ pub fn bench_commands(protocol: &str, options: &[(String, String)]) -> Option<St
 }
 
 /// Runs the bench of the engine `binary` with `options` set (see [`bench_commands`]) and
-/// reads its signature: what a test's submitter records and every worker checks
-/// before playing.
-pub fn signature_of(
+/// reads its signature and speed: what a test's submitter records and every worker
+/// checks (and scales clocks by) before playing.
+pub fn bench_of(
     binary: &std::path::Path,
     protocol: &str,
     options: &[(String, String)],
-) -> Result<u64, SignatureError> {
+) -> Result<Reading, SignatureError> {
     let commands = bench_commands(protocol, options);
     let mut command = std::process::Command::new(binary);
     if commands.is_none() {
         command.arg("bench");
     }
-    signature_from(command, commands, &binary.display().to_string(), BENCH_TIMEOUT)
+    bench_from(command, commands, &binary.display().to_string(), BENCH_TIMEOUT)
 }
 
 /// Runs `command`, an engine's `bench` however it is started (a worker's starts in its
-/// sandbox), and reads its signature; `program` names it in errors. The engine is not
+/// sandbox), and reads its signature and speed; `program` names it in errors. The engine is not
 /// trusted: what it prints is read up to [`MAX_BENCH_OUTPUT`] and it runs for at most
 /// `timeout`; past either it is killed and the bench fails, not its reader (a bench
 /// read whole, without a bound, took a worker down: review of 2026-11-28, F4).
-pub fn signature_from(
+pub fn bench_from(
     mut command: std::process::Command,
     commands: Option<String>,
     program: &str,
     timeout: Duration,
-) -> Result<u64, SignatureError> {
+) -> Result<Reading, SignatureError> {
     use std::process::Stdio;
     let run_error = |error| SignatureError::Run { program: program.to_owned(), error };
     let stdin = if commands.is_some() { Stdio::piped() } else { Stdio::null() };
@@ -188,7 +209,7 @@ pub fn signature_from(
     // Both pipes closed: the bench is over, or has closed them and goes on alone.
     let _ = child.kill();
     let _ = child.wait();
-    parse_signature(&text).ok_or(SignatureError::Missing(program.to_owned()))
+    parse_reading(&text).ok_or(SignatureError::Missing(program.to_owned()))
 }
 
 /// Reads `pipe` to its end, taking what it reads from `budget`; `None` when the budget
@@ -219,6 +240,10 @@ mod tests {
         assert_eq!(parse_signature("info x\nNodes searched  : 721742\nNodes/second: 5\n"), Some(721742));
         assert_eq!(parse_signature("Nodes searched: 12\nNodes searched: 34"), Some(34));
         assert_eq!(parse_signature("no bench here"), None);
+        let stockfish = "Total time (ms) : 1201\nNodes searched  : 2004567\nNodes/second    : 1669081\n";
+        assert_eq!(parse_reading(stockfish), Some(Reading { signature: 2004567, nodes_per_second: Some(1669081) }));
+        assert_eq!(parse_reading("Nodes searched: 9\n"), Some(Reading { signature: 9, nodes_per_second: None }));
+        assert_eq!(parse_reading("Nodes/second: 9\n"), None);
     }
 
     /// A bench as a shell script: what the engine prints, and how long it takes.
@@ -230,10 +255,10 @@ mod tests {
 
     #[test]
     fn a_signature_is_read_from_either_stream() {
-        let read = |text| signature_from(script(text), None, "script", BENCH_TIMEOUT).unwrap();
+        let read = |text| bench_from(script(text), None, "script", BENCH_TIMEOUT).unwrap().signature;
         assert_eq!(read("echo info; echo 'Nodes searched: 42'"), 42);
         assert_eq!(read("echo 'Nodes searched  : 7' >&2"), 7, "Stockfish prints it on standard error");
-        let missing = signature_from(script("echo nothing"), None, "script", BENCH_TIMEOUT).unwrap_err();
+        let missing = bench_from(script("echo nothing"), None, "script", BENCH_TIMEOUT).unwrap_err();
         assert!(matches!(missing, SignatureError::Missing(_)), "{missing}");
     }
 
@@ -243,17 +268,17 @@ mod tests {
     #[test]
     fn a_bench_that_floods_or_sleeps_fails_and_is_stopped() {
         let started = Instant::now();
-        let flood = signature_from(script("yes 'Nodes searched: 1'"), None, "flood", BENCH_TIMEOUT).unwrap_err();
+        let flood = bench_from(script("yes 'Nodes searched: 1'"), None, "flood", BENCH_TIMEOUT).unwrap_err();
         assert!(matches!(flood, SignatureError::Flood(_)), "{flood}");
-        let flood = signature_from(script("yes error >&2"), None, "flood", BENCH_TIMEOUT).unwrap_err();
+        let flood = bench_from(script("yes error >&2"), None, "flood", BENCH_TIMEOUT).unwrap_err();
         assert!(matches!(flood, SignatureError::Flood(_)), "{flood}");
         assert!(started.elapsed() < BENCH_TIMEOUT, "stopped by its output, not its time");
-        let sleeper = signature_from(script("sleep 30"), None, "sleeper", Duration::from_millis(300)).unwrap_err();
+        let sleeper = bench_from(script("sleep 30"), None, "sleeper", Duration::from_millis(300)).unwrap_err();
         assert!(matches!(sleeper, SignatureError::Timeout { .. }), "{sleeper}");
         // A bench that closes its output and goes on alone is not waited for either.
         let detached = script("exec >&- 2>&-; sleep 30");
         let started = Instant::now();
-        assert!(matches!(signature_from(detached, None, "detached", BENCH_TIMEOUT), Err(SignatureError::Missing(_))));
+        assert!(matches!(bench_from(detached, None, "detached", BENCH_TIMEOUT), Err(SignatureError::Missing(_))));
         assert!(started.elapsed() < Duration::from_secs(20), "killed once its output closed");
     }
 

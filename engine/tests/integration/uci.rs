@@ -292,7 +292,7 @@ fn a_bench_over_stdin_is_the_bench_of_the_options_set() {
     // The signature a test records for an engine with a net: asked over the engine's
     // input after `setoption`, it is the command line's bench of that net (one thread,
     // whatever Threads says), and another net's or the handcrafted evaluation's differs.
-    use xq_engine::bench::signature_of;
+    use xq_engine::bench::bench_of;
     let directory = std::env::temp_dir().join(format!("xq-bench-net-{}", std::process::id()));
     std::fs::create_dir_all(&directory).unwrap();
     let net = directory.join("random.nnue");
@@ -300,7 +300,7 @@ fn a_bench_over_stdin_is_the_bench_of_the_options_set() {
     let binary = crate::common::engine_binary();
     let with = |protocol: &str, options: &[(&str, &str)]| {
         let options: Vec<(String, String)> = options.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        signature_of(&binary, protocol, &options).unwrap()
+        bench_of(&binary, protocol, &options).unwrap().signature
     };
     let net_text = net.display().to_string();
     let over_stdin = with("uci", &[("EvalFile", &net_text), ("Threads", "2")]);

@@ -1,21 +1,23 @@
 //! A lease's engine set up on this worker: its build fetched, its net beside it in the
-//! sandbox, its bench signature checked against the test's.
+//! sandbox, its bench signature checked against the test's and its speed here measured.
 
 use super::artifacts::fetch;
 use super::*;
 use crate::engine_process::{EngineConfig, Protocol};
 use crate::sandbox::command_for;
-use xq_engine::bench::SignatureError;
+use xq_engine::bench::{Reading, SignatureError};
 use xq_engine::xiangqi::fen::{FenFlavour, UnknownFenFlavour};
 use xq_engine::xiangqi::notation::{Dialect, UnknownDialect};
 use xq_proto::failure::FailureKind;
 use xq_proto::v1;
 
+/// The engine of `spec` ready to start, with its bench on this worker where the test
+/// asks for one (a signature to check, or a speed to scale its clocks by).
 pub(super) async fn engine_config(
     client: &Client,
     settings: &ConnectSettings,
     spec: &v1::EngineSpec,
-) -> Result<(EngineConfig, u64), FleetError> {
+) -> Result<(EngineConfig, Option<Reading>), FleetError> {
     let engine_error = |reason: String| FleetError::Engine { name: spec.name.clone(), reason };
     let binary = spec.binary.as_ref().ok_or_else(|| engine_error("no binary".to_owned()))?;
     let download = || failed(FailureKind::Download, &spec.name);
@@ -29,8 +31,8 @@ pub(super) async fn engine_config(
         sandbox.read_only.push(net.clone());
     }
     let options = xq_proto::engine_options(spec, net.as_deref());
-    let mut verified = 0;
-    if spec.bench_signature != 0 {
+    let mut bench = None;
+    if spec.bench_signature != 0 || spec.bench_nps != 0 {
         // Of the engine as submitted: an SPSA probe's values are left out.
         let options: Vec<(String, String)> =
             options.iter().filter(|(name, _)| !spec.probe_options.contains(name)).cloned().collect();
@@ -45,8 +47,8 @@ pub(super) async fn engine_config(
         })?;
         let program = spec.name.clone();
         let timeout = xq_engine::bench::BENCH_TIMEOUT;
-        verified =
-            tokio::task::spawn_blocking(move || xq_engine::bench::signature_from(command, commands, &program, timeout))
+        let reading =
+            tokio::task::spawn_blocking(move || xq_engine::bench::bench_from(command, commands, &program, timeout))
                 .await
                 .map_err(play_error)?
                 .map_err(|e| {
@@ -56,13 +58,17 @@ pub(super) async fn engine_config(
                     };
                     FleetError::Failed { kind, engine: spec.name.clone(), detail: e.to_string() }
                 })?;
-        if verified != spec.bench_signature {
+        if spec.bench_signature != 0 && reading.signature != spec.bench_signature {
             return Err(FleetError::Failed {
                 kind: FailureKind::Bench,
                 engine: spec.name.clone(),
-                detail: format!("bench signature {verified} on this worker, the test expects {}", spec.bench_signature),
+                detail: format!(
+                    "bench signature {} on this worker, the test expects {}",
+                    reading.signature, spec.bench_signature
+                ),
             });
         }
+        bench = Some(reading);
     }
     let protocol = if spec.protocol == "ucci" { Protocol::Ucci } else { Protocol::Uci };
     let dialect = match spec.ranks.as_str() {
@@ -76,6 +82,6 @@ pub(super) async fn engine_config(
     let name = spec.name.clone();
     Ok((
         EngineConfig { name, command, protocol, dialect, fen_flavour, options, sandbox, ..EngineConfig::default() },
-        verified,
+        bench,
     ))
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::runtime::Handle;
+use xq_engine::bench::Reading;
 use xq_engine::book::BookOpening;
 use xq_engine::color::Color;
 use xq_engine::time_control::TimeControl;
@@ -42,8 +43,28 @@ pub(super) async fn play_pairs(
     let engine = |spec: &Option<v1::EngineSpec>, which: &str| {
         spec.clone().ok_or_else(|| FleetError::Lease(format!("no {which} engine")))
     };
-    let (mut new, new_signature) = engine_config(client, settings, &engine(&spec.new_engine, "new")?).await?;
-    let (mut base, base_signature) = engine_config(client, settings, &engine(&spec.base_engine, "base")?).await?;
+    let (mut new, new_bench) = engine_config(client, settings, &engine(&spec.new_engine, "new")?).await?;
+    let (mut base, base_bench) = engine_config(client, settings, &engine(&spec.base_engine, "base")?).await?;
+    // A test of engines with their submitter's speed is scaled here, by theirs: the
+    // coordinator checks the games against the factor this report names.
+    let engine_slowness = spec.scale_by_engine_speed.then(|| {
+        let measured = |engine: &Option<v1::EngineSpec>, bench: Option<Reading>| {
+            let submitted = engine.as_ref().map_or(0, |e| e.bench_nps);
+            (submitted, bench.and_then(|b| b.nodes_per_second).unwrap_or(0))
+        };
+        xq_proto::speed::engine_slowness([
+            measured(&spec.new_engine, new_bench),
+            measured(&spec.base_engine, base_bench),
+        ])
+    });
+    let spec = match engine_slowness {
+        Some(slowness) => xq_proto::speed::scaled(&spec, slowness),
+        None => spec,
+    };
+    // Each engine's own clock (the same for both but with time odds).
+    let [new_time_control, base_time_control] = xq_proto::speed::engine_time_controls(&spec).map_err(lease_error)?;
+    new.time_control = Some(new_time_control);
+    base.time_control = Some(base_time_control);
     let variant: Variant = Variant::named_or_xiangqi(&spec.variant).map_err(lease_error)?;
     // Told the game as the command line's matches tell it (a Xiongqi test's engines
     // were given Xiangqi's start position and lost every such game by an illegal move).
@@ -69,7 +90,6 @@ pub(super) async fn play_pairs(
         (None, Variant::Xiongqi) => vec![Start::Xiongqi(xiongqi::Position::startpos())].into(),
     };
     let time_control: TimeControl = spec.time_control.parse().map_err(lease_error)?;
-    let tc_text = time_control.to_string();
     let rules: RuleSet = spec.rules.parse().map_err(lease_error)?;
     let violation_timing = xq_proto::violation_timing(&spec.violation_timing).map_err(lease_error)?;
     let match_settings = MatchSettings {
@@ -95,7 +115,8 @@ pub(super) async fn play_pairs(
     let event = format!("job {}", lease.job_id);
     let report_base = v1::ReportPairsRequest {
         lease_id: lease.lease_id,
-        verified_signatures: vec![new_signature, base_signature],
+        verified_signatures: [new_bench, base_bench].map(|b| b.map_or(0, |b| b.signature)).to_vec(),
+        engine_slowness: engine_slowness.unwrap_or(0.0),
         ..Default::default()
     };
     let handle = Handle::current();
@@ -106,7 +127,7 @@ pub(super) async fn play_pairs(
         let mut ledger = Ledger::default();
         let mut failure = None;
         let outcome = run_match(&match_settings, |finished: &FinishedGame, _| {
-            record_leg(&mut ledger, finished, &event, &tc_text);
+            record_leg(&mut ledger, finished, &event);
             if ledger.pending.is_empty() {
                 return !stop.load(Ordering::Relaxed);
             }
@@ -149,7 +170,7 @@ fn totals(ledger: &Ledger) -> v1::Totals {
 }
 
 /// Files a finished game; a pair whose both games are in moves to `pending`.
-fn record_leg(ledger: &mut Ledger, finished: &FinishedGame, event: &str, tc: &str) {
+fn record_leg(ledger: &mut Ledger, finished: &FinishedGame, event: &str) {
     let unit = finished.pair as u64;
     let record = &finished.record;
     let new_color = if finished.leg == 0 { Color::Red } else { Color::Black };
@@ -158,7 +179,7 @@ fn record_leg(ledger: &mut Ledger, finished: &FinishedGame, event: &str, tc: &st
         Outcome::Win(winner) if winner == new_color => 2,
         Outcome::Win(_) => 0,
     };
-    let pgn = game_pgn(record, event, finished.pair * 2 + finished.leg + 1, tc);
+    let pgn = game_pgn(record, event, finished.pair * 2 + finished.leg + 1);
     let legs = ledger.legs.entry(unit).or_default();
     legs[finished.leg] = Some((pgn, points));
     if let [Some(_), Some(_)] = legs {

@@ -76,7 +76,7 @@ fn played_against_fake(mode: &str, time_control: &str) -> (Vec<(Outcome, Termina
     let started = Instant::now();
     run_match(&match_settings, |finished, _| {
         let record = &finished.record;
-        reported.pgns.push(game_pgn(record, "t", 1, &time_control));
+        reported.pgns.push(game_pgn(record, "t", 1));
         let fake_is_red = finished.leg == 0;
         let fake_lost = record.outcome
             == Outcome::Win(if fake_is_red { xq_engine::color::Color::Black } else { xq_engine::color::Color::Red });

@@ -64,7 +64,7 @@ fn play_from(opponent: EngineConfig, time_control: &str, pairs: usize, fen: &str
 
 /// The PGN of each game, re-read and ruled by the judge, gives the recorded result.
 fn replays_to_the_same_results(records: &[GameRecord]) {
-    let text: String = records.iter().enumerate().map(|(i, r)| game_pgn(r, "test", i + 1, "test")).collect();
+    let text: String = records.iter().enumerate().map(|(i, r)| game_pgn(r, "test", i + 1)).collect();
     let games = parse_pgn(&text).expect("our PGN parses");
     assert_eq!(games.len(), records.len());
     for (game, record) in games.iter().zip(records) {
@@ -158,7 +158,7 @@ fn xiongqi_games_are_refereed_by_its_rules_and_replay_to_the_same_results() {
             assert!(record.reason.contains("(Xiongqi 6."), "{}", record.reason);
         }
     }
-    let pgn = game_pgn(&records[0], "test", 1, "depth=2");
+    let pgn = game_pgn(&records[0], "test", 1);
     assert!(pgn.contains("[Variant \"xiongqi\"]"), "{pgn}");
     replays_to_the_same_results(&records);
 }

@@ -83,7 +83,7 @@ fn a_double_round_robin_of_six_engines_meets_every_pairing_twice_and_counts_its_
     }
     // Points recounted from the games as PGN, engine by name.
     let text: String =
-        played.iter().enumerate().map(|(round, game)| game_pgn(&game.record, "six", round + 1, "depth=4")).collect();
+        played.iter().enumerate().map(|(round, game)| game_pgn(&game.record, "six", round + 1)).collect();
     let mut recount: HashMap<String, f64> = HashMap::new();
     for game in parse_pgn(&text).unwrap() {
         let (red, black) = (game.tag("White").unwrap().to_owned(), game.tag("Black").unwrap().to_owned());

@@ -52,7 +52,7 @@ fn a_warned_engine_that_repeats_anyway_loses_a_cycle_later() {
         // Warned before its moves 9 and 11 (plies 9 and 11), off the moves it repeated.
         assert_eq!(record.warnings, ["9:f0e0", "11:e0f0"], "{protocol:?}");
         // The judge reads the timing from the PGN and ends the game where the match did.
-        let parsed = parse_pgn(&game_pgn(&record, "warnings", 1, "depth=2")).expect("our PGN parses");
+        let parsed = parse_pgn(&game_pgn(&record, "warnings", 1)).expect("our PGN parses");
         let (verdict, _) =
             judge(&JudgeRequest::from_pgn(&parsed[0], RuleSet::Wxf, Default::default())).expect("a legal game");
         assert_eq!(
@@ -78,7 +78,7 @@ fn a_warned_engine_that_obeys_the_ban_is_not_ruled_against() {
         assert_eq!((record.outcome, record.termination), (Outcome::Draw, Termination::Rules), "{}", record.reason);
         assert!(record.reason.contains("repetition draw (WXF 3.2.B)"), "{protocol:?}: {}", record.reason);
         // The PGN says how the game was refereed and where the warnings fell.
-        let pgn = game_pgn(&record, "warnings", 1, "depth=2");
+        let pgn = game_pgn(&record, "warnings", 1);
         let parsed = parse_pgn(&pgn).expect("our PGN parses");
         assert_eq!(parsed[0].tag("ViolationTiming"), Some("after-warning"));
         assert_eq!(parsed[0].tag("Warnings"), Some(record.warnings.join(" ").as_str()));

@@ -67,7 +67,14 @@ impl Shared {
         self.may_change(caller, id)?;
         self.stored_test(id)?;
         crate::api::grpc::quotas::check_quota(self, caller, 1).await?;
-        let view = self.scheduler.resume(id).await?;
+        // Its counted units from storage, for a test that ended before the coordinator
+        // last started (not in memory, but resumed it must not play them again).
+        let stored = if self.scheduler.counted_units_unread(id) {
+            self.storage.done_units(id as i64).await.map_err(|e| Status::internal(e.to_string()))?
+        } else {
+            Vec::new()
+        };
+        let view = self.scheduler.resume(id, &stored).await?;
         self.scheduler.audit(&caller.token_id, "job.resume", &id.to_string()).await?;
         Ok(view)
     }

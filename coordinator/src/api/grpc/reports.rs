@@ -2,10 +2,10 @@
 //! arbiter, self-play chunks read, verification reports spot-checked and rechecked.
 
 use crate::api::grpc::{MAX_PAIRS_PER_REPORT, WorkerApi};
-use crate::jobs::JobSpec;
 use crate::jobs::selfplay::self_play_variant;
 use crate::jobs::test::endings::Conditions;
 use crate::jobs::test::replay::{PairContext, check_pair};
+use crate::jobs::{JobSpec, Scaling};
 use crate::scheduler::LeaseContext;
 use crate::storage::counts::add_points;
 use crate::storage::rows::UnitRow;
@@ -73,7 +73,15 @@ impl WorkerApi {
         }
         let names =
             [engines[0].map_or("", |e| e.name.as_str()), engines[1].map_or("", |e| e.name.as_str())].map(str::to_owned);
-        let conditions = Conditions::for_lease(&job.lease_spec(context.slowness)).map_err(Status::internal)?;
+        // The clocks the games were played under: scaled by the worker's factor for a
+        // lease left to scale by its engines' speed, bounded as the worker bounds it.
+        let slowness = match context.scaling {
+            Scaling::By(slowness) => slowness,
+            Scaling::ByEngines => {
+                xq_proto::speed::check_reported(report.engine_slowness).map_err(Status::invalid_argument)?
+            }
+        };
+        let conditions = Conditions::for_lease(&job.lease_spec(Scaling::By(slowness))).map_err(Status::internal)?;
         // A pair this lease reported before is not replayed again: a resent report of
         // 512 accepted pairs cost a third of a second of a runtime thread each time
         // (F8 of the 2026-11-28 review). New pairs of more than a few games are

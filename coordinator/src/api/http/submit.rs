@@ -62,6 +62,13 @@ pub struct EngineBody {
     /// The bench signature every worker must see (0 or absent: not checked).
     #[serde(default)]
     bench: u64,
+    /// Nodes per second of that bench on the machine the time control was chosen for:
+    /// workers' clocks are then scaled by the engines' own speed against it.
+    #[serde(default)]
+    bench_nps: u64,
+    /// Its own time control, time odds against the test's `tc`.
+    #[serde(default)]
+    tc: String,
 }
 
 /// A test as a CI job asks for it.
@@ -135,6 +142,8 @@ pub async fn create_test(
             net_option: if net.is_some() { engine.net_option.unwrap_or_default() } else { String::new() },
             net,
             bench_signature: engine.bench,
+            bench_nps: engine.bench_nps,
+            time_control: engine.tc,
             ..Default::default()
         });
     }

@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use xq_engine::bench::Reading;
 use xq_proto::v1;
 
 use xq_proto::client::{self, Client};
@@ -72,13 +73,10 @@ impl EngineFiles {
         Ok(())
     }
 
-    /// The bench signature of every build this machine runs, which must agree (workers
-    /// check theirs against it); an error when they differ or none runs here.
-    pub fn bench_signature(
-        &self,
-        side: &str,
-        signature_of: impl Fn(&Path) -> anyhow::Result<u64>,
-    ) -> anyhow::Result<u64> {
+    /// The bench of every build this machine runs, whose signatures must agree (workers
+    /// check theirs against it); an error when they differ or none runs here. The
+    /// reading is the best build's (the one this machine would be leased).
+    pub fn bench(&self, side: &str, bench_of: impl Fn(&Path) -> anyhow::Result<Reading>) -> anyhow::Result<Reading> {
         let flags = xq_proto::builds::cpu_flags();
         let flags: HashSet<&str> = flags.iter().map(String::as_str).collect();
         let runnable = self.runnable(&flags);
@@ -87,13 +85,17 @@ impl EngineFiles {
                 "no build of the {side} engine runs on this machine, so its bench signature cannot be taken: use --no-bench"
             );
         }
-        let mut signatures = Vec::with_capacity(runnable.len());
+        let mut readings = Vec::with_capacity(runnable.len());
         for (named, path) in &runnable {
-            signatures.push((named, signature_of(path).with_context(|| format!("the {side} engine's build {named}"))?));
+            readings.push((named, bench_of(path).with_context(|| format!("the {side} engine's build {named}"))?));
         }
-        let (first_named, first) = signatures[0];
-        if let Some((named, other)) = signatures.iter().find(|(_, s)| *s != first) {
-            bail!("the {side} engine's builds differ in bench: {first_named} prints {first}, {named} prints {other}");
+        let (first_named, first) = readings[0];
+        if let Some((named, other)) = readings.iter().find(|(_, r)| r.signature != first.signature) {
+            bail!(
+                "the {side} engine's builds differ in bench: {first_named} prints {}, {named} prints {}",
+                first.signature,
+                other.signature
+            );
         }
         Ok(first)
     }
@@ -141,17 +143,16 @@ mod tests {
         let files = EngineFiles::parse("new", &words(&["./fast", "sse2=./slow"])).unwrap();
         // Every x86-64 processor has sse2; elsewhere only the generic build runs here.
         let here = xq_proto::builds::cpu_flags();
-        let agree = files.bench_signature("new", |_| Ok(7)).unwrap();
-        assert_eq!(agree, 7);
+        let reading = |signature| Ok(Reading { signature, nodes_per_second: Some(1000) });
+        let agree = files.bench("new", |_| reading(7)).unwrap();
+        assert_eq!(agree.signature, 7);
         if here.iter().any(|f| f == "sse2") {
-            let error = files
-                .bench_signature("new", |path| Ok(if path.ends_with("slow") { 8 } else { 7 }))
-                .unwrap_err()
-                .to_string();
+            let error =
+                files.bench("new", |path| reading(if path.ends_with("slow") { 8 } else { 7 })).unwrap_err().to_string();
             assert!(error.contains("sse2=./slow prints 8, ./fast prints 7"), "{error}");
         }
         let unrunnable = EngineFiles::parse("new", &words(&["no_such_flag=./e"])).unwrap();
-        let error = unrunnable.bench_signature("new", |_| Ok(1)).unwrap_err().to_string();
+        let error = unrunnable.bench("new", |_| reading(1)).unwrap_err().to_string();
         assert!(error.contains("no build of the new engine runs on this machine"), "{error}");
     }
 }

@@ -188,6 +188,8 @@ pub async fn run(args: LocalArgs) -> anyhow::Result<()> {
         new_net: None,
         base_net: None,
         net_option: xq_proto::DEFAULT_NET_OPTION.to_owned(),
+        new_tc: None,
+        base_tc: None,
         // Both engines were built on this machine for its own workers.
         no_bench: true,
         source: SourceArgs { new_name: "new".to_owned(), base_name: "base".to_owned(), ..SourceArgs::default() },

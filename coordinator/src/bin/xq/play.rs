@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::Args;
 use xq_engine::adjudication::Adjudication;
+use xq_engine::bench::Reading;
 use xq_proto::client::{self, Client};
 use xq_proto::v1;
 
@@ -114,12 +115,19 @@ pub fn options(words: &[String]) -> anyhow::Result<HashMap<String, String>> {
         .collect()
 }
 
-/// The bench signature of the engine `binary` as `spec` has it played: with its
-/// options and its net (the file `net` here) set, as every worker takes it.
-pub fn bench_signature(binary: &Path, spec: &v1::EngineSpec, net: Option<&Path>) -> anyhow::Result<u64> {
+/// The bench of the engine `binary` as `spec` has it played: with its options and its
+/// net (the file `net` here) set, as every worker takes it.
+pub fn bench(binary: &Path, spec: &v1::EngineSpec, net: Option<&Path>) -> anyhow::Result<Reading> {
     let protocol = if spec.protocol.is_empty() { "uci" } else { spec.protocol.as_str() };
     let options = xq_proto::engine_options(spec, net);
-    xq_engine::bench::signature_of(binary, protocol, &options).with_context(|| format!("the engine {}", spec.name))
+    xq_engine::bench::bench_of(binary, protocol, &options).with_context(|| format!("the engine {}", spec.name))
+}
+
+/// Records `reading` in `spec`: the signature every worker checks, and the speed its
+/// time control was chosen at, which workers' clocks are scaled against.
+pub fn record_bench(spec: &mut v1::EngineSpec, reading: Reading) {
+    spec.bench_signature = reading.signature;
+    spec.bench_nps = reading.nodes_per_second.unwrap_or(0);
 }
 
 /// Sets how to talk to `engine`: its `protocol`, `ranks` or `fen` letters (the

@@ -9,7 +9,7 @@ use xq_proto::client::{self, Client};
 use xq_proto::v1;
 
 use crate::jobs::{after_submit, job_line};
-use crate::play::{PlayArgs, bench_signature, options};
+use crate::play::{PlayArgs, bench, options, record_bench};
 
 #[derive(Args)]
 pub struct SpsaArgs {
@@ -78,7 +78,8 @@ pub async fn submit(client: &mut Client, args: SpsaArgs) -> anyhow::Result<()> {
         ..Default::default()
     };
     if args.bench {
-        engine.bench_signature = bench_signature(&args.engine, &engine, args.net.as_deref())?;
+        let reading = bench(&args.engine, &engine, args.net.as_deref())?;
+        record_bench(&mut engine, reading);
     }
     engine.binary = Some(client::upload_file(client, &args.engine, "engine").await?);
     if let Some(net) = &args.net {

@@ -11,7 +11,7 @@ use xq_proto::v1;
 
 use crate::builds::EngineFiles;
 use crate::jobs::after_submit;
-use crate::play::{PlayArgs, bench_signature, options, talk_setting};
+use crate::play::{PlayArgs, bench, options, record_bench, talk_setting};
 
 #[derive(Args, Clone)]
 pub struct EngineArgs {
@@ -51,6 +51,13 @@ pub struct EngineArgs {
     /// The option both engines take their net's path by.
     #[arg(long, default_value = xq_proto::DEFAULT_NET_OPTION)]
     pub net_option: String,
+    /// The new engine's own time control, time odds against --tc (which the base then
+    /// plays), of the same kind (both clocks, both nodes, ...); scaled as --tc is.
+    #[arg(long)]
+    pub new_tc: Option<String>,
+    /// The base engine's own time control, as --new-tc.
+    #[arg(long)]
+    pub base_tc: Option<String>,
     /// Skip the bench check. By default both engines' bench signatures are taken here
     /// and checked on every worker before it plays (they must print "Nodes searched:
     /// N" for `<engine> bench`, or for `bench` on their input after their options and
@@ -221,11 +228,15 @@ pub async fn submit(
     pairs: u64,
 ) -> anyhow::Result<v1::Job> {
     let engine = |files: &EngineFiles, side: &str, opts: &[String], settings: &[String], net: Option<&Path>| {
-        let name = if side == "new" { &args.source.new_name } else { &args.source.base_name };
+        let (name, time_control) = match side {
+            "new" => (&args.source.new_name, &args.new_tc),
+            _ => (&args.source.base_name, &args.base_tc),
+        };
         let mut spec = v1::EngineSpec {
             name: name.clone(),
             protocol: args.protocol.clone(),
             options: options(opts)?,
+            time_control: time_control.clone().unwrap_or_default(),
             ..Default::default()
         };
         for setting in settings {
@@ -237,7 +248,8 @@ pub async fn submit(
             spec.net_option = args.net_option.clone();
         }
         if !args.no_bench {
-            spec.bench_signature = files.bench_signature(side, |path| bench_signature(path, &spec, net))?;
+            let reading = files.bench(side, |path| bench(path, &spec, net))?;
+            record_bench(&mut spec, reading);
         }
         anyhow::Ok(spec)
     };

@@ -35,8 +35,9 @@ use xq_proto::v1;
 /// How a lease's games are played, as the worker was told.
 #[derive(Clone, Debug)]
 pub struct Conditions {
-    /// The lease's time control: the job's, scaled to the worker's speed.
-    pub time_control: TimeControl,
+    /// The lease's time controls of its new engine and its base (the same but with
+    /// time odds): the job's, scaled to the worker's speed.
+    pub time_controls: [TimeControl; 2],
     /// How far past its clock an engine may go.
     pub time_margin: Duration,
     /// The test's score adjudication.
@@ -46,10 +47,19 @@ pub struct Conditions {
 }
 
 impl Conditions {
+    /// The time control each side played under, the new engine's side being `new_color`.
+    pub fn time_controls(&self, new_color: Color) -> ByColor<&TimeControl> {
+        let [new, base] = &self.time_controls;
+        match new_color {
+            Color::Red => ByColor { red: new, black: base },
+            Color::Black => ByColor { red: base, black: new },
+        }
+    }
+
     /// Read off a match lease's spec the way the worker reads it.
     pub fn for_lease(spec: &v1::MatchSpec) -> Result<Conditions, String> {
         Ok(Conditions {
-            time_control: spec.time_control.parse().map_err(|e: BadTimeControl| e.to_string())?,
+            time_controls: xq_proto::speed::engine_time_controls(spec).map_err(|e: BadTimeControl| e.to_string())?,
             time_margin: xq_proto::time_margin(spec),
             adjudication: xq_proto::adjudication(spec.adjudication.as_ref()),
             max_plies: (spec.max_plies > 0).then_some(spec.max_plies as usize),
@@ -75,19 +85,20 @@ fn rounding_slack(plies: usize) -> Duration {
 }
 
 /// Checks `game`'s notes, clocks and ending, which ended with `termination` and
-/// `outcome` (its result).
+/// `outcome` (its result), its sides having played under `time_controls`.
 pub fn check(
     game: &PgnGame,
     replayed: &Replayed,
     termination: &str,
     outcome: Outcome,
     conditions: &Conditions,
+    time_controls: ByColor<&TimeControl>,
 ) -> Result<(), String> {
     let plies = game.moves.len();
     let notes = notes(game, replayed.book_plies)?;
     let mover = |ply: usize| if ply.is_multiple_of(2) { replayed.first_mover } else { !replayed.first_mover };
     let to_move = mover(plies);
-    let clocks = replay_clocks(&notes, mover, conditions)?;
+    let clocks = replay_clocks(&notes, mover, conditions, time_controls)?;
     if let Some(max) = conditions.max_plies
         && plies > max
     {
@@ -141,10 +152,10 @@ pub fn check(
             loser_to_move()?;
             let over = game.tag("OverTime").ok_or("a time forfeit without [OverTime]")?;
             let over: f64 = over.parse().ok().filter(|s: &f64| s.is_finite() && *s >= 0.0).ok_or("a bad [OverTime]")?;
-            let allowed = match clocks {
-                Clocks::Clock(clocks) => clocks[to_move].remaining(),
-                Clocks::PerMove(time) => time,
-                Clocks::None => return Err("a time forfeit under a time control without a clock".to_owned()),
+            let allowed = match &clocks[to_move] {
+                Limit::Clock(clock) => clock.remaining(),
+                Limit::PerMove(time) => *time,
+                Limit::None => return Err("a time forfeit under a time control without a clock".to_owned()),
             } + conditions.time_margin;
             if Duration::from_secs_f64(over.min(1e9)) + rounding_slack(plies) <= allowed {
                 return Err(format!(
@@ -193,11 +204,21 @@ fn notes(game: &PgnGame, book_plies: usize) -> Result<Vec<MoveNote>, String> {
     Ok(notes)
 }
 
-/// The clocks after the game.
-enum Clocks {
-    Clock(ByColor<Clock>),
+/// A side's clock after the game.
+enum Limit {
+    Clock(Clock),
     PerMove(Duration),
     None,
+}
+
+impl Limit {
+    fn of(time_control: &TimeControl) -> Limit {
+        match time_control {
+            TimeControl::Clock(periods) => Limit::Clock(Clock::new(periods)),
+            TimeControl::MoveTime(time) => Limit::PerMove(*time),
+            _ => Limit::None,
+        }
+    }
 }
 
 /// Charges each engine move to its side's clock: an overdrawn clock would have ended
@@ -206,19 +227,16 @@ fn replay_clocks(
     notes: &[MoveNote],
     mover: impl Fn(usize) -> Color,
     conditions: &Conditions,
-) -> Result<Clocks, String> {
-    let mut clocks = match &conditions.time_control {
-        TimeControl::Clock(periods) => Clocks::Clock(ByColor { red: Clock::new(periods), black: Clock::new(periods) }),
-        TimeControl::MoveTime(time) => Clocks::PerMove(*time),
-        _ => Clocks::None,
-    };
+    time_controls: ByColor<&TimeControl>,
+) -> Result<ByColor<Limit>, String> {
+    let mut clocks = ByColor::new_with(|color| Limit::of(time_controls[color]));
     for (ply, note) in notes.iter().enumerate() {
         let MoveNote::Engine { elapsed, .. } = *note else { continue };
         let margin = conditions.time_margin + rounding_slack(ply + 1);
-        let within = match &mut clocks {
-            Clocks::Clock(clocks) => clocks[mover(ply)].charge(elapsed, margin).is_ok(),
-            Clocks::PerMove(time) => elapsed <= *time + margin,
-            Clocks::None => true,
+        let within = match &mut clocks[mover(ply)] {
+            Limit::Clock(clock) => clock.charge(elapsed, margin).is_ok(),
+            Limit::PerMove(time) => elapsed <= *time + margin,
+            Limit::None => true,
         };
         if !within {
             return Err(format!(

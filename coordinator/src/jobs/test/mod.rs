@@ -9,6 +9,7 @@ pub mod presets;
 pub mod replay;
 pub mod source;
 
+use crate::jobs::Scaling;
 use crate::jobs::checks::{MAX_CPU_FLAG_CHARS, MAX_UNITS, SpecError, bad, check_artifact, check_name};
 use crate::jobs::spsa::setup::SpsaSetup;
 use crate::jobs::test::course::Course;
@@ -49,13 +50,14 @@ impl MatchJob {
         [&self.request.new_engine, &self.request.base_engine].into_iter().flatten()
     }
 
-    /// What a worker `slowness` times slower than the reference is told to play; its
-    /// reports are checked against the same.
-    pub fn lease_spec(&self, slowness: f64) -> v1::MatchSpec {
-        v1::MatchSpec {
+    /// What a worker is told to play, its clocks scaled by `scaling`; its reports are
+    /// checked against the same, scaled by the factor they name for
+    /// [`Scaling::ByEngines`].
+    pub fn lease_spec(&self, scaling: Scaling) -> v1::MatchSpec {
+        let unscaled = v1::MatchSpec {
             new_engine: self.request.new_engine.clone(),
             base_engine: self.request.base_engine.clone(),
-            time_control: self.time_control.scaled(slowness).to_string(),
+            time_control: self.time_control.to_string(),
             rules: self.rules.name().to_owned(),
             variant: self.variant.name().to_owned(),
             book: self.request.book.clone(),
@@ -64,23 +66,57 @@ impl MatchJob {
             adjudication: self.request.adjudication,
             violation_timing: self.timing.name().to_owned(),
             book_offset: self.request.book_offset,
+            scale_by_engine_speed: true,
+        };
+        match scaling {
+            Scaling::By(slowness) => xq_proto::speed::scaled(&unscaled, slowness),
+            Scaling::ByEngines => unscaled,
         }
     }
 
-    /// The most characters `lease_spec`'s time control takes, whatever the slowness:
-    /// a clock scaled for a slower or faster worker is written with other digits.
-    pub fn longest_time_control(&self) -> usize {
-        // A time or increment scaled into 1 ns..=10^7 s is written as an f64, in full:
-        // at most 17 significant digits, a point and, below a second, "0." and up to 8
-        // zeros.
-        const NUMBER: usize = 27;
-        match &self.time_control {
-            // "moves/" (a u32), the time, "+" and the increment, and a ":" after each.
-            TimeControl::Clock(periods) => periods.len() * (11 + 2 * NUMBER + 2),
-            TimeControl::MoveTime(_) => "st=".len() + NUMBER,
-            unscaled => unscaled.to_string().len(),
+    /// Every time control of `spec`, a lease of this job, as long as a lease's can be
+    /// written, whatever the slowness: what a lease reply's bound is measured with.
+    pub fn lengthen_time_controls(&self, spec: &mut v1::MatchSpec) {
+        spec.time_control = "9".repeat(longest_time_control(&self.time_control));
+        for engine in [&mut spec.new_engine, &mut spec.base_engine].into_iter().flatten() {
+            if let Ok(own) = engine.time_control.parse::<TimeControl>() {
+                engine.time_control = "9".repeat(longest_time_control(&own));
+            }
         }
     }
+}
+
+/// The most characters `time_control` takes once scaled, whatever the slowness: a
+/// clock scaled for a slower or faster worker is written with other digits.
+fn longest_time_control(time_control: &TimeControl) -> usize {
+    // A time or increment scaled into 1 ns..=10^7 s is written as an f64, in full:
+    // at most 17 significant digits, a point and, below a second, "0." and up to 8
+    // zeros.
+    const NUMBER: usize = 27;
+    match time_control {
+        // "moves/" (a u32), the time, "+" and the increment, and a ":" after each.
+        TimeControl::Clock(periods) => periods.len() * (11 + 2 * NUMBER + 2),
+        TimeControl::MoveTime(_) => "st=".len() + NUMBER,
+        unscaled => unscaled.to_string().len(),
+    }
+}
+
+/// The longest time control an engine may have of its own (time odds).
+const MAX_ENGINE_TIME_CONTROL_CHARS: usize = 200;
+
+/// Checks an engine's own time control (time odds) against the test's: a time control
+/// of the same kind, since a UCI `go` gives each engine both sides' clocks.
+fn check_time_odds(field: &'static str, engine: &v1::EngineSpec, test: &TimeControl) -> Result<(), SpecError> {
+    if engine.time_control.is_empty() {
+        return Ok(());
+    }
+    check_name(field, &engine.time_control, MAX_ENGINE_TIME_CONTROL_CHARS)?;
+    let own: TimeControl =
+        engine.time_control.parse().map_err(|e: xq_engine::time_control::BadTimeControl| bad(field, e.to_string()))?;
+    if !own.same_kind(test) {
+        return Err(bad(field, format!("time odds {own} against {test}: both clocks, both nodes, ... alike")));
+    }
+    Ok(())
 }
 
 /// The largest move number or count an adjudication setting may name: games end long
@@ -179,6 +215,8 @@ pub fn check_test(request: &v1::CreateTestRequest) -> Result<MatchJob, SpecError
         .time_control
         .parse()
         .map_err(|e: xq_engine::time_control::BadTimeControl| bad("time_control", e.to_string()))?;
+    check_time_odds("new_engine", request.new_engine.as_ref().expect("checked"), &time_control)?;
+    check_time_odds("base_engine", request.base_engine.as_ref().expect("checked"), &time_control)?;
     let rules: RuleSet = if request.rules.is_empty() {
         RuleSet::Wxf
     } else {
@@ -346,11 +384,15 @@ pub(crate) mod tests {
 
     #[test]
     fn a_test_s_violation_timing_reaches_its_leases() {
-        assert_eq!(check_test(&request()).unwrap().lease_spec(1.0).violation_timing, "threefold", "the default");
+        assert_eq!(
+            check_test(&request()).unwrap().lease_spec(Scaling::By(1.0)).violation_timing,
+            "threefold",
+            "the default"
+        );
         let warned = v1::CreateTestRequest { violation_timing: "after-warning".to_owned(), ..request() };
         let job = check_test(&warned).unwrap();
         assert_eq!(
-            (job.timing, job.lease_spec(1.0).violation_timing.as_str()),
+            (job.timing, job.lease_spec(Scaling::By(1.0)).violation_timing.as_str()),
             (ViolationTiming::AfterWarning, "after-warning")
         );
     }
@@ -407,11 +449,11 @@ pub(crate) mod tests {
                 openings: None,
                 spsa: None,
             };
-            let bound = job.longest_time_control();
+            let bound = longest_time_control(&job.time_control);
             for step in 0..=20_000 {
                 let slowness = 0.25 + 3.75 * f64::from(step) / 20_000.0;
                 for slowness in [slowness, slowness / 3.0, slowness * 1.1, 1.0 / slowness] {
-                    let written = job.lease_spec(slowness).time_control;
+                    let written = job.lease_spec(Scaling::By(slowness)).time_control;
                     assert!(written.len() <= bound, "{text} at {slowness}: '{written}' over {bound}");
                 }
             }

@@ -8,6 +8,7 @@
 
 use xq_engine::book::BookOpening;
 use xq_engine::color::Color;
+use xq_engine::time_control::TimeControl;
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::Position;
 use xq_engine::xiangqi::fen;
@@ -88,9 +89,11 @@ fn check_game(pgn: &str, context: &PairContext<'_>, new_color: Color) -> Result<
     if game.moves.len() > MAX_PLIES {
         return Err(format!("{} plies, more than {MAX_PLIES}", game.moves.len()));
     }
-    let time_control = context.conditions.time_control.to_string();
-    if game.tag("TimeControl") != Some(&time_control) {
-        return Err(format!("time control {:?}, not the lease's {time_control}", game.tag("TimeControl")));
+    let time_controls = context.conditions.time_controls(new_color);
+    for (tag, expected) in TimeControl::pgn_tags(time_controls.red, time_controls.black) {
+        if game.tag(tag) != Some(expected.as_str()) {
+            return Err(format!("[{tag}] {:?}, not the lease's {expected}", game.tag(tag)));
+        }
     }
     // The worker writes the tag for any timing but the default.
     let timing = game.tag("ViolationTiming").unwrap_or(ViolationTiming::Threefold.name());
@@ -124,7 +127,7 @@ fn check_game(pgn: &str, context: &PairContext<'_>, new_color: Color) -> Result<
         }
         (other, None) => return Err(format!("unknown termination '{other}'")),
     };
-    endings::check(&game, &replayed, termination, outcome, context.conditions)?;
+    endings::check(&game, &replayed, termination, outcome, context.conditions, time_controls)?;
     let points = match outcome {
         Outcome::Draw => 1,
         Outcome::Win(winner) if winner == new_color => 2,
@@ -215,7 +218,6 @@ mod tests {
     use std::time::Duration;
     use xq_engine::adjudication::Adjudication;
     use xq_engine::book::Book;
-    use xq_engine::time_control::TimeControl;
     use xq_engine::xiangqi::book::Opening;
 
     fn pgn(white: &str, black: &str, fen: Option<&str>, moves: &str, result: &str, termination: &str) -> String {
@@ -253,7 +255,7 @@ mod tests {
 
     /// A second a move, a tenth of margin, and a draw as soon as an engine scores 0.
     static CONDITIONS: Conditions = Conditions {
-        time_control: TimeControl::MoveTime(Duration::from_secs(1)),
+        time_controls: [TimeControl::MoveTime(Duration::from_secs(1)), TimeControl::MoveTime(Duration::from_secs(1))],
         time_margin: Duration::from_millis(100),
         adjudication: Adjudication { draw: Some((1, 1, 0)), resign: None },
         max_plies: None,
@@ -436,7 +438,8 @@ mod tests {
     #[test]
     fn time_forfeits_count_only_past_the_clock() {
         // 10 s each, no increment: Red (new) leaves itself 0.2 s, then thinks 0.5 s.
-        let conditions = Conditions { time_control: "10".parse().unwrap(), ..CONDITIONS.clone() };
+        let conditions =
+            Conditions { time_controls: ["10".parse().unwrap(), "10".parse().unwrap()], ..CONDITIONS.clone() };
         let context = PairContext { conditions: &conditions, ..CONTEXT };
         let game = |moves: &str, over: Option<&str>| {
             let text = pgn("new", "base", None, moves, "0-1", "time forfeit").replace("st=1", "10");
@@ -455,12 +458,44 @@ mod tests {
         let overdrawn = "1. h2e2 {+0.10 10.200s} h9g7 {-0.10 1.000s}";
         assert!(problem(&game(overdrawn, Some("5")), &context).contains("ply 1: 10.200 s is past the clock"));
         // Nodes and depths have no clock to lose on.
-        let conditions = Conditions { time_control: "nodes=1000".parse().unwrap(), ..CONDITIONS.clone() };
+        let conditions = Conditions {
+            time_controls: ["nodes=1000".parse().unwrap(), "nodes=1000".parse().unwrap()],
+            ..CONDITIONS.clone()
+        };
         let context = PairContext { conditions: &conditions, ..CONTEXT };
         let text = game(moves, Some("5")).replace("[TimeControl \"10\"]", "[TimeControl \"nodes=1000\"]");
         assert!(problem(&text, &context).contains("without a clock"));
         // And the game must say it was played at the lease's time control.
         assert!(problem(&game(moves, Some("0.500")), &CONTEXT).contains("not the lease's st=1"));
+    }
+
+    /// Time odds: the new engine (Red in the first game) has 10 s, the base 20 s. Each
+    /// side's moves are charged to its own clock, and the game names both clocks.
+    #[test]
+    fn with_time_odds_each_side_is_held_to_its_own_clock() {
+        let conditions =
+            Conditions { time_controls: ["10".parse().unwrap(), "20".parse().unwrap()], ..CONDITIONS.clone() };
+        let context = PairContext { conditions: &conditions, ..CONTEXT };
+        let game = |moves: &str, result: &str| {
+            let text = pgn("new", "base", None, moves, result, "time forfeit").replace("[TimeControl \"st=1\"]\n", "");
+            tagged(&tagged(&text, "WhiteTimeControl", "10"), "BlackTimeControl", "20")
+        };
+        // The base thinks 15 s of its 20 and goes on; Red then runs out of its 10.
+        let moves = "1. h2e2 {+0.10 9.800s} h9g7 {-0.10 15.000s}";
+        assert_eq!(problem(&tagged(&game(moves, "0-1"), "OverTime", "0.500"), &context), "");
+        // Red thinking 15 s would have lost at once.
+        let red_over = "1. h2e2 {+0.10 15.000s} h9g7 {-0.10 1.000s}";
+        assert!(
+            problem(&tagged(&game(red_over, "0-1"), "OverTime", "5"), &context).contains("ply 1: 15.000 s is past")
+        );
+        // Black's loss on time needs a think past its own 20 s, not Red's 10.
+        let black_loses = "1. h2e2 {+0.10 1.000s} h9g7 {-0.10 1.000s} 2. e2e6 {+0.10 1.000s}";
+        let within = tagged(&game(black_loses, "1-0"), "OverTime", "12.000");
+        assert!(problem(&within, &context).contains("within the 19.100 s it had"), "{}", problem(&within, &context));
+        assert_eq!(problem(&tagged(&game(black_loses, "1-0"), "OverTime", "19.500"), &context), "");
+        // One [TimeControl] for both, as if there were no odds, is refused.
+        let plain = pgn("new", "base", None, moves, "0-1", "time forfeit").replace("st=1", "10");
+        assert!(problem(&tagged(&plain, "OverTime", "0.500"), &context).contains("[WhiteTimeControl] None"));
     }
 
     #[test]

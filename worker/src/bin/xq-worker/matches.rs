@@ -122,7 +122,6 @@ pub fn run(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Result<()> {
     };
     let names = [engines[0].name.clone(), engines[1].name.clone()];
     let event = format!("{} vs {}", names[0], names[1]);
-    let tc_text = args.play.tc.to_string();
     let played = match &args.pgnout {
         Some(path) if args.resume && path.exists() => {
             let this = ThisMatch {
@@ -183,7 +182,7 @@ pub fn run(args: MatchArgs, engines: Vec<Vec<String>>) -> anyhow::Result<()> {
     });
     let totals = resume_match(&settings, played.totals.clone(), |finished, totals| {
         if let Some(file) = pgn.as_mut() {
-            let text = game_pgn(&finished.record, &event, finished.pair * 2 + finished.leg + 1, &tc_text);
+            let text = game_pgn(&finished.record, &event, finished.pair * 2 + finished.leg + 1);
             if let Err(error) = file.write_all(text.as_bytes()) {
                 write_error = Some(error);
                 return false;

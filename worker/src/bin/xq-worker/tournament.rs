@@ -113,7 +113,6 @@ pub fn run(args: TournamentArgs, engine_words: Vec<Vec<String>>) -> anyhow::Resu
         None => None,
     };
     let event = format!("{} of {} engines", args.system, engines.len());
-    let tc_text = args.play.tc.to_string();
     let terminal = std::io::stderr().is_terminal();
     let mut write_error = None;
     match format {
@@ -123,7 +122,7 @@ pub fn run(args: TournamentArgs, engine_words: Vec<Vec<String>>) -> anyhow::Resu
     let started = std::time::Instant::now();
     let mut report = |game: &Played, so_far: &[Played], byes: &[usize]| {
         if let Some(file) = pgn.as_mut() {
-            let text = game_pgn(&game.record, &event, game.scheduled.round, &tc_text);
+            let text = game_pgn(&game.record, &event, game.scheduled.round);
             if let Err(error) = file.write_all(text.as_bytes()) {
                 write_error = Some(error);
                 return false;
