@@ -317,6 +317,39 @@ async fn a_report_without_the_required_bench_signatures_is_refused() {
     worker.report_pairs(report(vec![721742, 0])).await.unwrap();
 }
 
+/// A lease left to scale its clocks by its engines' speed is checked against the
+/// factor its report names, which must be one a worker can reach: none, or a worker
+/// claiming to be a hundred times slower for a clock a hundred times longer, is refused.
+#[tokio::test]
+async fn a_report_scaled_by_the_engines_speed_names_a_factor_within_the_bounds() {
+    let served = serve(BACKENDS[0], SchedulerConfig { reference_nps: 1_000_000, ..config() }).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let mut request = test_request(&mut admin, 4, None).await;
+    request.new_engine.as_mut().unwrap().bench_nps = 2_000_000;
+    admin.create_test(request).await.unwrap();
+    let mut worker = registered_worker(&served, "w", &[]).await;
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    let Some(v1::lease::Work::MatchSpec(spec)) = &lease.work else { panic!("a match") };
+    assert!(spec.scale_by_engine_speed, "left to the worker: {spec:?}");
+    assert_eq!(spec.time_control, "10+0.1", "the test's own clock");
+    let report = |engine_slowness: f64| v1::ReportPairsRequest {
+        lease_id: lease.lease_id,
+        pairs: vec![pair(0, [1, 1])],
+        cumulative: Some(totals(&[[1, 1]])),
+        engine_slowness,
+        ..Default::default()
+    };
+    for unreachable in [0.0, 100.0, f64::NAN] {
+        let status = worker.report_pairs(report(unreachable)).await.unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument, "{unreachable}");
+        assert!(status.message().contains("a worker scales by 0.25 to 4"), "{}", status.message());
+    }
+    // At 2 the games' clocks must be 20+0.2: these say 10+0.1.
+    let status = worker.report_pairs(report(2.0)).await.unwrap_err();
+    assert!(status.message().contains("not the lease's 20+0.2"), "{}", status.message());
+    worker.report_pairs(report(1.0)).await.unwrap();
+}
+
 /// An upload whose client goes away mid-stream leaves no temporary file behind.
 #[tokio::test]
 async fn an_abandoned_upload_leaves_nothing_behind() {
