@@ -738,14 +738,18 @@
           ? el("table", { id: "reasons" }, el("tbody", {}, ended.map(([reason, n]) =>
             el("tr", {}, el("th", { scope: "row" }, reason), el("td", {}, String(n))))))
           : el("p", {}, "No game has ended yet."));
-        // Engines that do not know the chase rules lose games to the arbiter, not on
-        // the board: those wins are counted apart, and the results shown without them.
-        const board = job.over_the_board;
-        const ruled = board ? Number(board.new_ruled_wins || 0) + Number(board.base_ruled_wins || 0) : 0;
-        if (ruled > 0) {
-          reasons.append(el("p", { id: "over-the-board" },
-            `Won by a repetition ruling: ${job.new_engine} ${board.new_ruled_wins || 0}, `
-            + `${job.base_engine} ${board.base_ruled_wins || 0}. Over the board (those as draws): `
+        // Engines that do not know the chase rules lose games to the arbiter, and
+        // engines that overdraw their clocks lose to the clock, not on the board: those
+        // wins are counted apart, and the results shown without them.
+        const board = job.over_the_board || {};
+        const apart = [["by a repetition ruling", board.new_ruled_wins, board.base_ruled_wins],
+          ["on time", board.new_forfeit_wins, board.base_forfeit_wins]]
+          .filter(([, ours, theirs]) => Number(ours || 0) + Number(theirs || 0) > 0)
+          .map(([how, ours, theirs]) =>
+            `Won ${how}: ${job.new_engine} ${ours || 0}, ${job.base_engine} ${theirs || 0}. `);
+        if (apart.length > 0) {
+          reasons.append(el("p", { id: "over-the-board" }, apart.join("")
+            + `Over the board (those as draws): `
             + `pentanomial [${(board.pentanomial || []).join(", ")}], Elo ${eloText(board.elo)}.`));
         }
       }

@@ -93,11 +93,15 @@ pub fn job_view(
         let board = &row.over_the_board;
         let pentanomial: Vec<u64> = board.pentanomial.iter().map(|&c| c.max(0) as u64).collect();
         let [new_ruled_wins, base_ruled_wins] = board.ruled_wins.map(|c| c.max(0) as u64);
-        // The draws as the board decided them: the games drawn and those won by a ruling.
-        let draws = wdl[1] + new_ruled_wins + base_ruled_wins;
+        let [new_forfeit_wins, base_forfeit_wins] = board.forfeit_wins.map(|c| c.max(0) as u64);
+        // The draws as the board decided them: the games drawn and those won by a
+        // ruling or on time.
+        let draws = wdl[1] + new_ruled_wins + base_ruled_wins + new_forfeit_wins + base_forfeit_wins;
         v1::OverTheBoard {
             new_ruled_wins,
             base_ruled_wins,
+            new_forfeit_wins,
+            base_forfeit_wins,
             elo: elo_state(&pentanomial, draws as f64 / games.max(1) as f64),
             pentanomial,
         }

@@ -110,7 +110,7 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
                 "INSERT INTO jobs (",
                 job_columns!(),
                 ", updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-                 $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33)"
+                 $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35)"
             ))
             .bind(job.id)
             .bind(&job.kind)
@@ -335,16 +335,16 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
 type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>;
 
 /// Binds `counts` one after the other: a job's counters are columns in a fixed order
-/// (W/D/L, the pentanomial's five, the over-the-board seven), written alike by the job
+/// (W/D/L, the pentanomial's five, the over-the-board nine), written alike by the job
 /// insert and the batch delta.
 fn bind_counts<'q>(query: AnyQuery<'q>, counts: impl IntoIterator<Item = i64>) -> AnyQuery<'q> {
     counts.into_iter().fold(query, |query, count| query.bind(count))
 }
 
 /// The over-the-board columns' values in their order: `board_penta0..4`,
-/// `ruled_wins_new`, `ruled_wins_base`.
+/// `ruled_wins_new`, `ruled_wins_base`, `forfeit_wins_new`, `forfeit_wins_base`.
 fn board_columns(counts: &OverTheBoard) -> impl Iterator<Item = i64> {
-    counts.pentanomial.into_iter().chain(counts.ruled_wins)
+    counts.pentanomial.into_iter().chain(counts.ruled_wins).chain(counts.forfeit_wins)
 }
 
 /// What a batch's new units add to a job.
@@ -558,7 +558,8 @@ async fn add_to_job(conn: &mut AnyConnection, job_id: i64, delta: &JobDelta) -> 
          penta4 = penta4 + $9, positions = positions + $10, reasons = $11, updated_ms = $12, \
          board_penta0 = board_penta0 + $13, board_penta1 = board_penta1 + $14, board_penta2 = board_penta2 + $15, \
          board_penta3 = board_penta3 + $16, board_penta4 = board_penta4 + $17, \
-         ruled_wins_new = ruled_wins_new + $18, ruled_wins_base = ruled_wins_base + $19 WHERE id = $20",
+         ruled_wins_new = ruled_wins_new + $18, ruled_wins_base = ruled_wins_base + $19, \
+         forfeit_wins_new = forfeit_wins_new + $20, forfeit_wins_base = forfeit_wins_base + $21 WHERE id = $22",
     )
     .bind(delta.units);
     let query = bind_counts(bind_counts(query, delta.wdl), delta.penta)

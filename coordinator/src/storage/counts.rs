@@ -20,17 +20,23 @@ pub fn slots(points: [i64; 2]) -> ([usize; 2], usize) {
 }
 
 /// A match's counts as the board alone decided its games: each game won by a
-/// repetition ruling (a lone perpetual check or chase, Xiongqi's repetitive move)
-/// counted as a draw. Engines that do not know the chase rules lose such games to the
-/// arbiter, so a test against one reads its strength here and its score under the
-/// rules in the pentanomial.
+/// repetition ruling (a lone perpetual check or chase, Xiongqi's repetitive move) or
+/// on time counted as a draw, as `xq-worker match` counts them. Engines that do not
+/// know the chase rules lose such games to the arbiter, and an engine whose time
+/// manager overdraws its clock loses to the clock, so a test against one reads its
+/// strength here and its score under the rules in the pentanomial.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OverTheBoard {
     /// Pairs by the new engine's points with those games as draws.
     pub pentanomial: [i64; 5],
     /// Games won by a repetition ruling: by the new engine, by the base engine.
     pub ruled_wins: [i64; 2],
+    /// Games won on time (the loser's clock ran out): by the new engine, by the base.
+    pub forfeit_wins: [i64; 2],
 }
+
+/// The reason a unit stores for a game lost on time (its termination).
+pub const TIME_FORFEIT: &str = "time forfeit";
 
 impl OverTheBoard {
     /// Counts a pair (`sign` 1) or takes it off (`sign` -1): the new engine's half
@@ -39,9 +45,13 @@ impl OverTheBoard {
         let mut board = 0;
         for (game, points) in points.into_iter().enumerate() {
             let points = points.clamp(0, 2);
-            let ruled = reasons.get(game).is_some_and(|reason| Reason::names_a_repetition_violation(reason));
+            let reason = reasons.get(game).map_or("", String::as_str);
+            let ruled = Reason::names_a_repetition_violation(reason);
             if ruled && points != 1 {
                 self.ruled_wins[usize::from(points == 0)] += sign;
+                board += 1;
+            } else if reason == TIME_FORFEIT && points != 1 {
+                self.forfeit_wins[usize::from(points == 0)] += sign;
                 board += 1;
             } else {
                 board += points;

@@ -388,7 +388,7 @@ macro_rules! job_columns {
         "id, kind, state, outcome, description, priority, spec, units_total, next_unit, units_done, \
          wins, draws, losses, penta0, penta1, penta2, penta3, penta4, positions, reasons, created_ms, submitter, \
          data_removed_ms, request_id, request_digest, board_penta0, board_penta1, board_penta2, board_penta3, \
-         board_penta4, ruled_wins_new, ruled_wins_base"
+         board_penta4, ruled_wins_new, ruled_wins_base, forfeit_wins_new, forfeit_wins_base"
     };
 }
 pub(super) use job_columns;
@@ -423,6 +423,7 @@ pub(super) fn job_from_row(row: &sqlx::any::AnyRow) -> Result<JobRow, StorageErr
                 row.try_get("board_penta4")?,
             ],
             ruled_wins: [row.try_get("ruled_wins_new")?, row.try_get("ruled_wins_base")?],
+            forfeit_wins: [row.try_get("forfeit_wins_new")?, row.try_get("forfeit_wins_base")?],
         },
         positions: row.try_get("positions")?,
         reasons: serde_json::from_str(&reasons).map_err(|e| StorageError::Damaged(format!("job reasons: {e}")))?,

@@ -8,8 +8,8 @@ use xq_coordinator::scheduler::config::SchedulerConfig;
 use xq_proto::v1;
 
 use crate::common::{
-    BACKENDS, TempDir, client, collect, fresh_database, pair, registered_worker, registered_worker_token,
-    registered_worker_with_cores, ruled_test, serve, serve_on, test_request, totals,
+    BACKENDS, TempDir, adjudicated_moves, client, collect, fresh_database, game, pair, registered_worker,
+    registered_worker_token, registered_worker_with_cores, ruled_test, serve, serve_on, test_request, totals,
 };
 
 async fn create(admin: &mut crate::common::Client, pairs: u64, sprt: Option<v1::SprtSpec>) -> v1::Job {
@@ -532,6 +532,44 @@ async fn wins_by_a_repetition_ruling_are_counted_apart_from_the_board() {
         let none = plain.over_the_board.unwrap();
         assert_eq!((none.new_ruled_wins, none.base_ruled_wins, none.pentanomial), (0, 0, vec![0; 5]));
     }
+}
+
+/// A game won on time (the loser's clock ran out, as the replay checks) counts under
+/// the rules and apart, as a draw over the board, as `xq-worker match` counts it: in
+/// the view, `xq show` and a recount of the stored units.
+#[tokio::test]
+async fn wins_on_time_are_counted_apart_from_the_board() {
+    let served = serve(BACKENDS[0], config()).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let job = create(&mut admin, 2, None).await.job_id;
+    let mut worker = registered_worker(&served, "w", &[]).await;
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    // Red (new) moves in a tenth of a second; Black (base) thinks past its 10 s.
+    let on_time = game("new", "base", "1. h2e2 {+0.10 0.100s}", "1-0")
+        .replace("[Termination \"adjudication\"]", "[Termination \"time forfeit\"]\n[OverTime \"10.500\"]");
+    let drawn = game("base", "new", &adjudicated_moves(["h2e2", "h9g7", "h0g2"], "1/2-1/2"), "1/2-1/2");
+    let pairs = vec![v1::PairResult { unit: lease.units[0], first_game_pgn: on_time, second_game_pgn: drawn }];
+    let cumulative = Some(totals(&[[2, 1]]));
+    worker
+        .report_pairs(v1::ReportPairsRequest { lease_id: lease.lease_id, pairs, cumulative, ..Default::default() })
+        .await
+        .unwrap();
+    let view = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
+    assert_eq!(view.totals.unwrap().pentanomial, [0, 0, 0, 1, 0], "a win and a draw under the rules");
+    let board = view.over_the_board.unwrap();
+    assert_eq!((board.new_forfeit_wins, board.base_forfeit_wins, board.new_ruled_wins), (1, 0, 0));
+    assert_eq!(board.pentanomial, [0, 0, 1, 0, 0], "two draws over the board");
+    let recounted = served.coordinator.shared.storage.recount(job as i64).await.unwrap().over_the_board;
+    assert_eq!((recounted.pentanomial, recounted.forfeit_wins), ([0, 0, 1, 0, 0], [1, 0]));
+    let shown = tokio::process::Command::new(crate::common::binary("xq"))
+        .args(["--coordinator", &format!("http://{}", served.address), "--token", &served.client_token])
+        .args(["show", &job.to_string()])
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&shown.stdout);
+    let line = "  won on time: new 1, base 0; over the board (those as draws): pentanomial [0, 0, 1, 0, 0]";
+    assert!(text.lines().any(|l| l.starts_with(line)), "{text}");
 }
 
 /// Leasing, the active list, the quotas and the retries' answers look at the jobs not

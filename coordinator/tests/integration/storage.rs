@@ -224,22 +224,24 @@ fn ended(unit_number: u64, points: [i64; 2], reasons: [&str; 2]) -> UnitRow {
 /// Three pairs, their games ended by the arbiter's names for the endings: unit 0 lost
 /// by the new engine's perpetual chase then drawn, unit 1 drawn by repetition then won
 /// by the base engine's perpetual check, unit 2 (another worker's) won by a perpetual
-/// chase and a checkmate. Over the board the three wins by ruling are draws.
+/// chase and on time. Over the board the three wins by ruling and the win on time are
+/// draws.
 fn ruled_units() -> [(i64, UnitRow); 3] {
     [
         (1, ended(0, [0, 1], ["perpetual chase", "natural move count"])),
         (1, ended(1, [1, 2], ["repetition draw", "perpetual check"])),
-        (2, ended(2, [2, 2], ["perpetual chase", "checkmate"])),
+        (2, ended(2, [2, 2], ["perpetual chase", "time forfeit"])),
     ]
 }
 
-/// Pentanomial [0, 1, 0, 1, 1] as the arbiter ruled; over the board unit 0 is 1 + 1,
-/// unit 1 is 1 + 1 and unit 2 is 1 + 2 half points; the new engine won units 1 and 2's
-/// ruled games, the base engine unit 0's.
-const RULED_OVER_THE_BOARD: OverTheBoard = OverTheBoard { pentanomial: [0, 0, 2, 1, 0], ruled_wins: [2, 1] };
+/// Pentanomial [0, 1, 0, 1, 1] as the arbiter ruled; over the board each unit is 1 + 1
+/// half points; the new engine won units 1 and 2's ruled games and unit 2's second game
+/// on time, the base engine unit 0's ruled game.
+const RULED_OVER_THE_BOARD: OverTheBoard =
+    OverTheBoard { pentanomial: [0, 0, 3, 0, 0], ruled_wins: [2, 1], forfeit_wins: [1, 0] };
 
 #[tokio::test]
-async fn wins_by_a_repetition_ruling_are_counted_apart_and_leave_with_a_set_aside_worker() {
+async fn wins_by_a_repetition_ruling_or_on_time_are_counted_apart_and_leave_with_a_set_aside_worker() {
     for backend in BACKENDS {
         let dir = TempDir::new("storage");
         let (storage, writer) = open(backend, &dir).await;
@@ -255,8 +257,8 @@ async fn wins_by_a_repetition_ruling_are_counted_apart_and_leave_with_a_set_asid
         assert_eq!(storage.recount(4).await.unwrap().over_the_board, RULED_OVER_THE_BOARD, "{backend:?}");
         let reloaded = storage.load().await.unwrap();
         assert_eq!(reloaded.jobs[0].over_the_board, RULED_OVER_THE_BOARD, "{backend:?}: read back at a start");
-        // Worker 2's unit leaves the counts with it: unit 2 was 1 + 2 over the board
-        // and one win by ruling of the new engine's.
+        // Worker 2's unit leaves the counts with it: unit 2 was 1 + 1 over the board,
+        // one win by ruling and one on time of the new engine's.
         let standing = Change::WorkerStanding {
             worker_id: 2,
             standing: "quarantined".to_owned(),
@@ -265,15 +267,16 @@ async fn wins_by_a_repetition_ruling_are_counted_apart_and_leave_with_a_set_asid
         };
         writer.write(standing).await.unwrap();
         let stored = storage.job(4).await.unwrap().unwrap();
-        let left = OverTheBoard { pentanomial: [0, 0, 2, 0, 0], ruled_wins: [1, 1] };
+        let left = OverTheBoard { pentanomial: [0, 0, 2, 0, 0], ruled_wins: [1, 1], forfeit_wins: [0, 0] };
         assert_eq!(stored.over_the_board, left, "{backend:?}");
         assert_eq!(storage.recount(4).await.unwrap().over_the_board, left, "{backend:?}");
     }
 }
 
 /// A database of the schema before the over-the-board counts (migration 14) holding a
-/// match with ruled games and a self-play job: brought up to date, the match's counts
-/// are those the coordinator keeps for new units, the self-play job's stay empty.
+/// match with ruled games and a game won on time, and a self-play job: brought up to
+/// date (the board counts of migration 15, the forfeits of 22), the match's counts are
+/// those the coordinator keeps for new units, the self-play job's stay empty.
 #[tokio::test]
 async fn the_migration_counts_the_matches_stored_before_it() {
     for backend in BACKENDS {

@@ -238,14 +238,23 @@ pub fn job_line(job: &v1::Job) -> String {
     text
 }
 
-/// A match's wins by a repetition ruling and its results with them as draws, as
-/// `xq-worker match` gives them; none while no game was won so.
+/// A match's wins by a repetition ruling and on time, and its results with them as
+/// draws, as `xq-worker match` gives them; none while no game was won so.
 pub fn over_the_board_line(job: &v1::Job) -> Option<String> {
-    let board = job.over_the_board.as_ref().filter(|b| b.new_ruled_wins + b.base_ruled_wins > 0)?;
-    let mut line = format!(
-        "won by a repetition ruling: {} {}, {} {}; over the board (those as draws): pentanomial {:?}",
-        job.new_engine, board.new_ruled_wins, job.base_engine, board.base_ruled_wins, board.pentanomial
-    );
+    let board = job.over_the_board.as_ref()?;
+    let mut line = String::new();
+    for (how, wins) in [
+        ("by a repetition ruling", [board.new_ruled_wins, board.base_ruled_wins]),
+        ("on time", [board.new_forfeit_wins, board.base_forfeit_wins]),
+    ] {
+        if wins != [0, 0] {
+            line += &format!("won {how}: {} {}, {} {}; ", job.new_engine, wins[0], job.base_engine, wins[1]);
+        }
+    }
+    if line.is_empty() {
+        return None;
+    }
+    line += &format!("over the board (those as draws): pentanomial {:?}", board.pentanomial);
     if let Some(elo) = &board.elo {
         line.push_str(&format!(", Elo {:+.1} [{:+.1}, {:+.1}]", elo.elo, elo.low, elo.high));
     }
