@@ -28,6 +28,10 @@ pub const RECENT: Duration = Duration::from_secs(30 * 24 * 3600);
 /// every counted unit, so it is not read again for every page view.
 const FRESH_FOR: Duration = Duration::from_secs(10);
 
+/// The longest a list is kept while no job changes: its last 30 days move on, and its
+/// `as_of_ms` with them, on an idle coordinator too.
+const KEPT_FOR: Duration = Duration::from_secs(3600);
+
 /// Stamps the rows of a report of `lease` that are new to it with their credit: the
 /// lease's cores times the milliseconds since its previous report (or its taking),
 /// (or its closing, if it is closed) shared out exactly among them, and `games` each.
@@ -91,13 +95,14 @@ pub struct Contributors {
 
 impl Contributors {
     /// The list of users and machines by credit, largest first: computed again when
-    /// jobs changed since and the last one is older than a few seconds. One caller
+    /// jobs changed since and the last one is older than a few seconds, or after an
+    /// hour whatever changed. One caller
     /// computes at a time; the others wait for its answer.
     pub async fn list(&self, storage: &Storage, scheduler: &Scheduler) -> Result<v1::ContributorsReply, StorageError> {
         let mut last = self.last.lock().await;
         let version = *scheduler.watch_all().borrow();
         if let Some((at, seen, reply)) = &*last
-            && (*seen == version || at.elapsed() < FRESH_FOR)
+            && ((*seen == version && at.elapsed() < KEPT_FOR) || at.elapsed() < FRESH_FOR)
         {
             return Ok(reply.clone());
         }

@@ -54,6 +54,14 @@ async fn a_test_is_modified_stopped_resumed_and_cloned_from_the_command_line() {
     assert_eq!(cloned.source.as_ref().map(|s| s.info.as_str()), Some("three pairs, not two"));
     let refused = xq_refused(address, &dir.0, &["clone", &id, "--elo0", "0", "--elo1", "5"]);
     assert!(refused.contains("has no SPRT"), "{refused}");
+    // Rescheduled at a preset: the fixed-length test becomes the preset's SPRT with its
+    // adjudication, the flags given still winning (a depth keeps it short here).
+    let ltc = job_of(&xq_at(address, &dir.0, &["clone", &id, "--preset", "ltc", "--tc", "depth=1", "--pairs", "1"]));
+    let ltc = wait_for(&mut admin, ltc, limit, "the LTC clone to finish", |j| j.state != "running").await;
+    let bounds = ltc.sprt_spec.as_ref().map(|s| (s.elo0, s.elo1));
+    assert_eq!((ltc.state.as_str(), ltc.time_control.as_str(), bounds), ("finished", "depth=1", Some((0.5, 2.5))));
+    let refused = xq_refused(address, &dir.0, &["clone", &id, "--preset", "vltc"]);
+    assert!(refused.contains("'vltc' is no preset"), "{refused}");
     // Each change is in the audit log.
     let audit = admin.list_audit(v1::ListAuditRequest::default()).await.unwrap().into_inner();
     let actions: Vec<&str> = audit.entries.iter().map(|e| e.action.as_str()).collect();

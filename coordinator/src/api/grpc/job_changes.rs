@@ -11,6 +11,7 @@ use crate::api::grpc::jobs::may_claim_throughput;
 use crate::jobs::JobSpec;
 use crate::jobs::checks::MAX_UNITS;
 use crate::jobs::test::MatchJob;
+use crate::jobs::test::presets;
 use crate::jobs::test::source::check_source;
 use crate::scheduler::RequestKey;
 use tonic::Status;
@@ -92,6 +93,16 @@ impl Shared {
         let mut test = self.stored_test(id)?.request;
         test.priority = 0;
         test.throughput = 0;
+        if !request.preset.is_empty() {
+            // The preset's test of the same engines: its clock, its SPRT (a
+            // fixed-length test becomes one) and its adjudication.
+            let preset = presets::preset(&request.preset).map_err(|e| Status::invalid_argument(e.to_string()))?;
+            test.time_control = preset.time_control.to_owned();
+            test.sprt = Some(preset.sprt());
+            test.pairs = 0;
+            test.adjudication = Some(presets::ADJUDICATION);
+            test.preset = request.preset.clone();
+        }
         if !request.time_control.is_empty() {
             test.time_control = request.time_control;
         }

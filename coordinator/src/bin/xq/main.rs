@@ -153,6 +153,10 @@ enum Command {
         /// Another time control.
         #[arg(long)]
         tc: Option<String>,
+        /// A preset (`xq presets`: stc, ltc, nonreg) whose time control, SPRT bounds and
+        /// adjudication replace the test's (the flags above and below still win).
+        #[arg(long)]
+        preset: Option<String>,
         /// Other SPRT bounds (both).
         #[arg(long, requires = "elo1")]
         elo0: Option<f64>,
@@ -337,10 +341,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Resume { job } => jobs::resume(client, job).await,
         Command::Presets => test_jobs::list_presets(client).await,
-        Command::Clone { job, tc, elo0, elo1, pairs, description, info, watch } => {
+        Command::Clone { job, tc, preset, elo0, elo1, pairs, description, info, watch } => {
             let request = v1::CloneTestRequest {
                 job_id: job,
                 time_control: tc.unwrap_or_default(),
+                preset: preset.unwrap_or_default(),
                 elo0,
                 elo1,
                 pairs,

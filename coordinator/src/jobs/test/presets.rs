@@ -59,7 +59,8 @@ impl Preset {
         }
     }
 
-    fn sprt(&self) -> v1::SprtSpec {
+    /// Its SPRT, at fishtest's error rates.
+    pub fn sprt(&self) -> v1::SprtSpec {
         v1::SprtSpec {
             elo0: self.elo0,
             elo1: self.elo1,
