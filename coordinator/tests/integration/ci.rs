@@ -12,7 +12,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 /// A receiver that answers its first request 503 and the others 204, keeping each
 /// request's first line and body.
-async fn receiver() -> (String, Arc<Mutex<Vec<(String, String)>>>) {
+pub async fn receiver() -> (String, Arc<Mutex<Vec<(String, String)>>>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/hooks/xq", listener.local_addr().unwrap());
     let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();

@@ -14,7 +14,7 @@ use xq_proto::v1;
 
 /// An engine that greets and gets ready as a UCI engine does, then dies at its first
 /// `go`, as a build for another CPU or a broken upload would.
-fn dying_engine(dir: &Path) -> std::path::PathBuf {
+pub fn dying_engine(dir: &Path) -> std::path::PathBuf {
     let script = r#"#!/usr/bin/env python3
 import sys
 for line in sys.stdin:
@@ -105,7 +105,7 @@ async fn a_test_whose_engine_cannot_play_fails_after_three_workers_report_it() {
     }
 }
 
-async fn text_of(url: &str) -> String {
+pub async fn text_of(url: &str) -> String {
     let (status, body) = crate::dashboard::request("GET", url, &[], "").await;
     assert_eq!(status, 200, "GET {url}: {body}");
     body

@@ -10,16 +10,19 @@ use std::path::Path;
 use std::time::Duration;
 
 /// What the foreign engine's nets start with: our net behind it reads as no net of ours.
-const HEADER: &[u8] = b"FOREIGN-NET-v1\n\0";
+pub const HEADER: &[u8] = b"FOREIGN-NET-v1\n\0";
 
 /// A foreign engine: our engine behind a `NetPath` option and a net format of its own
 /// (our net behind [`HEADER`]), as another author's engine and nets would come. It
-/// exits on a net that is not its own, failing the lease.
-fn foreign_engine(dir: &Path) -> std::path::PathBuf {
+/// exits on a net that is not its own, and at a `go` before it was given one, failing
+/// the lease: it plays only with the net its test names. It hands our engine the net
+/// through a file in `dir`, so that what it leaves is removed with the test's directory.
+pub fn foreign_engine(dir: &Path) -> std::path::PathBuf {
     let script = format!(
         r#"#!/usr/bin/env python3
 import os, subprocess, sys, tempfile
 header = b{header:?}
+netted = False
 child = subprocess.Popen([{engine:?}] + sys.argv[1:], stdin=subprocess.PIPE, text=True, bufsize=1)
 for line in sys.stdin:
     words = line.split()
@@ -27,10 +30,13 @@ for line in sys.stdin:
         data = open(" ".join(words[4:]), "rb").read()
         if not data.startswith(header):
             sys.exit("NetPath: not a net of this engine")
-        handle, plain = tempfile.mkstemp()
+        handle, plain = tempfile.mkstemp(dir={scratch:?})
         os.write(handle, data[len(header):])
         os.close(handle)
         line = "setoption name EvalFile value " + plain + "\n"
+        netted = True
+    if words[:1] == ["go"] and not netted:
+        sys.exit("go: no net of this engine was set through NetPath")
     child.stdin.write(line)
     child.stdin.flush()
 child.stdin.close()
@@ -38,6 +44,7 @@ child.wait()
 "#,
         header = String::from_utf8_lossy(HEADER).into_owned(),
         engine = binary("xq-engine").display().to_string(),
+        scratch = dir.display().to_string(),
     );
     executable(dir, "foreign-engine", &script)
 }

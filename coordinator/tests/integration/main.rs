@@ -4,6 +4,7 @@
 
 mod accounts;
 mod admission;
+mod authors_day;
 mod bounds;
 mod browser;
 mod builds;
