@@ -146,3 +146,65 @@ async fn the_docs_ci_script_creates_a_test_over_http_as_written() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&refused.stdout), "401");
 }
+
+/// Over HTTP a CI job says all `xq sprt` does for a foreign engine: CPU builds (the
+/// worker is leased the one its processor runs), how to talk to it (ranks, FEN
+/// letters), a ply limit, and an SPRT capped at a number of pairs with its preset's
+/// bounds.
+#[tokio::test]
+async fn a_ci_job_names_builds_ranks_and_a_capped_preset_over_http() {
+    use crate::common::{BACKENDS, registered_worker, serve};
+    use crate::dashboard::request;
+    let served = serve(BACKENDS[0], xq_coordinator::scheduler::config::SchedulerConfig::default()).await;
+    let base = format!("http://{}", served.address);
+    let bearer = format!("Bearer {}", served.client_token);
+    let auth = [("authorization", bearer.as_str())];
+    let mut stored = Vec::new();
+    for name in ["engine-future", "engine-here", "engine-generic"] {
+        let url = format!("{base}/api/v1/artifacts?kind=engine&name={name}");
+        let (status, body) = request("POST", &url, &auth, &format!("#!/bin/sh\n# {name}\n")).await;
+        assert_eq!(status, 200, "{body}");
+        let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+        stored.push(answer["sha256"].as_str().unwrap().to_owned());
+    }
+    let test = serde_json::json!({
+        "new": {
+            "name": "fsf-dev",
+            "builds": [
+                {"cpu_flags": ["avx2", "xq_future_flag"], "sha256": stored[0]},
+                {"cpu_flags": ["avx2"], "sha256": stored[1]},
+            ],
+            "sha256": stored[2],
+            "ranks": "1-10",
+            "fen": "he",
+        },
+        "base": {"name": "fsf-master", "sha256": stored[2], "ranks": "1-10"},
+        "preset": "stc",
+        "max_pairs": 600,
+        "max_plies": 300,
+        "start_position": true,
+    });
+    let headers = [auth[0], ("content-type", "application/json")];
+    let (status, body) = request("POST", &format!("{base}/api/v1/tests"), &headers, &test.to_string()).await;
+    assert_eq!(status, 200, "{body}");
+    let job: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!((job["kind"].as_str(), job["units_total"].as_u64()), (Some("sprt"), Some(600)), "{job}");
+    assert_eq!((job["sprt_spec"]["elo0"].as_f64(), job["sprt_spec"]["elo1"].as_f64()), (Some(0.0), Some(2.0)));
+    // A worker with avx2 is leased the avx2 build, told how the engines talk.
+    let mut worker = registered_worker(&served, "w", &["avx2"]).await;
+    let lease = worker.lease(xq_proto::v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    let Some(xq_proto::v1::lease::Work::MatchSpec(spec)) = lease.work else { panic!("a match") };
+    let new = spec.new_engine.unwrap();
+    assert_eq!(new.binary.map(|b| b.sha256), Some(stored[1].clone()), "the build its processor runs");
+    assert_eq!((new.ranks.as_str(), new.fen_letters.as_str(), spec.max_plies), ("1-10", "he", 300));
+    // A cap without bounds to cap, or beside a number of pairs, is refused.
+    for (field, value, problem) in
+        [("preset", serde_json::json!(""), "max_pairs caps an SPRT"), ("pairs", serde_json::json!(10), "not both")]
+    {
+        let mut wrong = test.clone();
+        wrong[field] = value;
+        let (status, body) = request("POST", &format!("{base}/api/v1/tests"), &headers, &wrong.to_string()).await;
+        assert_eq!(status, 400, "{body}");
+        assert!(body.contains(problem), "{body}");
+    }
+}

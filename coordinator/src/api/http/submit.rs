@@ -19,6 +19,8 @@ use xq_proto::v1;
 use super::Dashboard;
 use super::api::may_act;
 use crate::api::http::error::ApiError;
+use crate::jobs::test::MAX_BUILDS;
+use crate::jobs::test::presets;
 
 /// An upload's kind and file name.
 #[derive(Debug, Deserialize)]
@@ -41,17 +43,38 @@ pub async fn upload(
     Ok(Json(dashboard.shared.store_upload(&caller, &query.kind, &query.name, data).await?))
 }
 
+/// A build of an engine for processors with some flags (as Linux names them).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuildBody {
+    cpu_flags: Vec<String>,
+    sha256: String,
+}
+
 /// One side of a test: an uploaded engine by its hash, and how to run it.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EngineBody {
-    sha256: String,
+    /// The build that needs no CPU flags (absent: only `builds`).
+    #[serde(default)]
+    sha256: Option<String>,
+    /// Builds for processors with given flags, best first: a worker plays the first
+    /// its processor runs, else `sha256`.
+    #[serde(default)]
+    builds: Vec<BuildBody>,
     /// Its name in the test (default: new, base).
     #[serde(default)]
     name: Option<String>,
     /// uci (the default) or ucci.
     #[serde(default)]
     protocol: Option<String>,
+    /// How it numbers ranks in moves: 0-9 (the default) or 1-10 (Fairy-Stockfish and
+    /// Sjaak II over UCI).
+    #[serde(default)]
+    ranks: String,
+    /// The letters it reads in FEN: nb (the default) or he (Sjaak II).
+    #[serde(default)]
+    fen: String,
     #[serde(default)]
     options: BTreeMap<String, String>,
     /// An uploaded net's hash, passed through `net_option` (default EvalFile).
@@ -89,6 +112,12 @@ pub struct TestBody {
     elo1: Option<f64>,
     #[serde(default)]
     pairs: u64,
+    /// The most pairs of an SPRT (its bounds', or its preset's), instead of the default.
+    #[serde(default)]
+    max_pairs: Option<u64>,
+    /// Draw after this many plies (absent: no limit).
+    #[serde(default)]
+    max_plies: u32,
     /// An uploaded book's hash (absent: the coordinator's default book).
     #[serde(default)]
     book: Option<String>,
@@ -129,15 +158,26 @@ pub async fn create_test(
     let shared = &dashboard.shared;
     let mut engines = Vec::with_capacity(2);
     for (side, engine) in [("new", body.new), ("base", body.base)] {
-        let binary = shared.uploaded((side, "engine", "an engine"), &engine.sha256).await?;
+        let binary = match &engine.sha256 {
+            Some(sha256) => Some(shared.uploaded((side, "engine", "an engine"), sha256).await?),
+            None => None,
+        };
+        let mut builds = Vec::with_capacity(engine.builds.len().min(MAX_BUILDS));
+        for build in engine.builds.iter().take(MAX_BUILDS + 1) {
+            let binary = shared.uploaded((side, "engine", "an engine"), &build.sha256).await?;
+            builds.push(v1::EngineBuild { cpu_flags: build.cpu_flags.clone(), binary: Some(binary) });
+        }
         let net = match &engine.net {
             Some(sha256) => Some(shared.uploaded((side, "net", "a net"), sha256).await?),
             None => None,
         };
         engines.push(v1::EngineSpec {
             name: engine.name.unwrap_or_else(|| side.to_owned()),
-            binary: Some(binary),
+            binary,
+            builds,
             protocol: engine.protocol.unwrap_or_else(|| "uci".to_owned()),
+            ranks: engine.ranks,
+            fen_letters: engine.fen,
             options: engine.options.into_iter().collect(),
             net_option: if net.is_some() { engine.net_option.unwrap_or_default() } else { String::new() },
             net,
@@ -151,6 +191,18 @@ pub async fn create_test(
         (Some(elo0), Some(elo1)) => Some(v1::SprtSpec { elo0, elo1, alpha: 0.05, beta: 0.05, ..Default::default() }),
         (None, None) => None,
         _ => return Err(ApiError::bad("give both SPRT bounds, elo0 and elo1, or neither")),
+    };
+    // An SPRT's cap goes where a fixed-length test's number goes; its bounds are then
+    // the request's, or its preset's.
+    let (sprt, pairs) = match (body.max_pairs, sprt) {
+        (None, sprt) => (sprt, body.pairs),
+        (Some(_), _) if body.pairs != 0 => return Err(ApiError::bad("give pairs or max_pairs, not both")),
+        (Some(max), Some(sprt)) => (Some(sprt), max),
+        (Some(max), None) if !body.preset.is_empty() => {
+            let preset = presets::preset(&body.preset).map_err(|e| ApiError::bad(e.to_string()))?;
+            (Some(preset.sprt()), max)
+        }
+        (Some(_), None) => return Err(ApiError::bad("max_pairs caps an SPRT: give elo0 and elo1, or a preset")),
     };
     let book = match &body.book {
         Some(sha256) => Some(shared.uploaded(("book", "book", "a book"), sha256).await?),
@@ -175,7 +227,8 @@ pub async fn create_test(
         book,
         start_position: body.start_position,
         sprt,
-        pairs: body.pairs,
+        pairs,
+        max_plies: body.max_plies,
         description: body.description,
         source: (source != v1::TestSource::default()).then_some(source),
         notify_url: body.notify,

@@ -177,7 +177,7 @@ fn check_engine(field: &'static str, engine: Option<&v1::EngineSpec>) -> Result<
 }
 
 /// The most builds an engine of a test has (CPU variants: a handful in practice).
-const MAX_BUILDS: usize = 8;
+pub const MAX_BUILDS: usize = 8;
 
 /// The most CPU flags a build needs.
 const MAX_BUILD_FLAGS: usize = 16;
