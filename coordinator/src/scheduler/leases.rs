@@ -84,6 +84,8 @@ impl Scheduler {
         let mut work = spec.lease_work(Scaling::By(1.0));
         if let (JobSpec::Match(job), v1::lease::Work::MatchSpec(played)) = (spec, &mut work) {
             job.lengthen_time_controls(played);
+            // A lease left to its worker to scale says so in one more field.
+            played.scale_by_engine_speed = true;
             if let Some(spsa) = &job.spsa {
                 crate::jobs::spsa::set_probe(played, spsa.longest_probe());
             }

@@ -70,7 +70,12 @@ impl MatchJob {
         };
         match scaling {
             Scaling::By(slowness) => xq_proto::speed::scaled(&unscaled, slowness),
-            Scaling::ByEngines => unscaled,
+            // Written as time controls write themselves (an engine's own is the
+            // submitter's text until then), so that no lease's is longer than
+            // `lengthen_time_controls` allows.
+            Scaling::ByEngines => {
+                v1::MatchSpec { scale_by_engine_speed: true, ..xq_proto::speed::scaled(&unscaled, 1.0) }
+            }
         }
     }
 
