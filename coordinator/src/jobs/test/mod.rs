@@ -444,8 +444,16 @@ pub(crate) mod tests {
         for text in
             ["10+0.1", "40/60+0.5:0.3+0.07", "0.123456789+0.000000001", "9999999+9999999", "st=0.7", "nodes=5000"]
         {
+            // The base engine's own clock as a submitter might write it: its lease
+            // writes it as time controls write themselves, within the same bound.
+            let padded = match text.split_once('=') {
+                Some((kind, number)) => format!("{kind}=0000000000{number}"),
+                None => format!("00000000000000000000{text}"),
+            };
+            padded.parse::<TimeControl>().expect("padded with zeros, still a time control");
+            let base = v1::EngineSpec { time_control: padded.clone(), ..Default::default() };
             let job = MatchJob {
-                request: v1::CreateTestRequest::default(),
+                request: v1::CreateTestRequest { base_engine: Some(base), ..Default::default() },
                 time_control: text.parse().unwrap(),
                 rules: RuleSet::Wxf,
                 timing: ViolationTiming::Threefold,
@@ -458,10 +466,14 @@ pub(crate) mod tests {
             for step in 0..=20_000 {
                 let slowness = 0.25 + 3.75 * f64::from(step) / 20_000.0;
                 for slowness in [slowness, slowness / 3.0, slowness * 1.1, 1.0 / slowness] {
-                    let written = job.lease_spec(Scaling::By(slowness)).time_control;
-                    assert!(written.len() <= bound, "{text} at {slowness}: '{written}' over {bound}");
+                    let spec = job.lease_spec(Scaling::By(slowness));
+                    for written in [&spec.time_control, &spec.base_engine.as_ref().unwrap().time_control] {
+                        assert!(written.len() <= bound, "{text} at {slowness}: '{written}' over {bound}");
+                    }
                 }
             }
+            let left_to_the_worker = job.lease_spec(Scaling::ByEngines).base_engine.unwrap().time_control;
+            assert!(left_to_the_worker.len() <= bound, "{padded}: '{left_to_the_worker}' over {bound}");
         }
     }
 }
