@@ -346,9 +346,13 @@ impl Scheduler {
                 return Err(ScheduleError::Invalid(format!("job {id} cannot be read back by this version")));
             }
             // A job that ended before this coordinator started has its counted units
-            // (`stored`, read from storage by the caller) counted now: its done set,
-            // its workers' pairs and its course.
-            job.count_stored(stored, true);
+            // (`stored`, read from storage by the caller) counted now: its done set and
+            // its workers' pairs; its course is read from storage when next asked for.
+            // A job stopped since keeps its own (nothing is stored that it lacks).
+            if !stored.is_empty() {
+                job.count_stored(stored, false);
+                job.course = None;
+            }
             if (job.done.len() as i64) < job.row.units_done {
                 return Err(ScheduleError::Invalid(format!(
                     "job {id}: {} counted units stored of {}",

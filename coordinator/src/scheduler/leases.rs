@@ -39,12 +39,18 @@ pub(super) fn scaling(config: &SchedulerConfig, slowness: f64, spec: &JobSpec) -
 /// Plies a game is assumed to last when sizing leases.
 const ASSUMED_PLIES: u32 = 160;
 
-/// The estimated seconds of one of `spec`'s units on a worker `slowness` times slower
-/// than the reference, whose bench gives `nps`: what leases are sized by.
-pub(super) fn unit_seconds(spec: &JobSpec, slowness: f64, nps: u64) -> f64 {
+/// The estimated seconds of one of `spec`'s units on a worker whose clocks are scaled
+/// by `scaling` and whose bench gives `nps`: what leases are sized by, and how long
+/// heartbeats may keep one.
+pub(super) fn unit_seconds(spec: &JobSpec, scaling: Scaling, nps: u64) -> f64 {
     let nps = nps.max(1);
+    // A lease its worker scales may be scaled as far as the slowest worker's.
+    let slowness = match scaling {
+        Scaling::By(slowness) => slowness,
+        Scaling::ByEngines => xq_proto::speed::SLOWEST,
+    };
     match spec {
-        JobSpec::Match(m) => 2.0 * m.time_control.scaled(slowness).game_seconds(ASSUMED_PLIES, nps),
+        JobSpec::Match(m) => m.pair_seconds(slowness, ASSUMED_PLIES, nps),
         JobSpec::SelfPlay(r) => r.spec.as_ref().map_or(0.0, |spec| {
             f64::from(spec.games_per_unit) * f64::from(ASSUMED_PLIES) * spec.nodes as f64 / nps as f64
         }),
@@ -157,14 +163,15 @@ impl Scheduler {
             };
             let concurrency = (concurrency.clamp(1, cores) / threads).max(1);
             let job = state.jobs.get_mut(&job_id).expect("chosen from the map");
-            let mut work = job.spec.lease_work(scaling(&self.config, slowness, &job.spec));
+            let scaling = scaling(&self.config, slowness, &job.spec);
+            let mut work = job.spec.lease_work(scaling);
             // Each engine as the build this worker's processor runs (chosen above).
             if let v1::lease::Work::MatchSpec(spec) = &mut work {
                 for engine in [&mut spec.new_engine, &mut spec.base_engine] {
                     *engine = engine.as_ref().and_then(|e| for_processor(e, &flags));
                 }
             }
-            let unit_seconds = unit_seconds(&job.spec, slowness, capabilities.bench_nps);
+            let unit_seconds = unit_seconds(&job.spec, scaling, capabilities.bench_nps);
             let wanted = (self.config.lease_seconds * f64::from(concurrency) / unit_seconds.max(1e-3)).ceil() as usize;
             let wanted =
                 wanted.clamp(1, self.config.max_units_per_lease).min(units_allowed(allowance, held, unit_seconds));

@@ -10,7 +10,7 @@ use crate::scheduler::conduct::pair_slot;
 use crate::scheduler::config::SchedulerConfig;
 use crate::scheduler::failures::failure_view;
 use crate::scheduler::jobs::spsa_run;
-use crate::scheduler::leases::{held_until, slowness, unit_seconds};
+use crate::scheduler::leases::{held_until, scaling, slowness, unit_seconds};
 use crate::scheduler::pace::Pace;
 use crate::scheduler::{
     FailureCounts, JobState, LeaseState, PendingRecheck, Scheduler, State, TokenState, WorkerState,
@@ -179,7 +179,10 @@ impl Scheduler {
             let (id, job_id, worker_id) = (row.id as u64, row.job_id as u64, row.worker_id as u64);
             let slowness = state.workers.get(&worker_id).map_or(1.0, |w| slowness(&config, &w.capabilities));
             let nps = state.workers.get(&worker_id).map_or(0, |w| w.capabilities.bench_nps);
-            let unit_seconds = state.jobs.get(&job_id).map_or(0.0, |j| unit_seconds(&j.spec, slowness, nps));
+            let unit_seconds = state
+                .jobs
+                .get(&job_id)
+                .map_or(0.0, |j| unit_seconds(&j.spec, scaling(&config, slowness, &j.spec), nps));
             // Restored, its concurrency unknown: estimated as played one at a time.
             let held_until = held_until(&config, restarted, row.units.len(), unit_seconds, 1);
             let mut lease = LeaseState {

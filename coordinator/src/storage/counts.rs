@@ -35,7 +35,8 @@ pub struct OverTheBoard {
     pub forfeit_wins: [i64; 2],
 }
 
-/// The reason a unit stores for a game lost on time (its termination).
+/// A game lost on time: its PGN's `[Termination]`, which the replay checks and the
+/// unit stores as the game's reason.
 pub const TIME_FORFEIT: &str = "time forfeit";
 
 impl OverTheBoard {

@@ -45,6 +45,9 @@ async fn with_time_odds_each_engine_plays_and_is_checked_on_its_own_clock() {
     // Every game was replayed by the coordinator against each side's own clock.
     assert_eq!((done.state.as_str(), done.units_done, done.refused_reports), ("finished", 2, 0), "{done:?}");
     assert!(done.summary.starts_with("new vs base, 1+0.02 vs 4+0.08, wxf"), "{}", done.summary);
+    // Its clocks were chosen together: a clone at another keeps none of them.
+    let refused = xq_refused(address, &dir.0, &["clone", &job.to_string(), "--preset", "ltc"]);
+    assert!(refused.contains("plays with time odds"), "{refused}");
     let games = job_games(&mut admin, job).await;
     assert_eq!(games.len(), 4);
     for game in &games {

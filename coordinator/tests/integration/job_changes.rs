@@ -97,6 +97,12 @@ async fn a_test_stopped_before_a_restart_resumes_from_its_stored_pairs() {
     worker.wait().await.unwrap();
     let stopped = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
     assert!(stopped.units_done < 5, "stopped before its end: {stopped:?}");
+    // Resumed and stopped again without a restart, it keeps its course: a point a pair.
+    let id_message = v1::JobId { job_id: job };
+    xq_at(address, &dir.0, &["resume", &id]);
+    xq_at(address, &dir.0, &["stop", &id]);
+    let history = admin.get_job_history(id_message).await.unwrap().into_inner();
+    assert_eq!(history.points.last().map(|p| p.pairs), Some(stopped.units_done), "{history:?}");
     coordinator.start_kill().unwrap();
     coordinator.wait().await.unwrap();
 
@@ -109,6 +115,8 @@ async fn a_test_stopped_before_a_restart_resumes_from_its_stored_pairs() {
     worker.start_kill().unwrap();
     worker.wait().await.unwrap();
     assert_eq!((done.state.as_str(), done.units_done), ("finished", 5), "{done:?}");
+    let history = admin.get_job_history(id_message).await.unwrap().into_inner();
+    assert_eq!(history.points.iter().map(|p| p.pairs).collect::<Vec<_>>(), [1, 2, 3, 4, 5], "the course of all five");
     // Each pair once: ten games, each round once, the totals theirs.
     let games = crate::cluster::job_games(&mut admin, job).await;
     let mut rounds: Vec<&str> = games.iter().map(|g| g.tag("Round").unwrap()).collect();

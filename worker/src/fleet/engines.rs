@@ -12,11 +12,13 @@ use xq_proto::failure::FailureKind;
 use xq_proto::v1;
 
 /// The engine of `spec` ready to start, with its bench on this worker where the test
-/// asks for one (a signature to check, or a speed to scale its clocks by).
+/// asks for one: a signature to check, or (`measure_speed`) a speed to scale its
+/// clocks by.
 pub(super) async fn engine_config(
     client: &Client,
     settings: &ConnectSettings,
     spec: &v1::EngineSpec,
+    measure_speed: bool,
 ) -> Result<(EngineConfig, Option<Reading>), FleetError> {
     let engine_error = |reason: String| FleetError::Engine { name: spec.name.clone(), reason };
     let binary = spec.binary.as_ref().ok_or_else(|| engine_error("no binary".to_owned()))?;
@@ -32,7 +34,7 @@ pub(super) async fn engine_config(
     }
     let options = xq_proto::engine_options(spec, net.as_deref());
     let mut bench = None;
-    if spec.bench_signature != 0 || spec.bench_nps != 0 {
+    if spec.bench_signature != 0 || (measure_speed && spec.bench_nps != 0) {
         // Of the engine as submitted: an SPSA probe's values are left out.
         let options: Vec<(String, String)> =
             options.iter().filter(|(name, _)| !spec.probe_options.contains(name)).cloned().collect();

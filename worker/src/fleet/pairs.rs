@@ -43,8 +43,9 @@ pub(super) async fn play_pairs(
     let engine = |spec: &Option<v1::EngineSpec>, which: &str| {
         spec.clone().ok_or_else(|| FleetError::Lease(format!("no {which} engine")))
     };
-    let (mut new, new_bench) = engine_config(client, settings, &engine(&spec.new_engine, "new")?).await?;
-    let (mut base, base_bench) = engine_config(client, settings, &engine(&spec.base_engine, "base")?).await?;
+    let measure = spec.scale_by_engine_speed;
+    let (mut new, new_bench) = engine_config(client, settings, &engine(&spec.new_engine, "new")?, measure).await?;
+    let (mut base, base_bench) = engine_config(client, settings, &engine(&spec.base_engine, "base")?, measure).await?;
     // A test of engines with their submitter's speed is scaled here, by theirs: the
     // coordinator checks the games against the factor this report names.
     let engine_slowness = spec.scale_by_engine_speed.then(|| {

@@ -93,6 +93,14 @@ impl Shared {
         let mut test = self.stored_test(id)?.request;
         test.priority = 0;
         test.throughput = 0;
+        let odds = test.new_engine.iter().chain(&test.base_engine).any(|e| !e.time_control.is_empty());
+        if odds && !(request.preset.is_empty() && request.time_control.is_empty()) {
+            // Its engines' own clocks were chosen against its clock: at another, which
+            // side the odds favour could turn.
+            return Err(Status::invalid_argument(format!(
+                "job {id} plays with time odds: a clone keeps its clocks (make a new test for others)"
+            )));
+        }
         if !request.preset.is_empty() {
             // The preset's test of the same engines: its clock, its SPRT (a
             // fixed-length test becomes one) and its adjudication.

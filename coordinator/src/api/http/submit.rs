@@ -197,6 +197,7 @@ pub async fn create_test(
     let (sprt, pairs) = match (body.max_pairs, sprt) {
         (None, sprt) => (sprt, body.pairs),
         (Some(_), _) if body.pairs != 0 => return Err(ApiError::bad("give pairs or max_pairs, not both")),
+        (Some(0), _) => return Err(ApiError::bad("max_pairs: at least 1")),
         (Some(max), Some(sprt)) => (Some(sprt), max),
         (Some(max), None) if !body.preset.is_empty() => {
             let preset = presets::preset(&body.preset).map_err(|e| ApiError::bad(e.to_string()))?;

@@ -25,6 +25,7 @@
 
 use std::time::Duration;
 
+use crate::storage::counts::TIME_FORFEIT;
 use xq_engine::adjudication::{Adjudication, Adjudicator, Verdict};
 use xq_engine::color::{ByColor, Color};
 use xq_engine::time_control::{BadTimeControl, Clock, TimeControl};
@@ -118,7 +119,7 @@ pub fn check(
         (conditions.max_plies == Some(plies)).then_some("the ply limit")
     };
     if let Some(settled) = settled
-        && matches!(termination, "time forfeit" | "rules infraction" | "abandoned")
+        && matches!(termination, TIME_FORFEIT | "rules infraction" | "abandoned")
         && plies > replayed.book_plies
     {
         return Err(format!("{termination} at ply {plies}, where {settled} had ended it"));
@@ -148,7 +149,7 @@ pub fn check(
             }
             Ok(())
         }
-        "time forfeit" => {
+        TIME_FORFEIT => {
             loser_to_move()?;
             let over = game.tag("OverTime").ok_or("a time forfeit without [OverTime]")?;
             let over: f64 = over.parse().ok().filter(|s: &f64| s.is_finite() && *s >= 0.0).ok_or("a bad [OverTime]")?;

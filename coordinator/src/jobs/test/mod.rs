@@ -79,6 +79,23 @@ impl MatchJob {
         }
     }
 
+    /// An upper estimate of a pair's wall time, `plies` a game, on a worker `slowness`
+    /// times slower than the reference whose bench gives `nodes_per_second`: each
+    /// engine thinks on its own clock (time odds) in both games.
+    pub fn pair_seconds(&self, slowness: f64, plies: u32, nodes_per_second: u64) -> f64 {
+        let own = |engine: &Option<v1::EngineSpec>| {
+            engine
+                .as_ref()
+                .and_then(|e| e.time_control.parse::<TimeControl>().ok())
+                .unwrap_or(self.time_control.clone())
+        };
+        // A game's estimate is of both sides on one clock: half of it is each side's.
+        [own(&self.request.new_engine), own(&self.request.base_engine)]
+            .iter()
+            .map(|clock| clock.scaled(slowness).game_seconds(plies, nodes_per_second))
+            .sum()
+    }
+
     /// Every time control of `spec`, a lease of this job, as long as a lease's can be
     /// written, whatever the slowness: what a lease reply's bound is measured with.
     pub fn lengthen_time_controls(&self, spec: &mut v1::MatchSpec) {

@@ -18,6 +18,7 @@ use xq_engine::xiangqi::rules::{Outcome, Referee, RefereeConfig, RuleSet, Ruling
 use xq_engine::xiongqi;
 
 use crate::jobs::test::endings::{self, Conditions, Replayed};
+use crate::storage::counts::TIME_FORFEIT;
 
 /// The most plies a reported game may have: far beyond any rule set's move limits.
 pub const MAX_PLIES: usize = 2000;
@@ -121,7 +122,7 @@ fn check_game(pgn: &str, context: &PairContext<'_>, new_color: Color) -> Result<
             return Err(format!("result {result}, but the rules give {} ({})", ruling.outcome.pgn(), ruling.reason));
         }
         ("normal", None) => return Err(format!("result {result} by the rules, but the rules have not ended it")),
-        ("time forfeit" | "adjudication" | "rules infraction" | "abandoned", None) => termination.to_owned(),
+        (TIME_FORFEIT | "adjudication" | "rules infraction" | "abandoned", None) => termination.to_owned(),
         (_, Some(ruling)) => {
             return Err(format!("termination '{termination}', but the rules ended it: {}", ruling.reason));
         }
