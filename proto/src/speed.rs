@@ -50,14 +50,31 @@ pub fn scales_by_engines<'a>(engines: impl IntoIterator<Item = &'a v1::EngineSpe
     engines.into_iter().any(|engine| engine.bench_nps > 0)
 }
 
+/// An engine's own clock (time odds) as submitted, if it has one: the one reading of
+/// an engine spec's `time_control` for summaries, clones, estimates and leases.
+pub fn own_time_control(engine: &Option<v1::EngineSpec>) -> Option<&str> {
+    engine.as_ref().map(|e| e.time_control.as_str()).filter(|text| !text.is_empty())
+}
+
+/// Whether either engine has a clock of its own.
+pub fn has_time_odds(new_engine: &Option<v1::EngineSpec>, base_engine: &Option<v1::EngineSpec>) -> bool {
+    own_time_control(new_engine).is_some() || own_time_control(base_engine).is_some()
+}
+
+/// The clocks `new_engine` and `base_engine` think on in a match at `common`: each
+/// engine's own, else the match's.
+pub fn clocks_of(
+    common: &TimeControl,
+    new_engine: &Option<v1::EngineSpec>,
+    base_engine: &Option<v1::EngineSpec>,
+) -> Result<[TimeControl; 2], BadTimeControl> {
+    let clock = |engine| own_time_control(engine).map_or_else(|| Ok(common.clone()), str::parse);
+    Ok([clock(new_engine)?, clock(base_engine)?])
+}
+
 /// The clocks of `spec`'s engines, new then base: each engine's own, else the match's.
 pub fn engine_time_controls(spec: &v1::MatchSpec) -> Result<[TimeControl; 2], BadTimeControl> {
-    let common: TimeControl = spec.time_control.parse()?;
-    let own = |engine: &Option<v1::EngineSpec>| match engine.as_ref().map(|e| e.time_control.as_str()) {
-        None | Some("") => Ok(common.clone()),
-        Some(text) => text.parse(),
-    };
-    Ok([own(&spec.new_engine)?, own(&spec.base_engine)?])
+    clocks_of(&spec.time_control.parse()?, &spec.new_engine, &spec.base_engine)
 }
 
 /// `spec` with every clock `slowness` times longer (node and depth budgets unchanged),

@@ -154,14 +154,11 @@ impl JobSpec {
             JobSpec::Match(job) => {
                 let r = &job.request;
                 // Time odds: each engine's clock where one has its own.
-                fn own(engine: &Option<v1::EngineSpec>) -> Option<&str> {
-                    engine.as_ref().map(|e| e.time_control.as_str()).filter(|tc| !tc.is_empty())
-                }
-                let clocks = match (own(&r.new_engine), own(&r.base_engine)) {
-                    (None, None) => r.time_control.clone(),
-                    (new, base) => {
-                        format!("{} vs {}", new.unwrap_or(&r.time_control), base.unwrap_or(&r.time_control))
-                    }
+                let clocks = if xq_proto::speed::has_time_odds(&r.new_engine, &r.base_engine) {
+                    let clock = |engine| xq_proto::speed::own_time_control(engine).unwrap_or(&r.time_control);
+                    format!("{} vs {}", clock(&r.new_engine), clock(&r.base_engine))
+                } else {
+                    r.time_control.clone()
                 };
                 let mut text = format!(
                     "{} vs {}, {clocks}, {}",

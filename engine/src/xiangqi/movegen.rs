@@ -10,6 +10,9 @@
 
 use std::ops::Deref;
 
+use super::attacks::{
+    between, horse_attackers_from, horse_leg_towards, lines_through, pawn_attackers_from, rook_attacks,
+};
 use super::{Bitboard, Move, Piece, PieceKind, Position, Square};
 
 /// More than the legal moves of any Xiangqi position (the known maximum is far lower).
@@ -166,6 +169,59 @@ pub fn generate_into(position: &Position, selection: Selection, list: &mut MoveL
     generate(position, selection, list);
 }
 
+/// Appends the legal quiet moves (onto an empty point) that check the opponent's king:
+/// quiescence's quiet checks. Only the moves that can check are tested: a piece that
+/// lands where its kind attacks the king, or between one of our cannons and the king
+/// with nothing else between them, and every move of a piece whose leaving uncovers a
+/// chariot, a cannon or a horse; each of those is then confirmed by
+/// [`Position::gives_check`]. Generating every quiet move to test each costs about as
+/// much as a quiescence node gains (docs/search-scaling.md, S3).
+pub fn quiet_checks_into(position: &Position, list: &mut MoveList) {
+    let us = position.side_to_move();
+    let king = position.king(!us);
+    let occupied = position.occupied();
+    let occupancy = position.occupancy();
+    let ours = |kind| position.pieces(us, kind);
+    // Points on the king's lines with exactly one piece between them and the king.
+    let cannon_points: Bitboard =
+        lines_through(king).filter(|&point| (between(point, king) & occupied).count() == 1).collect();
+    let mut screen_points = Bitboard::EMPTY;
+    let mut uncovering = Bitboard::EMPTY;
+    for sniper in lines_through(king) & (ours(PieceKind::Rook) | ours(PieceKind::Cannon)) {
+        let path = between(king, sniper);
+        let inside = path & occupied;
+        match (position.piece_at(sniper).map(|p| p.kind), inside.count()) {
+            (Some(PieceKind::Rook), 1) => uncovering |= inside,
+            (Some(PieceKind::Cannon), 0) => screen_points |= path,
+            (Some(PieceKind::Cannon), 2) => uncovering |= inside,
+            _ => {}
+        }
+    }
+    for horse in horse_attackers_from(king, Bitboard::EMPTY) & ours(PieceKind::Horse) {
+        uncovering.insert(horse_leg_towards(king, horse));
+    }
+    let direct = |kind| match kind {
+        PieceKind::Rook => rook_attacks(king, occupancy),
+        PieceKind::Cannon => cannon_points,
+        PieceKind::Horse => horse_attackers_from(king, occupied),
+        PieceKind::Pawn => pawn_attackers_from(us, king),
+        PieceKind::King | PieceKind::Advisor | PieceKind::Elephant => Bitboard::EMPTY,
+    };
+    for kind in NON_KING.into_iter().chain([PieceKind::King]) {
+        let piece = Piece::new(us, kind);
+        for from in ours(kind) {
+            let quiet = position.pseudo_targets(piece, from) - occupied;
+            let candidates = if uncovering.has(from) { quiet } else { quiet & (direct(kind) | screen_points) };
+            for to in candidates {
+                let mv = Move::new(from, to);
+                if position.is_safe_after(from, to) && position.gives_check(mv) {
+                    list.push(mv);
+                }
+            }
+        }
+    }
+}
+
 /// Every legal move.
 pub fn legal_moves(position: &Position) -> MoveList {
     let mut list = MoveList::new();
@@ -186,4 +242,82 @@ pub fn has_legal_move(position: &Position) -> bool {
     let mut any = AnyMove(false);
     generate(position, Selection::All, &mut any);
     any.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::splitmix::splitmix64;
+
+    /// Every legal quiet move that gives check, found the slow way.
+    fn checking_quiets(position: &Position) -> Vec<Move> {
+        let mut all = MoveList::new();
+        generate_into(position, Selection::Quiets, &mut all);
+        let mut checks: Vec<Move> = all.iter().copied().filter(|&mv| position.gives_check(mv)).collect();
+        checks.sort_by_key(|mv| (mv.from().index(), mv.to().index()));
+        checks
+    }
+
+    fn quiet_checks(position: &Position) -> Vec<Move> {
+        let mut list = MoveList::new();
+        quiet_checks_into(position, &mut list);
+        let mut checks = list.to_vec();
+        checks.sort_by_key(|mv| (mv.from().index(), mv.to().index()));
+        checks
+    }
+
+    #[test]
+    fn quiet_checks_are_every_checking_quiet_move_of_random_games() {
+        let (mut state, mut positions, mut checks, mut uncovered) = (7, 0, 0, 0);
+        for _ in 0..400 {
+            let mut position = Position::startpos();
+            for _ in 0..160 {
+                let expected = checking_quiets(&position);
+                assert_eq!(quiet_checks(&position), expected, "{position}");
+                positions += 1;
+                checks += expected.len();
+                // Checks the moving piece does not give from where it lands.
+                uncovered += expected
+                    .iter()
+                    .filter(|&&mv| {
+                        let mut after = position.clone();
+                        after.make_move(mv);
+                        !after.checkers().has(mv.to())
+                    })
+                    .count();
+                let moves = legal_moves(&position);
+                if moves.is_empty() {
+                    break;
+                }
+                let draw;
+                (state, draw) = splitmix64(state);
+                position.make_move(moves[(draw % moves.len() as u64) as usize]);
+            }
+        }
+        assert!(positions > 30_000 && checks > 10_000 && uncovered > 100, "{positions} {checks} {uncovered}");
+    }
+
+    #[test]
+    fn uncovered_and_screened_checks_are_found() {
+        // Each way a quiet move checks without landing on a point its kind attacks the
+        // king from (WXF 2.8's cannon over one screen, 2.4's hobbled horse).
+        for (fen, check) in [
+            // A screen placed: the chariot on a3 steps between the cannon on e2 and the king.
+            ("4k4/9/9/9/9/9/R8/4C4/9/3K5 w - - 0 1", "a3e3"),
+            // One of two screens leaves: the pawn on e5 steps aside, the horse on e7 stays.
+            ("4k4/9/4n4/9/4P4/9/9/4C4/9/3K5 w - - 0 1", "e5d5"),
+            // The king is one of two screens and steps aside.
+            ("4k4/9/9/9/4p4/9/9/9/4K4/4C4 w - - 0 1", "e1d1"),
+            // A chariot's lone blocker leaves.
+            ("4k4/9/9/9/4N4/9/9/4R4/9/3K5 w - - 0 1", "e5c6"),
+            // A horse's leg leaves: the pawn on c8 hobbles the horse on c7.
+            ("3k5/2P6/2N6/9/9/9/9/9/9/4K4 w - - 0 1", "c8b8"),
+        ] {
+            let position = Position::from_fen(fen).unwrap();
+            let expected = checking_quiets(&position);
+            let names: Vec<String> = expected.iter().map(|mv| mv.to_string()).collect();
+            assert!(names.contains(&check.to_owned()), "{fen}: {names:?}");
+            assert_eq!(quiet_checks(&position), expected, "{fen}");
+        }
+    }
 }

@@ -93,8 +93,9 @@ impl Shared {
         let mut test = self.stored_test(id)?.request;
         test.priority = 0;
         test.throughput = 0;
-        let odds = test.new_engine.iter().chain(&test.base_engine).any(|e| !e.time_control.is_empty());
-        if odds && !(request.preset.is_empty() && request.time_control.is_empty()) {
+        if xq_proto::speed::has_time_odds(&test.new_engine, &test.base_engine)
+            && !(request.preset.is_empty() && request.time_control.is_empty())
+        {
             // Its engines' own clocks were chosen against its clock: at another, which
             // side the odds favour could turn.
             return Err(Status::invalid_argument(format!(
@@ -104,12 +105,7 @@ impl Shared {
         if !request.preset.is_empty() {
             // The preset's test of the same engines: its clock, its SPRT (a
             // fixed-length test becomes one) and its adjudication.
-            let preset = presets::preset(&request.preset).map_err(|e| Status::invalid_argument(e.to_string()))?;
-            test.time_control = preset.time_control.to_owned();
-            test.sprt = Some(preset.sprt());
-            test.pairs = 0;
-            test.adjudication = Some(presets::ADJUDICATION);
-            test.preset = request.preset.clone();
+            presets::lay(&request.preset, &mut test).map_err(|e| Status::invalid_argument(e.to_string()))?;
         }
         if !request.time_control.is_empty() {
             test.time_control = request.time_control;

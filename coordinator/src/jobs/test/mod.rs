@@ -83,17 +83,12 @@ impl MatchJob {
     /// times slower than the reference whose bench gives `nodes_per_second`: each
     /// engine thinks on its own clock (time odds) in both games.
     pub fn pair_seconds(&self, slowness: f64, plies: u32, nodes_per_second: u64) -> f64 {
-        let own = |engine: &Option<v1::EngineSpec>| {
-            engine
-                .as_ref()
-                .and_then(|e| e.time_control.parse::<TimeControl>().ok())
-                .unwrap_or(self.time_control.clone())
-        };
+        let clocks =
+            xq_proto::speed::clocks_of(&self.time_control, &self.request.new_engine, &self.request.base_engine)
+                // Checked at submission.
+                .unwrap_or_else(|_| [self.time_control.clone(), self.time_control.clone()]);
         // A game's estimate is of both sides on one clock: half of it is each side's.
-        [own(&self.request.new_engine), own(&self.request.base_engine)]
-            .iter()
-            .map(|clock| clock.scaled(slowness).game_seconds(plies, nodes_per_second))
-            .sum()
+        clocks.iter().map(|clock| clock.scaled(slowness).game_seconds(plies, nodes_per_second)).sum()
     }
 
     /// Every time control of `spec`, a lease of this job, as long as a lease's can be

@@ -97,6 +97,19 @@ pub fn apply(name: &str, request: &mut v1::CreateTestRequest) -> Result<(), Spec
     Ok(())
 }
 
+/// Lays preset `name` over `request`, a test of the same engines at another preset
+/// (a clone's `--preset`): its clock, its SPRT (a fixed-length test becomes one) and
+/// its adjudication replace the request's.
+pub fn lay(name: &str, request: &mut v1::CreateTestRequest) -> Result<(), SpecError> {
+    let preset = preset(name)?;
+    request.time_control = preset.time_control.to_owned();
+    request.sprt = Some(preset.sprt());
+    request.pairs = 0;
+    request.adjudication = Some(ADJUDICATION);
+    request.preset = name.to_owned();
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,6 +127,21 @@ mod tests {
         let error = apply("vltc", &mut own).unwrap_err();
         assert_eq!(error.field, "preset");
         assert!(error.problem.contains("use stc, ltc, nonreg"), "{}", error.problem);
+    }
+
+    #[test]
+    fn a_preset_laid_over_a_request_replaces_its_clock_sprt_and_adjudication() {
+        let mut request = v1::CreateTestRequest {
+            time_control: "1+0.01".to_owned(),
+            pairs: 100,
+            adjudication: Some(v1::Adjudication::default()),
+            ..Default::default()
+        };
+        lay("ltc", &mut request).unwrap();
+        assert_eq!((request.time_control.as_str(), request.pairs, request.preset.as_str()), ("60+0.6", 0, "ltc"));
+        assert_eq!(request.sprt.as_ref().map(|s| (s.elo0, s.elo1)), Some((0.5, 2.5)));
+        assert_eq!(request.adjudication, Some(ADJUDICATION));
+        assert_eq!(lay("blitz", &mut request).unwrap_err().field, "preset");
     }
 
     #[test]

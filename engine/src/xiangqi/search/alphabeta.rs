@@ -69,7 +69,7 @@ impl<'a> Worker<'a> {
     pub(super) fn negamax(&mut self, mut alpha: i32, mut beta: i32, mut depth: i32, ply: usize, pv_node: bool) -> i32 {
         self.pv[ply].clear();
         if depth <= 0 {
-            return self.quiesce(alpha, beta, ply);
+            return self.quiesce(alpha, beta, ply, self.params.qs_quiet_checks > 0);
         }
         self.nodes += 1;
         self.seldepth = self.seldepth.max(ply);

@@ -2,7 +2,7 @@
 //! history and counter-moves), picked best first, and the quiet history updated.
 
 use crate::xiangqi::eval::piece_value;
-use crate::xiangqi::movegen::{MoveList, Selection, generate_into};
+use crate::xiangqi::movegen::{MoveList, Selection, generate_into, quiet_checks_into};
 use crate::xiangqi::search::{ScoredMoves, Worker};
 use crate::xiangqi::{Move, Position};
 
@@ -39,6 +39,19 @@ impl<'a> Worker<'a> {
         generate_into(&self.position, selection, &mut buffer.list);
         let count = buffer.list.len();
         for index in 0..count {
+            let mv = self.move_buffers[ply].list[index];
+            self.move_buffers[ply].scores[index] = self.order_score(mv, tt_move, ply);
+        }
+        count
+    }
+
+    /// Appends the node's quiet checks to the moves scored into the buffer of `ply`,
+    /// scored as quiet moves are (below every capture): quiescence's first ply.
+    pub(super) fn add_quiet_checks(&mut self, tt_move: Option<Move>, ply: usize) -> usize {
+        let start = self.move_buffers[ply].list.len();
+        quiet_checks_into(&self.position, &mut self.move_buffers[ply].list);
+        let count = self.move_buffers[ply].list.len();
+        for index in start..count {
             let mv = self.move_buffers[ply].list[index];
             self.move_buffers[ply].scores[index] = self.order_score(mv, tt_move, ply);
         }

@@ -98,6 +98,9 @@ search_params! {
     /// How far below the table's score, per ply of depth, every other move must fail
     /// for the table's move to count as singular.
     singular_margin: "Singular Margin" = 2 in 1..=8;
+    /// Whether quiescence's first ply searches quiet checks that lose nothing by
+    /// exchange as well as captures (1) or captures alone (0).
+    qs_quiet_checks: "QS Quiet Checks" = 0 in 0..=1;
     /// Moves assumed left in the game when the time control does not say.
     moves_to_go: "Moves To Go" = 30 in 10..=50;
     /// The share of the increment spent on top of the clock's share, percent.

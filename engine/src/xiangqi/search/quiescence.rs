@@ -1,5 +1,6 @@
 //! Quiescence: captures (and evasions in check) searched to a quiet position, losing
-//! captures cut by static exchange evaluation.
+//! captures cut by static exchange evaluation; at its first ply, when the search's
+//! "QS Quiet Checks" is on, quiet checks that lose nothing by exchange too.
 
 use crate::xiangqi::eval::piece_value;
 use crate::xiangqi::movegen::Selection;
@@ -9,7 +10,9 @@ use crate::xiangqi::search::tt::TtData;
 use crate::xiangqi::search::{MATE, MAX_PLY, Worker};
 
 impl<'a> Worker<'a> {
-    pub(super) fn quiesce(&mut self, mut alpha: i32, beta: i32, ply: usize) -> i32 {
+    /// `checks`: whether quiet checks are searched here (the first ply only: deeper,
+    /// checks and evasions could go on without end).
+    pub(super) fn quiesce(&mut self, mut alpha: i32, beta: i32, ply: usize, checks: bool) -> i32 {
         self.nodes += 1;
         self.seldepth = self.seldepth.max(ply);
         if self.should_stop() {
@@ -37,19 +40,28 @@ impl<'a> Worker<'a> {
             (stand_pat, Selection::Captures)
         };
         let mut best_move = None;
-        let move_count = self.score_moves(selection, entry.and_then(|e| e.mv), ply);
+        let tt_move = entry.and_then(|e| e.mv);
+        let mut move_count = self.score_moves(selection, tt_move, ply);
+        if checks && !in_check {
+            move_count = self.add_quiet_checks(tt_move, ply);
+        }
         for index in 0..move_count {
             let Some(mv) = self.move_buffers[ply].pick(index) else {
                 break;
             };
             if !in_check {
-                let victim = self.position.piece_at(mv.to()).expect("a capture").kind;
-                if best + piece_value(victim) + 200 <= alpha || see(&self.position, mv) < 0 {
+                // A capture that cannot lift the score to alpha even unanswered is not
+                // searched (delta pruning); a quiet check gains no material to count.
+                let hopeless = self
+                    .position
+                    .piece_at(mv.to())
+                    .is_some_and(|victim| best + piece_value(victim.kind) + 200 <= alpha);
+                if hopeless || see(&self.position, mv) < 0 {
                     continue;
                 }
             }
             self.play(mv);
-            let score = -self.quiesce(-beta, -alpha, ply + 1);
+            let score = -self.quiesce(-beta, -alpha, ply + 1, false);
             self.take_back();
             if self.stopped {
                 return 0;

@@ -1,6 +1,8 @@
-//! Singular extensions (the "Singular Depth" tunable, off by default; S3 of
-//! docs/search-scaling.md): on, they change the tree, and every mate the search then
-//! claims is one, as Fairy-Stockfish confirms, in the positions where it mated us.
+//! The search's levers for long time controls, each a tunable off by default (S3 of
+//! docs/search-scaling.md): singular extensions ("Singular Depth") and quiet checks at
+//! quiescence's first ply ("QS Quiet Checks"). On, each changes the tree, and every
+//! mate the search then claims is one, as Fairy-Stockfish confirms, in the positions
+//! where it mated us.
 
 use xq_engine::xiangqi::Position;
 use xq_engine::xiangqi::search::limits::Limits;
@@ -32,8 +34,13 @@ fn singular(depth: i32) -> SearchOptions {
     options
 }
 
-/// Off (the default), the search walks the tree it walked before singular extensions
-/// were built: the handcrafted bench's node count at depth 8 of 8e32b2b. A change to
+fn quiet_checks() -> SearchOptions {
+    let mut options = SearchOptions::default();
+    options.params.qs_quiet_checks = 1;
+    options
+}
+
+/// Off (the default), the search walks the tree it walked before the levers were built: the handcrafted bench's node count at depth 8 of 8e32b2b. A change to
 /// the default search changes this count, as it changes the bench signature.
 #[test]
 fn off_by_default_the_search_is_the_one_before_and_on_it_changes_the_tree() {
@@ -41,7 +48,9 @@ fn off_by_default_the_search_is_the_one_before_and_on_it_changes_the_tree() {
     let position = Position::from_fen(xq_engine::bench::positions::POSITIONS[2]).unwrap();
     let limits = Limits { depth: Some(10), ..Limits::default() };
     let nodes = |options: &SearchOptions| search(&Shared::new(16), &position, &[], &limits, options, |_| {}).nodes;
-    assert_ne!(nodes(&singular(4)), nodes(&SearchOptions::default()), "on, the singular test never fired");
+    let default = nodes(&SearchOptions::default());
+    assert_ne!(nodes(&singular(4)), default, "on, the singular test never fired");
+    assert_ne!(nodes(&quiet_checks()), default, "on, quiescence searched no quiet check");
 }
 
 /// The mates the search claims with singular extensions on (tested from depth 4, so
@@ -49,12 +58,24 @@ fn off_by_default_the_search_is_the_one_before_and_on_it_changes_the_tree() {
 #[test]
 #[ignore = "tens of millions of nodes: run in release"]
 fn with_singular_extensions_every_mate_claimed_is_real() {
+    every_mate_claimed_is_real(&singular(4));
+}
+
+/// The same of quiet checks in quiescence, whose mates end in a check the search
+/// without them cuts off at its horizon.
+#[test]
+#[ignore = "tens of millions of nodes: run in release"]
+fn with_quiet_checks_in_quiescence_every_mate_claimed_is_real() {
+    every_mate_claimed_is_real(&quiet_checks());
+}
+
+fn every_mate_claimed_is_real(options: &SearchOptions) {
     let positions = mate_positions();
     let limits = |moves: u32| Limits { nodes: Some(1_500_000), mate: Some(moves), ..Limits::default() };
     let mut reference = FairyStockfish::start();
     let mut found = 0;
     for (position, announced) in &positions {
-        let result = search(&Shared::new(16), position, &[], &limits(*announced), &singular(4), |_| {});
+        let result = search(&Shared::new(16), position, &[], &limits(*announced), options, |_| {});
         let Score::Mate(moves) = result.score else {
             continue;
         };
