@@ -145,6 +145,74 @@ struct LoopState {
     data_job_created: bool,
     /// The generation's test, once created.
     test_job: Option<u64>,
+    /// When the generation in progress passed each stage.
+    #[serde(default)]
+    stages: StageTimes,
+}
+
+/// When a generation passed each of its stages, in milliseconds since the Unix epoch
+/// (0: not yet), as the loop saw it (within a poll). Kept in the loop's state, so that
+/// a resumed loop reports its generation's stages whole, the time it was down counted
+/// in the stage it fell in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StageTimes {
+    /// Its self-play job was created.
+    pub started_ms: i64,
+    /// The self-play job was seen finished.
+    pub self_played_ms: i64,
+    /// Its net was trained and recorded in the registry.
+    pub trained_ms: i64,
+    /// Its test (and the confirmation, if any) was seen finished.
+    pub tested_ms: i64,
+}
+
+impl StageTimes {
+    /// The self-play's, the training's and the test's durations.
+    pub fn durations(&self) -> [Duration; 3] {
+        let between = |from: i64, to: i64| Duration::from_millis(u64::try_from(to - from).unwrap_or(0));
+        [
+            between(self.started_ms, self.self_played_ms),
+            between(self.self_played_ms, self.trained_ms),
+            between(self.trained_ms, self.tested_ms),
+        ]
+    }
+
+    /// The share of the generation during which the loop had no job on the fleet: the
+    /// data's download, the training and the net's upload. Workers that serve this loop
+    /// alone are idle for that share.
+    pub fn idle_share(&self) -> f64 {
+        let [self_play, training, test] = self.durations();
+        let total = (self_play + training + test).as_secs_f64();
+        if total > 0.0 { training.as_secs_f64() / total } else { 0.0 }
+    }
+
+    /// One line: each stage's time and the workers' idle share.
+    pub fn summary(&self) -> String {
+        let [self_play, training, test] = self.durations();
+        let minutes = |d: Duration| format!("{:.1} min", d.as_secs_f64() / 60.0);
+        format!(
+            "self-play {}, training {}, test {}; the fleet idle {:.0}% of {}",
+            minutes(self_play),
+            minutes(training),
+            minutes(test),
+            100.0 * self.idle_share(),
+            minutes(self_play + training + test)
+        )
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Stamps `stamp` with the time now, once, and saves the state.
+fn passed(state: &mut LoopState, dir: &Path, stamp: fn(&mut StageTimes) -> &mut i64) -> Result<(), LoopError> {
+    let time = stamp(&mut state.stages);
+    if *time == 0 {
+        *time = now_ms();
+        state.save(dir)?;
+    }
+    Ok(())
 }
 
 impl LoopState {
@@ -190,6 +258,8 @@ pub struct GenerationReport {
     pub test: v1::Job,
     /// The fixed-length match a promoted net played after its test, if the plan asks.
     pub confirmation: Option<v1::Job>,
+    /// When it passed each stage.
+    pub stages: StageTimes,
 }
 
 /// The best net a generation starts from: the lineage's newest promoted net of an
@@ -271,6 +341,7 @@ pub async fn run(
             say(&format!("generation {generation}: self-play job {} with {parent}: {}", job.job_id, job.summary));
             state.data_jobs.push(job.job_id);
             state.data_job_created = true;
+            state.stages = StageTimes { started_ms: now_ms(), ..StageTimes::default() };
             state.save(&settings.dir)?;
         }
         let data_job = *state.data_jobs.last().expect("a data job was created");
@@ -282,6 +353,11 @@ pub async fn run(
                 played.state
             )));
         }
+        if state.stages.started_ms == 0 {
+            // A state written before stages were kept: the job knows when it began.
+            state.stages.started_ms = played.created_ms;
+        }
+        passed(&mut state, &settings.dir, |s| &mut s.self_played_ms)?;
 
         // Training on the newest generations' data, from the best net's checkpoint.
         let window = &state.data_jobs[state.data_jobs.len().saturating_sub(settings.window.max(1))..];
@@ -368,6 +444,7 @@ pub async fn run(
             "generation {generation}: net {} ({name}), validation loss {:.5}",
             net.net_id, net.validation_loss
         ));
+        passed(&mut state, &settings.dir, |s| &mut s.trained_ms)?;
 
         // The SPRT against the best net.
         let test_job = match state.test_job {
@@ -407,8 +484,15 @@ pub async fn run(
         } else {
             None
         };
-        report(&GenerationReport { net, test, confirmation });
-        state = LoopState { generation: generation + 1, data_job_created: false, test_job: None, ..state };
+        passed(&mut state, &settings.dir, |s| &mut s.tested_ms)?;
+        report(&GenerationReport { net, test, confirmation, stages: state.stages });
+        state = LoopState {
+            generation: generation + 1,
+            data_job_created: false,
+            test_job: None,
+            stages: StageTimes::default(),
+            ..state
+        };
         state.save(&settings.dir)?;
     }
     Ok(())
@@ -568,6 +652,30 @@ mod tests {
 
     fn net(generation: u32, state: &str) -> v1::Net {
         v1::Net { net_id: u64::from(generation), generation, state: state.to_owned(), ..Default::default() }
+    }
+
+    #[test]
+    fn a_generation_s_stages_give_its_durations_and_the_fleet_s_idle_share() {
+        let minute = 60_000;
+        let stages = StageTimes {
+            started_ms: minute,
+            self_played_ms: 31 * minute,
+            trained_ms: 36 * minute,
+            tested_ms: 51 * minute,
+        };
+        assert_eq!(stages.durations().map(|d| d.as_secs() / 60), [30, 5, 15]);
+        assert_eq!(stages.idle_share(), 0.1);
+        assert_eq!(
+            stages.summary(),
+            "self-play 30.0 min, training 5.0 min, test 15.0 min; the fleet idle 10% of 50.0 min"
+        );
+        // A stage not passed yet counts nothing, and an empty record no share.
+        let partial = StageTimes { tested_ms: 0, ..stages };
+        assert_eq!(partial.durations()[2], Duration::ZERO);
+        assert_eq!(StageTimes::default().idle_share(), 0.0);
+        // States written before the stages were kept still read.
+        let old = r#"{"lineage": "l", "generation": 2, "data_jobs": [1], "data_job_created": true, "test_job": null}"#;
+        assert_eq!(serde_json::from_str::<LoopState>(old).unwrap().stages, StageTimes::default());
     }
 
     #[test]

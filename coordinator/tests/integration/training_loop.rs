@@ -76,6 +76,8 @@ async fn the_loop_trains_tests_and_records_a_generation_and_resumes_after_a_kill
     assert_eq!((test.kind.as_str(), test.state.as_str()), ("sprt", "finished"), "{test:?}");
     let stdout = String::from_utf8_lossy(&first.stdout);
     assert!(stdout.contains(&format!("generation 1: net {} {}", net.net_id, net.state)), "{stdout}");
+    let stages = stdout.lines().find(|line| line.starts_with("generation 1: self-play ")).expect("stage times");
+    assert!(stages.contains(", training ") && stages.contains("; the fleet idle "), "{stages}");
     let listed = Command::new(binary("xq"))
         .args(["--coordinator", &format!("http://{address}"), "--token", &token(&dir.0), "nets"])
         .output()
@@ -114,6 +116,9 @@ async fn the_loop_trains_tests_and_records_a_generation_and_resumes_after_a_kill
     let state: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("loop-state.json")).unwrap()).unwrap();
     assert_eq!(state["generation"], 3, "{state}");
+    // The generation killed in its self-play reports its stages all the same.
+    let stdout = String::from_utf8_lossy(&resumed.stdout);
+    assert!(stdout.lines().any(|line| line.starts_with("generation 2: self-play ")), "{stdout}");
 }
 
 /// A coordinator restarted while the loop waits for its self-play (#59: the loop used

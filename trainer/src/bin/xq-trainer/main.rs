@@ -541,6 +541,7 @@ fn run_loop(args: LoopArgs) -> anyhow::Result<()> {
                 generation.test.outcome,
                 net.validation_loss
             );
+            println!("generation {}: {}", net.generation, generation.stages.summary());
             if let Some(confirmation) = &generation.confirmation {
                 let totals = confirmation.totals.clone().unwrap_or_default();
                 let elo = confirmation.elo.unwrap_or_default();
