@@ -1200,17 +1200,33 @@
     const body = el("tbody");
     const count = el("p", { class: "count", role: "status" });
     const columns = ["#", "Lineage", "Generation", "Parent", "State", "Test", "Data", "Positions", "Epochs", "Train loss", "Validation loss", "Created"];
+    // A named lineage's generation in progress: the loop's running jobs, which it labels
+    // "lineage NAME generation N ..." (xq-trainer's closed_loop), before their net exists.
+    const runningBody = el("tbody");
+    const running = el("section", { id: "lineage-running", hidden: true },
+      el("h2", {}, "In progress"),
+      el("table", { id: "lineage-jobs", class: "cards" },
+        el("thead", {}, el("tr", {}, TEST_COLUMNS.map((c) => el("th", { scope: "col" }, c)))), runningBody));
     main.replaceChildren(el("h1", {}, "Nets"),
       el("p", { class: "note" }, "Nets recorded by xq-trainer's loop: each trained on self-play of its parent and promoted when its test accepts H1; a lineage's generation 0, when it has one, is its seed, a net trained elsewhere."),
       el("form", { class: "filters", role: "search", onsubmit: (event) => event.preventDefault() },
         el("label", { for: "lineage" }, "Lineage", lineage)),
+      running,
       count,
       el("table", { id: "nets", class: "cards" },
         el("thead", {}, el("tr", {}, columns.map((c) => el("th", { scope: "col" }, c)))), body));
+    const loadRunning = async (name) => {
+      const jobs = name
+        ? (await api(`/api/v1/jobs?state=running&q=${encodeURIComponent(`lineage ${name} generation`)}`)).jobs || []
+        : [];
+      runningBody.replaceChildren(...jobs.map(testRow));
+      running.hidden = jobs.length === 0;
+    };
     const load = async () => {
       const name = lineage.value.trim();
       history.replaceState(null, "", name ? `/nets?lineage=${encodeURIComponent(name)}` : "/nets");
       try {
+        await loadRunning(name);
         const reply = await api(`/api/v1/nets${name ? "?lineage=" + encodeURIComponent(name) : ""}`);
         const nets = reply.nets || [];
         count.textContent = nets.length === 1 ? "1 net" : `${nets.length} nets`;
@@ -1237,6 +1253,8 @@
       typing = setTimeout(load, 250);
     });
     await load();
+    // A lineage grows as its loop runs: a job's progress, a new net, a verdict.
+    const timer = setInterval(() => (document.body.contains(body) ? load() : clearInterval(timer)), 15000);
   }
 
   // ---- The SPRT calculator -----------------------------------------------------------

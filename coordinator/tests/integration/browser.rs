@@ -510,6 +510,48 @@ async fn a_test_page_counts_the_wins_by_a_repetition_ruling_apart() {
     session.browser.clone().close().await.unwrap();
 }
 
+/// A lineage's page while its loop runs (#59): the generation in progress, whose net
+/// does not exist yet, shows as its running job (another lineage's does not), and
+/// leaves the page by itself once the job ends.
+#[tokio::test]
+async fn a_lineage_page_shows_its_generation_in_progress_live() {
+    let served = serve(Backend::Sqlite, SchedulerConfig::default()).await;
+    let base = format!("http://{}", served.address);
+    let mut admin = client(served.address, &served.client_token).await;
+    let mut self_play = async |description: &str| {
+        let spec = v1::SelfPlaySpec { nodes: 100, games_per_unit: 1, ..Default::default() };
+        let request = v1::CreateSelfPlayRequest {
+            spec: Some(spec),
+            units: 4,
+            description: description.to_owned(),
+            ..Default::default()
+        };
+        admin.create_self_play(request).await.unwrap().into_inner().job_id
+    };
+    // The labels xq-trainer's loop gives its jobs.
+    let ours = self_play("lineage main generation 2 self-play").await;
+    let theirs = self_play("lineage mainline generation 2 self-play").await;
+    let session = session(1280, 900).await;
+    let browser = &session.browser;
+    browser.goto(&format!("{base}/nets?lineage=main")).await.unwrap();
+    let running = wait_for_text(browser, "#lineage-running", |t| t.contains("In progress")).await;
+    assert!(running.contains("lineage main generation 2 self-play"), "{running}");
+    let rows = browser.find_all(Locator::Css("#lineage-jobs tbody tr")).await.unwrap();
+    assert_eq!(rows.len(), 1, "{running}");
+    assert_eq!(rows[0].attr("data-job-id").await.unwrap(), Some(ours.to_string()), "not job {theirs}");
+    screenshot(browser, "lineage-running").await;
+    admin.stop_job(v1::JobId { job_id: ours }).await.unwrap();
+    browser.execute("window.xqMarker = 'same page';", vec![]).await.unwrap();
+    let start = Instant::now();
+    while browser.find(Locator::Css("#lineage-running[hidden]")).await.is_err() {
+        assert!(start.elapsed() < Duration::from_secs(30), "the ended job stayed in progress");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let marker = browser.execute("return window.xqMarker;", vec![]).await.unwrap();
+    assert_eq!(marker, json!("same page"), "the page was reloaded");
+    session.browser.clone().close().await.unwrap();
+}
+
 /// A test that says what it tests (issue #55, part 4) and a failure a worker reported
 /// on it (part 3), on its page: the engines' names, the author's text as text (markup
 /// in it shown, not run), the forge's compare link, and the report with its worker;
