@@ -268,12 +268,26 @@ pub fn chunk_file_name(job: u64, unit: u64) -> String {
     format!("job{job}-unit{unit:06}.xqc")
 }
 
+/// The units of `job` whose chunks `dir` holds (named by [`chunk_file_name`]).
+fn present_units(dir: &Path, job: u64) -> Vec<u64> {
+    let prefix = format!("job{job}-unit");
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .filter_map(|entry| {
+            let name = entry.ok()?.file_name().into_string().ok()?;
+            let unit = name.strip_prefix(&prefix)?.strip_suffix(".xqc")?.parse().ok()?;
+            (name == chunk_file_name(job, unit)).then_some(unit)
+        })
+        .collect()
+}
+
 /// What a download did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Downloaded {
     /// Chunks written now.
     pub written: usize,
-    /// Chunks already in the directory (from an earlier download), left as they were.
+    /// Chunks already in the directory (from an earlier download), left as they were
+    /// and not sent again.
     pub present: usize,
 }
 
@@ -286,14 +300,12 @@ pub async fn download_training_data(client: &mut Client, job: u64, dir: &Path) -
         move |source| ClientError::Write { path, source }
     };
     std::fs::create_dir_all(dir).map_err(write_error(dir))?;
-    let mut stream = client.stream_training_data(v1::JobId { job_id: job }).await?.into_inner();
-    let mut downloaded = Downloaded::default();
+    let present_units = present_units(dir, job);
+    let mut downloaded = Downloaded { present: present_units.len(), ..Downloaded::default() };
+    let request = v1::TrainingDataRequest { job_id: job, present_units };
+    let mut stream = client.stream_training_data(request).await?.into_inner();
     while let Some(chunk) = stream.message().await? {
         let path = dir.join(chunk_file_name(job, chunk.unit));
-        if path.exists() {
-            downloaded.present += 1;
-            continue;
-        }
         let temporary = path.with_extension("part");
         tokio::fs::write(&temporary, &chunk.chunk).await.map_err(write_error(&temporary))?;
         tokio::fs::rename(&temporary, &path).await.map_err(write_error(&path))?;
@@ -305,6 +317,27 @@ pub async fn download_training_data(client: &mut Client, job: u64, dir: &Path) -
 #[cfg(test)]
 mod tests {
     use super::plaintext_warning;
+
+    #[test]
+    fn the_present_units_are_the_job_s_whole_chunk_files() {
+        let dir = std::env::temp_dir().join(format!("xq-present-units-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in [
+            super::chunk_file_name(7, 0),
+            super::chunk_file_name(7, 12),
+            super::chunk_file_name(17, 3),     // another job's
+            "job7-unit000005.part".to_owned(), // a download cut short
+            "job7-unit5.xqc".to_owned(),       // not a name the download writes
+            "job7-unit-00001.xqc".to_owned(),
+        ] {
+            std::fs::write(dir.join(name), b"").unwrap();
+        }
+        let mut units = super::present_units(&dir, 7);
+        units.sort();
+        assert_eq!(units, [0, 12]);
+        assert!(super::present_units(&dir.join("absent"), 7).is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn only_plain_http_to_another_machine_is_warned_of() {

@@ -45,7 +45,11 @@ async fn self_play_chunks_are_checked_then_stored_and_streamed() {
     let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
     assert_eq!((state.state.as_str(), state.positions), ("finished", records));
     let chunks = crate::common::collect(
-        admin.stream_training_data(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner(),
+        admin
+            .stream_training_data(v1::TrainingDataRequest { job_id: job.job_id, ..Default::default() })
+            .await
+            .unwrap()
+            .into_inner(),
     )
     .await;
     assert_eq!(chunks.iter().map(|c| c.unit).collect::<Vec<_>>(), [0, 1]);
@@ -57,12 +61,27 @@ async fn self_play_chunks_are_checked_then_stored_and_streamed() {
     let request = v1::UploadChunkRequest { lease_id: lease.lease_id, unit: 0, chunk: other, games: 2 };
     worker.upload_chunk(request).await.unwrap();
     let again = crate::common::collect(
-        admin.stream_training_data(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner(),
+        admin
+            .stream_training_data(v1::TrainingDataRequest { job_id: job.job_id, ..Default::default() })
+            .await
+            .unwrap()
+            .into_inner(),
     )
     .await;
     assert_eq!(again, chunks);
     let state = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
     assert_eq!(state.positions, records);
+
+    // A caller that holds some chunks is sent the others only: a loop's window
+    // downloads each older generation again (#59's data reuse).
+    let rest = v1::TrainingDataRequest { job_id: job.job_id, present_units: vec![0, 7] };
+    let rest = crate::common::collect(admin.stream_training_data(rest).await.unwrap().into_inner()).await;
+    assert_eq!(rest, chunks[1..]);
+    let local = TempDir::new("chunks-download");
+    let first = xq_proto::client::download_training_data(&mut admin, job.job_id, &local.0).await.unwrap();
+    assert_eq!((first.written, first.present), (2, 0));
+    let second = xq_proto::client::download_training_data(&mut admin, job.job_id, &local.0).await.unwrap();
+    assert_eq!((second.written, second.present), (0, 2));
 
     // A stored chunk damaged on disk is refused on read, naming its file, whether a
     // byte changed or the file was cut short.
@@ -72,12 +91,24 @@ async fn self_play_chunks_are_checked_then_stored_and_streamed() {
     let mut bytes = std::fs::read(&files[1]).unwrap();
     bytes[40] ^= 0x10;
     std::fs::write(&files[1], &bytes).unwrap();
-    let stream = admin.stream_training_data(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+    let stream = admin
+        .stream_training_data(v1::TrainingDataRequest { job_id: job.job_id, ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner();
     let damaged = read_until_error(stream).await;
     assert_eq!(damaged.code(), Code::DataLoss, "{damaged:?}");
     assert!(damaged.message().contains("do not hash") && damaged.message().contains("chunks/"), "{damaged:?}");
+    // A unit the caller holds is not read at all.
+    let around = v1::TrainingDataRequest { job_id: job.job_id, present_units: vec![1] };
+    let around = crate::common::collect(admin.stream_training_data(around).await.unwrap().into_inner()).await;
+    assert_eq!(around, chunks[..1]);
     std::fs::write(&files[1], &bytes[..bytes.len() / 2]).unwrap();
-    let stream = admin.stream_training_data(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+    let stream = admin
+        .stream_training_data(v1::TrainingDataRequest { job_id: job.job_id, ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner();
     let cut = read_until_error(stream).await;
     assert_eq!(cut.code(), Code::DataLoss, "{cut:?}");
     assert!(cut.message().contains("shorter than"), "{cut:?}");

@@ -494,8 +494,14 @@ async fn a_worker_plays_self_play_jobs_of_both_games_and_the_trainer_can_stream_
             wait_for(&mut admin, job.job_id, Duration::from_secs(600), "a self-play job", |j| j.state != "running")
                 .await;
         assert_eq!((state.state.as_str(), state.units_done), ("finished", 2), "{variant}");
-        let chunks =
-            collect(admin.stream_training_data(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner()).await;
+        let chunks = collect(
+            admin
+                .stream_training_data(v1::TrainingDataRequest { job_id: job.job_id, ..Default::default() })
+                .await
+                .unwrap()
+                .into_inner(),
+        )
+        .await;
         assert_eq!(chunks.iter().map(|c| c.unit).collect::<Vec<_>>(), [0, 1]);
         let mut records = 0;
         for chunk in &chunks {

@@ -192,7 +192,10 @@ fn methods(job: u64, lease: &v1::Lease) -> Vec<Method> {
             ],
         ),
         client_method("/xq.v1.Client/DownloadGames", vec![id.clone()]),
-        client_method("/xq.v1.Client/StreamTrainingData", vec![id.clone()]),
+        client_method(
+            "/xq.v1.Client/StreamTrainingData",
+            vec![id.clone(), v1::TrainingDataRequest { job_id: 1, present_units: vec![0, u64::MAX] }.encode_to_vec()],
+        ),
         client_method("/xq.v1.Client/AddNet", vec![v1::AddNetRequest::default().encode_to_vec()]),
         client_method("/xq.v1.Client/SetNetTest", vec![v1::SetNetTestRequest::default().encode_to_vec()]),
         client_method("/xq.v1.Client/ListNets", vec![v1::ListNetsRequest::default().encode_to_vec()]),

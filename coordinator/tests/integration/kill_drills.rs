@@ -175,7 +175,14 @@ async fn the_coordinator_killed_between_a_chunk_s_commit_and_acknowledgement_sto
         let records: usize = chunks.iter().map(|c| xq_engine::xiangqi::data::read_chunk(c).unwrap().len()).sum();
         let state = admin.get_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
         assert_eq!((state.state.as_str(), state.units_done, state.positions), ("finished", 12, records as u64));
-        let streamed = collect(admin.stream_training_data(v1::JobId { job_id: job }).await.unwrap().into_inner()).await;
+        let streamed = collect(
+            admin
+                .stream_training_data(v1::TrainingDataRequest { job_id: job, ..Default::default() })
+                .await
+                .unwrap()
+                .into_inner(),
+        )
+        .await;
         let streamed: Vec<(u64, Vec<u8>)> = streamed.into_iter().map(|c| (c.unit, c.chunk)).collect();
         assert_eq!(streamed, lease.units.iter().copied().zip(chunks).collect::<Vec<_>>(), "{backend:?}: each once");
         assert_eq!(stored_units(coordinator.storage().await.pool(), job).await, 12, "{backend:?}");

@@ -87,13 +87,27 @@ async fn finished_jobs_lose_their_stored_data_after_its_retention_and_keep_their
         let kept = collect(admin.download_games(get(running)).await.unwrap().into_inner()).await;
         let text: String = kept.into_iter().map(|piece| piece.pgn).collect();
         assert_eq!(xq_engine::xiangqi::pgn::parse_pgn(&text).unwrap().len(), 2);
-        let chunks = collect(admin.stream_training_data(get(selfplay)).await.unwrap().into_inner()).await;
+        let chunks = collect(
+            admin
+                .stream_training_data(v1::TrainingDataRequest { job_id: get(selfplay).job_id, ..Default::default() })
+                .await
+                .unwrap()
+                .into_inner(),
+        )
+        .await;
         assert_eq!(chunks.len(), 1);
 
         // Past three days, the training data goes too; a second pass finds nothing.
         assert_eq!(remove_expired_data(shared, now_ms() + 4 * DAY_MS).await.unwrap(), [selfplay]);
         assert!(!served.data.join(format!("chunks/{selfplay}")).exists());
-        assert_eq!(admin.stream_training_data(get(selfplay)).await.unwrap_err().code(), Code::NotFound);
+        assert_eq!(
+            admin
+                .stream_training_data(v1::TrainingDataRequest { job_id: get(selfplay).job_id, ..Default::default() })
+                .await
+                .unwrap_err()
+                .code(),
+            Code::NotFound
+        );
         assert!(remove_expired_data(shared, now_ms() + 5 * DAY_MS).await.unwrap().is_empty());
         let audit = admin.list_audit(v1::ListAuditRequest::default()).await.unwrap().into_inner();
         assert_eq!(audit.entries.iter().filter(|e| e.action == "job.data_removed").count(), 2, "{backend:?}");

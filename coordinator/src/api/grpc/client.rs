@@ -433,12 +433,15 @@ impl v1::client_server::Client for ClientApi {
 
     async fn stream_training_data(
         &self,
-        request: Request<v1::JobId>,
+        request: Request<v1::TrainingDataRequest>,
     ) -> Result<Response<Self::StreamTrainingDataStream>, Status> {
         let caller = client_of(&request)?;
-        let id = request.into_inner().job_id;
-        let stream =
-            self.0.unit_bytes(id, Stored::Chunks)?.map(|r| r.map(|(unit, chunk)| v1::TrainingChunk { unit, chunk }));
+        let request = request.into_inner();
+        let present = request.present_units.into_iter().collect();
+        let stream = self
+            .0
+            .unit_bytes_except(request.job_id, Stored::Chunks, present)?
+            .map(|r| r.map(|(unit, chunk)| v1::TrainingChunk { unit, chunk }));
         Ok(Response::new(self.0.holding(holder(&caller), Box::pin(stream))?))
     }
 

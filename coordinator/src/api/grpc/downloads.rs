@@ -7,7 +7,7 @@ use crate::api::grpc::{Shared, Stream_, unreadable};
 use crate::jobs::JobSpec;
 use crate::storage::Storage;
 use crate::storage::rows::UnitFile;
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::path::PathBuf;
 use tokio::io::AsyncReadExt;
 use tokio_stream::StreamExt;
@@ -136,12 +136,18 @@ impl Shared {
     /// no unit's bytes (a read-ahead of four units a stream let unread streams pin
     /// memory without bound: review of 2026-11-28, F2).
     pub fn unit_bytes(&self, id: u64, wanted: Stored) -> Result<UnitStream, Status> {
+        self.unit_bytes_except(id, wanted, HashSet::new())
+    }
+
+    /// [`Shared::unit_bytes`] but the units in `present`, which are not read.
+    pub fn unit_bytes_except(&self, id: u64, wanted: Stored, present: HashSet<u64>) -> Result<UnitStream, Status> {
         self.units_readable(id, wanted)?;
         let cursor = UnitCursor {
             storage: self.storage.clone(),
             data_dir: self.data_dir.clone(),
             job: id,
             wanted,
+            present,
             after: None,
             page: VecDeque::new(),
             failed: false,
@@ -156,6 +162,8 @@ struct UnitCursor {
     data_dir: PathBuf,
     job: u64,
     wanted: Stored,
+    /// Units the caller has: passed over.
+    present: HashSet<u64>,
     /// The last unit given.
     after: Option<u64>,
     /// The units of the index's page read last, not given yet.
@@ -170,17 +178,22 @@ impl UnitCursor {
         if self.failed {
             return None;
         }
-        if self.page.is_empty() {
-            match self.storage.unit_files(self.job as i64, self.after, 64).await {
-                Ok(page) => self.page = page.into(),
-                Err(e) => {
-                    self.failed = true;
-                    return Some((Err(Status::unavailable(e.to_string())), self));
+        let unit = loop {
+            if self.page.is_empty() {
+                match self.storage.unit_files(self.job as i64, self.after, 64).await {
+                    Ok(page) => self.page = page.into(),
+                    Err(e) => {
+                        self.failed = true;
+                        return Some((Err(Status::unavailable(e.to_string())), self));
+                    }
                 }
             }
-        }
-        let unit = self.page.pop_front()?;
-        self.after = Some(unit.unit);
+            let unit = self.page.pop_front()?;
+            self.after = Some(unit.unit);
+            if !self.present.contains(&unit.unit) {
+                break unit;
+            }
+        };
         let item = match read_slice(self.data_dir.join(&unit.file), unit.offset, unit.length).await {
             Ok(bytes) if self.wanted == Stored::Chunks => {
                 check_stored_chunk(&unit.file, &bytes).map(|()| (unit.unit, bytes))
