@@ -77,10 +77,10 @@ pub struct TrainSettings {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub factorise: bool,
     /// Epochs without a lower validation loss after which the run stops early (none:
-    /// it trains every epoch). The net is the best epoch's either way; a seeded loop's
-    /// runs saw their validation loss rise after the first epoch (docs/benchmarks.md),
-    /// so the epochs past it were time spent for nothing. Not recorded when none, so
-    /// that checkpoints of runs before it resume.
+    /// it trains every epoch). The net is the best epoch's either way. On a cosine
+    /// schedule the loss can rise for epochs and then fall below its first low as the
+    /// rate ends (seeded-gen3's did: docs/benchmarks.md), so no default uses it. Not
+    /// recorded when none, so that checkpoints of runs before it resume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patience: Option<usize>,
 }

@@ -171,6 +171,12 @@ async fn a_lineage_seeded_with_the_embedded_net_plays_trains_from_and_tests_agai
     assert_eq!(std::fs::read(out.join("seed.xqnn")).unwrap(), embedded.to_bytes());
     assert_eq!((net.generation, net.parent_id), (1, seed.net_id), "{net:?}");
     assert_eq!(factorised(&net), None, "trained from the seed's net, which has no factor, without one");
+    // A seeded generation trains with the recipe of the generations shipped: the rate
+    // 5e-4 over every epoch (a run of 2026-12-07 stopped by patience at its third epoch
+    // gained nothing measurable).
+    let description: serde_json::Value = serde_json::from_str(&net.description).unwrap();
+    assert_eq!(description["settings"]["rate"]["rate"], 5e-4, "{description}");
+    assert_eq!(description["settings"]["patience"], serde_json::Value::Null, "{description}");
     // It played the seed, trained from it, and was tested against it.
     let [data] = self_play_jobs(&mut admin, 1).await.try_into().expect("one self-play job");
     assert!(data.summary.contains("net tiny-seed.xqnn"), "{}", data.summary);

@@ -150,8 +150,8 @@ struct TrainingArgs {
     /// Positions per batch.
     #[arg(long, default_value_t = 16_384)]
     batch_size: usize,
-    /// The learning rate (default 1e-3; 2e-4 for a loop from a seed net, which at
-    /// 1e-3 lost 35 Elo to its seed and at 2e-4 gained 18: docs/benchmarks.md).
+    /// The learning rate (default 1e-3; 5e-4 for a loop from a seed net, the rate of
+    /// every generation shipped: docs/benchmarks.md).
     #[arg(long)]
     lr: Option<f64>,
     /// The learning-rate schedule.
@@ -216,8 +216,9 @@ struct TrainingArgs {
     #[arg(long, value_enum, default_value = "auto", num_args = 0..=1, default_missing_value = "on")]
     factorise: Factorising,
     /// Stop a run once this many epochs pass without a lower validation loss (the net
-    /// is the best epoch's either way; default: train every epoch, and 2 for a loop
-    /// from a seed net, whose validation loss rose after the first epoch); 0: never.
+    /// is the best epoch's either way; default: train every epoch, which a seeded
+    /// generation needs: its loss rises after the first epoch and falls below the
+    /// seed's as the cosine schedule ends); 0: never.
     #[arg(long)]
     patience: Option<usize>,
     /// auto (CUDA when present), cpu or cuda.
@@ -246,7 +247,7 @@ impl TrainingArgs {
         let factorise = self.factorise.resolve(out, init.as_deref())?;
         let (rate, patience) = match recipe {
             Recipe::Fresh => (1e-3, None),
-            Recipe::Seeded => (2e-4, Some(2)),
+            Recipe::Seeded => (5e-4, None),
         };
         Ok(TrainSettings {
             data,
