@@ -12,6 +12,10 @@ use crate::storage::now_ms;
 use crate::storage::rows::{UnitRow, abandoned_games};
 use std::collections::HashSet;
 
+/// The outcome of an SPRT that played its most pairs without accepting either
+/// hypothesis (a net so tested is rejected).
+const SPRT_UNDECIDED: &str = "undecided at its most pairs";
+
 impl Scheduler {
     /// Counts a refused report against its worker and, when the lease is known, its job.
     pub fn note_refusal(&self, worker: u64, lease_id: u64) {
@@ -147,7 +151,9 @@ impl Scheduler {
                     && job.row.units_done >= job.row.units_total
                     && (job.rechecks.is_empty() || !recheckable(job, workers, online_since))
                 {
-                    ending = Some(("finished", ""));
+                    // An SPRT at its most pairs ends without a verdict, and says so.
+                    let sprt = matches!(&*job.spec, JobSpec::Match(m) if m.sprt.is_some());
+                    ending = Some(("finished", if sprt { SPRT_UNDECIDED } else { "" }));
                     unchecked = std::mem::take(&mut job.rechecks).into_keys().collect();
                 }
             }

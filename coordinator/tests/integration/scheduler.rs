@@ -31,6 +31,30 @@ fn units(lease: &v1::Lease) -> Vec<u64> {
     lease.units.clone()
 }
 
+/// An SPRT that plays its most pairs without a verdict ends saying so (a loop's log
+/// printed an empty outcome for such a test), and a fixed-length test ends as before.
+#[tokio::test]
+async fn an_sprt_at_its_most_pairs_ends_undecided() {
+    let served = serve(BACKENDS[0], config()).await;
+    let mut admin = client(served.address, &served.client_token).await;
+    let sprt = v1::SprtSpec { elo0: 0.0, elo1: 10.0, alpha: 0.05, beta: 0.05, ..Default::default() };
+    let mut worker = registered_worker(&served, "w", &[]).await;
+    for (sprt, outcome) in [(Some(sprt), "undecided at its most pairs"), (None, "")] {
+        let request = test_request(&mut admin, 1, sprt).await;
+        let job = admin.create_test(request).await.unwrap().into_inner();
+        let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+        let report = v1::ReportPairsRequest {
+            lease_id: lease.lease_id,
+            pairs: vec![pair(0, [1, 1])],
+            cumulative: Some(totals(&[[1, 1]])),
+            ..Default::default()
+        };
+        worker.report_pairs(report).await.unwrap();
+        let ended = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
+        assert_eq!((ended.state.as_str(), ended.outcome.as_str()), ("finished", outcome));
+    }
+}
+
 #[tokio::test]
 async fn expired_leases_come_back_with_the_same_units_and_nothing_counts_twice() {
     for backend in BACKENDS {
