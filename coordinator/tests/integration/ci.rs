@@ -177,8 +177,10 @@ async fn a_ci_job_names_builds_ranks_and_a_capped_preset_over_http() {
             "sha256": stored[2],
             "ranks": "1-10",
             "fen": "he",
+            "bench_nps": 1_500_000,
         },
-        "base": {"name": "fsf-master", "sha256": stored[2], "ranks": "1-10"},
+        // Time odds: the base thinks on a clock twice the preset's.
+        "base": {"name": "fsf-master", "sha256": stored[2], "ranks": "1-10", "tc": "20+0.2"},
         "preset": "stc",
         "max_pairs": 600,
         "max_plies": 300,
@@ -190,13 +192,21 @@ async fn a_ci_job_names_builds_ranks_and_a_capped_preset_over_http() {
     let job: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!((job["kind"].as_str(), job["units_total"].as_u64()), (Some("sprt"), Some(600)), "{job}");
     assert_eq!((job["sprt_spec"]["elo0"].as_f64(), job["sprt_spec"]["elo1"].as_f64()), (Some(0.0), Some(2.0)));
+    assert!(job["summary"].as_str().unwrap().contains("10+0.1 vs 20+0.2"), "{job}");
     // A worker with avx2 is leased the avx2 build, told how the engines talk.
     let mut worker = registered_worker(&served, "w", &["avx2"]).await;
     let lease = worker.lease(xq_proto::v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
     let Some(xq_proto::v1::lease::Work::MatchSpec(spec)) = lease.work else { panic!("a match") };
-    let new = spec.new_engine.unwrap();
+    let new = spec.new_engine.clone().unwrap();
     assert_eq!(new.binary.map(|b| b.sha256), Some(stored[1].clone()), "the build its processor runs");
     assert_eq!((new.ranks.as_str(), new.fen_letters.as_str(), spec.max_plies), ("1-10", "he", 300));
+    // The engine's bench speed goes to the worker, which scales the clocks by it when
+    // the coordinator scales at all; the base's own clock is the preset's doubled.
+    assert_eq!(new.bench_nps, 1_500_000);
+    let scales = xq_coordinator::scheduler::config::SchedulerConfig::default().reference_nps != 0;
+    assert_eq!(spec.scale_by_engine_speed, scales);
+    let [new_clock, base_clock] = xq_proto::speed::engine_time_controls(&spec).unwrap();
+    assert_eq!(base_clock.scaled(0.5).to_string(), new_clock.to_string(), "{spec:?}");
     // A cap without bounds to cap, or beside a number of pairs, is refused.
     for (field, value, problem) in
         [("preset", serde_json::json!(""), "max_pairs caps an SPRT"), ("pairs", serde_json::json!(10), "not both")]
