@@ -13,14 +13,13 @@ use xq_proto::v1;
 use crate::access::caller::Caller;
 use crate::access::tokens::Role;
 use crate::jobs::JobSpec;
+use crate::jobs::checks::check_lineage;
 use crate::scheduler::{ScheduleError, Scheduler};
 use crate::storage::changes::Change;
 use crate::storage::now_ms;
 use crate::storage::rows::NetRow;
 use crate::storage::writer::Writer;
 
-/// The longest lineage name.
-const MAX_LINEAGE: usize = 64;
 /// The longest description: the engine's own limit on a net's description.
 const MAX_DESCRIPTION: usize = 65_536;
 
@@ -124,14 +123,7 @@ impl Nets {
             return Err(invalid(format!("artifact {name} is a {kind}, not a net")));
         }
         let lineage = &request.lineage;
-        if lineage.is_empty()
-            || lineage.len() > MAX_LINEAGE
-            || !lineage.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-        {
-            return Err(invalid(format!(
-                "lineage '{lineage}': 1 to {MAX_LINEAGE} letters, digits, dots, dashes or underscores"
-            )));
-        }
+        check_lineage("lineage", lineage).map_err(|e| invalid(e.to_string()))?;
         if request.generation == 0 && (request.parent_id != 0 || request.data_job_id != 0) {
             return Err(invalid(
                 "generation 0 is the lineage's seed, a net trained elsewhere: it has no parent and no data job"

@@ -708,6 +708,9 @@
         entries.push(["Positions", String(job.positions), "positions"]);
       }
       entries.push(["Variant", job.variant || "xiangqi"]);
+      if (job.lineage) {
+        entries.push(["Lineage", el("a", { href: `/nets?lineage=${encodeURIComponent(job.lineage)}` }, job.lineage), "job-lineage"]);
+      }
       entries.push(["Units", `${job.units_done} of ${job.units_total}`]);
       entries.push(["Leases in flight", String(job.active_leases)]);
       entries.push([job.kind === "selfplay" ? "Refused chunks" : "Refused reports", String(job.refused_reports || 0), "refused"]);
@@ -1200,8 +1203,8 @@
     const body = el("tbody");
     const count = el("p", { class: "count", role: "status" });
     const columns = ["#", "Lineage", "Generation", "Parent", "State", "Test", "Data", "Positions", "Epochs", "Train loss", "Validation loss", "Created"];
-    // A named lineage's generation in progress: the loop's running jobs, which it labels
-    // "lineage NAME generation N ..." (xq-trainer's closed_loop), before their net exists.
+    // A named lineage's generation in progress, before its net exists: the running jobs
+    // xq-trainer's loop made for the lineage (its self-play and its test).
     const runningBody = el("tbody");
     const running = el("section", { id: "lineage-running", hidden: true },
       el("h2", {}, "In progress"),
@@ -1217,7 +1220,7 @@
         el("thead", {}, el("tr", {}, columns.map((c) => el("th", { scope: "col" }, c)))), body));
     const loadRunning = async (name) => {
       const jobs = name
-        ? (await api(`/api/v1/jobs?state=running&q=${encodeURIComponent(`lineage ${name} generation`)}`)).jobs || []
+        ? (await api(`/api/v1/jobs?state=running&lineage=${encodeURIComponent(name)}`)).jobs || []
         : [];
       runningBody.replaceChildren(...jobs.map(testRow));
       running.hidden = jobs.length === 0;

@@ -531,6 +531,7 @@ async fn create_self_play(
         priority: 0,
         description: self_play_label(&settings.lineage, generation),
         throughput: 0,
+        lineage: settings.lineage.clone(),
     };
     let id = request_id(&settings.lineage, generation, "selfplay");
     Ok(client::create_named(client, &request, &id, |mut client, request| async move {
@@ -594,6 +595,7 @@ fn test_request(
         preset: String::new(),
         // Without a book of its own, the loop's tests play the coordinator's.
         start_position: false,
+        lineage: settings.lineage.clone(),
     }
 }
 

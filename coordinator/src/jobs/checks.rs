@@ -27,6 +27,24 @@ pub(crate) fn check_name(field: &'static str, text: &str, max: usize) -> Result<
     Ok(())
 }
 
+/// The longest net lineage name.
+pub const MAX_LINEAGE: usize = 64;
+
+/// A net lineage's name: a net's (the registry), or the one a job plays for (the
+/// loop's self-play and tests), which lists filter on.
+pub(crate) fn check_lineage(field: &'static str, lineage: &str) -> Result<(), SpecError> {
+    if lineage.is_empty()
+        || lineage.len() > MAX_LINEAGE
+        || !lineage.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    {
+        return Err(bad(
+            field,
+            format!("'{lineage}': 1 to {MAX_LINEAGE} letters, digits, dots, dashes or underscores"),
+        ));
+    }
+    Ok(())
+}
+
 /// The longest CPU flag a job may require or a worker declare: Linux's flag names are
 /// short words (`avx512_vp2intersect`, 19 characters, is among the longest).
 pub const MAX_CPU_FLAG_CHARS: usize = 32;

@@ -1,6 +1,6 @@
 //! Self-play jobs: training data from our engine playing itself; the request's checks.
 
-use crate::jobs::checks::{MAX_UNITS, SpecError, bad, check_artifact, check_name};
+use crate::jobs::checks::{MAX_UNITS, SpecError, bad, check_artifact, check_lineage, check_name};
 use xq_engine::variant::Variant;
 use xq_engine::xiangqi::data::MAX_RECORDS;
 use xq_engine::xiangqi::rules::RuleSet;
@@ -35,6 +35,9 @@ pub fn check_self_play(request: &v1::CreateSelfPlayRequest) -> Result<(), SpecEr
     }
     if !(1..=MAX_UNITS).contains(&request.units) {
         return Err(bad("units", format!("between 1 and {MAX_UNITS}")));
+    }
+    if !request.lineage.is_empty() {
+        check_lineage("lineage", &request.lineage)?;
     }
     check_name("description", &request.description, 200)
 }
@@ -120,5 +123,10 @@ mod tests {
         };
         assert!(check_self_play(&random(MAX_RANDOM_PLIES)).is_ok());
         assert_eq!(check_self_play(&random(MAX_RANDOM_PLIES + 1)).unwrap_err().field, "spec.random_plies");
+        // A lineage is a net lineage's name, as the registry takes it.
+        let lineage = |name: &str| v1::CreateSelfPlayRequest { lineage: name.to_owned(), ..good.clone() };
+        assert!(check_self_play(&lineage("loop59")).is_ok());
+        assert_eq!(check_self_play(&lineage("loop 59")).unwrap_err().field, "lineage");
+        assert_eq!(check_self_play(&lineage(&"l".repeat(65))).unwrap_err().field, "lineage");
     }
 }

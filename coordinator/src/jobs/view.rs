@@ -20,6 +20,7 @@ pub struct Listing {
     time_control: String,
     engines: [String; 2],
     bounds: Option<(f64, f64)>,
+    lineage: String,
 }
 
 impl Listing {
@@ -31,6 +32,7 @@ impl Listing {
             time_control: job.time_control.clone(),
             engines: [job.new_engine.clone(), job.base_engine.clone()],
             bounds: job.sprt_spec.as_ref().map(|s| (s.elo0, s.elo1)),
+            lineage: job.lineage.clone(),
         }
     }
 
@@ -45,6 +47,7 @@ impl Listing {
         (search.is_empty() || self.text.iter().any(|text| text.contains(search)) || self.id == search)
             && (request.time_control.is_empty() || self.time_control == request.time_control)
             && (request.engine.is_empty() || self.engines.contains(&request.engine))
+            && (request.lineage.is_empty() || self.lineage == request.lineage)
             && request.elo0.is_none_or(|elo0| self.bounds.is_some_and(|b| b.0 == elo0))
             && request.elo1.is_none_or(|elo1| self.bounds.is_some_and(|b| b.1 == elo1))
     }
@@ -153,6 +156,10 @@ pub fn job_view(
         source: request.and_then(|r| r.source.clone()),
         compare_url: request.and_then(|r| r.source.as_ref()).and_then(compare_url).unwrap_or_default(),
         book: request.and_then(|r| r.book.clone()),
+        lineage: match spec {
+            JobSpec::SelfPlay(r) => r.lineage.clone(),
+            _ => request.map_or(String::new(), |r| r.lineage.clone()),
+        },
     }
 }
 

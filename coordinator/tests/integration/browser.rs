@@ -511,34 +511,36 @@ async fn a_test_page_counts_the_wins_by_a_repetition_ruling_apart() {
 }
 
 /// A lineage's page while its loop runs (#59): the generation in progress, whose net
-/// does not exist yet, shows as its running job (another lineage's does not), and
-/// leaves the page by itself once the job ends.
+/// does not exist yet, shows as the running job the loop made for the lineage (not
+/// another lineage's, nor a job that only names it in its description), links back to
+/// the lineage from its own page, and leaves the lineage's page by itself once it ends.
 #[tokio::test]
 async fn a_lineage_page_shows_its_generation_in_progress_live() {
     let served = serve(Backend::Sqlite, SchedulerConfig::default()).await;
     let base = format!("http://{}", served.address);
     let mut admin = client(served.address, &served.client_token).await;
-    let mut self_play = async |description: &str| {
+    let mut self_play = async |lineage: &str, description: &str| {
         let spec = v1::SelfPlaySpec { nodes: 100, games_per_unit: 1, ..Default::default() };
         let request = v1::CreateSelfPlayRequest {
             spec: Some(spec),
             units: 4,
             description: description.to_owned(),
+            lineage: lineage.to_owned(),
             ..Default::default()
         };
         admin.create_self_play(request).await.unwrap().into_inner().job_id
     };
-    // The labels xq-trainer's loop gives its jobs.
-    let ours = self_play("lineage main generation 2 self-play").await;
-    let theirs = self_play("lineage mainline generation 2 self-play").await;
+    let ours = self_play("main", "generation 2 self-play").await;
+    let theirs = self_play("mainline", "generation 2 self-play").await;
+    let namesake = self_play("", "self-play like lineage main's").await;
     let session = session(1280, 900).await;
     let browser = &session.browser;
     browser.goto(&format!("{base}/nets?lineage=main")).await.unwrap();
     let running = wait_for_text(browser, "#lineage-running", |t| t.contains("In progress")).await;
-    assert!(running.contains("lineage main generation 2 self-play"), "{running}");
+    assert!(running.contains("generation 2 self-play"), "{running}");
     let rows = browser.find_all(Locator::Css("#lineage-jobs tbody tr")).await.unwrap();
     assert_eq!(rows.len(), 1, "{running}");
-    assert_eq!(rows[0].attr("data-job-id").await.unwrap(), Some(ours.to_string()), "not job {theirs}");
+    assert_eq!(rows[0].attr("data-job-id").await.unwrap(), Some(ours.to_string()), "not job {theirs} or {namesake}");
     screenshot(browser, "lineage-running").await;
     admin.stop_job(v1::JobId { job_id: ours }).await.unwrap();
     browser.execute("window.xqMarker = 'same page';", vec![]).await.unwrap();
@@ -549,6 +551,12 @@ async fn a_lineage_page_shows_its_generation_in_progress_live() {
     }
     let marker = browser.execute("return window.xqMarker;", vec![]).await.unwrap();
     assert_eq!(marker, json!("same page"), "the page was reloaded");
+    browser.goto(&format!("{base}/tests/{theirs}")).await.unwrap();
+    wait_for_text(browser, "#job-lineage", |t| t == "mainline").await;
+    browser.find(Locator::Css("#job-lineage a")).await.unwrap().click().await.unwrap();
+    wait_for_text(browser, "h1", |t| t == "Nets").await;
+    let url = browser.current_url().await.unwrap();
+    assert!(url.as_str().ends_with("/nets?lineage=mainline"), "{url}");
     session.browser.clone().close().await.unwrap();
 }
 

@@ -45,11 +45,13 @@ async fn nets(admin: &mut Client) -> Vec<v1::Net> {
     admin.list_nets(v1::ListNetsRequest { lineage: "tiny".to_owned() }).await.unwrap().into_inner().nets
 }
 
-/// The self-play jobs the loop made for `generation`.
+/// The self-play jobs the loop made for `generation`: those of its lineage, as the
+/// coordinator filters them, with the generation's label.
 async fn self_play_jobs(admin: &mut Client, generation: u32) -> Vec<v1::Job> {
-    let jobs = admin.list_jobs(v1::ListJobsRequest::default()).await.unwrap().into_inner().jobs;
+    let request = v1::ListJobsRequest { lineage: "tiny".to_owned(), kind: "selfplay".to_owned(), ..Default::default() };
+    let jobs = admin.list_jobs(request).await.unwrap().into_inner().jobs;
     let label = format!("lineage tiny generation {generation} self-play");
-    jobs.into_iter().filter(|j| j.kind == "selfplay" && j.description == label).collect()
+    jobs.into_iter().filter(|j| j.description == label).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -74,6 +76,7 @@ async fn the_loop_trains_tests_and_records_a_generation_and_resumes_after_a_kill
     assert!(data.summary.ends_with("handcrafted"), "{}", data.summary);
     let test = admin.get_job(v1::JobId { job_id: net.test_job_id }).await.unwrap().into_inner();
     assert_eq!((test.kind.as_str(), test.state.as_str()), ("sprt", "finished"), "{test:?}");
+    assert_eq!((data.lineage.as_str(), test.lineage.as_str()), ("tiny", "tiny"), "the loop's jobs are its lineage's");
     let stdout = String::from_utf8_lossy(&first.stdout);
     assert!(stdout.contains(&format!("generation 1: net {} {}", net.net_id, net.state)), "{stdout}");
     let stages = stdout.lines().find(|line| line.starts_with("generation 1: self-play ")).expect("stage times");

@@ -107,6 +107,8 @@ pub struct JobsQuery {
     engine: Option<String>,
     /// A submitter's token id.
     submitter: Option<String>,
+    /// A net lineage's name: the jobs xq-trainer's loop made for it.
+    lineage: Option<String>,
     /// "elo0,elo1".
     bounds: Option<String>,
     limit: Option<String>,
@@ -151,6 +153,7 @@ impl JobsQuery {
             time_control: self.tc.unwrap_or_default().trim().to_owned(),
             engine: self.engine.unwrap_or_default().trim().to_owned(),
             submitter: self.submitter.unwrap_or_default().trim().to_owned(),
+            lineage: self.lineage.unwrap_or_default().trim().to_owned(),
             elo0,
             elo1,
         })

@@ -10,21 +10,8 @@ use tokio::io::AsyncWriteExt;
 use xq_proto::client::Client;
 use xq_proto::v1;
 
-/// `xq list`: the running jobs, or with `--all` every job, a line each; only those
-/// with an engine of that name, or of that submitter, when asked.
-pub async fn list(
-    client: &mut Client,
-    all: bool,
-    engine: Option<String>,
-    submitter: Option<String>,
-) -> anyhow::Result<()> {
-    let request = v1::ListJobsRequest {
-        active_only: !all,
-        limit: 100,
-        engine: engine.unwrap_or_default(),
-        submitter: submitter.unwrap_or_default(),
-        ..Default::default()
-    };
+/// `xq list`: the jobs `request`'s filters pass, a line each.
+pub async fn list(client: &mut Client, request: v1::ListJobsRequest) -> anyhow::Result<()> {
     let jobs = client.list_jobs(request).await?.into_inner().jobs;
     for job in jobs {
         out!("{}", job_line(&job));

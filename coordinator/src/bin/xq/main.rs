@@ -118,6 +118,9 @@ enum Command {
         /// Only jobs of this submitter (the token id lists give).
         #[arg(long)]
         submitter: Option<String>,
+        /// Only the jobs xq-trainer's loop made for this net lineage.
+        #[arg(long)]
+        lineage: Option<String>,
     },
     /// Shows one job.
     Show { job: u64 },
@@ -331,7 +334,17 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Selfplay(args) => selfplay::submit(client, args).await,
         Command::Verify(args) => verify::submit(client, args).await,
         Command::Verification { job, jsonl, pgn } => verify::report(client, job, jsonl, pgn).await,
-        Command::List { all, engine, submitter } => jobs::list(client, all, engine, submitter).await,
+        Command::List { all, engine, submitter, lineage } => {
+            let request = v1::ListJobsRequest {
+                active_only: !all,
+                limit: 100,
+                engine: engine.unwrap_or_default(),
+                submitter: submitter.unwrap_or_default(),
+                lineage: lineage.unwrap_or_default(),
+                ..Default::default()
+            };
+            jobs::list(client, request).await
+        }
         Command::Show { job } => jobs::show(client, job).await,
         Command::Watch { job } => jobs::watch(client, job).await,
         Command::Stop { job } => jobs::stop(client, job).await,

@@ -33,6 +33,10 @@ pub struct SelfplayArgs {
     /// The net the engine plays with (uploaded); default: the handcrafted evaluation.
     #[arg(long)]
     net: Option<PathBuf>,
+    /// The net lineage whose next generation the games train (lists and the lineage's
+    /// page find the job by it); xq-trainer's loop sets its own.
+    #[arg(long, default_value = "")]
+    lineage: String,
 }
 
 /// `xq selfplay`: uploads the net, if any, and creates the job.
@@ -56,6 +60,7 @@ pub async fn submit(client: &mut Client, args: SelfplayArgs) -> anyhow::Result<(
         priority: args.priority,
         description: String::new(),
         throughput: args.throughput,
+        lineage: args.lineage,
     };
     let id = client::new_request_id();
     let job = client::create_named(client, &request, &id, |mut client, request| async move {

@@ -10,7 +10,7 @@ pub mod replay;
 pub mod source;
 
 use crate::jobs::Scaling;
-use crate::jobs::checks::{MAX_CPU_FLAG_CHARS, MAX_UNITS, SpecError, bad, check_artifact, check_name};
+use crate::jobs::checks::{MAX_CPU_FLAG_CHARS, MAX_UNITS, SpecError, bad, check_artifact, check_lineage, check_name};
 use crate::jobs::spsa::setup::SpsaSetup;
 use crate::jobs::test::course::Course;
 use crate::storage::rows::JobRow;
@@ -245,6 +245,9 @@ pub fn check_test(request: &v1::CreateTestRequest) -> Result<MatchJob, SpecError
         check_artifact("book", book)?;
     }
     check_name("description", &request.description, 200)?;
+    if !request.lineage.is_empty() {
+        check_lineage("lineage", &request.lineage)?;
+    }
     if let Some(source) = &request.source {
         source::check_source(source)?;
     }
@@ -380,6 +383,7 @@ pub(crate) mod tests {
             ("sprt", Box::new(|r| r.sprt.as_mut().unwrap().elo1 = -1.0)),
             ("sprt.model", Box::new(|r| r.sprt.as_mut().unwrap().model = "bayes".to_owned())),
             ("violation_timing", Box::new(|r| r.violation_timing = "fourfold".to_owned())),
+            ("lineage", Box::new(|r| r.lineage = "gen/2".to_owned())),
             ("pairs", Box::new(|r| r.sprt = None)),
             ("pairs", Box::new(|r| r.pairs = MAX_UNITS + 1)),
             ("book", Box::new(|r| r.book = Some(v1::ArtifactRef { sha256: "XYZ".to_owned(), ..Default::default() }))),
