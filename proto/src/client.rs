@@ -3,10 +3,12 @@
 //! job, and the download of a self-play job's training chunks into a directory, shared
 //! by `xq` and `xq-trainer`.
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use tokio_stream::{Stream, StreamExt};
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
@@ -295,20 +297,33 @@ pub struct Downloaded {
 /// ([`chunk_file_name`]), each written to a temporary name and renamed, so that an
 /// interrupted download leaves only whole chunks and the next one adds the rest.
 pub async fn download_training_data(client: &mut Client, job: u64, dir: &Path) -> Result<Downloaded, ClientError> {
-    let write_error = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| ClientError::Write { path, source }
-    };
-    std::fs::create_dir_all(dir).map_err(write_error(dir))?;
+    std::fs::create_dir_all(dir).map_err(|source| ClientError::Write { path: dir.to_path_buf(), source })?;
     let present_units = present_units(dir, job);
-    let mut downloaded = Downloaded { present: present_units.len(), ..Downloaded::default() };
-    let request = v1::TrainingDataRequest { job_id: job, present_units };
-    let mut stream = client.stream_training_data(request).await?.into_inner();
-    while let Some(chunk) = stream.message().await? {
+    let request = v1::TrainingDataRequest { job_id: job, present_units: present_units.clone() };
+    let stream = client.stream_training_data(request).await?.into_inner();
+    save_chunks(stream, job, dir, present_units.into_iter().collect()).await
+}
+
+/// Saves the chunks `stream` brings into `dir`, leaving the `present` units' files as
+/// they are.
+async fn save_chunks(
+    mut stream: impl Stream<Item = Result<v1::TrainingChunk, tonic::Status>> + Unpin,
+    job: u64,
+    dir: &Path,
+    present: HashSet<u64>,
+) -> Result<Downloaded, ClientError> {
+    let mut downloaded = Downloaded { present: present.len(), ..Downloaded::default() };
+    while let Some(chunk) = stream.next().await.transpose()? {
+        // A coordinator older than `present_units` sends every chunk.
+        if present.contains(&chunk.unit) {
+            continue;
+        }
         let path = dir.join(chunk_file_name(job, chunk.unit));
         let temporary = path.with_extension("part");
-        tokio::fs::write(&temporary, &chunk.chunk).await.map_err(write_error(&temporary))?;
-        tokio::fs::rename(&temporary, &path).await.map_err(write_error(&path))?;
+        tokio::fs::write(&temporary, &chunk.chunk)
+            .await
+            .map_err(|source| ClientError::Write { path: temporary.clone(), source })?;
+        tokio::fs::rename(&temporary, &path).await.map_err(|source| ClientError::Write { path, source })?;
         downloaded.written += 1;
     }
     Ok(downloaded)
@@ -336,6 +351,27 @@ mod tests {
         units.sort();
         assert_eq!(units, [0, 12]);
         assert!(super::present_units(&dir.join("absent"), 7).is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A coordinator that ignores the units the client holds (one older than
+    /// `present_units`) sends them all the same: their files are left as they were and
+    /// not counted as written.
+    #[tokio::test]
+    async fn chunks_of_units_present_are_neither_rewritten_nor_counted() {
+        let dir = std::env::temp_dir().join(format!("xq-save-chunks-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(super::chunk_file_name(3, 0)), b"kept").unwrap();
+        let chunk = |unit: u64| Ok(super::v1::TrainingChunk { unit, chunk: format!("unit {unit}").into_bytes() });
+        let stream = tokio_stream::iter([chunk(0), chunk(1)]);
+        let downloaded = super::save_chunks(stream, 3, &dir, [0].into()).await.unwrap();
+        assert_eq!(downloaded, super::Downloaded { written: 1, present: 1 });
+        assert_eq!(std::fs::read(dir.join(super::chunk_file_name(3, 0))).unwrap(), b"kept");
+        assert_eq!(std::fs::read(dir.join(super::chunk_file_name(3, 1))).unwrap(), b"unit 1");
+        let failing = tokio_stream::iter([chunk(2), Err(tonic::Status::unavailable("restarted"))]);
+        let error = super::save_chunks(failing, 3, &dir, Default::default()).await.unwrap_err();
+        assert!(error.to_string().contains("restarted"), "{error}");
+        assert_eq!(std::fs::read(dir.join(super::chunk_file_name(3, 2))).unwrap(), b"unit 2", "whole chunks stay");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
