@@ -6,6 +6,7 @@ use crate::jobs::spsa::SpsaRun;
 use crate::jobs::test::course::Course;
 use crate::jobs::view::{Listing, job_view};
 use crate::metrics::KindLabel;
+use crate::scheduler::reports::SPRT_UNDECIDED;
 use crate::scheduler::{
     FailureCounts, JobState, NewJob, Origin, PENDING, RequestKey, ScheduleError, Scheduler, ViewParts, is_live,
 };
@@ -325,7 +326,8 @@ impl Scheduler {
     /// Runs a stopped job again from where it stopped: its counted units kept, the
     /// units handed out and not counted played again first, the failures reported on
     /// it forgotten (their workers may play it again). A finished job runs again only
-    /// when it has units left (a fixed-length test whose pairs were raised).
+    /// when it has units left: a fixed-length test, or an SPRT undecided at its most
+    /// pairs, whose pairs were raised.
     pub async fn resume(&self, id: u64, stored: &[DoneUnit]) -> Result<v1::Job, ScheduleError> {
         let (changes, view) = {
             let mut state = self.lock();
@@ -333,7 +335,7 @@ impl Scheduler {
             let left = job.row.units_done < job.row.units_total;
             match job.row.state.as_str() {
                 "stopped" => {}
-                "finished" if left && job.row.outcome.is_empty() => {}
+                "finished" if left && ["", SPRT_UNDECIDED].contains(&job.row.outcome.as_str()) => {}
                 "finished" => {
                     return Err(ScheduleError::Invalid(format!(
                         "job {id} finished{}: raise its pairs first (xq modify), or clone it",

@@ -14,7 +14,7 @@ use std::collections::HashSet;
 
 /// The outcome of an SPRT that played its most pairs without accepting either
 /// hypothesis (a net so tested is rejected).
-const SPRT_UNDECIDED: &str = "undecided at its most pairs";
+pub(super) const SPRT_UNDECIDED: &str = "undecided at its most pairs";
 
 impl Scheduler {
     /// Counts a refused report against its worker and, when the lease is known, its job.

@@ -53,6 +53,14 @@ async fn an_sprt_at_its_most_pairs_ends_undecided() {
         let ended = admin.get_job(v1::JobId { job_id: job.job_id }).await.unwrap().into_inner();
         assert_eq!((ended.state.as_str(), ended.outcome.as_str()), ("finished", outcome));
     }
+    // Its pairs raised, the undecided SPRT plays on from where it stopped.
+    let capped = admin.list_jobs(v1::ListJobsRequest { kind: "sprt".to_owned(), ..Default::default() });
+    let capped = capped.await.unwrap().into_inner().jobs[0].job_id;
+    admin.modify_job(v1::ModifyJobRequest { job_id: capped, pairs: Some(2), ..Default::default() }).await.unwrap();
+    let resumed = admin.resume_job(v1::JobId { job_id: capped }).await.unwrap().into_inner();
+    assert_eq!((resumed.state.as_str(), resumed.outcome.as_str()), ("running", ""));
+    let lease = worker.lease(v1::LeaseRequest { concurrency: 1 }).await.unwrap().into_inner().lease.unwrap();
+    assert_eq!((lease.job_id, units(&lease)), (capped, vec![1]));
 }
 
 #[tokio::test]
