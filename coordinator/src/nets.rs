@@ -263,6 +263,13 @@ impl Nets {
         Ok(view(&row, scheduler))
     }
 
+    /// Refuses `caller` a job marked as `lineage`'s (the loop's self-play and tests,
+    /// which its page shows as its generation in progress) unless it may change the
+    /// lineage: its owner or an admin. A lineage with no net yet is anyone's.
+    pub fn may_mark_job(&self, lineage: &str, caller: &Caller) -> Result<(), ScheduleError> {
+        may_change(&self.lock(), lineage, caller)
+    }
+
     /// The nets, newest first; of one lineage when `lineage` is not empty.
     pub fn list(&self, lineage: &str, scheduler: &Scheduler) -> Vec<v1::Net> {
         let rows = self.lock();

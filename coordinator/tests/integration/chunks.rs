@@ -77,6 +77,11 @@ async fn self_play_chunks_are_checked_then_stored_and_streamed() {
     let rest = v1::TrainingDataRequest { job_id: job.job_id, present_units: vec![0, 7] };
     let rest = crate::common::collect(admin.stream_training_data(rest).await.unwrap().into_inner()).await;
     assert_eq!(rest, chunks[1..]);
+    // It lists at most the job's units: the coordinator keeps the list while it streams.
+    let too_many = v1::TrainingDataRequest { job_id: job.job_id, present_units: (0..=job.units_total).collect() };
+    let refused = admin.stream_training_data(too_many).await.unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
+    assert!(refused.message().contains("present_units"), "{refused:?}");
     let local = TempDir::new("chunks-download");
     let first = xq_proto::client::download_training_data(&mut admin, job.job_id, &local.0).await.unwrap();
     assert_eq!((first.written, first.present), (2, 0));

@@ -6,7 +6,8 @@ use xq_engine::xiangqi::nnue::Network;
 use xq_proto::v1;
 
 use crate::common::{
-    BACKENDS, Client, Served, TempDir, client, fresh_database, pair, registered_worker, serve, serve_on, totals, upload,
+    BACKENDS, Client, Served, TempDir, client, fresh_database, pair, registered_worker, serve, serve_on, test_request,
+    totals, upload,
 };
 
 /// A random net's file, as the trainer's export would upload it.
@@ -293,4 +294,29 @@ async fn only_a_lineages_owner_or_an_admin_adds_its_nets_and_names_their_tests()
     admin.add_net(add(&artifacts[1], 2, first.net_id, data)).await.unwrap();
     let own = v1::AddNetRequest { lineage: "bobs".to_owned(), ..add(&artifacts[2], 1, 0, data) };
     bob.add_net(own).await.unwrap();
+
+    // A job marked as a lineage's shows on its page as its generation in progress:
+    // only its owner or an admin marks one so, while a lineage with no net is anyone's.
+    let self_play = |lineage: &str| v1::CreateSelfPlayRequest {
+        spec: Some(v1::SelfPlaySpec { nodes: 100, games_per_unit: 1, ..Default::default() }),
+        units: 1,
+        lineage: lineage.to_owned(),
+        ..Default::default()
+    };
+    let marked = bob.create_self_play(self_play("main")).await.unwrap_err();
+    assert_eq!(marked.code(), tonic::Code::PermissionDenied, "{marked:?}");
+    for lineage in ["bobs", "unrecorded"] {
+        let job = bob.create_self_play(self_play(lineage)).await.unwrap().into_inner();
+        assert_eq!(job.lineage, lineage);
+    }
+    let test = v1::CreateTestRequest { lineage: "main".to_owned(), ..test_request(&mut admin, 1, None).await };
+    let marked = bob.create_test(test.clone()).await.unwrap_err();
+    assert_eq!(marked.code(), tonic::Code::PermissionDenied, "{marked:?}");
+    let alices = alice.create_test(test).await.unwrap().into_inner();
+    assert_eq!(alices.lineage, "main");
+    // A clone of the lineage's test is the lineage's only when its maker may mark it.
+    for (cloner, lineage) in [(&mut bob, ""), (&mut alice, "main")] {
+        let clone = cloner.clone_test(v1::CloneTestRequest { job_id: alices.job_id, ..Default::default() });
+        assert_eq!(clone.await.unwrap().into_inner().lineage, lineage);
+    }
 }

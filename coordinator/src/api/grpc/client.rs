@@ -129,6 +129,9 @@ impl v1::client_server::Client for ClientApi {
         }
         let request = request.into_inner();
         check_self_play(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        if !request.lineage.is_empty() {
+            self.0.nets.may_mark_job(&request.lineage, &caller)?;
+        }
         may_prioritise(&caller, request.priority, DEFAULT_PRIORITY)?;
         may_claim_throughput(&caller, request.throughput)?;
         crate::api::grpc::quotas::check_quota(&self.0, &caller, 1).await?;
@@ -437,10 +440,9 @@ impl v1::client_server::Client for ClientApi {
     ) -> Result<Response<Self::StreamTrainingDataStream>, Status> {
         let caller = client_of(&request)?;
         let request = request.into_inner();
-        let present = request.present_units.into_iter().collect();
         let stream = self
             .0
-            .unit_bytes_except(request.job_id, Stored::Chunks, present)?
+            .unit_bytes_except(request.job_id, Stored::Chunks, request.present_units)?
             .map(|r| r.map(|(unit, chunk)| v1::TrainingChunk { unit, chunk }));
         Ok(Response::new(self.0.holding(holder(&caller), Box::pin(stream))?))
     }

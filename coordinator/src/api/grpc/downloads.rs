@@ -7,7 +7,7 @@ use crate::api::grpc::{Shared, Stream_, unreadable};
 use crate::jobs::JobSpec;
 use crate::storage::Storage;
 use crate::storage::rows::UnitFile;
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use tokio::io::AsyncReadExt;
 use tokio_stream::StreamExt;
@@ -136,12 +136,21 @@ impl Shared {
     /// no unit's bytes (a read-ahead of four units a stream let unread streams pin
     /// memory without bound: review of 2026-11-28, F2).
     pub fn unit_bytes(&self, id: u64, wanted: Stored) -> Result<UnitStream, Status> {
-        self.unit_bytes_except(id, wanted, HashSet::new())
+        self.unit_bytes_except(id, wanted, Vec::new())
     }
 
-    /// [`Shared::unit_bytes`] but the units in `present`, which are not read.
-    pub fn unit_bytes_except(&self, id: u64, wanted: Stored, present: HashSet<u64>) -> Result<UnitStream, Status> {
+    /// [`Shared::unit_bytes`] but the units in `present`, which are not read. A caller
+    /// lists at most the job's units: the list is kept, sorted, while the stream lasts.
+    pub fn unit_bytes_except(&self, id: u64, wanted: Stored, mut present: Vec<u64>) -> Result<UnitStream, Status> {
         self.units_readable(id, wanted)?;
+        let units = self.scheduler.job(id).map_or(0, |job| job.units_total);
+        if present.len() as u64 > units {
+            return Err(Status::invalid_argument(format!(
+                "present_units: {} listed, more than job {id}'s {units} units",
+                present.len()
+            )));
+        }
+        present.sort_unstable();
         let cursor = UnitCursor {
             storage: self.storage.clone(),
             data_dir: self.data_dir.clone(),
@@ -162,8 +171,8 @@ struct UnitCursor {
     data_dir: PathBuf,
     job: u64,
     wanted: Stored,
-    /// Units the caller has: passed over.
-    present: HashSet<u64>,
+    /// Units the caller has, sorted: passed over.
+    present: Vec<u64>,
     /// The last unit given.
     after: Option<u64>,
     /// The units of the index's page read last, not given yet.
@@ -190,7 +199,7 @@ impl UnitCursor {
             }
             let unit = self.page.pop_front()?;
             self.after = Some(unit.unit);
-            if !self.present.contains(&unit.unit) {
+            if self.present.binary_search(&unit.unit).is_err() {
                 break unit;
             }
         };

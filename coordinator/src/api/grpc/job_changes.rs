@@ -93,6 +93,11 @@ impl Shared {
         let mut test = self.stored_test(id)?.request;
         test.priority = 0;
         test.throughput = 0;
+        // A clone of a loop's test is its lineage's only when its maker may mark jobs
+        // so (a clone by anyone else is a test of the same engines, not a generation).
+        if self.nets.may_mark_job(&test.lineage, caller).is_err() {
+            test.lineage.clear();
+        }
         if xq_proto::speed::has_time_odds(&test.new_engine, &test.base_engine)
             && !(request.preset.is_empty() && request.time_control.is_empty())
         {

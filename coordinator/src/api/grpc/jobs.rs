@@ -111,6 +111,9 @@ impl Shared {
             presets::apply(&name, &mut request).map_err(|e| Status::invalid_argument(e.to_string()))?;
         }
         let job = check_test(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        if !request.lineage.is_empty() {
+            self.nets.may_mark_job(&request.lineage, caller)?;
+        }
         let (kind, units) = match &job.sprt {
             Some(_) => ("sprt", if request.pairs == 0 { DEFAULT_SPRT_PAIRS } else { request.pairs }),
             None => ("games", request.pairs),
