@@ -4,7 +4,7 @@
 //!
 //! Layout, a folder a concern, each naming only those below it: [`access`] (tokens,
 //! callers, the live streams' caps, the capped listener) and the small shared parts
-//! ([`metrics`], [`kept`], [`detached`], [`fail_point`]) at the bottom; [`storage`]
+//! ([`metrics`], [`kept`], [`detached`], [`fail_point`], [`names`]) at the bottom; [`storage`]
 //! (the database, its rows, changes and group-commit writer, the files' layout,
 //! durability, disk, artifacts, books); [`jobs`], a room a kind of job (what a request
 //! may ask, how a kind's reports check out, how a job reads back); [`scheduler`] (the
@@ -20,6 +20,7 @@ pub mod fail_point;
 pub mod jobs;
 pub mod kept;
 pub mod metrics;
+pub mod names;
 pub mod nets;
 pub mod notify;
 pub mod retention;

@@ -10,6 +10,8 @@ use argon2::Argon2;
 use argon2::password_hash::phc::PasswordHash;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 
+use crate::names::is_plain_name;
+
 /// The most bytes of a user's name.
 pub const MAX_NAME_BYTES: usize = 32;
 
@@ -68,8 +70,7 @@ pub enum AccountError {
 /// A name that pages, logs and terminals show as it is: no markup, no control or
 /// look-alike characters.
 pub fn check_name(name: &str) -> Result<(), AccountError> {
-    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
-    if name.is_empty() || name.len() > MAX_NAME_BYTES || !name.chars().all(allowed) {
+    if !is_plain_name(name, MAX_NAME_BYTES, "._-") {
         return Err(AccountError::Name);
     }
     Ok(())

@@ -1,6 +1,7 @@
 //! The checks every kind's request shares: the error that names the field at fault,
 //! and the bounds of names, artifacts and units.
 
+use crate::names::is_plain_name;
 use crate::storage::artifacts::check_hash;
 use xq_proto::v1;
 
@@ -33,10 +34,7 @@ pub const MAX_LINEAGE: usize = 64;
 /// A net lineage's name: a net's (the registry), or the one a job plays for (the
 /// loop's self-play and tests), which lists filter on.
 pub(crate) fn check_lineage(field: &'static str, lineage: &str) -> Result<(), SpecError> {
-    if lineage.is_empty()
-        || lineage.len() > MAX_LINEAGE
-        || !lineage.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-    {
+    if !is_plain_name(lineage, MAX_LINEAGE, "._-") {
         return Err(bad(
             field,
             format!("'{lineage}': 1 to {MAX_LINEAGE} letters, digits, dots, dashes or underscores"),

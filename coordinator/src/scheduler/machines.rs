@@ -4,6 +4,7 @@
 //! the same worker; a key reaches at most a bounded number of machines.
 
 use crate::access::tokens::{Principal, new_token, token_hash, token_id};
+use crate::names::is_plain_name;
 use crate::scheduler::tokens::check_label;
 use crate::scheduler::{ScheduleError, Scheduler};
 use crate::storage::changes::Change;
@@ -16,8 +17,7 @@ pub const MACHINES_PER_KEY: usize = 256;
 
 /// A machine id as the worker keeps it: 1 to 64 letters, digits, '_' or '-'.
 pub fn check_machine_id(id: &str) -> Result<(), ScheduleError> {
-    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-');
-    if id.is_empty() || id.len() > 64 || !id.chars().all(allowed) {
+    if !is_plain_name(id, 64, "_-") {
         return Err(ScheduleError::Invalid("a machine id is 1 to 64 letters, digits, '_' or '-'".to_owned()));
     }
     Ok(())

@@ -2,6 +2,8 @@
 //! tokens of their own, and revoked with every token they hold.
 
 use crate::access::accounts::{SignupMode, check_name};
+use std::collections::HashMap;
+
 use crate::access::tokens::{Role, new_token, token_id};
 use crate::scheduler::{ScheduleError, Scheduler};
 use crate::storage::changes::Change;
@@ -164,23 +166,27 @@ impl Scheduler {
         ids
     }
 
-    /// Every user, by name.
+    /// Every user, by name, their tokens found in one pass over the tokens in force
+    /// rather than one pass a user.
     pub fn users(&self) -> Vec<v1::UserInfo> {
-        let mut names: Vec<String> = self.lock().users.keys().cloned().collect();
-        names.sort();
-        names.iter().filter_map(|name| self.user_info(name)).collect()
+        let state = self.lock();
+        let mut tokens: HashMap<&str, Vec<String>> = HashMap::new();
+        for (hash, token) in &state.tokens {
+            tokens.entry(token.user.as_str()).or_default().push(token_id(hash).to_owned());
+        }
+        let mut users: Vec<v1::UserInfo> = state
+            .users
+            .iter()
+            .map(|(name, user)| user_view(name, user, tokens.remove(name.as_str()).unwrap_or_default()))
+            .collect();
+        users.sort_by(|a, b| a.name.cmp(&b.name));
+        users
     }
 
     /// The user `name` as lists show it.
     pub fn user_info(&self, name: &str) -> Option<v1::UserInfo> {
         let user = self.user(name)?;
-        Some(v1::UserInfo {
-            name: name.to_owned(),
-            role: user.role.name().to_owned(),
-            state: user.standing.name().to_owned(),
-            created_ms: user.created_ms,
-            token_ids: self.tokens_of(name),
-        })
+        Some(user_view(name, &user, self.tokens_of(name)))
     }
 
     /// Changes the user `name` by `change`, stores and audits it.
@@ -214,5 +220,17 @@ fn row(name: &str, password_hash: &str, role: Role, standing: Standing, created_
         state: standing.name().to_owned(),
         created_ms,
         changed_ms: now_ms(),
+    }
+}
+
+/// The user `name` as lists show it, with the ids of its tokens in force.
+fn user_view(name: &str, user: &UserState, mut token_ids: Vec<String>) -> v1::UserInfo {
+    token_ids.sort();
+    v1::UserInfo {
+        name: name.to_owned(),
+        role: user.role.name().to_owned(),
+        state: user.standing.name().to_owned(),
+        created_ms: user.created_ms,
+        token_ids,
     }
 }
