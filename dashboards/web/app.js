@@ -414,13 +414,17 @@
     main.replaceChildren(el("h1", {}, "Tests"), form, count, table);
 
     let shown = new Set();
+    // Loads overlap (live updates, a filter typed): only the newest one's reply shows.
+    let latest = 0;
     const load = async () => {
+      const asked = ++latest;
       const params = new URLSearchParams();
       for (const [name, value] of new FormData(form)) if (value.trim()) params.set(name, value.trim());
       const query = params.toString();
       history.replaceState(null, "", query ? `/?${query}` : "/");
       try {
         const reply = await api(`/api/v1/jobs${query ? "?" + query : ""}`);
+        if (asked !== latest) return;
         const jobs = reply.jobs || [];
         body.replaceChildren(...jobs.map(testRow));
         shown = new Set(jobs.map((job) => job.job_id));
@@ -428,6 +432,7 @@
         count.textContent = jobs.length === 1 ? "1 job"
           : jobs.length >= 100 ? `The newest ${jobs.length} jobs: narrow the filters to find older ones.` : `${jobs.length} jobs`;
       } catch (error) {
+        if (asked !== latest) return;
         count.textContent = "";
         showError(error, body);
       }
@@ -1218,19 +1223,21 @@
       count,
       el("table", { id: "nets", class: "cards" },
         el("thead", {}, el("tr", {}, columns.map((c) => el("th", { scope: "col" }, c)))), body));
-    const loadRunning = async (name) => {
-      const jobs = name
-        ? (await api(`/api/v1/jobs?state=running&lineage=${encodeURIComponent(name)}`)).jobs || []
-        : [];
-      runningBody.replaceChildren(...jobs.map(testRow));
-      running.hidden = jobs.length === 0;
-    };
+    // Loads overlap (the refresh timer, a name typed): only the newest one's replies show.
+    let latest = 0;
     const load = async () => {
+      const asked = ++latest;
       const name = lineage.value.trim();
       history.replaceState(null, "", name ? `/nets?lineage=${encodeURIComponent(name)}` : "/nets");
+      const runningJobs = name
+        ? api(`/api/v1/jobs?state=running&lineage=${encodeURIComponent(name)}`).then((reply) => reply.jobs || [], () => [])
+        : Promise.resolve([]);
       try {
-        await loadRunning(name);
         const reply = await api(`/api/v1/nets${name ? "?lineage=" + encodeURIComponent(name) : ""}`);
+        const jobs = await runningJobs;
+        if (asked !== latest) return;
+        runningBody.replaceChildren(...jobs.map(testRow));
+        running.hidden = jobs.length === 0;
         const nets = reply.nets || [];
         count.textContent = nets.length === 1 ? "1 net" : `${nets.length} nets`;
         body.replaceChildren(...nets.map((net) => {
@@ -1246,6 +1253,7 @@
           return el("tr", { "data-net-id": net.net_id }, cells.map((cell, i) => el("td", { "data-label": columns[i] }, cell)));
         }));
       } catch (error) {
+        if (asked !== latest) return;
         count.textContent = "";
         showError(error, body);
       }

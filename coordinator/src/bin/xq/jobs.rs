@@ -12,9 +12,11 @@ use xq_proto::v1;
 
 /// `xq list`: the jobs `request`'s filters pass, a line each.
 pub async fn list(client: &mut Client, request: v1::ListJobsRequest) -> anyhow::Result<()> {
+    let lineage = request.lineage.clone();
     let jobs = client.list_jobs(request).await?.into_inner().jobs;
-    for job in jobs {
-        out!("{}", job_line(&job));
+    // A coordinator older than the lineage filter ignores it and answers every job.
+    for job in jobs.iter().filter(|job| lineage.is_empty() || job.lineage == lineage) {
+        out!("{}", job_line(job));
     }
     Ok(())
 }
