@@ -119,7 +119,8 @@ async fn the_loop_trains_tests_and_records_a_generation_and_resumes_after_a_kill
     let state: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("loop-state.json")).unwrap()).unwrap();
     assert_eq!(state["generation"], 3, "{state}");
-    // The generation killed in its self-play reports its stages all the same.
+    // The generation killed in its self-play still reports its stages (from the
+    // state kept before the kill, or from its self-play job's creation).
     let stdout = String::from_utf8_lossy(&resumed.stdout);
     assert!(stdout.lines().any(|line| line.starts_with("generation 2: self-play ")), "{stdout}");
 }

@@ -302,8 +302,9 @@ mod tests {
         // Each way a quiet move checks without landing on a point its kind attacks the
         // king from (WXF 2.8's cannon over one screen, 2.4's hobbled horse).
         for (fen, check) in [
-            // A screen placed: the chariot on a3 steps between the cannon on e2 and the king.
-            ("4k4/9/9/9/9/9/R8/4C4/9/3K5 w - - 0 1", "a3e3"),
+            // A screen placed: the horse on c3 steps between the cannon on e2 and the king,
+            // onto a point from which it attacks nothing near the king.
+            ("4k4/9/9/9/9/9/2N6/4C4/9/3K5 w - - 0 1", "c3e4"),
             // One of two screens leaves: the pawn on e5 steps aside, the horse on e7 stays.
             ("4k4/9/4n4/9/4P4/9/9/4C4/9/3K5 w - - 0 1", "e5d5"),
             // The king is one of two screens and steps aside.
