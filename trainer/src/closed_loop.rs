@@ -145,6 +145,11 @@ struct LoopState {
     data_job_created: bool,
     /// The generation's test, once created.
     test_job: Option<u64>,
+    /// Its fixed-length confirmation, once created: kept like the test, so that a loop
+    /// resumed by a newer trainer (whose request may differ, so another digest under
+    /// the same request id) waits on it rather than asking for it again.
+    #[serde(default)]
+    confirmation_job: Option<u64>,
     /// When the generation in progress passed each stage.
     #[serde(default)]
     stages: StageTimes,
@@ -468,18 +473,27 @@ pub async fn run(
         let net = nets.nets.into_iter().find(|n| n.net_id == net.net_id).unwrap_or(net);
         say(&format!("generation {generation}: net {} {} ({})", net.net_id, net.state, test.outcome));
         let confirmation = if net.state == "promoted" && settings.test.confirm_pairs > 0 {
-            let mut request = test_request(settings, &engine, &artifact, best.as_ref(), book.clone(), generation);
-            request.sprt = None;
-            request.pairs = settings.test.confirm_pairs;
-            request.book_offset = test.units_done;
-            request.description = format!("{}: fixed-length confirmation", request.description);
-            let id = request_id(&settings.lineage, generation, "confirmation");
-            let job = client::create_named(client, &request, &id, |mut client, request| async move {
-                client.create_test(request).await
-            })
-            .await?;
-            say(&format!("generation {generation}: confirmation job {}: {}", job.job_id, job.summary));
-            let Some(played) = wait_for(client, job.job_id, settings, &stop, &say).await? else { return Ok(()) };
+            let job = match state.confirmation_job {
+                Some(job) => job,
+                None => {
+                    let mut request =
+                        test_request(settings, &engine, &artifact, best.as_ref(), book.clone(), generation);
+                    request.sprt = None;
+                    request.pairs = settings.test.confirm_pairs;
+                    request.book_offset = test.units_done;
+                    request.description = format!("{}: fixed-length confirmation", request.description);
+                    let id = request_id(&settings.lineage, generation, "confirmation");
+                    let job = client::create_named(client, &request, &id, |mut client, request| async move {
+                        client.create_test(request).await
+                    })
+                    .await?;
+                    say(&format!("generation {generation}: confirmation job {}: {}", job.job_id, job.summary));
+                    state.confirmation_job = Some(job.job_id);
+                    state.save(&settings.dir)?;
+                    job.job_id
+                }
+            };
+            let Some(played) = wait_for(client, job, settings, &stop, &say).await? else { return Ok(()) };
             Some(played)
         } else {
             None
@@ -490,6 +504,7 @@ pub async fn run(
             generation: generation + 1,
             data_job_created: false,
             test_job: None,
+            confirmation_job: None,
             stages: StageTimes::default(),
             ..state
         };
