@@ -149,7 +149,7 @@ async fn the_registry_checks_nets_and_reads_their_state_off_their_tests() {
         for (request, expected) in [
             (add(&missing, 1, 0, data), "has not been uploaded"),
             (add(&engine, 1, 0, data), "not a net"),
-            (v1::AddNetRequest { lineage: "a b".to_owned(), ..add(&first, 1, 0, data) }, "lineage 'a b'"),
+            (v1::AddNetRequest { lineage: "a b".to_owned(), ..add(&first, 1, 0, data) }, "lineage: 'a b'"),
             (add(&first, 0, 0, data), "generation 0 is the lineage's seed"),
             (v1::AddNetRequest { validation_loss: f64::NAN, ..add(&first, 1, 0, data) }, "validation_loss"),
             (add(&first, 1, 0, data + 100), "no such self-play job"),
