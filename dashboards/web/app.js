@@ -56,13 +56,18 @@
     return new Date(ms).toLocaleString();
   }
 
+  /** A length of time, in the coarsest unit that keeps it readable. */
+  function span(ms) {
+    const seconds = Math.max(0, Math.round(ms / 1000));
+    if (seconds < 90) return `${seconds} s`;
+    if (seconds < 5400) return `${Math.round(seconds / 60)} min`;
+    if (seconds < 172800) return `${Math.round(seconds / 3600)} h`;
+    return `${Math.round(seconds / 86400)} days`;
+  }
+
   function ago(ms) {
     if (!ms) return "never";
-    const seconds = Math.max(0, Math.round((Date.now() - ms) / 1000));
-    if (seconds < 90) return `${seconds} s ago`;
-    if (seconds < 5400) return `${Math.round(seconds / 60)} min ago`;
-    if (seconds < 172800) return `${Math.round(seconds / 3600)} h ago`;
-    return `${Math.round(seconds / 86400)} days ago`;
+    return `${span(Date.now() - ms)} ago`;
   }
 
   function stateText(job) {
@@ -722,6 +727,10 @@
       entries.push(["Priority", String(job.priority), "priority"]);
       entries.push(["Submitter", job.submitter || "–", "submitter"]);
       entries.push(["Created", when(Number(job.created_ms))]);
+      if (Number(job.ended_ms || 0) > 0) {
+        const lasted = span(Number(job.ended_ms) - Number(job.created_ms));
+        entries.push(["Ended", `${when(Number(job.ended_ms))} (${lasted} after its creation)`, "job-ended"]);
+      }
       if (Number(job.data_removed_ms || 0) > 0) {
         const what = { selfplay: "Training data", verify: "Reports" }[job.kind] || "Games";
         entries.push([what, `removed ${when(Number(job.data_removed_ms))} (retention)`, "data-removed"]);

@@ -156,18 +156,19 @@ struct LoopState {
 }
 
 /// When a generation passed each of its stages, in milliseconds since the Unix epoch
-/// (0: not yet), as the loop saw it (within a poll). Kept in the loop's state, so that
-/// a resumed loop reports its generation's stages whole, the time it was down counted
-/// in the stage it fell in.
+/// (0: not yet): a job's end as the coordinator stamped it, so that a loop that was
+/// down when a job ended counts the time after it as the next stage's (the training it
+/// does on resuming), not as the job's. Kept in the loop's state, so that a resumed
+/// loop reports its generation's stages whole.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StageTimes {
     /// Its self-play job was created.
     pub started_ms: i64,
-    /// The self-play job was seen finished.
+    /// The self-play job finished.
     pub self_played_ms: i64,
     /// Its net was trained and recorded in the registry.
     pub trained_ms: i64,
-    /// Its test (and the confirmation, if any) was seen finished.
+    /// Its test (and the confirmation, if any) finished.
     pub tested_ms: i64,
 }
 
@@ -210,11 +211,17 @@ fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
-/// Stamps `stamp` with the time now, once, and saves the state.
-fn passed(state: &mut LoopState, dir: &Path, stamp: fn(&mut StageTimes) -> &mut i64) -> Result<(), LoopError> {
+/// Stamps `stamp` with `at_ms` (0: the time now: a coordinator that keeps no job
+/// ends), once, and saves the state.
+fn passed(
+    state: &mut LoopState,
+    dir: &Path,
+    stamp: fn(&mut StageTimes) -> &mut i64,
+    at_ms: i64,
+) -> Result<(), LoopError> {
     let time = stamp(&mut state.stages);
     if *time == 0 {
-        *time = now_ms();
+        *time = if at_ms > 0 { at_ms } else { now_ms() };
         state.save(dir)?;
     }
     Ok(())
@@ -362,7 +369,7 @@ pub async fn run(
             // A state written before stages were kept: the job knows when it began.
             state.stages.started_ms = played.created_ms;
         }
-        passed(&mut state, &settings.dir, |s| &mut s.self_played_ms)?;
+        passed(&mut state, &settings.dir, |s| &mut s.self_played_ms, played.ended_ms)?;
 
         // Training on the newest generations' data, from the best net's checkpoint.
         let window = &state.data_jobs[state.data_jobs.len().saturating_sub(settings.window.max(1))..];
@@ -449,56 +456,50 @@ pub async fn run(
             "generation {generation}: net {} ({name}), validation loss {:.5}",
             net.net_id, net.validation_loss
         ));
-        passed(&mut state, &settings.dir, |s| &mut s.trained_ms)?;
+        passed(&mut state, &settings.dir, |s| &mut s.trained_ms, now_ms())?;
 
         // The SPRT against the best net.
-        let test_job = match state.test_job {
-            Some(job) => job,
-            None => {
-                let request = test_request(settings, &engine, &artifact, best.as_ref(), book.clone(), generation);
-                let id = request_id(&settings.lineage, generation, "test");
-                let job = client::create_named(client, &request, &id, |mut client, request| async move {
-                    client.create_test(request).await
-                })
-                .await?;
-                say(&format!("generation {generation}: test job {}: {}", job.job_id, job.summary));
-                state.test_job = Some(job.job_id);
-                state.save(&settings.dir)?;
-                job.job_id
-            }
-        };
+        let test_job = recorded_test(
+            client,
+            settings,
+            &mut state,
+            |s| &mut s.test_job,
+            "test",
+            &say,
+            || test_request(settings, &engine, &artifact, best.as_ref(), book.clone(), generation),
+        )
+        .await?;
         client.set_net_test(v1::SetNetTestRequest { net_id: net.net_id, test_job_id: test_job }).await?;
         let Some(test) = wait_for(client, test_job, settings, &stop, &say).await? else { return Ok(()) };
         let nets = client.list_nets(v1::ListNetsRequest { lineage: settings.lineage.clone() }).await?.into_inner();
         let net = nets.nets.into_iter().find(|n| n.net_id == net.net_id).unwrap_or(net);
         say(&format!("generation {generation}: net {} {} ({})", net.net_id, net.state, test.outcome));
         let confirmation = if net.state == "promoted" && settings.test.confirm_pairs > 0 {
-            let job = match state.confirmation_job {
-                Some(job) => job,
-                None => {
+            let job = recorded_test(
+                client,
+                settings,
+                &mut state,
+                |s| &mut s.confirmation_job,
+                "confirmation",
+                &say,
+                || {
                     let mut request =
                         test_request(settings, &engine, &artifact, best.as_ref(), book.clone(), generation);
                     request.sprt = None;
                     request.pairs = settings.test.confirm_pairs;
                     request.book_offset = test.units_done;
                     request.description = format!("{}: fixed-length confirmation", request.description);
-                    let id = request_id(&settings.lineage, generation, "confirmation");
-                    let job = client::create_named(client, &request, &id, |mut client, request| async move {
-                        client.create_test(request).await
-                    })
-                    .await?;
-                    say(&format!("generation {generation}: confirmation job {}: {}", job.job_id, job.summary));
-                    state.confirmation_job = Some(job.job_id);
-                    state.save(&settings.dir)?;
-                    job.job_id
-                }
-            };
+                    request
+                },
+            )
+            .await?;
             let Some(played) = wait_for(client, job, settings, &stop, &say).await? else { return Ok(()) };
             Some(played)
         } else {
             None
         };
-        passed(&mut state, &settings.dir, |s| &mut s.tested_ms)?;
+        let tested_ms = confirmation.as_ref().map_or(test.ended_ms, |c| c.ended_ms);
+        passed(&mut state, &settings.dir, |s| &mut s.tested_ms, tested_ms)?;
         report(&GenerationReport { net, test, confirmation, stages: state.stages });
         state = LoopState {
             generation: generation + 1,
@@ -517,7 +518,7 @@ fn self_play_label(lineage: &str, generation: u32) -> String {
     format!("lineage {lineage} generation {generation} self-play")
 }
 
-/// The name of a generation's creation (`what`: its self-play or its test), the same
+/// The name of a generation's creation (`what`: its self-play, test or confirmation), the same
 /// whenever the loop sends it: the coordinator answers it with the job it made first.
 fn request_id(lineage: &str, generation: u32, what: &str) -> String {
     format!("loop.{lineage}.{generation}.{what}")
@@ -553,6 +554,34 @@ async fn create_self_play(
         client.create_self_play(request).await
     })
     .await?)
+}
+
+/// A generation's test or its confirmation (`stage`): the job its state's `slot`
+/// recorded, or else the one the coordinator makes under the stage's request id (the
+/// same job again when a kill came between its creation and the state's save), then
+/// recorded.
+async fn recorded_test(
+    client: &mut Client,
+    settings: &LoopSettings,
+    state: &mut LoopState,
+    slot: fn(&mut LoopState) -> &mut Option<u64>,
+    stage: &str,
+    say: &impl Fn(&str),
+    request: impl FnOnce() -> v1::CreateTestRequest,
+) -> Result<u64, LoopError> {
+    if let Some(job) = *slot(state) {
+        return Ok(job);
+    }
+    let generation = state.generation;
+    let id = request_id(&settings.lineage, generation, stage);
+    let job = client::create_named(client, &request(), &id, |mut client, request| async move {
+        client.create_test(request).await
+    })
+    .await?;
+    say(&format!("generation {generation}: {stage} job {}: {}", job.job_id, job.summary));
+    *slot(state) = Some(job.job_id);
+    state.save(&settings.dir)?;
+    Ok(job.job_id)
 }
 
 /// Our engine with the new net against our engine with the best one (or on its

@@ -147,6 +147,7 @@ pub fn job_view(
         refused_reports,
         submitter: row.submitter.clone(),
         data_removed_ms: row.data_removed_ms,
+        ended_ms: row.ended_ms,
         spsa,
         // Kept by the scheduler, which sets it.
         rechecks_pending,

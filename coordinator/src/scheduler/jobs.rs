@@ -111,6 +111,7 @@ impl Scheduler {
             created_ms: now_ms(),
             submitter: origin.submitter.to_owned(),
             data_removed_ms: 0,
+            ended_ms: 0,
             request_id: origin.request.map(|k| k.id.clone()).unwrap_or_default(),
             request_digest: origin.request.map(|k| k.digest.clone()).unwrap_or_default(),
         };
@@ -275,6 +276,7 @@ impl Scheduler {
             }
             job.row.state = state_name.to_owned();
             job.row.outcome = outcome.to_owned();
+            job.row.ended_ms = now_ms();
             job.requeue.clear();
             job.notify();
             let ended = (
@@ -283,6 +285,7 @@ impl Scheduler {
                     state: job.row.state.clone(),
                     outcome: job.row.outcome.clone(),
                     priority: job.row.priority,
+                    ended_ms: job.row.ended_ms,
                 },
                 job.view(),
             );
@@ -364,6 +367,7 @@ impl Scheduler {
             }
             job.row.state = "running".to_owned();
             job.row.outcome = String::new();
+            job.row.ended_ms = 0;
             job.reported.clear();
             // A lease of it still in flight (its worker not yet told of the stop) keeps
             // its units: handed out again now, they would be played twice.
@@ -377,6 +381,7 @@ impl Scheduler {
                     state: job.row.state.clone(),
                     outcome: String::new(),
                     priority: job.row.priority,
+                    ended_ms: job.row.ended_ms,
                 },
                 Change::FailuresCleared { job_id: id as i64 },
             ];
@@ -405,6 +410,7 @@ impl Scheduler {
                 state: job.row.state.clone(),
                 outcome: job.row.outcome.clone(),
                 priority: job.row.priority,
+                ended_ms: job.row.ended_ms,
             };
             (change, job.view())
         };
@@ -425,6 +431,11 @@ impl Scheduler {
     /// The jobs of `submitter` that run or wait for approval.
     pub fn live_jobs_of(&self, submitter: &str) -> Vec<u64> {
         self.lock().live_jobs().filter(|j| j.row.submitter == submitter).map(|j| j.row.id as u64).collect()
+    }
+
+    /// How many units job `id` has; `None`: no such job.
+    pub fn units_total(&self, id: u64) -> Option<u64> {
+        self.lock().jobs.get(&id).map(|j| j.row.units_total as u64)
     }
 
     /// When job `id`'s stored data was removed (0: it was not); `None`: no such job.
@@ -456,6 +467,7 @@ impl Scheduler {
                     state: job.row.state.clone(),
                     outcome: job.row.outcome.clone(),
                     priority: job.row.priority,
+                    ended_ms: job.row.ended_ms,
                 },
                 job.view(),
             )

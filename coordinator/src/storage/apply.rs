@@ -110,7 +110,7 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
                 "INSERT INTO jobs (",
                 job_columns!(),
                 ", updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-                 $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35)"
+                 $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35, $36)"
             ))
             .bind(job.id)
             .bind(&job.kind)
@@ -130,7 +130,11 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
                 .bind(job.data_removed_ms)
                 .bind(&job.request_id)
                 .bind(&job.request_digest);
-            bind_counts(query, board_columns(&job.over_the_board)).bind(now).execute(&mut *conn).await?;
+            bind_counts(query, board_columns(&job.over_the_board))
+                .bind(job.ended_ms)
+                .bind(now)
+                .execute(&mut *conn)
+                .await?;
         }
         Change::DataRemoved { job_id, at_ms } => {
             sqlx::query("UPDATE jobs SET data_removed_ms = $1 WHERE id = $2")
@@ -139,15 +143,18 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
                 .execute(&mut *conn)
                 .await?;
         }
-        Change::JobState { id, state, outcome, priority } => {
-            sqlx::query("UPDATE jobs SET state = $1, outcome = $2, priority = $3, updated_ms = $4 WHERE id = $5")
-                .bind(state)
-                .bind(outcome)
-                .bind(priority)
-                .bind(now)
-                .bind(id)
-                .execute(&mut *conn)
-                .await?;
+        Change::JobState { id, state, outcome, priority, ended_ms } => {
+            sqlx::query(
+                "UPDATE jobs SET state = $1, outcome = $2, priority = $3, ended_ms = $4, updated_ms = $5 WHERE id = $6",
+            )
+            .bind(state)
+            .bind(outcome)
+            .bind(priority)
+            .bind(ended_ms)
+            .bind(now)
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
         }
         Change::NewLease { lease, next_unit } => {
             sqlx::query(

@@ -45,6 +45,8 @@ pub enum Change {
         state: String,
         outcome: String,
         priority: i64,
+        /// When it ended; 0 while it runs.
+        ended_ms: i64,
     },
     /// A new lease; moves the job's `next_unit` forward.
     NewLease {

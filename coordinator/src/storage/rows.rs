@@ -56,6 +56,8 @@ pub struct JobRow {
     /// When its games or training data were removed under the retention settings (0:
     /// still stored).
     pub data_removed_ms: i64,
+    /// When it ended (finished or stopped; 0: it has not).
+    pub ended_ms: i64,
     /// The client's name for the request that created it (empty: none given) and the
     /// request's SHA-256: a retry of the creation finds this job.
     pub request_id: String,
@@ -388,7 +390,7 @@ macro_rules! job_columns {
         "id, kind, state, outcome, description, priority, spec, units_total, next_unit, units_done, \
          wins, draws, losses, penta0, penta1, penta2, penta3, penta4, positions, reasons, created_ms, submitter, \
          data_removed_ms, request_id, request_digest, board_penta0, board_penta1, board_penta2, board_penta3, \
-         board_penta4, ruled_wins_new, ruled_wins_base, forfeit_wins_new, forfeit_wins_base"
+         board_penta4, ruled_wins_new, ruled_wins_base, forfeit_wins_new, forfeit_wins_base, ended_ms"
     };
 }
 pub(super) use job_columns;
@@ -430,6 +432,7 @@ pub(super) fn job_from_row(row: &sqlx::any::AnyRow) -> Result<JobRow, StorageErr
         created_ms: row.try_get("created_ms")?,
         submitter: row.try_get("submitter")?,
         data_removed_ms: row.try_get("data_removed_ms")?,
+        ended_ms: row.try_get("ended_ms")?,
         request_id: row.try_get("request_id")?,
         request_digest: row.try_get("request_digest")?,
     })

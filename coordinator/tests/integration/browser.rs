@@ -305,8 +305,14 @@ async fn a_running_test_lives_on_its_pages_in_a_real_browser() {
     let browser = &session.browser;
     browser.goto(&format!("{base}/tests/{job}")).await.unwrap();
     wait_for_text(browser, "#state", |t| t.contains("running")).await;
-    admin.stop_job(v1::JobId { job_id: job }).await.unwrap();
+    assert!(browser.find(Locator::Css("#job-ended")).await.is_err(), "a running test has not ended");
+    let stopped = admin.stop_job(v1::JobId { job_id: job }).await.unwrap().into_inner();
     wait_for_text(browser, "#state", |t| t.contains("stopped")).await;
+    // Its end, and how long it lasted: under 90 s in seconds, else in minutes.
+    let lasted = ((stopped.ended_ms - stopped.created_ms) as f64 / 1000.0).round() as i64;
+    let lasted = if lasted < 90 { format!("{lasted} s") } else { format!("{} min", (lasted as f64 / 60.0).round()) };
+    let ended = text(browser, "#job-ended").await;
+    assert!(ended.ends_with(&format!("({lasted} after its creation)")), "{ended}");
     screenshot(browser, "test-stopped").await;
     session.browser.clone().close().await.unwrap();
 }

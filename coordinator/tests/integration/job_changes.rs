@@ -102,6 +102,10 @@ async fn a_test_stopped_before_a_restart_resumes_from_its_stored_pairs() {
     let id_message = v1::JobId { job_id: job };
     xq_at(address, &dir.0, &["resume", &id]);
     xq_at(address, &dir.0, &["stop", &id]);
+    // Each end is stamped: the second stop after the first, and after the job began.
+    let ended_ms = admin.get_job(id_message).await.unwrap().into_inner().ended_ms;
+    assert!(stopped.created_ms > 0 && stopped.ended_ms >= stopped.created_ms, "{stopped:?}");
+    assert!(ended_ms >= stopped.ended_ms, "{ended_ms} after {}", stopped.ended_ms);
     let history = admin.get_job_history(id_message).await.unwrap().into_inner();
     assert_eq!(history.points.last().map(|p| p.pairs), Some(stopped.units_done), "{history:?}");
     coordinator.start_kill().unwrap();
@@ -109,13 +113,20 @@ async fn a_test_stopped_before_a_restart_resumes_from_its_stored_pairs() {
 
     let (_coordinator, address) = start_coordinator(&dir.0, port, 10).await;
     let mut admin = client(address, &token(&dir.0)).await;
+    let kept = admin.get_job(id_message).await.unwrap().into_inner();
+    assert_eq!(kept.ended_ms, ended_ms, "the end survives the restart");
     let resumed = xq_at(address, &dir.0, &["resume", &id]);
     assert!(resumed.contains("[running]"), "{resumed}");
+    assert_eq!(admin.get_job(id_message).await.unwrap().into_inner().ended_ms, 0, "running again: no end");
     let mut worker = start_worker(&mut admin, address, dir.0.join("w1"), "w1").await;
     let done = wait_for(&mut admin, job, limit, "the test to finish", |j| j.state != "running").await;
     worker.start_kill().unwrap();
     worker.wait().await.unwrap();
     assert_eq!((done.state.as_str(), done.units_done), ("finished", 12), "{done:?}");
+    assert!(done.ended_ms > ended_ms, "finished after its last stop: {done:?}");
+    let shown = xq_at(address, &dir.0, &["show", &id]);
+    let lasted = (done.ended_ms - done.created_ms) as f64 / 60_000.0;
+    assert!(shown.contains(&format!("\n  ended {lasted:.1} min after its creation\n")), "{shown}");
     let history = admin.get_job_history(id_message).await.unwrap().into_inner();
     let course: Vec<u64> = history.points.iter().map(|p| p.pairs).collect();
     assert_eq!(course, (1..=12).collect::<Vec<u64>>(), "the course of all twelve");

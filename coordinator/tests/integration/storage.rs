@@ -43,6 +43,7 @@ fn job(id: i64) -> JobRow {
         created_ms: 1,
         submitter: "0123456789ab".to_owned(),
         data_removed_ms: 0,
+        ended_ms: 0,
         request_id: String::new(),
         request_digest: String::new(),
     }
@@ -112,7 +113,13 @@ async fn rows_round_trip_and_the_snapshot_holds_what_was_written() {
         };
         writer.write(Change::NewLease { lease: lease.clone(), next_unit: 3 }).await.unwrap();
         writer
-            .write(Change::JobState { id: 7, state: "running".to_owned(), outcome: String::new(), priority: 4 })
+            .write(Change::JobState {
+                id: 7,
+                state: "running".to_owned(),
+                outcome: String::new(),
+                priority: 4,
+                ended_ms: 0,
+            })
             .await
             .unwrap();
         writer
@@ -318,6 +325,37 @@ async fn the_migration_counts_the_matches_stored_before_it() {
         assert_eq!(storage.recount(4).await.unwrap().over_the_board, RULED_OVER_THE_BOARD, "{backend:?}");
         let self_play = storage.job(5).await.unwrap().unwrap();
         assert_eq!(self_play.over_the_board, OverTheBoard::default(), "{backend:?}");
+    }
+}
+
+/// A database of the schema before job ends were kept (migration 23) holding a
+/// finished, a stopped and a running job: brought up to date, the ended ones ended at
+/// their last change, the running one has not ended.
+#[tokio::test]
+async fn the_jobs_ended_before_their_ends_were_kept_ended_at_their_last_change() {
+    for backend in BACKENDS {
+        let dir = TempDir::new("storage");
+        let url = fresh_database(backend, &dir.0).await;
+        let pool = migrated_before(&url, &dir, "0023").await;
+        for (id, state, updated_ms) in [(1, "finished", 500), (2, "stopped", 600), (3, "running", 700)] {
+            sqlx::query(
+                "INSERT INTO jobs (id, kind, state, outcome, description, priority, spec, units_total, next_unit, \
+                 units_done, wins, draws, losses, penta0, penta1, penta2, penta3, penta4, positions, reasons, \
+                 created_ms, updated_ms) VALUES ($1, 'games', $2, '', '', 0, '00', 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, \
+                 0, '{}', 1, $3)",
+            )
+            .bind(id)
+            .bind(state)
+            .bind(updated_ms)
+            .execute(&pool)
+            .await
+            .unwrap();
+        }
+        pool.close().await;
+        let storage = Storage::open(&url).await.unwrap();
+        for (id, ended_ms) in [(1, 500), (2, 600), (3, 0)] {
+            assert_eq!(storage.job(id).await.unwrap().unwrap().ended_ms, ended_ms, "{backend:?}: job {id}");
+        }
     }
 }
 

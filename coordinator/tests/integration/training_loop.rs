@@ -100,6 +100,13 @@ async fn the_loop_trains_tests_and_records_a_generation_and_resumes_after_a_kill
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     second.kill().await.unwrap();
+    // The self-play ends while the loop is down, which stays down 12 s more: that time
+    // is the training stage's (the fleet had no job of the loop's), not the self-play's.
+    let [data2] = self_play_jobs(&mut admin, 2).await.try_into().expect("one self-play job");
+    let limit = Duration::from_secs(300);
+    let played = wait_for(&mut admin, data2.job_id, limit, "self-play 2", |j| j.state != "running").await;
+    assert!(played.ended_ms >= played.created_ms && played.created_ms > 0, "{played:?}");
+    tokio::time::sleep(Duration::from_secs(12)).await;
     let resumed = loop_command(address, &dir.0, &out, 2, &[]).output().await.unwrap();
     assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
     let [data2] = self_play_jobs(&mut admin, 2).await.try_into().expect("the resumed loop made no second job");
@@ -120,9 +127,17 @@ async fn the_loop_trains_tests_and_records_a_generation_and_resumes_after_a_kill
         serde_json::from_slice(&std::fs::read(out.join("loop-state.json")).unwrap()).unwrap();
     assert_eq!(state["generation"], 3, "{state}");
     // The generation killed in its self-play still reports its stages (from the
-    // state kept before the kill, or from its self-play job's creation).
+    // state kept before the kill, or from its self-play job's creation), its
+    // self-play as long as the job lasted and the loop's downtime in its training.
     let stdout = String::from_utf8_lossy(&resumed.stdout);
-    assert!(stdout.lines().any(|line| line.starts_with("generation 2: self-play ")), "{stdout}");
+    let stages = stdout.lines().find(|line| line.starts_with("generation 2: self-play ")).expect("stage times");
+    let minutes = |stage: &str| -> f64 {
+        let after = stages.split(&format!("{stage} ")).nth(1).unwrap_or_else(|| panic!("{stage} in {stages}"));
+        after.split(" min").next().unwrap().parse().unwrap_or_else(|_| panic!("{stage}'s minutes in {stages}"))
+    };
+    let job_minutes = (played.ended_ms - played.created_ms) as f64 / 60_000.0;
+    assert!((minutes("self-play") - job_minutes).abs() <= 0.06, "{stages}: the job lasted {job_minutes:.3} min");
+    assert!(minutes("training") >= 0.2, "{stages}: 12 s down after the self-play count as training");
 }
 
 /// A coordinator restarted while the loop waits for its self-play (#59: the loop used

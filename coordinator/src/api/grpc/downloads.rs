@@ -143,7 +143,7 @@ impl Shared {
     /// lists at most the job's units: the list is kept, sorted, while the stream lasts.
     pub fn unit_bytes_except(&self, id: u64, wanted: Stored, mut present: Vec<u64>) -> Result<UnitStream, Status> {
         self.units_readable(id, wanted)?;
-        let units = self.scheduler.job(id).map_or(0, |job| job.units_total);
+        let units = self.scheduler.units_total(id).unwrap_or(0);
         if present.len() as u64 > units {
             return Err(Status::invalid_argument(format!(
                 "present_units: {} listed, more than job {id}'s {units} units",

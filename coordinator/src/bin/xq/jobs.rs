@@ -38,6 +38,9 @@ pub async fn show(client: &mut Client, job: u64) -> anyhow::Result<()> {
     if let Some(book) = &job.book {
         out!("  book: {} ({})", book.name, book.sha256.get(..12).unwrap_or(&book.sha256));
     }
+    if job.ended_ms > 0 && job.created_ms > 0 {
+        out!("  ended {:.1} min after its creation", (job.ended_ms - job.created_ms) as f64 / 60_000.0);
+    }
     if job.data_removed_ms > 0 {
         let what = if job.kind == "selfplay" { "training data" } else { "games" };
         out!("  its {what} were removed under the coordinator's retention settings; the counts remain");

@@ -440,6 +440,7 @@ pub(crate) mod tests {
             created_ms: 0,
             submitter: String::new(),
             data_removed_ms: 0,
+            ended_ms: 0,
             request_id: String::new(),
             request_digest: String::new(),
         };
