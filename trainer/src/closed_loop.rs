@@ -156,36 +156,42 @@ struct LoopState {
 }
 
 /// When a generation passed each of its stages, in milliseconds since the Unix epoch
-/// (0: not yet): a job's end as the coordinator stamped it, so that a loop that was
-/// down when a job ended counts the time after it as the next stage's (the training it
-/// does on resuming), not as the job's. Kept in the loop's state, so that a resumed
-/// loop reports its generation's stages whole.
+/// (0: not yet), all read from its jobs as the coordinator stamped them (one clock):
+/// the stages are the times its jobs were on the fleet, and the time between them, when
+/// the loop had none there. A loop down when a job ended so counts the time after it
+/// as the fleet's idle time (it trains on resuming), not as the job's. Kept in the
+/// loop's state, so that a resumed loop reports its generation's stages whole.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StageTimes {
     /// Its self-play job was created.
     pub started_ms: i64,
     /// The self-play job finished.
     pub self_played_ms: i64,
-    /// Its net was trained and recorded in the registry.
+    /// Its net was trained, recorded in the registry and its test job created.
     pub trained_ms: i64,
     /// Its test (and the confirmation, if any) finished.
     pub tested_ms: i64,
+    /// From the test's end to its confirmation's creation: no job on the fleet either.
+    #[serde(default)]
+    pub confirmation_wait_ms: i64,
 }
 
 impl StageTimes {
-    /// The self-play's, the training's and the test's durations.
+    /// The self-play's, the time without a job on the fleet (the training's, with the
+    /// wait for a confirmation) and the tests'.
     pub fn durations(&self) -> [Duration; 3] {
         let between = |from: i64, to: i64| Duration::from_millis(u64::try_from(to - from).unwrap_or(0));
+        let wait = Duration::from_millis(u64::try_from(self.confirmation_wait_ms).unwrap_or(0));
         [
             between(self.started_ms, self.self_played_ms),
-            between(self.self_played_ms, self.trained_ms),
-            between(self.trained_ms, self.tested_ms),
+            between(self.self_played_ms, self.trained_ms) + wait,
+            between(self.trained_ms, self.tested_ms).saturating_sub(wait),
         ]
     }
 
     /// The share of the generation during which the loop had no job on the fleet: the
-    /// data's download, the training and the net's upload. Workers that serve this loop
-    /// alone are idle for that share.
+    /// data's download, the training, the net's upload (and any time the loop was down
+    /// then). Workers that serve this loop alone are idle for that share.
     pub fn idle_share(&self) -> f64 {
         let [self_play, training, test] = self.durations();
         let total = (self_play + training + test).as_secs_f64();
@@ -353,7 +359,7 @@ pub async fn run(
             say(&format!("generation {generation}: self-play job {} with {parent}: {}", job.job_id, job.summary));
             state.data_jobs.push(job.job_id);
             state.data_job_created = true;
-            state.stages = StageTimes { started_ms: now_ms(), ..StageTimes::default() };
+            state.stages = StageTimes::default();
             state.save(&settings.dir)?;
         }
         let data_job = *state.data_jobs.last().expect("a data job was created");
@@ -365,10 +371,7 @@ pub async fn run(
                 played.state
             )));
         }
-        if state.stages.started_ms == 0 {
-            // A state written before stages were kept: the job knows when it began.
-            state.stages.started_ms = played.created_ms;
-        }
+        passed(&mut state, &settings.dir, |s| &mut s.started_ms, played.created_ms)?;
         passed(&mut state, &settings.dir, |s| &mut s.self_played_ms, played.ended_ms)?;
 
         // Training on the newest generations' data, from the best net's checkpoint.
@@ -456,7 +459,6 @@ pub async fn run(
             "generation {generation}: net {} ({name}), validation loss {:.5}",
             net.net_id, net.validation_loss
         ));
-        passed(&mut state, &settings.dir, |s| &mut s.trained_ms, now_ms())?;
 
         // The SPRT against the best net.
         let test_job = recorded_test(
@@ -498,6 +500,10 @@ pub async fn run(
         } else {
             None
         };
+        passed(&mut state, &settings.dir, |s| &mut s.trained_ms, test.created_ms)?;
+        if let Some(confirmation) = &confirmation {
+            state.stages.confirmation_wait_ms = (confirmation.created_ms - test.ended_ms).max(0);
+        }
         let tested_ms = confirmation.as_ref().map_or(test.ended_ms, |c| c.ended_ms);
         passed(&mut state, &settings.dir, |s| &mut s.tested_ms, tested_ms)?;
         report(&GenerationReport { net, test, confirmation, stages: state.stages });
@@ -708,6 +714,7 @@ mod tests {
             self_played_ms: 31 * minute,
             trained_ms: 36 * minute,
             tested_ms: 51 * minute,
+            confirmation_wait_ms: 0,
         };
         assert_eq!(stages.durations().map(|d| d.as_secs() / 60), [30, 5, 15]);
         assert_eq!(stages.idle_share(), 0.1);
@@ -715,6 +722,10 @@ mod tests {
             stages.summary(),
             "self-play 30.0 min, training 5.0 min, test 15.0 min; the fleet idle 10% of 50.0 min"
         );
+        // The wait between the test's end and its confirmation's creation is idle time.
+        let confirmed = StageTimes { confirmation_wait_ms: 2 * minute, ..stages };
+        assert_eq!(confirmed.durations().map(|d| d.as_secs() / 60), [30, 7, 13]);
+        assert_eq!(confirmed.idle_share(), 0.14);
         // A stage not passed yet counts nothing, and an empty record no share.
         let partial = StageTimes { tested_ms: 0, ..stages };
         assert_eq!(partial.durations()[2], Duration::ZERO);

@@ -461,16 +461,9 @@ impl Scheduler {
             let job = state.jobs.get_mut(&id).ok_or_else(|| ScheduleError::NotFound(format!("job {id}")))?;
             job.row.priority = i64::from(priority);
             job.notify();
-            (
-                Change::JobState {
-                    id: id as i64,
-                    state: job.row.state.clone(),
-                    outcome: job.row.outcome.clone(),
-                    priority: job.row.priority,
-                    ended_ms: job.row.ended_ms,
-                },
-                job.view(),
-            )
+            // The priority alone: a whole state written after the lock is let go could
+            // land after an ending's and undo it.
+            (Change::JobPriority { id: id as i64, priority: job.row.priority }, job.view())
         };
         self.writer.write(change).await?;
         Ok(view)

@@ -156,6 +156,14 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
             .execute(&mut *conn)
             .await?;
         }
+        Change::JobPriority { id, priority } => {
+            sqlx::query("UPDATE jobs SET priority = $1, updated_ms = $2 WHERE id = $3")
+                .bind(priority)
+                .bind(now)
+                .bind(id)
+                .execute(&mut *conn)
+                .await?;
+        }
         Change::NewLease { lease, next_unit } => {
             sqlx::query(
                 "INSERT INTO leases (id, job_id, worker_id, units, state, created_ms, probe, cores) \

@@ -48,6 +48,10 @@ pub enum Change {
         /// When it ended; 0 while it runs.
         ended_ms: i64,
     },
+    JobPriority {
+        id: i64,
+        priority: i64,
+    },
     /// A new lease; moves the job's `next_unit` forward.
     NewLease {
         lease: LeaseRow,

@@ -284,9 +284,9 @@ impl Storage {
             .collect()
     }
 
-    /// Finished or stopped jobs whose data is still stored and whose last change is
-    /// older than `games_before_ms` (matches) or `data_before_ms` (self-play); a bound
-    /// of 0 selects none of its kind.
+    /// Finished or stopped jobs whose data is still stored and that ended before
+    /// `games_before_ms` (matches) or `data_before_ms` (self-play); a bound of 0
+    /// selects none of its kind.
     pub async fn jobs_past_retention(
         &self,
         games_before_ms: i64,
@@ -294,7 +294,7 @@ impl Storage {
     ) -> Result<Vec<i64>, StorageError> {
         let rows = sqlx::query(
             "SELECT id FROM jobs WHERE state IN ('finished', 'stopped') AND data_removed_ms = 0 \
-             AND ((kind = 'selfplay' AND updated_ms < $1) OR (kind <> 'selfplay' AND updated_ms < $2)) ORDER BY id",
+             AND ((kind = 'selfplay' AND ended_ms < $1) OR (kind <> 'selfplay' AND ended_ms < $2)) ORDER BY id",
         )
         .bind(data_before_ms)
         .bind(games_before_ms)

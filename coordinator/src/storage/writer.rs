@@ -319,6 +319,7 @@ fn kept_through_outages(change: &Change) -> bool {
         Change::WorkerStanding { .. }
             | Change::LeaseState { .. }
             | Change::JobState { .. }
+            | Change::JobPriority { .. }
             | Change::Suspicion { .. }
             | Change::SuspicionsSettled { .. }
             | Change::Failure { .. }

@@ -112,16 +112,7 @@ async fn rows_round_trip_and_the_snapshot_holds_what_was_written() {
             created_ms: 500,
         };
         writer.write(Change::NewLease { lease: lease.clone(), next_unit: 3 }).await.unwrap();
-        writer
-            .write(Change::JobState {
-                id: 7,
-                state: "running".to_owned(),
-                outcome: String::new(),
-                priority: 4,
-                ended_ms: 0,
-            })
-            .await
-            .unwrap();
+        writer.write(Change::JobPriority { id: 7, priority: 4 }).await.unwrap();
         writer
             .write(Change::Artifact {
                 sha256: "a".repeat(64),
@@ -179,6 +170,18 @@ async fn rows_round_trip_and_the_snapshot_holds_what_was_written() {
         let credit = storage.credit_by_worker(1_001).await.unwrap();
         let expected = WorkerCredit { all_time: units(202, 4, 2), recent: units(102, 2, 1) };
         assert_eq!(credit, BTreeMap::from([(3, expected)]), "{backend:?}");
+        // An ending keeps its time; a priority changed after it keeps the ending.
+        let ending = Change::JobState {
+            id: 7,
+            state: "finished".to_owned(),
+            outcome: "H1 accepted".to_owned(),
+            priority: 4,
+            ended_ms: 1234,
+        };
+        writer.write(ending).await.unwrap();
+        writer.write(Change::JobPriority { id: 7, priority: 9 }).await.unwrap();
+        let ended = storage.job(7).await.unwrap().unwrap();
+        assert_eq!((ended.state.as_str(), ended.ended_ms, ended.priority), ("finished", 1234, 9), "{backend:?}");
     }
 }
 

@@ -126,9 +126,9 @@ async fn the_loop_trains_tests_and_records_a_generation_and_resumes_after_a_kill
     let state: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("loop-state.json")).unwrap()).unwrap();
     assert_eq!(state["generation"], 3, "{state}");
-    // The generation killed in its self-play still reports its stages (from the
-    // state kept before the kill, or from its self-play job's creation), its
-    // self-play as long as the job lasted and the loop's downtime in its training.
+    // The generation killed in its self-play still reports its stages (read from its
+    // jobs), its self-play as long as the job lasted and the loop's downtime in its
+    // training.
     let stdout = String::from_utf8_lossy(&resumed.stdout);
     let stages = stdout.lines().find(|line| line.starts_with("generation 2: self-play ")).expect("stage times");
     let minutes = |stage: &str| -> f64 {
