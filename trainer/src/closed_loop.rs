@@ -181,17 +181,20 @@ impl StageTimes {
     /// wait for a confirmation) and the tests'.
     pub fn durations(&self) -> [Duration; 3] {
         let between = |from: i64, to: i64| Duration::from_millis(u64::try_from(to - from).unwrap_or(0));
-        let wait = Duration::from_millis(u64::try_from(self.confirmation_wait_ms).unwrap_or(0));
+        let tests = between(self.trained_ms, self.tested_ms);
+        // Within the tests' span, so that the stages add up to the generation.
+        let wait = Duration::from_millis(u64::try_from(self.confirmation_wait_ms).unwrap_or(0)).min(tests);
         [
             between(self.started_ms, self.self_played_ms),
             between(self.self_played_ms, self.trained_ms) + wait,
-            between(self.trained_ms, self.tested_ms).saturating_sub(wait),
+            tests - wait,
         ]
     }
 
     /// The share of the generation during which the loop had no job on the fleet: the
-    /// data's download, the training, the net's upload (and any time the loop was down
-    /// then). Workers that serve this loop alone are idle for that share.
+    /// data's download, the training, the net's upload, the wait before a confirmation
+    /// (and any time the loop was down then). Workers that serve this loop alone are
+    /// idle for that share.
     pub fn idle_share(&self) -> f64 {
         let [self_play, training, test] = self.durations();
         let total = (self_play + training + test).as_secs_f64();
@@ -217,8 +220,10 @@ fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
-/// Stamps `stamp` with `at_ms` (0: the time now: a coordinator that keeps no job
-/// ends), once, and saves the state.
+/// Stamps `stamp` with the coordinator's `at_ms`, which is fixed once its job has
+/// passed the stage (and replaces a stamp an older trainer took by its own clock); or,
+/// when the coordinator keeps no such stamp (0: an older one), with the time now,
+/// once. Saves the state.
 fn passed(
     state: &mut LoopState,
     dir: &Path,
@@ -226,8 +231,15 @@ fn passed(
     at_ms: i64,
 ) -> Result<(), LoopError> {
     let time = stamp(&mut state.stages);
-    if *time == 0 {
-        *time = if at_ms > 0 { at_ms } else { now_ms() };
+    let stamped = if at_ms > 0 {
+        at_ms
+    } else if *time == 0 {
+        now_ms()
+    } else {
+        *time
+    };
+    if *time != stamped {
+        *time = stamped;
         state.save(dir)?;
     }
     Ok(())
@@ -501,7 +513,8 @@ pub async fn run(
             None
         };
         passed(&mut state, &settings.dir, |s| &mut s.trained_ms, test.created_ms)?;
-        if let Some(confirmation) = &confirmation {
+        // Known only from the coordinator's stamps (an older one keeps no ends).
+        if let Some(confirmation) = confirmation.as_ref().filter(|c| c.created_ms > 0 && test.ended_ms > 0) {
             state.stages.confirmation_wait_ms = (confirmation.created_ms - test.ended_ms).max(0);
         }
         let tested_ms = confirmation.as_ref().map_or(test.ended_ms, |c| c.ended_ms);
@@ -726,6 +739,9 @@ mod tests {
         let confirmed = StageTimes { confirmation_wait_ms: 2 * minute, ..stages };
         assert_eq!(confirmed.durations().map(|d| d.as_secs() / 60), [30, 7, 13]);
         assert_eq!(confirmed.idle_share(), 0.14);
+        // A wait longer than the tests (stamps of two clocks) is held within them.
+        let skewed = StageTimes { confirmation_wait_ms: 60 * minute, ..stages };
+        assert_eq!(skewed.durations().map(|d| d.as_secs() / 60), [30, 20, 0]);
         // A stage not passed yet counts nothing, and an empty record no share.
         let partial = StageTimes { tested_ms: 0, ..stages };
         assert_eq!(partial.durations()[2], Duration::ZERO);
@@ -733,6 +749,24 @@ mod tests {
         // States written before the stages were kept still read.
         let old = r#"{"lineage": "l", "generation": 2, "data_jobs": [1], "data_job_created": true, "test_job": null}"#;
         assert_eq!(serde_json::from_str::<LoopState>(old).unwrap().stages, StageTimes::default());
+    }
+
+    #[test]
+    fn the_coordinator_s_stamps_replace_the_loop_s_own_and_the_loop_stamps_only_what_it_lacks() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut state = LoopState { lineage: "l".to_owned(), generation: 1, ..LoopState::default() };
+        // An older trainer's stamp by its own clock gives way to the job's.
+        state.stages.started_ms = 5;
+        passed(&mut state, dir.path(), |s| &mut s.started_ms, 7).unwrap();
+        assert_eq!(state.stages.started_ms, 7);
+        // A coordinator with no stamp leaves one there as it is, and stamps an empty
+        // one with the time now; both are saved.
+        passed(&mut state, dir.path(), |s| &mut s.started_ms, 0).unwrap();
+        assert_eq!(state.stages.started_ms, 7);
+        let before = now_ms();
+        passed(&mut state, dir.path(), |s| &mut s.self_played_ms, 0).unwrap();
+        assert!(state.stages.self_played_ms >= before, "{:?}", state.stages);
+        assert_eq!(LoopState::load(dir.path(), "l").unwrap(), state);
     }
 
     #[test]

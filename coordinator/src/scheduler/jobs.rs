@@ -284,7 +284,6 @@ impl Scheduler {
                     id: id as i64,
                     state: job.row.state.clone(),
                     outcome: job.row.outcome.clone(),
-                    priority: job.row.priority,
                     ended_ms: job.row.ended_ms,
                 },
                 job.view(),
@@ -380,7 +379,6 @@ impl Scheduler {
                     id: id as i64,
                     state: job.row.state.clone(),
                     outcome: String::new(),
-                    priority: job.row.priority,
                     ended_ms: job.row.ended_ms,
                 },
                 Change::FailuresCleared { job_id: id as i64 },
@@ -409,7 +407,6 @@ impl Scheduler {
                 id: id as i64,
                 state: job.row.state.clone(),
                 outcome: job.row.outcome.clone(),
-                priority: job.row.priority,
                 ended_ms: job.row.ended_ms,
             };
             (change, job.view())

@@ -143,18 +143,15 @@ async fn apply(conn: &mut AnyConnection, change: &Change) -> Result<Applied, Sto
                 .execute(&mut *conn)
                 .await?;
         }
-        Change::JobState { id, state, outcome, priority, ended_ms } => {
-            sqlx::query(
-                "UPDATE jobs SET state = $1, outcome = $2, priority = $3, ended_ms = $4, updated_ms = $5 WHERE id = $6",
-            )
-            .bind(state)
-            .bind(outcome)
-            .bind(priority)
-            .bind(ended_ms)
-            .bind(now)
-            .bind(id)
-            .execute(&mut *conn)
-            .await?;
+        Change::JobState { id, state, outcome, ended_ms } => {
+            sqlx::query("UPDATE jobs SET state = $1, outcome = $2, ended_ms = $3, updated_ms = $4 WHERE id = $5")
+                .bind(state)
+                .bind(outcome)
+                .bind(ended_ms)
+                .bind(now)
+                .bind(id)
+                .execute(&mut *conn)
+                .await?;
         }
         Change::JobPriority { id, priority } => {
             sqlx::query("UPDATE jobs SET priority = $1, updated_ms = $2 WHERE id = $3")

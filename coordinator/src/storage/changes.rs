@@ -40,14 +40,16 @@ pub enum Change {
         job_id: i64,
         at_ms: i64,
     },
+    /// A job's state: its priority apart ([`Change::JobPriority`]), so that neither
+    /// write, landing after the other, undoes it.
     JobState {
         id: i64,
         state: String,
         outcome: String,
-        priority: i64,
         /// When it ended; 0 while it runs.
         ended_ms: i64,
     },
+    /// A job's priority, changed.
     JobPriority {
         id: i64,
         priority: i64,

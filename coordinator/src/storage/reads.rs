@@ -286,14 +286,14 @@ impl Storage {
 
     /// Finished or stopped jobs whose data is still stored and that ended before
     /// `games_before_ms` (matches) or `data_before_ms` (self-play); a bound of 0
-    /// selects none of its kind.
+    /// selects none of its kind, and a job with no end stamped is never selected.
     pub async fn jobs_past_retention(
         &self,
         games_before_ms: i64,
         data_before_ms: i64,
     ) -> Result<Vec<i64>, StorageError> {
         let rows = sqlx::query(
-            "SELECT id FROM jobs WHERE state IN ('finished', 'stopped') AND data_removed_ms = 0 \
+            "SELECT id FROM jobs WHERE state IN ('finished', 'stopped') AND data_removed_ms = 0 AND ended_ms > 0 \
              AND ((kind = 'selfplay' AND ended_ms < $1) OR (kind <> 'selfplay' AND ended_ms < $2)) ORDER BY id",
         )
         .bind(data_before_ms)

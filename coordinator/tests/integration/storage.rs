@@ -171,13 +171,8 @@ async fn rows_round_trip_and_the_snapshot_holds_what_was_written() {
         let expected = WorkerCredit { all_time: units(202, 4, 2), recent: units(102, 2, 1) };
         assert_eq!(credit, BTreeMap::from([(3, expected)]), "{backend:?}");
         // An ending keeps its time; a priority changed after it keeps the ending.
-        let ending = Change::JobState {
-            id: 7,
-            state: "finished".to_owned(),
-            outcome: "H1 accepted".to_owned(),
-            priority: 4,
-            ended_ms: 1234,
-        };
+        let ending =
+            Change::JobState { id: 7, state: "finished".to_owned(), outcome: "H1 accepted".to_owned(), ended_ms: 1234 };
         writer.write(ending).await.unwrap();
         writer.write(Change::JobPriority { id: 7, priority: 9 }).await.unwrap();
         let ended = storage.job(7).await.unwrap().unwrap();
