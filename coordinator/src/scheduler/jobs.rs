@@ -268,6 +268,7 @@ impl Scheduler {
 
     /// Ends a job: `state` is "stopped" or "finished".
     pub async fn end_job(&self, id: u64, state_name: &str, outcome: &str) -> Result<v1::Job, ScheduleError> {
+        let _in_order = self.state_changes.lock().await;
         let (change, view) = {
             let mut state = self.lock();
             let job = state.jobs.get_mut(&id).ok_or_else(|| ScheduleError::NotFound(format!("job {id}")))?;
@@ -331,6 +332,7 @@ impl Scheduler {
     /// when it has units left: a fixed-length test, or an SPRT undecided at its most
     /// pairs, whose pairs were raised.
     pub async fn resume(&self, id: u64, stored: &[DoneUnit]) -> Result<v1::Job, ScheduleError> {
+        let _in_order = self.state_changes.lock().await;
         let (changes, view) = {
             let mut state = self.lock();
             let job = state.jobs.get_mut(&id).ok_or_else(|| ScheduleError::NotFound(format!("job {id}")))?;
@@ -395,6 +397,7 @@ impl Scheduler {
 
     /// Lets a job that waits for approval run.
     pub async fn approve(&self, id: u64) -> Result<v1::Job, ScheduleError> {
+        let _in_order = self.state_changes.lock().await;
         let (change, view) = {
             let mut state = self.lock();
             let job = state.jobs.get_mut(&id).ok_or_else(|| ScheduleError::NotFound(format!("job {id}")))?;

@@ -491,6 +491,11 @@ pub struct Scheduler {
     /// Serialises creations that carry a request id, from the look for an earlier
     /// one to the new job's entry, so that two retries racing make one job.
     named_creations: tokio::sync::Mutex<()>,
+    /// Serialises the changes of a job's state (approval, resumption, ending) from the
+    /// change in memory to its write, so that the writes land in the order the changes
+    /// were made: a resumption written after the stop that followed it would store the
+    /// job as running again.
+    state_changes: tokio::sync::Mutex<()>,
     /// Each job's view as it ends (stopped or finished): its webhook's news.
     endings: tokio::sync::broadcast::Sender<v1::Job>,
 }

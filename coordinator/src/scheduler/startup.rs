@@ -240,6 +240,7 @@ impl Scheduler {
             revocations,
             metrics,
             named_creations: tokio::sync::Mutex::new(()),
+            state_changes: tokio::sync::Mutex::new(()),
             endings: tokio::sync::broadcast::channel(ENDINGS_HELD).0,
         }
     }

@@ -307,12 +307,12 @@ async fn commit(storage: Storage, mut to_commit: mpsc::Receiver<Batch>, metrics:
 /// a lease's end (a quarantine writes both; failed, a quarantine caught by a PostgreSQL
 /// outage stayed in memory only, its forged results counted, and was gone after a
 /// restart), a job's state (an admin's stop, answered "stopped" on a retry without a
-/// write, ran again after a restart) and its priority, a verification job's suspicions and re-checks,
-/// a worker's reported failure (the lease it ended is not reported again), and a
-/// job's request changed or its failures forgotten (a modify or a resume answered
-/// before its write ran again after a restart). Kept, the caller waits for the
-/// database, then finishes what it does after the write; requests run to their end
-/// even when their client leaves (`detached`).
+/// write, ran again after a restart) and its priority, a verification job's suspicions
+/// and re-checks, a worker's reported failure (the lease it ended is not reported
+/// again), and a job's request changed or its failures forgotten (a modify or a resume
+/// answered before its write ran again after a restart). Kept, the caller waits for
+/// the database, then finishes what it does after the write; requests run to their
+/// end even when their client leaves (`detached`).
 fn kept_through_outages(change: &Change) -> bool {
     matches!(
         change,

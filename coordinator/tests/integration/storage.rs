@@ -289,17 +289,7 @@ async fn the_migration_counts_the_matches_stored_before_it() {
         let url = fresh_database(backend, &dir.0).await;
         let pool = migrated_before(&url, &dir, "0015").await;
         for (id, kind) in [(4, "sprt"), (5, "selfplay")] {
-            sqlx::query(
-                "INSERT INTO jobs (id, kind, state, outcome, description, priority, spec, units_total, next_unit, \
-                 units_done, wins, draws, losses, penta0, penta1, penta2, penta3, penta4, positions, reasons, \
-                 created_ms, updated_ms) VALUES ($1, $2, 'finished', '', '', 0, '00', 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, \
-                 0, '{}', 1, 1)",
-            )
-            .bind(id)
-            .bind(kind)
-            .execute(&pool)
-            .await
-            .unwrap();
+            insert_old_job(&pool, id, kind, "finished", 1).await;
             for (worker_id, row) in ruled_units() {
                 sqlx::query(
                     "INSERT INTO units (job_id, unit, lease_id, worker_id, first_points, second_points, reasons, \
@@ -336,18 +326,7 @@ async fn the_jobs_ended_before_their_ends_were_kept_ended_at_their_last_change()
         let url = fresh_database(backend, &dir.0).await;
         let pool = migrated_before(&url, &dir, "0023").await;
         for (id, state, updated_ms) in [(1, "finished", 500), (2, "stopped", 600), (3, "running", 700)] {
-            sqlx::query(
-                "INSERT INTO jobs (id, kind, state, outcome, description, priority, spec, units_total, next_unit, \
-                 units_done, wins, draws, losses, penta0, penta1, penta2, penta3, penta4, positions, reasons, \
-                 created_ms, updated_ms) VALUES ($1, 'games', $2, '', '', 0, '00', 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, \
-                 0, '{}', 1, $3)",
-            )
-            .bind(id)
-            .bind(state)
-            .bind(updated_ms)
-            .execute(&pool)
-            .await
-            .unwrap();
+            insert_old_job(&pool, id, "games", state, updated_ms).await;
         }
         pool.close().await;
         let storage = Storage::open(&url).await.unwrap();
@@ -355,6 +334,24 @@ async fn the_jobs_ended_before_their_ends_were_kept_ended_at_their_last_change()
             assert_eq!(storage.job(id).await.unwrap().unwrap().ended_ms, ended_ms, "{backend:?}: job {id}");
         }
     }
+}
+
+/// Inserts a job of three counted units, created at 1 ms, by the columns the schema
+/// had before migration 15 (those added since take their defaults).
+async fn insert_old_job(pool: &sqlx::AnyPool, id: i64, kind: &str, state: &str, updated_ms: i64) {
+    sqlx::query(
+        "INSERT INTO jobs (id, kind, state, outcome, description, priority, spec, units_total, next_unit, \
+         units_done, wins, draws, losses, penta0, penta1, penta2, penta3, penta4, positions, reasons, \
+         created_ms, updated_ms) VALUES ($1, $2, $3, '', '', 0, '00', 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, \
+         0, '{}', 1, $4)",
+    )
+    .bind(id)
+    .bind(kind)
+    .bind(state)
+    .bind(updated_ms)
+    .execute(pool)
+    .await
+    .unwrap();
 }
 
 /// A pool on the database at `url` with the migrations before `first` applied only.
